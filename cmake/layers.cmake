@@ -1,0 +1,20 @@
+# tokenmill_layer(NAME [DEPS...]): one static library per folder of src/, built from every
+# .cc in it (kernel subfolders included), linking only the layers named as its deps.
+function(tokenmill_layer name)
+  file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/*.cc)
+  add_library(tm_${name} STATIC ${sources})
+  target_include_directories(tm_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+  foreach(dep IN LISTS ARGN)
+    target_link_libraries(tm_${name} PUBLIC tm_${dep})
+  endforeach()
+  # Files named *_avx2.cc / *_avx512.cc hold kernels for one instruction set; they are
+  # only ever called after a run-time CPU check.
+  foreach(src IN LISTS sources)
+    if(src MATCHES "_avx2\\.cc$")
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
+    elseif(src MATCHES "_avx512\\.cc$")
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
+        "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512dq;-mavx512vl;-mavx512vnni;-mavx512bf16")
+    endif()
+  endforeach()
+endfunction()

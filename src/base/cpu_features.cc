@@ -1,0 +1,91 @@
+#include "base/cpu_features.h"
+
+#include <cpuid.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+namespace tokenmill {
+
+namespace {
+
+uint64_t read_xcr0() {
+  uint32_t eax = 0, edx = 0;
+  __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+  return (static_cast<uint64_t>(edx) << 32) | eax;
+}
+
+}  // namespace
+
+CpuFeatures detect_cpu_features() {
+  CpuFeatures f;
+  unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return f;
+  const bool osxsave = ecx & (1u << 27);
+  f.fma = ecx & (1u << 12);
+  f.f16c = ecx & (1u << 29);
+  const bool avx = ecx & (1u << 28);
+  if (!osxsave || !avx) return CpuFeatures{};
+  const uint64_t xcr0 = read_xcr0();
+  const bool os_avx = (xcr0 & 0x6) == 0x6;
+  const bool os_avx512 = (xcr0 & 0xe6) == 0xe6;
+  if (!os_avx) return CpuFeatures{};
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return f;
+  f.avx2 = ebx & (1u << 5);
+  if (os_avx512) {
+    f.avx512f = ebx & (1u << 16);
+    f.avx512dq = ebx & (1u << 17);
+    f.avx512bw = ebx & (1u << 30);
+    f.avx512vl = ebx & (1u << 31);
+    f.avx512vnni = ecx & (1u << 11);
+  }
+  if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) {
+    f.avx_vnni = eax & (1u << 4);
+    if (os_avx512) f.avx512bf16 = eax & (1u << 5);
+  }
+  return f;
+}
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures features = [] {
+    CpuFeatures f = detect_cpu_features();
+    const char* cap = std::getenv("TOKENMILL_ISA");
+    if (cap != nullptr) {
+      if (std::strcmp(cap, "scalar") == 0) {
+        f = CpuFeatures{};
+      } else if (std::strcmp(cap, "avx2") == 0) {
+        CpuFeatures capped;
+        capped.avx2 = f.avx2;
+        capped.fma = f.fma;
+        capped.f16c = f.f16c;
+        capped.avx_vnni = f.avx_vnni;
+        f = capped;
+      }
+    }
+    return f;
+  }();
+  return features;
+}
+
+std::string CpuFeatures::to_string() const {
+  std::string s;
+  auto add = [&](bool on, const char* name) {
+    if (!on) return;
+    if (!s.empty()) s += ' ';
+    s += name;
+  };
+  add(avx2, "avx2");
+  add(fma, "fma");
+  add(f16c, "f16c");
+  add(avx512f, "avx512f");
+  add(avx512bw, "avx512bw");
+  add(avx512dq, "avx512dq");
+  add(avx512vl, "avx512vl");
+  add(avx512vnni, "avx512vnni");
+  add(avx512bf16, "avx512bf16");
+  add(avx_vnni, "avxvnni");
+  return s.empty() ? "scalar" : s;
+}
+
+}  // namespace tokenmill

@@ -1,0 +1,34 @@
+// Which instruction sets this CPU has, read once (cpuid + xgetbv, so an OS that does
+// not save AVX-512 state reports it absent). Kernels are chosen from this at start-up.
+#pragma once
+
+#include <string>
+
+namespace tokenmill {
+
+struct CpuFeatures {
+  bool avx2 = false;
+  bool fma = false;
+  bool f16c = false;
+  bool avx512f = false;
+  bool avx512bw = false;
+  bool avx512dq = false;
+  bool avx512vl = false;
+  bool avx512vnni = false;
+  bool avx512bf16 = false;
+  bool avx_vnni = false;
+
+  // The AVX-512 subset our kernels use (F, BW, DQ, VL, VNNI).
+  bool has_avx512_kernels() const { return avx512f && avx512bw && avx512dq && avx512vl && avx512vnni; }
+  bool has_avx2_kernels() const { return avx2 && fma && f16c; }
+  std::string to_string() const;
+};
+
+// Detected once, then cached. TOKENMILL_ISA=scalar|avx2|avx512 caps what is reported,
+// so tests and benchmarks can force a lower path on a bigger CPU.
+const CpuFeatures& cpu_features();
+
+// Features as detected, ignoring TOKENMILL_ISA.
+CpuFeatures detect_cpu_features();
+
+}  // namespace tokenmill
