@@ -2,6 +2,12 @@
 # .cc in it (kernel subfolders included), linking only the layers named as its deps.
 function(tokenmill_layer name)
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/*.cc)
+  if(NOT sources)
+    # A layer not written yet still links, so the layers above it can be built.
+    set(placeholder ${PROJECT_BINARY_DIR}/empty_layer_${name}.cc)
+    file(WRITE ${placeholder} "// layer ${name} has no sources yet\n")
+    set(sources ${placeholder})
+  endif()
   add_library(tm_${name} STATIC ${sources})
   target_include_directories(tm_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
   foreach(dep IN LISTS ARGN)
