@@ -1,0 +1,196 @@
+// Block layouts of the quantized GGUF tensor types, byte for byte as they sit in a file.
+//
+// Every quantized row is an array of blocks; a block holds `block_size` weights. Legacy
+// types (Q4_0 … Q8_1) use blocks of 32, K-quants use super-blocks of 256 split into
+// sub-blocks of 16 or 32 that carry their own small integer scales.
+//
+// Scales stored as `uint16_t` are IEEE half floats (see base/half.h). All multi-byte
+// fields are little-endian, which is also the host order on every CPU we target.
+//
+// Notation in the diagrams: `q[i]` is the i-th quant of the block in element order;
+// "lo"/"hi" are the low/high nibble (or bit field) of a byte.
+#pragma once
+
+#include <cstdint>
+
+namespace tokenmill::quant {
+
+inline constexpr int kLegacyBlockSize = 32;  // QK4_0 … QK8_1
+inline constexpr int kSuperBlockSize = 256;  // QK_K
+inline constexpr int kKScaleBytes = 12;      // packed 6-bit scales of Q4_K / Q5_K
+
+// ---------------------------------------------------------------------------------------
+// Legacy formats: one f16 scale `d` (and a minimum `m` for the _1 variants) per 32 values.
+//   _0 types: x = d * (q - offset)      _1 types: x = d * q + m
+// Quants of elements j and j+16 share byte j: element j in the low nibble, j+16 in the
+// high nibble.
+
+// Q4_0, 18 bytes, x = d * (q - 8), q in [0, 15]
+//   +------+-------------------------------------------+
+//   | d:2  | qs[16]: lo = q[j], hi = q[j+16]           |
+//   +------+-------------------------------------------+
+struct BlockQ4_0 {
+  uint16_t d;
+  uint8_t qs[kLegacyBlockSize / 2];
+};
+static_assert(sizeof(BlockQ4_0) == 18);
+
+// Q4_1, 20 bytes, x = d * q + m, q in [0, 15]
+//   +------+------+------------------------------------+
+//   | d:2  | m:2  | qs[16]: lo = q[j], hi = q[j+16]    |
+//   +------+------+------------------------------------+
+struct BlockQ4_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qs[kLegacyBlockSize / 2];
+};
+static_assert(sizeof(BlockQ4_1) == 20);
+
+// Q5_0, 22 bytes, x = d * (q - 16), q in [0, 31]
+//   +------+---------+--------------------------------------+
+//   | d:2  | qh[4]   | qs[16]: low 4 bits, as in Q4_0       |
+//   +------+---------+--------------------------------------+
+//   qh read as one little-endian uint32: bit i is bit 4 of q[i] (i = 0..31).
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];
+  uint8_t qs[kLegacyBlockSize / 2];
+};
+static_assert(sizeof(BlockQ5_0) == 22);
+
+// Q5_1, 24 bytes, x = d * q + m, q in [0, 31]; qh and qs as in Q5_0.
+//   +------+------+---------+-------------------------------+
+//   | d:2  | m:2  | qh[4]   | qs[16]                        |
+//   +------+------+---------+-------------------------------+
+struct BlockQ5_1 {
+  uint16_t d;
+  uint16_t m;
+  uint8_t qh[4];
+  uint8_t qs[kLegacyBlockSize / 2];
+};
+static_assert(sizeof(BlockQ5_1) == 24);
+
+// Q8_0, 34 bytes, x = d * q, q in [-127, 127]
+//   +------+-----------------------------+
+//   | d:2  | qs[32]: int8, in order      |
+//   +------+-----------------------------+
+struct BlockQ8_0 {
+  uint16_t d;
+  int8_t qs[kLegacyBlockSize];
+};
+static_assert(sizeof(BlockQ8_0) == 34);
+
+// Q8_1, 36 bytes: Q8_0 plus s = d * sum(q), so a dot product with a _1 weight block can
+// add m * sum(activation) without touching the quants again. Activation-only type.
+//   +------+------+-----------------------------+
+//   | d:2  | s:2  | qs[32]: int8, in order      |
+//   +------+------+-----------------------------+
+struct BlockQ8_1 {
+  uint16_t d;
+  uint16_t s;
+  int8_t qs[kLegacyBlockSize];
+};
+static_assert(sizeof(BlockQ8_1) == 36);
+
+// ---------------------------------------------------------------------------------------
+// K-quants: 256 values per super-block. The 2/3/4/5-bit quant planes are laid out in
+// chunks: Q2_K/Q3_K/Q6_K pack 128 elements per 32 bytes of 2-bit fields (byte l of a
+// chunk holds elements l, l+32, l+64, l+96 at bit shifts 0, 2, 4, 6); Q4_K/Q5_K pack 64
+// elements per 32 bytes of nibbles (lo = element l, hi = element l+32).
+
+// Q2_K, 84 bytes. 16 sub-blocks of 16; x = d * sc * q - dmin * mn, q in [0, 3].
+//   +--------------------------------+---------------------+------+---------+
+//   | scales[16]: lo = sc, hi = mn   | qs[64]: 2-bit quants| d:2  | dmin:2  |
+//   +--------------------------------+---------------------+------+---------+
+//   qs: two chunks of 32 bytes; chunk c, byte l, shift 2k -> element 128c + 32k + l.
+struct BlockQ2_K {
+  uint8_t scales[kSuperBlockSize / 16];
+  uint8_t qs[kSuperBlockSize / 4];
+  uint16_t d;
+  uint16_t dmin;
+};
+static_assert(sizeof(BlockQ2_K) == 84);
+
+// Q3_K, 110 bytes. 16 sub-blocks of 16; x = d * (sc - 32) * (q - 4), q in [0, 7].
+//   +-------------+-------------------+------------------+------+
+//   | hmask[32]   | qs[64]: low 2 bits| scales[12]: 6-bit| d:2  |
+//   +-------------+-------------------+------------------+------+
+//   qs: low two bits of each quant, packed as in Q2_K.
+//   hmask: bit 2 of q[i] is bit (i / 32) of hmask[i % 32].
+//   scales (sixteen 6-bit values s0..s15):
+//     bytes 0..7 : lo = low 4 bits of s0..s7,  hi = low 4 bits of s8..s15
+//     bytes 8..11: byte 8+k holds the high 2 bits of s_k, s_{k+4}, s_{k+8}, s_{k+12}
+//                  at shifts 0, 2, 4, 6.
+struct BlockQ3_K {
+  uint8_t hmask[kSuperBlockSize / 8];
+  uint8_t qs[kSuperBlockSize / 4];
+  uint8_t scales[12];
+  uint16_t d;
+};
+static_assert(sizeof(BlockQ3_K) == 110);
+
+// Q4_K, 144 bytes. 8 sub-blocks of 32; x = d * sc * q - dmin * mn, q in [0, 15].
+//   +------+---------+---------------------------+-------------------------+
+//   | d:2  | dmin:2  | scales[12]: 6-bit sc, mn  | qs[128]: nibbles        |
+//   +------+---------+---------------------------+-------------------------+
+//   scales (eight 6-bit scales sc0..7 and mins mn0..7):
+//     bytes 0..3 : sc0..3 in bits 0..5, high 2 bits of sc4..7 in bits 6..7
+//     bytes 4..7 : mn0..3 in bits 0..5, high 2 bits of mn4..7 in bits 6..7
+//     bytes 8..11: lo = low 4 bits of sc4..7, hi = low 4 bits of mn4..7
+//   qs: four chunks of 32 bytes; chunk c, byte l -> lo = element 64c + l,
+//       hi = element 64c + 32 + l.
+struct BlockQ4_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[kKScaleBytes];
+  uint8_t qs[kSuperBlockSize / 2];
+};
+static_assert(sizeof(BlockQ4_K) == 144);
+
+// Q5_K, 176 bytes. As Q4_K with a fifth bit per quant, q in [0, 31].
+//   +------+---------+-------------+-----------+-------------------------+
+//   | d:2  | dmin:2  | scales[12]  | qh[32]    | qs[128]: low nibbles    |
+//   +------+---------+-------------+-----------+-------------------------+
+//   qh: bit 4 of q[i] is bit (i / 32) of qh[i % 32].
+struct BlockQ5_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[kKScaleBytes];
+  uint8_t qh[kSuperBlockSize / 8];
+  uint8_t qs[kSuperBlockSize / 2];
+};
+static_assert(sizeof(BlockQ5_K) == 176);
+
+// Q6_K, 210 bytes. 16 sub-blocks of 16; x = d * sc * (q - 32), q in [0, 63],
+// sc an int8.
+//   +----------------------+----------------------+-----------------+------+
+//   | ql[128]: low nibbles | qh[64]: high 2 bits  | scales[16]: i8  | d:2  |
+//   +----------------------+----------------------+-----------------+------+
+//   Two halves of 128 elements; half h uses ql[64h .. 64h+63], qh[32h .. 32h+31].
+//   Within a half, for l in 0..31:
+//     element l      : lo nibble of ql[l],      bits 0-1 of qh[l]
+//     element l + 32 : lo nibble of ql[l + 32], bits 2-3 of qh[l]
+//     element l + 64 : hi nibble of ql[l],      bits 4-5 of qh[l]
+//     element l + 96 : hi nibble of ql[l + 32], bits 6-7 of qh[l]
+struct BlockQ6_K {
+  uint8_t ql[kSuperBlockSize / 2];
+  uint8_t qh[kSuperBlockSize / 4];
+  int8_t scales[kSuperBlockSize / 16];
+  uint16_t d;
+};
+static_assert(sizeof(BlockQ6_K) == 210);
+
+// Q8_K, 292 bytes: the activation format of every K-quant dot product. A float scale
+// (not f16) and the sum of each group of 16 quants, so the "- dmin * mn" term of a
+// dot product needs only 16 multiplies per super-block.
+//   +---------+-----------------------------+--------------------------+
+//   | d:f32   | qs[256]: int8, in order     | bsums[16]: int16         |
+//   +---------+-----------------------------+--------------------------+
+struct BlockQ8_K {
+  float d;
+  int8_t qs[kSuperBlockSize];
+  int16_t bsums[kSuperBlockSize / 16];
+};
+static_assert(sizeof(BlockQ8_K) == 292);
+
+}  // namespace tokenmill::quant

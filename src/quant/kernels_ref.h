@@ -1,0 +1,63 @@
+// Internal to quant/: the per-type reference kernels that fill the traits table. Other
+// layers reach them through type_traits.h / quant.h, never by these names.
+//
+// Every function takes n = number of elements (a multiple of the type's block size) and
+// untyped row pointers, so it can sit in the table as is.
+#pragma once
+
+#include <cstdint>
+
+namespace tokenmill::quant::ref {
+
+// float_formats.cc
+void dequantize_row_f32(const void* src, float* dst, int64_t n);
+void dequantize_row_f16(const void* src, float* dst, int64_t n);
+void dequantize_row_bf16(const void* src, float* dst, int64_t n);
+void quantize_row_f32(const float* src, void* dst, int64_t n);
+void quantize_row_f16(const float* src, void* dst, int64_t n);
+void quantize_row_bf16(const float* src, void* dst, int64_t n);
+float vec_dot_f32(int64_t n, const void* w, const void* a);
+float vec_dot_f16(int64_t n, const void* w, const void* a);
+float vec_dot_bf16(int64_t n, const void* w, const void* a);
+
+// quants_legacy.cc
+void dequantize_row_q4_0(const void* src, float* dst, int64_t n);
+void dequantize_row_q4_1(const void* src, float* dst, int64_t n);
+void dequantize_row_q5_0(const void* src, float* dst, int64_t n);
+void dequantize_row_q5_1(const void* src, float* dst, int64_t n);
+void dequantize_row_q8_0(const void* src, float* dst, int64_t n);
+void dequantize_row_q8_1(const void* src, float* dst, int64_t n);
+void quantize_row_q4_0(const float* src, void* dst, int64_t n);
+void quantize_row_q4_1(const float* src, void* dst, int64_t n);
+void quantize_row_q5_0(const float* src, void* dst, int64_t n);
+void quantize_row_q5_1(const float* src, void* dst, int64_t n);
+void quantize_row_q8_0(const float* src, void* dst, int64_t n);
+void quantize_row_q8_1(const float* src, void* dst, int64_t n);
+
+// quants_k.cc
+void dequantize_row_q2_K(const void* src, float* dst, int64_t n);
+void dequantize_row_q3_K(const void* src, float* dst, int64_t n);
+void dequantize_row_q4_K(const void* src, float* dst, int64_t n);
+void dequantize_row_q5_K(const void* src, float* dst, int64_t n);
+void dequantize_row_q6_K(const void* src, float* dst, int64_t n);
+void dequantize_row_q8_K(const void* src, float* dst, int64_t n);
+void quantize_row_q2_K(const float* src, void* dst, int64_t n);
+void quantize_row_q3_K(const float* src, void* dst, int64_t n);
+void quantize_row_q4_K(const float* src, void* dst, int64_t n);
+void quantize_row_q5_K(const float* src, void* dst, int64_t n);
+void quantize_row_q6_K(const float* src, void* dst, int64_t n);
+void quantize_row_q8_K(const float* src, void* dst, int64_t n);
+
+// vec_dot_ref.cc: weight type x activation type.
+float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* a);
+float vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* a);
+float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* a);
+float vec_dot_q5_1_q8_1(int64_t n, const void* w, const void* a);
+float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* a);
+float vec_dot_q2_K_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_q3_K_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_q5_K_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a);
+
+}  // namespace tokenmill::quant::ref

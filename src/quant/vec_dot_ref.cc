@@ -1,0 +1,289 @@
+// Reference dot products of a quantized weight row with a quantized activation row.
+//
+// Each block's integer part is exact (int32 sums of int8 x small-int products); only the
+// combination with the float scales rounds. That combination follows ggml's generic
+// (scalar) kernels expression for expression, including where the scale products are
+// grouped and the order blocks are accumulated in, so our reference gives the same
+// float as llama.cpp's scalar build.
+
+#include <cstring>
+
+#include "base/half.h"
+#include "quant/blocks.h"
+#include "quant/kernels_ref.h"
+
+namespace tokenmill::quant::ref {
+
+namespace {
+
+constexpr int kHalf = kLegacyBlockSize / 2;
+constexpr int kQK = kSuperBlockSize;
+
+// ggml accumulates the K-quant sums in 8 float lanes: lane l collects the integer sum over
+// elements with index % 8 == l, scaled per block, and the lanes are added at the end.
+constexpr int kLanes = 8;
+
+uint32_t load_u32(const uint8_t bytes[4]) {
+  uint32_t value;
+  std::memcpy(&value, bytes, sizeof value);
+  return value;
+}
+
+// Integer dot product of 32 signed weight levels with the 32 quants of an activation block.
+int32_t dot_32(const int levels[kLegacyBlockSize], const int8_t* a) {
+  int32_t sum = 0;
+  for (int j = 0; j < kLegacyBlockSize; ++j) sum += levels[j] * a[j];
+  return sum;
+}
+
+void unpack_nibbles(const uint8_t* qs, int offset, int levels[kLegacyBlockSize]) {
+  for (int j = 0; j < kHalf; ++j) {
+    levels[j] = (qs[j] & 0x0f) - offset;
+    levels[j + kHalf] = (qs[j] >> 4) - offset;
+  }
+}
+
+void unpack_nibbles_5bit(const uint8_t* qs, const uint8_t* qh, int offset, int levels[kLegacyBlockSize]) {
+  const uint32_t high_bits = load_u32(qh);
+  for (int j = 0; j < kHalf; ++j) {
+    levels[j] = ((qs[j] & 0x0f) | (((high_bits >> j) & 1) << 4)) - offset;
+    levels[j + kHalf] = ((qs[j] >> 4) | (((high_bits >> (j + kHalf)) & 1) << 4)) - offset;
+  }
+}
+
+// Per-lane integer sums sum_{i % 8 == l} scale(i) * w[i] * a[i] for one super-block,
+// where scale(i) = scales[i / group_size].
+void lane_sums(const int8_t* w_levels, const int8_t* a, const int* scales, int group_size,
+               int32_t lanes[kLanes]) {
+  for (int l = 0; l < kLanes; ++l) lanes[l] = 0;
+  for (int i = 0; i < kQK; ++i) lanes[i % kLanes] += scales[i / group_size] * (w_levels[i] * a[i]);
+}
+
+// Adds d * lanes[l] into the running lane totals.
+void accumulate_lanes(float d, const int32_t lanes[kLanes], float totals[kLanes]) {
+  for (int l = 0; l < kLanes; ++l) totals[l] += d * static_cast<float>(lanes[l]);
+}
+
+int level_2bit(const uint8_t* qs, int element) {
+  const int chunk = element / 128, within = element % 128;
+  return (qs[32 * chunk + within % 32] >> (2 * (within / 32))) & 3;
+}
+
+void unpack_scale_min_k4(int j, const uint8_t* packed, int* scale, int* min) {
+  if (j < 4) {
+    *scale = packed[j] & 63;
+    *min = packed[j + 4] & 63;
+  } else {
+    *scale = (packed[j + 4] & 0x0f) | ((packed[j - 4] >> 6) << 4);
+    *min = (packed[j + 4] >> 4) | ((packed[j] >> 6) << 4);
+  }
+}
+
+// For Q4_K / Q5_K: sum_j bsums[j] * min(j / 2), the activation sums weighted by the mins.
+int32_t weighted_min_sum(const BlockQ8_K& a, const int mins[8]) {
+  int32_t sum = 0;
+  for (int j = 0; j < kQK / 16; ++j) sum += a.bsums[j] * mins[j / 2];
+  return sum;
+}
+
+}  // namespace
+
+// --------------------------------------------------------------------- legacy x Q8_0/1
+
+float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockQ4_0*>(w);
+  const auto* y = static_cast<const BlockQ8_0*>(a);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < n / kLegacyBlockSize; ++b) {
+    int levels[kLegacyBlockSize];
+    unpack_nibbles(x[b].qs, 8, levels);
+    const int32_t isum = dot_32(levels, y[b].qs);
+    sum += static_cast<float>(isum) * f16_to_f32(x[b].d) * f16_to_f32(y[b].d);
+  }
+  return sum;
+}
+
+float vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockQ4_1*>(w);
+  const auto* y = static_cast<const BlockQ8_1*>(a);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < n / kLegacyBlockSize; ++b) {
+    int levels[kLegacyBlockSize];
+    unpack_nibbles(x[b].qs, 0, levels);
+    const int32_t isum = dot_32(levels, y[b].qs);
+    // d_w * d_a * sum(q_w * q_a) + m_w * s_a, with s_a = d_a * sum(q_a).
+    sum += (f16_to_f32(x[b].d) * f16_to_f32(y[b].d)) * static_cast<float>(isum) +
+           f16_to_f32(x[b].m) * f16_to_f32(y[b].s);
+  }
+  return sum;
+}
+
+float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockQ5_0*>(w);
+  const auto* y = static_cast<const BlockQ8_0*>(a);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < n / kLegacyBlockSize; ++b) {
+    int levels[kLegacyBlockSize];
+    unpack_nibbles_5bit(x[b].qs, x[b].qh, 16, levels);
+    const int32_t isum = dot_32(levels, y[b].qs);
+    sum += (f16_to_f32(x[b].d) * f16_to_f32(y[b].d)) * static_cast<float>(isum);
+  }
+  return sum;
+}
+
+float vec_dot_q5_1_q8_1(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockQ5_1*>(w);
+  const auto* y = static_cast<const BlockQ8_1*>(a);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < n / kLegacyBlockSize; ++b) {
+    int levels[kLegacyBlockSize];
+    unpack_nibbles_5bit(x[b].qs, x[b].qh, 0, levels);
+    const int32_t isum = dot_32(levels, y[b].qs);
+    sum += (f16_to_f32(x[b].d) * f16_to_f32(y[b].d)) * static_cast<float>(isum) +
+           f16_to_f32(x[b].m) * f16_to_f32(y[b].s);
+  }
+  return sum;
+}
+
+float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockQ8_0*>(w);
+  const auto* y = static_cast<const BlockQ8_0*>(a);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < n / kLegacyBlockSize; ++b) {
+    int32_t isum = 0;
+    for (int j = 0; j < kLegacyBlockSize; ++j) isum += x[b].qs[j] * y[b].qs[j];
+    sum += static_cast<float>(isum) * (f16_to_f32(x[b].d) * f16_to_f32(y[b].d));
+  }
+  return sum;
+}
+
+// ------------------------------------------------------------------------ K x Q8_K
+
+float vec_dot_q2_K_q8_K(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockQ2_K*>(w);
+  const auto* y = static_cast<const BlockQ8_K*>(a);
+  float sum = 0.0f;
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    // Minimum term: sum over sub-blocks of mn_j * (sum of the activation quants in it).
+    int32_t min_sum = 0;
+    for (int j = 0; j < 16; ++j) min_sum += y[b].bsums[j] * (x[b].scales[j] >> 4);
+    int32_t isum = 0;
+    for (int j = 0; j < 16; ++j) {
+      int32_t group = 0;
+      for (int i = 0; i < 16; ++i) group += y[b].qs[16 * j + i] * level_2bit(x[b].qs, 16 * j + i);
+      isum += (x[b].scales[j] & 0x0f) * group;
+    }
+    const float d_all = y[b].d * f16_to_f32(x[b].d);
+    const float d_min = y[b].d * f16_to_f32(x[b].dmin);
+    sum += d_all * static_cast<float>(isum) - d_min * static_cast<float>(min_sum);
+  }
+  return sum;
+}
+
+float vec_dot_q3_K_q8_K(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockQ3_K*>(w);
+  const auto* y = static_cast<const BlockQ8_K*>(a);
+  float totals[kLanes] = {};
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    int8_t levels[kQK];
+    for (int i = 0; i < kQK; ++i) {
+      const bool high = (x[b].hmask[i % 32] >> (i / 32)) & 1;
+      levels[i] = static_cast<int8_t>(level_2bit(x[b].qs, i) - (high ? 0 : 4));
+    }
+    int scales[16];
+    for (int j = 0; j < 16; ++j) {
+      const int low = j < 8 ? (x[b].scales[j] & 0x0f) : (x[b].scales[j - 8] >> 4);
+      const int high = (x[b].scales[8 + j % 4] >> (2 * (j / 4))) & 3;
+      scales[j] = (low | (high << 4)) - 32;
+    }
+    int32_t lanes[kLanes];
+    lane_sums(levels, y[b].qs, scales, 16, lanes);
+    accumulate_lanes(f16_to_f32(x[b].d) * y[b].d, lanes, totals);
+  }
+  float sum = 0.0f;
+  for (float t : totals) sum += t;
+  return sum;
+}
+
+float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockQ4_K*>(w);
+  const auto* y = static_cast<const BlockQ8_K*>(a);
+  float totals[kLanes] = {};
+  float sum = 0.0f;  // collects the minimum terms first, the lanes last
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    int8_t levels[kQK];
+    for (int c = 0; c < 4; ++c) {
+      for (int i = 0; i < 32; ++i) {
+        levels[64 * c + i] = static_cast<int8_t>(x[b].qs[32 * c + i] & 0x0f);
+        levels[64 * c + 32 + i] = static_cast<int8_t>(x[b].qs[32 * c + i] >> 4);
+      }
+    }
+    int scales[8], mins[8];
+    for (int j = 0; j < 8; ++j) unpack_scale_min_k4(j, x[b].scales, &scales[j], &mins[j]);
+    int32_t lanes[kLanes];
+    lane_sums(levels, y[b].qs, scales, 32, lanes);
+    accumulate_lanes(f16_to_f32(x[b].d) * y[b].d, lanes, totals);
+    const float d_min = f16_to_f32(x[b].dmin) * y[b].d;
+    sum -= d_min * static_cast<float>(weighted_min_sum(y[b], mins));
+  }
+  for (float t : totals) sum += t;
+  return sum;
+}
+
+float vec_dot_q5_K_q8_K(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockQ5_K*>(w);
+  const auto* y = static_cast<const BlockQ8_K*>(a);
+  float totals[kLanes] = {};
+  float sum = 0.0f;  // collects the minimum terms first, the lanes last
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    int8_t levels[kQK];
+    for (int c = 0; c < 4; ++c) {
+      for (int i = 0; i < 32; ++i) {
+        const int qh = x[b].qh[i];
+        levels[64 * c + i] =
+            static_cast<int8_t>((x[b].qs[32 * c + i] & 0x0f) | (((qh >> (2 * c)) & 1) << 4));
+        levels[64 * c + 32 + i] =
+            static_cast<int8_t>((x[b].qs[32 * c + i] >> 4) | (((qh >> (2 * c + 1)) & 1) << 4));
+      }
+    }
+    int scales[8], mins[8];
+    for (int j = 0; j < 8; ++j) unpack_scale_min_k4(j, x[b].scales, &scales[j], &mins[j]);
+    int32_t lanes[kLanes];
+    lane_sums(levels, y[b].qs, scales, 32, lanes);
+    accumulate_lanes(f16_to_f32(x[b].d) * y[b].d, lanes, totals);
+    const float d_min = f16_to_f32(x[b].dmin) * y[b].d;
+    sum -= d_min * static_cast<float>(weighted_min_sum(y[b], mins));
+  }
+  for (float t : totals) sum += t;
+  return sum;
+}
+
+float vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockQ6_K*>(w);
+  const auto* y = static_cast<const BlockQ8_K*>(a);
+  float totals[kLanes] = {};
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    int8_t levels[kQK];
+    for (int half = 0; half < 2; ++half) {
+      const uint8_t* ql = x[b].ql + 64 * half;
+      const uint8_t* qh = x[b].qh + 32 * half;
+      for (int i = 0; i < 32; ++i) {
+        for (int k = 0; k < 4; ++k) {
+          const int low = (ql[i + 32 * (k % 2)] >> (4 * (k / 2))) & 0x0f;
+          levels[128 * half + 32 * k + i] =
+              static_cast<int8_t>((low | (((qh[i] >> (2 * k)) & 3) << 4)) - 32);
+        }
+      }
+    }
+    int scales[16];
+    for (int j = 0; j < 16; ++j) scales[j] = x[b].scales[j];
+    int32_t lanes[kLanes];
+    lane_sums(levels, y[b].qs, scales, 16, lanes);
+    accumulate_lanes(f16_to_f32(x[b].d) * y[b].d, lanes, totals);
+  }
+  float sum = 0.0f;
+  for (float t : totals) sum += t;
+  return sum;
+}
+
+}  // namespace tokenmill::quant::ref
