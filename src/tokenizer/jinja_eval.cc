@@ -290,6 +290,9 @@ class Renderer {
     }
     const auto n = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < n; ++i) {
+      if (++n_iterations_ > kMaxIterations) {
+        throw Error(where(s.line) + "template ran more than " + std::to_string(kMaxIterations) + " loop iterations");
+      }
       // Each iteration gets a fresh scope: a plain `set` inside the loop does not
       // survive the iteration (that is what namespace() is for).
       frames_.emplace_back();
@@ -363,6 +366,9 @@ class Renderer {
   Value make_macro(const Stmt& s) {
     const Stmt* macro = &s;
     return Value::function(s.targets[0], [this, macro](const CallArgs& args) {
+      if (macro_depth_ >= kMaxMacroDepth) {
+        throw Error("macro '" + macro->targets[0] + "' nested more than " + std::to_string(kMaxMacroDepth) + " calls deep");
+      }
       Frame frame;
       for (size_t i = 0; i < macro->params.size(); ++i) {
         const MacroParam& param = macro->params[i];
@@ -378,13 +384,16 @@ class Renderer {
       std::vector<Frame> saved = std::move(frames_);
       frames_ = {saved.front(), std::move(frame)};
       std::string out;
+      ++macro_depth_;
       try {
         run_body(macro->bodies[0], out);
       } catch (...) {
         frames_ = std::move(saved);
+        --macro_depth_;
         throw;
       }
       frames_ = std::move(saved);
+      --macro_depth_;
       return Value(std::move(out));
     });
   }
@@ -542,7 +551,13 @@ class Renderer {
     throw Error(std::string("cannot slice a value of type '") + object.type_name() + "'");
   }
 
+  // Templates come from model files: bound the work one render may do.
+  static constexpr int64_t kMaxIterations = 1'000'000;
+  static constexpr int kMaxMacroDepth = 64;
+
   std::vector<Frame> frames_;
+  int64_t n_iterations_ = 0;
+  int macro_depth_ = 0;
   Value filter_input_;  // the rendered body of the innermost {% filter %} block
 };
 

@@ -24,6 +24,7 @@ class Parser {
   // Parses statements until a block tag whose name is in `ends` (left unconsumed after
   // its name, which goes to *end_tag) or the end of the template (only when ends is empty).
   Body parse_body(std::initializer_list<const char*> ends, std::string* end_tag) {
+    DepthGuard guard(this);
     Body body;
     while (true) {
       const Token& t = peek();
@@ -212,6 +213,7 @@ class Parser {
   // ---- expressions, lowest precedence first ----
 
   ExprPtr parse_expression() {
+    DepthGuard guard(this);
     ExprPtr value = parse_or();
     if (!peek_name("if")) return value;
     int line = next().line;
@@ -247,6 +249,7 @@ class Parser {
   }
 
   ExprPtr parse_not() {
+    DepthGuard guard(this);
     if (peek_name("not")) {
       int line = next().line;
       auto e = make_expr(Expr::Kind::kUnary, line);
@@ -322,6 +325,7 @@ class Parser {
   }
 
   ExprPtr parse_unary(bool with_filter) {
+    DepthGuard guard(this);
     ExprPtr node;
     if (peek_operator("-") || peek_operator("+")) {
       const Token& t = next();
@@ -604,8 +608,22 @@ class Parser {
     return e;
   }
 
+  // Templates come from model files: bound the nesting so "((((..." cannot overflow the
+  // stack of the recursive descent.
+  static constexpr int kMaxDepth = 200;
+  struct DepthGuard {
+    explicit DepthGuard(Parser* p) : parser(p) {
+      if (++parser->depth_ > kMaxDepth) {
+        throw Error(where(parser->peek()) + "template nested too deeply (more than " + std::to_string(kMaxDepth) + " levels)");
+      }
+    }
+    ~DepthGuard() { --parser->depth_; }
+    Parser* parser;
+  };
+
   const std::vector<Token>& tokens_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace

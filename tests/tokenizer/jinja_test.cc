@@ -193,5 +193,14 @@ TEST(JinjaErrors, NameTheConstructAndLine) {
   EXPECT_EQ(error_of("{{ a @ b }}"), "line 1: unexpected character '@' in tag");
 }
 
+TEST(JinjaErrors, HostileTemplatesAreBounded) {
+  EXPECT_NE(error_of("{{ " + std::string(5000, '(') + "1" + std::string(5000, ')') + " }}").find("nested too deeply"),
+            std::string::npos);
+  EXPECT_NE(error_of("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}").find("nested more than 64 calls"), std::string::npos);
+  EXPECT_NE(error_of("{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}")
+                .find("loop iterations"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace tokenmill::tokenizer::jinja
