@@ -48,7 +48,14 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_gguf(const gguf::File& file) 
 }
 
 Result<std::unique_ptr<Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
-  if (vocab.text_to_id.size() == 0 && !vocab.tokens.empty()) finish_vocab(vocab);
+  if (vocab.tokens.empty()) return invalid_argument("a vocabulary needs at least one token");
+  if (vocab.add_bos && !vocab.contains(vocab.bos_id)) {
+    return invalid_argument("the vocabulary adds BOS but has no BOS token");
+  }
+  if (vocab.add_eos && !vocab.contains(vocab.eos_id)) {
+    return invalid_argument("the vocabulary adds EOS but has no EOS token");
+  }
+  if (vocab.text_to_id.empty()) finish_vocab(vocab);
   std::unique_ptr<Tokenizer> tokenizer(new Tokenizer(std::move(vocab)));
   if (tokenizer->vocab_.kind == VocabKind::kSentencePiece) {
     tokenizer->spm_ = std::make_unique<SpmTokenizer>(tokenizer->vocab_);
