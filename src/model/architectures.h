@@ -1,0 +1,16 @@
+// Constructors of the per-architecture models (one file each).
+#pragma once
+
+#include <memory>
+
+#include "model/model.h"
+
+namespace tokenmill::model {
+
+std::unique_ptr<Model> make_gemma3(std::shared_ptr<const gguf::File> file, ModelConfig config, ModelWeights weights,
+                                   std::unique_ptr<ops::Backend> backend);
+// Llama 2/3, Mistral, and Qwen 2 (which adds q/k/v biases and NeoX rotary pairs).
+std::unique_ptr<Model> make_llama(std::shared_ptr<const gguf::File> file, ModelConfig config, ModelWeights weights,
+                                  std::unique_ptr<ops::Backend> backend);
+
+}  // namespace tokenmill::model

@@ -1,0 +1,41 @@
+// The two halves of a transformer block, shared by the architectures: self-attention
+// over the paged cache and the gated feed-forward network. Each architecture file
+// arranges the norms and residuals around them in its own order.
+#pragma once
+
+#include <vector>
+
+#include "model/batch.h"
+#include "model/model_config.h"
+#include "model/weights.h"
+#include "ops/backend.h"
+#include "ops/kv_storage.h"
+
+namespace tokenmill::model {
+
+// Per-step working memory, sized for the batch. n = batch.n_tokens().
+struct LayerScratch {
+  std::vector<float> normed;  // [n, n_embd]   input of attention / FFN
+  std::vector<float> q;       // [n, q_dim]
+  std::vector<float> k;       // [n, kv_dim]
+  std::vector<float> v;       // [n, kv_dim]
+  std::vector<float> attn;    // [n, q_dim]
+  std::vector<float> gate;    // [n, n_ff]
+  std::vector<float> up;      // [n, n_ff]
+  std::vector<float> out;     // [n, n_embd]   output of attention / FFN
+
+  void resize(const ModelConfig& c, int64_t n_tokens);
+};
+
+enum class FfnActivation { kGeluTanh, kSilu };
+
+// scratch.normed -> scratch.out: q, k, v projections (+ biases), optional per-head q/k
+// RMSNorm, rotary embedding, cache write, attention, output projection.
+void attention_step(ops::Backend& backend, const ModelConfig& config, const LayerWeights& weights, int32_t layer,
+                    const Batch& batch, ops::KvStorage& kv, LayerScratch& scratch);
+
+// scratch.normed -> scratch.out: down(act(gate(x)) * up(x)).
+void gated_ffn_step(ops::Backend& backend, const ModelConfig& config, const LayerWeights& weights,
+                    FfnActivation activation, int64_t n_tokens, LayerScratch& scratch);
+
+}  // namespace tokenmill::model

@@ -1,0 +1,79 @@
+#include "model/model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "base/thread_pool.h"
+#include "model/architectures.h"
+#include "ops/cpu/cpu_backend.h"
+
+namespace tokenmill::model {
+
+ops::KvShape Model::kv_shape(int32_t n_blocks, int32_t block_size) const {
+  ops::KvShape shape;
+  shape.n_layers = config_.n_layers;
+  shape.n_blocks = n_blocks;
+  shape.block_size = block_size;
+  shape.n_kv_heads = config_.n_kv_heads;
+  shape.head_dim = config_.head_dim;
+  return shape;
+}
+
+Status Model::forward(const Batch& batch, ops::KvStorage& kv, std::vector<float>& logits) {
+  const ModelConfig& c = config_;
+  TM_RETURN_IF_ERROR(batch.validate(c.n_vocab, kv.shape()));
+  if (kv.shape().n_layers != c.n_layers || kv.shape().n_kv_heads != c.n_kv_heads || kv.shape().head_dim != c.head_dim) {
+    return invalid_argument("KV storage shape does not match the model");
+  }
+  const int64_t n_tokens = batch.n_tokens();
+  const int64_t n_out = static_cast<int64_t>(batch.output_tokens.size());
+  logits.resize(static_cast<size_t>(n_out) * c.n_vocab);
+  if (n_tokens == 0) return {};
+
+  // hidden: [n_tokens, n_embd]
+  std::vector<float> hidden(static_cast<size_t>(n_tokens) * c.n_embd);
+  backend_->get_rows(weights_.token_embd, batch.tokens, hidden.data());
+  if (c.embedding_scale != 1.0f) backend_->scale(hidden.data(), c.embedding_scale, hidden.size());
+
+  run_layers(batch, kv, hidden);
+
+  // Only the rows whose logits are wanted go through the final norm and the (large)
+  // output projection.  selected: [n_out, n_embd]
+  std::vector<float> selected(static_cast<size_t>(n_out) * c.n_embd);
+  for (int64_t i = 0; i < n_out; ++i) {
+    std::copy_n(hidden.data() + static_cast<size_t>(batch.output_tokens[i]) * c.n_embd, c.n_embd,
+                selected.data() + i * c.n_embd);
+  }
+  backend_->rms_norm(selected.data(), weights_.output_norm, n_out, c.n_embd, c.rms_eps, selected.data());
+  backend_->matmul(weights_.output, selected.data(), n_out, logits.data());
+  if (c.final_logit_softcap > 0.0f) {
+    for (float& v : logits) v = c.final_logit_softcap * std::tanh(v / c.final_logit_softcap);
+  }
+  return {};
+}
+
+Result<std::unique_ptr<Model>> load_model(const std::string& path, const LoadOptions& options) {
+  auto file = gguf::File::open(path);
+  if (!file.ok()) return file.status();
+  return load_model(std::make_shared<const gguf::File>(std::move(file).value()), options);
+}
+
+Result<std::unique_ptr<Model>> load_model(std::shared_ptr<const gguf::File> file, const LoadOptions& options) {
+  auto config = read_model_config(*file);
+  if (!config.ok()) return config.status();
+  auto weights = bind_weights(*file, *config);
+  if (!weights.ok()) return weights.status();
+  if (options.prefetch) file->prefetch();
+  const int n_threads = options.n_threads > 0 ? options.n_threads : default_thread_count();
+  auto backend = std::make_unique<ops::CpuBackend>(n_threads);
+  switch (config->architecture) {
+    case Architecture::kGemma3:
+      return make_gemma3(std::move(file), std::move(config).value(), std::move(weights).value(), std::move(backend));
+    case Architecture::kLlama:
+    case Architecture::kQwen2:
+      return make_llama(std::move(file), std::move(config).value(), std::move(weights).value(), std::move(backend));
+  }
+  return internal_error("unreachable architecture");
+}
+
+}  // namespace tokenmill::model

@@ -1,0 +1,61 @@
+// A loaded model: its configuration, its weights (inside the file's memory map) and the
+// forward pass of its architecture over a flattened batch (batch.h).
+//
+// Thread-safety: forward() is called by one thread at a time (the engine thread).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "gguf/gguf_file.h"
+#include "model/batch.h"
+#include "model/model_config.h"
+#include "model/weights.h"
+#include "ops/backend.h"
+#include "ops/kv_storage.h"
+
+namespace tokenmill::model {
+
+struct LoadOptions {
+  int n_threads = 0;        // 0: every online CPU
+  bool prefetch = true;     // read all weights into memory at load
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
+  const gguf::File& file() const { return *file_; }
+  std::shared_ptr<const gguf::File> shared_file() const { return file_; }
+  ops::Backend& backend() { return *backend_; }
+
+  // The cache shape this model needs for n_blocks blocks of block_size positions.
+  ops::KvShape kv_shape(int32_t n_blocks, int32_t block_size = 16) const;
+
+  // Runs one forward pass. Keys and values of every batch token are written into kv at
+  // the slots its block table names; logits receives [output_tokens.size(), n_vocab].
+  Status forward(const Batch& batch, ops::KvStorage& kv, std::vector<float>& logits);
+
+ protected:
+  Model(std::shared_ptr<const gguf::File> file, ModelConfig config, ModelWeights weights,
+        std::unique_ptr<ops::Backend> backend)
+      : file_(std::move(file)), config_(std::move(config)), weights_(std::move(weights)), backend_(std::move(backend)) {}
+
+  // The architecture's layers: hidden [n_tokens, n_embd] in, hidden out.
+  virtual void run_layers(const Batch& batch, ops::KvStorage& kv, std::vector<float>& hidden) = 0;
+
+  std::shared_ptr<const gguf::File> file_;
+  ModelConfig config_;
+  ModelWeights weights_;
+  std::unique_ptr<ops::Backend> backend_;
+};
+
+// Opens, validates and binds a model file; picks the architecture from its metadata.
+Result<std::unique_ptr<Model>> load_model(const std::string& path, const LoadOptions& options);
+Result<std::unique_ptr<Model>> load_model(std::shared_ptr<const gguf::File> file, const LoadOptions& options);
+
+}  // namespace tokenmill::model

@@ -1,0 +1,111 @@
+#include "model/model_config.h"
+
+#include <cmath>
+
+namespace tokenmill::model {
+
+namespace {
+
+// Reads "<arch>.<suffix>" as a positive int32.
+Status read_positive(const gguf::File& file, const std::string& arch, const char* suffix, int32_t& out) {
+  const std::string key = arch + "." + suffix;
+  auto v = file.get_int(key);
+  if (!v.ok()) return v.status();
+  if (*v <= 0 || *v > (1 << 30)) {
+    return corrupt_data("metadata '" + key + "' is " + std::to_string(*v) + ", expected a positive size");
+  }
+  out = static_cast<int32_t>(*v);
+  return {};
+}
+
+}  // namespace
+
+Result<ModelConfig> read_model_config(const gguf::File& file) {
+  ModelConfig c;
+  auto arch = file.get_string("general.architecture");
+  if (!arch.ok()) return arch.status();
+  c.architecture_name = *arch;
+  const std::string& a = c.architecture_name;
+  if (a == "gemma3") {
+    c.architecture = Architecture::kGemma3;
+  } else if (a == "llama") {
+    c.architecture = Architecture::kLlama;
+  } else if (a == "qwen2") {
+    c.architecture = Architecture::kQwen2;
+  } else {
+    return unsupported("model architecture '" + a + "' is not supported (supported: gemma3, llama, qwen2)");
+  }
+  c.name = file.get_string_or("general.name", a);
+
+  TM_RETURN_IF_ERROR(read_positive(file, a, "embedding_length", c.n_embd));
+  TM_RETURN_IF_ERROR(read_positive(file, a, "block_count", c.n_layers));
+  TM_RETURN_IF_ERROR(read_positive(file, a, "feed_forward_length", c.n_ff));
+  TM_RETURN_IF_ERROR(read_positive(file, a, "attention.head_count", c.n_heads));
+  c.n_kv_heads = c.n_heads;
+  if (file.find(a + ".attention.head_count_kv")) {
+    TM_RETURN_IF_ERROR(read_positive(file, a, "attention.head_count_kv", c.n_kv_heads));
+  }
+  if (c.n_heads % c.n_kv_heads != 0) {
+    return corrupt_data("head_count " + std::to_string(c.n_heads) + " is not a multiple of head_count_kv " +
+                        std::to_string(c.n_kv_heads));
+  }
+  c.head_dim = c.n_embd / c.n_heads;
+  if (file.find(a + ".attention.key_length")) {
+    TM_RETURN_IF_ERROR(read_positive(file, a, "attention.key_length", c.head_dim));
+  }
+  if (file.find(a + ".attention.value_length")) {
+    int32_t value_dim = 0;
+    TM_RETURN_IF_ERROR(read_positive(file, a, "attention.value_length", value_dim));
+    if (value_dim != c.head_dim) return unsupported("attention.value_length differs from key_length");
+  }
+  if (c.head_dim % 2 != 0) return corrupt_data("attention head size " + std::to_string(c.head_dim) + " is odd");
+  c.context_length = static_cast<int32_t>(file.get_int_or(a + ".context_length", 4096));
+  c.rms_eps = static_cast<float>(file.get_double_or(a + ".attention.layer_norm_rms_epsilon", 1e-5));
+  c.rope_freq_base = static_cast<float>(file.get_double_or(a + ".rope.freq_base", 10000.0));
+  c.rope_freq_base_local = c.rope_freq_base;
+  const double rope_factor = file.get_double_or(a + ".rope.scaling.factor", 1.0);
+  const std::string rope_type = file.get_string_or(a + ".rope.scaling.type", "none");
+  if (rope_type == "linear" && rope_factor > 0) {
+    c.rope_freq_scale = static_cast<float>(1.0 / rope_factor);
+  } else if (rope_type != "none" && rope_factor != 1.0) {
+    return unsupported("rope scaling type '" + rope_type + "' is not supported");
+  }
+  c.layer_is_sliding.assign(c.n_layers, false);
+  c.attention_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+
+  switch (c.architecture) {
+    case Architecture::kGemma3: {
+      c.rope_style = ops::RopeStyle::kNeox;
+      // Gemma scales queries by 1/sqrt(head_dim) for all sizes but 27B, which uses
+      // 1/sqrt(n_embd / n_heads).
+      if (c.n_layers == 62) c.attention_scale = 1.0f / std::sqrt(static_cast<float>(c.n_embd / c.n_heads));
+      c.embedding_scale = std::sqrt(static_cast<float>(c.n_embd));
+      c.final_logit_softcap = static_cast<float>(file.get_double_or(a + ".final_logit_softcapping", 0.0));
+      c.sliding_window = static_cast<int32_t>(file.get_int_or(a + ".attention.sliding_window", 0));
+      if (c.sliding_window > 0) {
+        // Five local (sliding-window) layers, then one global layer, repeating.
+        const int64_t period = file.get_int_or(a + ".attention.sliding_window_pattern", 6);
+        if (period <= 0) return corrupt_data("attention.sliding_window_pattern must be positive");
+        for (int32_t l = 0; l < c.n_layers; ++l) c.layer_is_sliding[l] = (l % period) < period - 1;
+        c.rope_freq_base_local = static_cast<float>(file.get_double_or(a + ".rope.freq_base_swa", 10000.0));
+      }
+      break;
+    }
+    case Architecture::kLlama:
+      c.rope_style = ops::RopeStyle::kNormal;
+      break;
+    case Architecture::kQwen2:
+      c.rope_style = ops::RopeStyle::kNeox;
+      break;
+  }
+
+  const gguf::TensorInfo* embd = file.find_tensor("token_embd.weight");
+  if (!embd) return not_found("tensor 'token_embd.weight' is missing");
+  if (embd->shape.size() != 2 || embd->shape[0] != c.n_embd) {
+    return corrupt_data("tensor 'token_embd.weight' should be [" + std::to_string(c.n_embd) + ", n_vocab]");
+  }
+  c.n_vocab = static_cast<int32_t>(embd->shape[1]);
+  return c;
+}
+
+}  // namespace tokenmill::model

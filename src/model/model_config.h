@@ -1,0 +1,45 @@
+// Hyperparameters of a model, read from GGUF metadata ("<arch>.embedding_length" ...).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "gguf/gguf_file.h"
+#include "ops/backend.h"
+
+namespace tokenmill::model {
+
+enum class Architecture { kGemma3, kLlama, kQwen2 };
+
+struct ModelConfig {
+  Architecture architecture = Architecture::kLlama;
+  std::string architecture_name;  // general.architecture
+  std::string name;               // general.name
+  int32_t n_vocab = 0;
+  int32_t n_embd = 0;
+  int32_t n_layers = 0;
+  int32_t n_heads = 0;
+  int32_t n_kv_heads = 0;
+  int32_t head_dim = 0;           // key_length; value_length must match
+  int32_t n_ff = 0;
+  int32_t context_length = 0;     // trained context
+  float rms_eps = 1e-6f;
+  float rope_freq_base = 10000.0f;
+  float rope_freq_base_local = 10000.0f;  // sliding-window layers (Gemma 3)
+  float rope_freq_scale = 1.0f;
+  ops::RopeStyle rope_style = ops::RopeStyle::kNormal;
+  int32_t sliding_window = 0;             // 0: none
+  std::vector<bool> layer_is_sliding;     // [n_layers]
+  float attention_scale = 1.0f;           // multiplies q·k
+  float final_logit_softcap = 0.0f;       // 0: off
+  float embedding_scale = 1.0f;           // input embeddings are multiplied by this
+
+  int32_t q_dim() const { return n_heads * head_dim; }
+  int32_t kv_dim() const { return n_kv_heads * head_dim; }
+};
+
+Result<ModelConfig> read_model_config(const gguf::File& file);
+
+}  // namespace tokenmill::model

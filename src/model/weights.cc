@@ -1,0 +1,114 @@
+#include "model/weights.h"
+
+#include <string>
+
+#include "quant/type_traits.h"
+
+namespace tokenmill::model {
+
+namespace {
+
+class Binder {
+ public:
+  explicit Binder(const gguf::File& file) : file_(file) {}
+
+  Status matrix(const std::string& name, int64_t n_rows, int64_t n_cols, ops::WeightMatrix& out) {
+    const gguf::TensorInfo* info = file_.find_tensor(name);
+    if (!info) return not_found("tensor '" + name + "' is missing");
+    if (info->shape.size() != 2 || info->shape[0] != n_cols || info->shape[1] != n_rows) {
+      return corrupt_data("tensor '" + name + "' has shape " + shape_string(info->shape) + ", expected [" +
+                          std::to_string(n_cols) + ", " + std::to_string(n_rows) + "]");
+    }
+    const quant::TypeTraits* traits = quant::find_type_traits(info->type);
+    if (!traits || !traits->vec_dot_ref) {
+      return unsupported("tensor '" + name + "' has type " + std::string(gguf::tensor_type_name(info->type)) +
+                         ", which cannot be used as a weight matrix");
+    }
+    out.type = info->type;
+    out.data = file_.tensor_data(*info).data();
+    out.n_cols = n_cols;
+    out.n_rows = n_rows;
+    out.row_bytes = info->n_bytes / static_cast<size_t>(n_rows);
+    return {};
+  }
+
+  Status vector(const std::string& name, int64_t n, const float*& out) {
+    const gguf::TensorInfo* info = file_.find_tensor(name);
+    if (!info) return not_found("tensor '" + name + "' is missing");
+    if (info->type != gguf::TensorType::kF32) {
+      return unsupported("tensor '" + name + "' has type " + std::string(gguf::tensor_type_name(info->type)) +
+                         ", expected f32");
+    }
+    if (info->n_elements() != n) {
+      return corrupt_data("tensor '" + name + "' has " + std::to_string(info->n_elements()) + " elements, expected " +
+                          std::to_string(n));
+    }
+    out = reinterpret_cast<const float*>(file_.tensor_data(*info).data());
+    return {};
+  }
+
+  bool has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }
+
+ private:
+  static std::string shape_string(const std::vector<int64_t>& shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+  }
+
+  const gguf::File& file_;
+};
+
+}  // namespace
+
+Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& c) {
+  Binder b(file);
+  ModelWeights w;
+  TM_RETURN_IF_ERROR(b.matrix("token_embd.weight", c.n_vocab, c.n_embd, w.token_embd));
+  TM_RETURN_IF_ERROR(b.vector("output_norm.weight", c.n_embd, w.output_norm));
+  if (b.has("output.weight")) {
+    TM_RETURN_IF_ERROR(b.matrix("output.weight", c.n_vocab, c.n_embd, w.output));
+  } else {
+    w.output = w.token_embd;
+    w.tied_output = true;
+  }
+  const bool gemma = c.architecture == Architecture::kGemma3;
+  w.layers.resize(c.n_layers);
+  for (int32_t l = 0; l < c.n_layers; ++l) {
+    LayerWeights& L = w.layers[l];
+    const std::string p = "blk." + std::to_string(l) + ".";
+    TM_RETURN_IF_ERROR(b.vector(p + "attn_norm.weight", c.n_embd, L.attn_norm));
+    TM_RETURN_IF_ERROR(b.matrix(p + "attn_q.weight", c.q_dim(), c.n_embd, L.wq));
+    TM_RETURN_IF_ERROR(b.matrix(p + "attn_k.weight", c.kv_dim(), c.n_embd, L.wk));
+    TM_RETURN_IF_ERROR(b.matrix(p + "attn_v.weight", c.kv_dim(), c.n_embd, L.wv));
+    TM_RETURN_IF_ERROR(b.matrix(p + "attn_output.weight", c.n_embd, c.q_dim(), L.wo));
+    if (c.architecture == Architecture::kQwen2) {
+      TM_RETURN_IF_ERROR(b.vector(p + "attn_q.bias", c.q_dim(), L.bq));
+      TM_RETURN_IF_ERROR(b.vector(p + "attn_k.bias", c.kv_dim(), L.bk));
+      TM_RETURN_IF_ERROR(b.vector(p + "attn_v.bias", c.kv_dim(), L.bv));
+    }
+    if (gemma) {
+      TM_RETURN_IF_ERROR(b.vector(p + "attn_q_norm.weight", c.head_dim, L.q_norm));
+      TM_RETURN_IF_ERROR(b.vector(p + "attn_k_norm.weight", c.head_dim, L.k_norm));
+      TM_RETURN_IF_ERROR(b.vector(p + "post_attention_norm.weight", c.n_embd, L.post_attn_norm));
+      TM_RETURN_IF_ERROR(b.vector(p + "post_ffw_norm.weight", c.n_embd, L.post_ffn_norm));
+    }
+    TM_RETURN_IF_ERROR(b.vector(p + "ffn_norm.weight", c.n_embd, L.ffn_norm));
+    TM_RETURN_IF_ERROR(b.matrix(p + "ffn_gate.weight", c.n_ff, c.n_embd, L.ffn_gate));
+    TM_RETURN_IF_ERROR(b.matrix(p + "ffn_up.weight", c.n_ff, c.n_embd, L.ffn_up));
+    TM_RETURN_IF_ERROR(b.matrix(p + "ffn_down.weight", c.n_embd, c.n_ff, L.ffn_down));
+  }
+  return w;
+}
+
+int64_t weight_bytes_per_token(const ModelWeights& w) {
+  auto bytes = [](const ops::WeightMatrix& m) { return static_cast<int64_t>(m.row_bytes) * m.n_rows; };
+  int64_t total = bytes(w.output);  // the embedding table itself is only gathered, one row per token
+  for (const LayerWeights& L : w.layers) {
+    total += bytes(L.wq) + bytes(L.wk) + bytes(L.wv) + bytes(L.wo) + bytes(L.ffn_gate) + bytes(L.ffn_up) +
+             bytes(L.ffn_down);
+  }
+  return total;
+}
+
+}  // namespace tokenmill::model

@@ -1,0 +1,46 @@
+// Weight tensors bound by name from a GGUF file, checked for shape and type at load.
+// They point into the file's memory map: the File must outlive the weights.
+#pragma once
+
+#include <vector>
+
+#include "base/status.h"
+#include "gguf/gguf_file.h"
+#include "model/model_config.h"
+#include "ops/weight_matrix.h"
+
+namespace tokenmill::model {
+
+struct LayerWeights {
+  const float* attn_norm = nullptr;       // [n_embd]
+  ops::WeightMatrix wq;                   // [q_dim, n_embd]   (rows x cols)
+  ops::WeightMatrix wk;                   // [kv_dim, n_embd]
+  ops::WeightMatrix wv;                   // [kv_dim, n_embd]
+  ops::WeightMatrix wo;                   // [n_embd, q_dim]
+  const float* bq = nullptr;              // [q_dim]  (Qwen 2 only)
+  const float* bk = nullptr;              // [kv_dim]
+  const float* bv = nullptr;              // [kv_dim]
+  const float* q_norm = nullptr;          // [head_dim] (Gemma 3)
+  const float* k_norm = nullptr;          // [head_dim]
+  const float* post_attn_norm = nullptr;  // [n_embd]   (Gemma 3)
+  const float* ffn_norm = nullptr;        // [n_embd]
+  ops::WeightMatrix ffn_gate;             // [n_ff, n_embd]
+  ops::WeightMatrix ffn_up;               // [n_ff, n_embd]
+  ops::WeightMatrix ffn_down;             // [n_embd, n_ff]
+  const float* post_ffn_norm = nullptr;   // [n_embd]   (Gemma 3)
+};
+
+struct ModelWeights {
+  ops::WeightMatrix token_embd;  // [n_vocab, n_embd]
+  const float* output_norm = nullptr;  // [n_embd]
+  ops::WeightMatrix output;      // [n_vocab, n_embd]; token_embd when tied
+  bool tied_output = false;
+  std::vector<LayerWeights> layers;
+};
+
+Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& config);
+
+// Bytes of every weight a single decode step reads (for roofline figures).
+int64_t weight_bytes_per_token(const ModelWeights& weights);
+
+}  // namespace tokenmill::model

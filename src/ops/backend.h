@@ -1,0 +1,66 @@
+// The operations a forward pass is made of. A model composes these; a back end (cpu/,
+// later cuda/) implements them. All tensors are row-major float32 in the back end's
+// memory unless stated; shapes are given beside each parameter.
+//
+// Thread-safety: a Backend is used by one thread at a time (the engine thread); it may
+// use its own worker threads inside a call.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "ops/attention.h"
+#include "ops/kv_storage.h"
+#include "ops/weight_matrix.h"
+
+namespace tokenmill::ops {
+
+enum class RopeStyle { kNormal, kNeox };  // adjacent pairs (Llama) vs halves (NeoX, Gemma, Qwen)
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual const char* name() const = 0;
+  virtual int n_threads() const = 0;
+
+  // y[t, r] = sum_k w[r, k] * x[t, k].  x: [n_tokens, w.n_cols], y: [n_tokens, w.n_rows].
+  // The weights are read once for all n_tokens rows.
+  virtual void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) = 0;
+
+  // out[i, :] = table[ids[i], :] as float.  out: [ids.size(), table.n_cols]
+  virtual void get_rows(const WeightMatrix& table, std::span<const int32_t> ids, float* out) = 0;
+
+  // Row-wise RMSNorm: y = x / sqrt(mean(x^2) + eps) * weight.  x, y: [n_rows, n_cols]
+  // (y may be x); weight: [n_cols].
+  virtual void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n_cols, float eps,
+                        float* y) = 0;
+
+  // Rotary position embedding in place.  x: [n_tokens, n_heads, head_dim]; positions: [n_tokens].
+  virtual void rope(float* x, std::span<const int32_t> positions, int32_t n_heads, int32_t head_dim,
+                    float freq_base, float freq_scale, RopeStyle style) = 0;
+
+  // y = gelu_tanh(gate) * up and y = silu(gate) * up, elementwise over n values.
+  virtual void geglu(const float* gate, const float* up, int64_t n, float* y) = 0;
+  virtual void swiglu(const float* gate, const float* up, int64_t n, float* y) = 0;
+
+  // y = a + b, elementwise over n values (y may be a or b).
+  virtual void add(const float* a, const float* b, int64_t n, float* y) = 0;
+  // x[r, :] += bias for every row r.  x: [n_rows, n_cols]; bias: [n_cols].
+  virtual void add_bias(float* x, const float* bias, int64_t n_rows, int64_t n_cols) = 0;
+  // x *= factor, elementwise over n values.
+  virtual void scale(float* x, float factor, int64_t n) = 0;
+
+  // Writes k and v of each token into its slot of the paged cache.
+  // k, v: [n_tokens, n_kv_heads * head_dim].
+  virtual void store_kv(KvStorage& kv, int32_t layer, const AttentionBatch& batch, const float* k,
+                        const float* v) = 0;
+
+  // out[t] = softmax(scale * q[t] · K_cached) V_cached per head (GQA: query head h reads
+  // kv head h / (n_heads / n_kv_heads)).  q: [n_tokens, n_heads * head_dim];
+  // out: [n_tokens, n_heads * head_dim].
+  virtual void attention(const KvStorage& kv, const AttentionBatch& batch, const AttentionParams& params,
+                         const float* q, float* out) = 0;
+};
+
+}  // namespace tokenmill::ops

@@ -1,0 +1,39 @@
+// The CPU back end: reference-correct operations, parallel over a persistent thread pool.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "ops/backend.h"
+
+namespace tokenmill::ops {
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int n_threads);
+
+  const char* name() const override { return "cpu"; }
+  int n_threads() const override { return pool_.n_threads(); }
+  ThreadPool& pool() { return pool_; }
+
+  void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) override;
+  void get_rows(const WeightMatrix& table, std::span<const int32_t> ids, float* out) override;
+  void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n_cols, float eps, float* y) override;
+  void rope(float* x, std::span<const int32_t> positions, int32_t n_heads, int32_t head_dim, float freq_base,
+            float freq_scale, RopeStyle style) override;
+  void geglu(const float* gate, const float* up, int64_t n, float* y) override;
+  void swiglu(const float* gate, const float* up, int64_t n, float* y) override;
+  void add(const float* a, const float* b, int64_t n, float* y) override;
+  void add_bias(float* x, const float* bias, int64_t n_rows, int64_t n_cols) override;
+  void scale(float* x, float factor, int64_t n) override;
+  void store_kv(KvStorage& kv, int32_t layer, const AttentionBatch& batch, const float* k, const float* v) override;
+  void attention(const KvStorage& kv, const AttentionBatch& batch, const AttentionParams& params, const float* q,
+                 float* out) override;
+
+ private:
+  ThreadPool pool_;
+  std::vector<uint8_t> quantized_input_;  // activations converted to the weight's dot-product type
+};
+
+}  // namespace tokenmill::ops

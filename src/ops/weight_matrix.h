@@ -1,0 +1,22 @@
+// A 2-D weight tensor as it lies in the model file (or in a repacked copy).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gguf/tensor_type.h"
+
+namespace tokenmill::ops {
+
+// Row r holds the weights of output feature r: W[r, 0..n_cols).
+struct WeightMatrix {
+  gguf::TensorType type = gguf::TensorType::kF32;
+  const uint8_t* data = nullptr;  // [n_rows, row_bytes]
+  int64_t n_cols = 0;             // input features (the contiguous dimension)
+  int64_t n_rows = 0;             // output features
+  size_t row_bytes = 0;
+
+  const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
+};
+
+}  // namespace tokenmill::ops
