@@ -4,7 +4,6 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
-#include <cstdlib>
 
 #include "base/half.h"
 #include "ops/cpu/elementwise.h"
@@ -15,20 +14,6 @@ namespace tokenmill::ops {
 CpuBackend::CpuBackend(int n_threads) : pool_(n_threads) {}
 
 void CpuBackend::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
-  if (std::getenv("TM_FLOAT_MATMUL")) {
-    pool_.parallel_for(w.n_rows, [&](int, size_t begin, size_t end) {
-      std::vector<float> row(w.n_cols);
-      for (size_t r = begin; r < end; ++r) {
-        quant::dequantize_row(w.type, w.row(r), row.data(), w.n_cols);
-        for (int64_t t = 0; t < n_tokens; ++t) {
-          double acc = 0;
-          for (int64_t i = 0; i < w.n_cols; ++i) acc += double(row[i]) * x[t * w.n_cols + i];
-          y[t * w.n_rows + r] = float(acc);
-        }
-      }
-    });
-    return;
-  }
   const quant::TypeTraits& traits = quant::type_traits(w.type);
   const quant::TypeTraits& input_traits = quant::type_traits(traits.vec_dot_type);
   const int64_t k = w.n_cols;
