@@ -1,1 +1,27 @@
-int main() { return 0; }
+// tokenmill: one binary, one subcommand per file (cmd_*.cc).
+#include <cstdio>
+
+#include "cli/commands.h"
+
+namespace tokenmill::cli {
+
+int& exit_code() {
+  static int code = 0;
+  return code;
+}
+
+}  // namespace tokenmill::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{"tokenmill: fast LLM inference on the machines you have"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "tokenmill 0.1.0");
+  tokenmill::cli::register_info(app);
+  tokenmill::cli::register_run(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return tokenmill::cli::exit_code();
+}

@@ -1,0 +1,15 @@
+// Each subcommand lives in its own file and registers itself on the CLI11 app; its
+// callback sets the process exit code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace tokenmill::cli {
+
+// The exit code the chosen subcommand asked for (0 unless it failed).
+int& exit_code();
+
+void register_info(CLI::App& app);
+void register_run(CLI::App& app);
+
+}  // namespace tokenmill::cli
