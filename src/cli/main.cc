@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "tokenmill 0.1.0");
   tokenmill::cli::register_info(app);
   tokenmill::cli::register_run(app);
+  tokenmill::cli::register_bench(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,201 @@
+// tokenmill bench: prompt-processing (pp) and generation (tg) speed, like llama-bench.
+// pp N: one forward pass over N prompt tokens. tg N: N single-token decode steps after
+// a one-token prompt. Token ids are random (speed does not depend on them).
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/cpu_features.h"
+#include "base/timer.h"
+#include "cli/commands.h"
+#include "cli/model_path.h"
+#include "model/model.h"
+#include "ops/cpu/cpu_backend.h"
+
+namespace tokenmill::cli {
+
+namespace {
+
+struct BenchOptions {
+  std::string model = "default";
+  int32_t n_prompt = 512;
+  int32_t n_gen = 128;
+  int n_threads = 0;
+  int repetitions = 3;
+  bool json = false;
+  bool roofline = false;
+};
+
+struct Series {
+  double mean = 0, stddev = 0;
+  std::vector<double> samples;
+};
+
+Series summarize(std::vector<double> samples) {
+  Series s;
+  s.samples = samples;
+  s.mean = std::accumulate(samples.begin(), samples.end(), 0.0) / samples.size();
+  double var = 0;
+  for (double v : samples) var += (v - s.mean) * (v - s.mean);
+  s.stddev = samples.size() > 1 ? std::sqrt(var / (samples.size() - 1)) : 0;
+  return s;
+}
+
+// Read bandwidth: sums a 1 GiB buffer with every thread, best of 3.
+double measure_read_bandwidth_gbs(ThreadPool& pool) {
+  const size_t n = (1ull << 30) / sizeof(uint64_t);
+  std::vector<uint64_t> buffer(n, 1);
+  double best = 0;
+  for (int rep = 0; rep < 3; ++rep) {
+    std::vector<uint64_t> partial(pool.n_threads(), 0);
+    Timer timer;
+    pool.parallel_for(n, [&](int t, size_t begin, size_t end) {
+      uint64_t acc0 = 0, acc1 = 0, acc2 = 0, acc3 = 0;
+      size_t i = begin;
+      for (; i + 4 <= end; i += 4) {
+        acc0 += buffer[i];
+        acc1 += buffer[i + 1];
+        acc2 += buffer[i + 2];
+        acc3 += buffer[i + 3];
+      }
+      for (; i < end; ++i) acc0 += buffer[i];
+      partial[t] = acc0 + acc1 + acc2 + acc3;
+    });
+    const double seconds = timer.seconds();
+    if (std::accumulate(partial.begin(), partial.end(), uint64_t{0}) != n) std::fprintf(stderr, "bandwidth check failed\n");
+    best = std::max(best, (n * sizeof(uint64_t)) / seconds / 1e9);
+  }
+  return best;
+}
+
+int run_bench(const BenchOptions& o) {
+  auto path = resolve_model_path(o.model);
+  if (!path.ok()) {
+    std::fprintf(stderr, "error: %s\n", path.status().message().c_str());
+    return 1;
+  }
+  model::LoadOptions load;
+  load.n_threads = o.n_threads;
+  auto loaded = model::load_model(*path, load);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "error: %s\n", loaded.status().to_string().c_str());
+    return 1;
+  }
+  model::Model& m = **loaded;
+  const int32_t n_ctx = std::max(o.n_prompt, o.n_gen + 1);
+  const int32_t n_blocks = (n_ctx + 15) / 16;
+  ops::KvStorage kv(m.kv_shape(n_blocks));
+  std::vector<int32_t> table(n_blocks);
+  std::iota(table.begin(), table.end(), 0);
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<int32_t> token(0, m.config().n_vocab - 1);
+  std::vector<float> logits;
+
+  auto time_pp = [&]() {
+    std::vector<int32_t> prompt(o.n_prompt);
+    for (int32_t& t : prompt) t = token(rng);
+    model::Batch batch;
+    batch.add_sequence(prompt, 0, table, true);
+    Timer timer;
+    Status s = m.forward(batch, kv, logits);
+    if (!s.ok()) std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
+    return o.n_prompt / timer.seconds();
+  };
+  auto time_tg = [&]() {
+    model::Batch first;
+    first.add_sequence({token(rng)}, 0, table, true);
+    (void)m.forward(first, kv, logits);
+    Timer timer;
+    for (int32_t i = 0; i < o.n_gen; ++i) {
+      model::Batch step;
+      step.add_sequence({token(rng)}, i + 1, table, true);
+      (void)m.forward(step, kv, logits);
+    }
+    return o.n_gen / timer.seconds();
+  };
+
+  // One untimed warm-up of each, then the repetitions.
+  std::vector<double> pp, tg;
+  if (o.n_prompt > 0) time_pp();
+  if (o.n_gen > 0) time_tg();
+  for (int r = 0; r < o.repetitions; ++r) {
+    if (o.n_prompt > 0) pp.push_back(time_pp());
+    if (o.n_gen > 0) tg.push_back(time_tg());
+  }
+
+  const double weight_bytes = static_cast<double>(model::weight_bytes_per_token(m.weights()));
+  double bandwidth = 0;
+  if (o.roofline) {
+    auto* cpu = dynamic_cast<ops::CpuBackend*>(&m.backend());
+    if (cpu) bandwidth = measure_read_bandwidth_gbs(cpu->pool());
+  }
+  const int n_threads = m.backend().n_threads();
+  nlohmann::json results = nlohmann::json::array();
+  auto emit = [&](const char* test, int32_t n_prompt, int32_t n_gen, const std::vector<double>& samples) {
+    if (samples.empty()) return;
+    Series s = summarize(samples);
+    nlohmann::json r = {{"model_filename", *path},
+                        {"model_type", m.config().name},
+                        {"model_size", m.file().file_size()},
+                        {"n_threads", n_threads},
+                        {"n_prompt", n_prompt},
+                        {"n_gen", n_gen},
+                        {"avg_ts", s.mean},
+                        {"stddev_ts", s.stddev},
+                        {"samples_ts", s.samples},
+                        {"cpu_features", cpu_features().to_string()},
+                        {"test", test},
+                        {"weight_bytes_per_token", weight_bytes}};
+    if (n_gen > 0) {
+      r["weights_gbs"] = s.mean * weight_bytes / 1e9;
+      if (bandwidth > 0) {
+        r["read_bandwidth_gbs"] = bandwidth;
+        r["roofline_ts"] = bandwidth * 1e9 / weight_bytes;
+        r["roofline_fraction"] = s.mean / (bandwidth * 1e9 / weight_bytes);
+      }
+    }
+    results.push_back(r);
+    if (!o.json) {
+      std::printf("%-28s %-8s %3d threads  %8.2f ± %6.2f tok/s", m.config().name.c_str(), test, n_threads, s.mean,
+                  s.stddev);
+      if (n_gen > 0) {
+        std::printf("  %6.1f GB/s of weights", s.mean * weight_bytes / 1e9);
+        if (bandwidth > 0) {
+          std::printf("  (roofline %.1f tok/s at %.1f GB/s measured: %.0f%%)", bandwidth * 1e9 / weight_bytes, bandwidth,
+                      100.0 * s.mean / (bandwidth * 1e9 / weight_bytes));
+        }
+      }
+      std::printf("\n");
+    }
+  };
+  emit(("pp" + std::to_string(o.n_prompt)).c_str(), o.n_prompt, 0, pp);
+  emit(("tg" + std::to_string(o.n_gen)).c_str(), 0, o.n_gen, tg);
+  if (o.json) std::printf("%s\n", results.dump(2).c_str());
+  return 0;
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app) {
+  auto o = std::make_shared<BenchOptions>();
+  CLI::App* cmd = app.add_subcommand("bench", "Measure prompt processing (pp) and generation (tg) speed");
+  cmd->add_option("-m,--model", o->model, "GGUF file, or 'default'")->capture_default_str();
+  cmd->add_option("-p,--n-prompt", o->n_prompt, "Prompt tokens per pp test (0 skips)")->capture_default_str()
+      ->check(CLI::Range(0, 1 << 16));
+  cmd->add_option("-n,--n-gen", o->n_gen, "Generated tokens per tg test (0 skips)")->capture_default_str()
+      ->check(CLI::Range(0, 1 << 16));
+  cmd->add_option("-t,--threads", o->n_threads, "Threads (default: all CPUs)")->check(CLI::Range(0, 1024));
+  cmd->add_option("-r,--repetitions", o->repetitions, "Repetitions of each test")->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  cmd->add_flag("--json", o->json, "Print results as JSON (llama-bench field names)");
+  cmd->add_flag("--roofline", o->roofline, "Measure memory read bandwidth and report the decode roofline");
+  cmd->callback([o] { exit_code() = run_bench(*o); });
+}
+
+}  // namespace tokenmill::cli
