@@ -25,6 +25,25 @@ using QuantizeRowFn = void (*)(const float* src, void* dst, int64_t n);
 // to this type's vec_dot_type, both n elements long.  REQUIRES: n % block_size == 0.
 using VecDotFn = float (*)(int64_t n, const void* weights, const void* activations);
 
+// One weight row dotted with several activation rows, so each weight block is read and
+// unpacked once for all of them:
+//   out[t * out_stride] = dot(weights, activations + t * activation_stride)
+// for t in [0, n_activation_rows); activation_stride is in bytes.
+// REQUIRES: n % block_size == 0.
+using VecDotRowsFn = void (*)(int64_t n, const void* weights, const void* activations,
+                              size_t activation_stride, int64_t n_activation_rows, float* out,
+                              int64_t out_stride);
+
+// Kernels for one instruction set. Each pointer is null where that set has no kernel
+// for the type (then the reference, or a lower set, is used). Call them only after a
+// run-time CPU check: quant/kernels/dispatch.h does that once and is the normal way in.
+struct SimdKernels {
+  VecDotFn vec_dot = nullptr;           // same contract and result (to rounding) as vec_dot_ref
+  VecDotRowsFn vec_dot_rows = nullptr;  // several activation rows per weight row
+  // Only for activation types (Q8_0, Q8_K): bit-identical to quantize_row_ref.
+  QuantizeRowFn quantize_row = nullptr;
+};
+
 struct TypeTraits {
   gguf::TensorType type;
   std::string_view name;   // as llama.cpp prints it: "q4_K", "bf16"
@@ -39,10 +58,12 @@ struct TypeTraits {
   DequantizeRowFn dequantize_row;
   QuantizeRowFn quantize_row_ref;  // deterministic reference, as ggml's *_ref
   // Scalar reference dot product; nullptr for the activation-only types Q8_1 and Q8_K.
-  // Kernels for an instruction set are added beside it as further pointers
-  // (vec_dot_avx2, vec_dot_avx512), each tested against this one; a null fast pointer
-  // means "use the reference".
   VecDotFn vec_dot_ref;
+  // Kernels per instruction set (src/quant/kernels/), each tested against the
+  // reference above (tests/quant/kernels_test.cc). avx2 also needs FMA and F16C;
+  // avx512 needs F, BW, DQ, VL and VNNI (CpuFeatures::has_avx512_kernels).
+  SimdKernels avx2;
+  SimdKernels avx512;
 };
 
 // The row for `type`, or nullptr if this layer does not implement it (I8, F64 ...).

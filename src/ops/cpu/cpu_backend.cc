@@ -7,6 +7,7 @@
 
 #include "base/half.h"
 #include "ops/cpu/elementwise.h"
+#include "quant/kernels/dispatch.h"
 #include "quant/quant.h"
 
 namespace tokenmill::ops {
@@ -15,28 +16,24 @@ CpuBackend::CpuBackend(int n_threads) : pool_(n_threads) {}
 
 void CpuBackend::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
   const quant::TypeTraits& traits = quant::type_traits(w.type);
-  const quant::TypeTraits& input_traits = quant::type_traits(traits.vec_dot_type);
+  // The fastest kernels this CPU runs, chosen once per process (quant/kernels/dispatch.h).
+  const quant::DotKernel& dot = quant::best_dot_kernel(w.type);
+  const quant::QuantizeRowFn quantize_input = quant::best_quantize_activation(traits.vec_dot_type);
   const int64_t k = w.n_cols;
   const size_t input_row_bytes = quant::row_size(traits.vec_dot_type, k);
   quantized_input_.resize(static_cast<size_t>(n_tokens) * input_row_bytes);
-  uint8_t* input = quantized_input_.data();
+  uint8_t* input = quantized_input_.data();  // [n_tokens, input_row_bytes]
 
   // Activations are converted once per matmul, not once per weight row.
   pool_.parallel_for(n_tokens, [&](int, size_t begin, size_t end) {
-    for (size_t t = begin; t < end; ++t) {
-      input_traits.quantize_row_ref(x + t * k, input + t * input_row_bytes, k);
-    }
+    for (size_t t = begin; t < end; ++t) quantize_input(x + t * k, input + t * input_row_bytes, k);
   });
 
-  // Each weight row is read once and dotted with every token's input row.
+  // Each weight row is read (and unpacked) once and dotted with every token's input row:
+  // y[t * n_rows + r] for all t.
   const int64_t n_rows = w.n_rows;
   pool_.parallel_for(n_rows, [&](int, size_t begin, size_t end) {
-    for (size_t r = begin; r < end; ++r) {
-      const uint8_t* row = w.row(r);
-      for (int64_t t = 0; t < n_tokens; ++t) {
-        y[t * n_rows + r] = traits.vec_dot_ref(k, row, input + t * input_row_bytes);
-      }
-    }
+    for (size_t r = begin; r < end; ++r) dot.dot_rows(k, w.row(r), input, input_row_bytes, n_tokens, y + r, n_rows);
   });
 }
 

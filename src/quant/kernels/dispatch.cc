@@ -1,0 +1,79 @@
+#include "quant/kernels/dispatch.h"
+
+#include <array>
+#include <cassert>
+
+#include "base/cpu_features.h"
+
+namespace tokenmill::quant {
+
+namespace {
+
+struct Choice {
+  DotKernel dot;
+  QuantizeRowFn quantize = nullptr;
+};
+
+// Indexed like all_type_traits(); at most this many types.
+constexpr size_t kMaxTypes = 32;
+
+struct ChoiceTable {
+  std::array<Choice, kMaxTypes> choices;
+};
+
+ChoiceTable choose_kernels() {
+  const CpuFeatures& cpu = cpu_features();
+  ChoiceTable table;
+  const std::span<const TypeTraits> all = all_type_traits();
+  assert(all.size() <= kMaxTypes);
+  for (size_t i = 0; i < all.size(); ++i) {
+    const TypeTraits& traits = all[i];
+    Choice& choice = table.choices[i];
+    choice.dot.vec_dot = traits.vec_dot_ref;
+    choice.quantize = traits.quantize_row_ref;
+    // Later (faster) sets override earlier ones, kernel by kernel.
+    const struct {
+      bool available;
+      const SimdKernels& kernels;
+      const char* name;
+    } sets[] = {{cpu.has_avx2_kernels(), traits.avx2, "avx2"}, {cpu.has_avx512_kernels(), traits.avx512, "avx512"}};
+    for (const auto& set : sets) {
+      if (!set.available) continue;
+      if (set.kernels.vec_dot != nullptr) {
+        choice.dot.vec_dot = set.kernels.vec_dot;
+        choice.dot.vec_dot_rows = set.kernels.vec_dot_rows;
+        choice.dot.isa = set.name;
+      }
+      if (set.kernels.quantize_row != nullptr) choice.quantize = set.kernels.quantize_row;
+    }
+  }
+  return table;
+}
+
+const Choice& choice_for(gguf::TensorType type) {
+  static const ChoiceTable table = choose_kernels();
+  const TypeTraits& traits = type_traits(type);
+  return table.choices[static_cast<size_t>(&traits - all_type_traits().data())];
+}
+
+}  // namespace
+
+void DotKernel::dot_rows(int64_t n, const void* weights, const void* activations, size_t activation_stride,
+                         int64_t n_activation_rows, float* out, int64_t out_stride) const {
+  if (vec_dot_rows != nullptr) {
+    vec_dot_rows(n, weights, activations, activation_stride, n_activation_rows, out, out_stride);
+    return;
+  }
+  const auto* rows = static_cast<const uint8_t*>(activations);
+  for (int64_t t = 0; t < n_activation_rows; ++t) {
+    out[t * out_stride] = vec_dot(n, weights, rows + t * activation_stride);
+  }
+}
+
+const DotKernel& best_dot_kernel(gguf::TensorType weight_type) { return choice_for(weight_type).dot; }
+
+VecDotFn best_vec_dot(gguf::TensorType weight_type) { return choice_for(weight_type).dot.vec_dot; }
+
+QuantizeRowFn best_quantize_activation(gguf::TensorType type) { return choice_for(type).quantize; }
+
+}  // namespace tokenmill::quant

@@ -1,0 +1,44 @@
+// The fastest kernel this CPU can run for each tensor type, chosen once.
+//
+// The choice reads base::cpu_features() (which TOKENMILL_ISA=scalar|avx2 can cap) on the
+// first call and is cached: AVX-512 kernels where the CPU has F/BW/DQ/VL/VNNI and the
+// type has one, else AVX2 (+FMA, F16C), else the scalar reference. This is the only
+// place outside the tests that hands out the per-ISA pointers of the traits table.
+//
+// Thread-safety: the first call initialises a function-local static (thread-safe);
+// every call after that only reads it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gguf/tensor_type.h"
+#include "quant/type_traits.h"
+
+namespace tokenmill::quant {
+
+// The dot-product kernels chosen for one weight type.
+struct DotKernel {
+  VecDotFn vec_dot = nullptr;           // null only for the activation-only types
+  VecDotRowsFn vec_dot_rows = nullptr;  // null where the chosen set has none: use dot_rows()
+  const char* isa = "scalar";           // "avx512", "avx2" or "scalar", for logs and benchmarks
+
+  // out[t * out_stride] = dot(weights, activations + t * activation_stride), through
+  // vec_dot_rows when there is one, else one vec_dot per activation row.
+  // REQUIRES: vec_dot != nullptr, n % block_size == 0.
+  void dot_rows(int64_t n, const void* weights, const void* activations, size_t activation_stride,
+                int64_t n_activation_rows, float* out, int64_t out_stride) const;
+};
+
+// REQUIRES: find_type_traits(weight_type) != nullptr.
+const DotKernel& best_dot_kernel(gguf::TensorType weight_type);
+
+// best_dot_kernel(weight_type).vec_dot; nullptr for Q8_1 and Q8_K.
+VecDotFn best_vec_dot(gguf::TensorType weight_type);
+
+// The fastest quantizer for rows of `type`, bit-identical to its quantize_row_ref (the
+// reference itself where no instruction set has one). Meant for the activation types
+// Q8_0 and Q8_K; valid for every type.  REQUIRES: find_type_traits(type) != nullptr.
+QuantizeRowFn best_quantize_activation(gguf::TensorType type);
+
+}  // namespace tokenmill::quant

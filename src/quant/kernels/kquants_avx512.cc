@@ -1,0 +1,121 @@
+// AVX-512 dot products of Q4_K and Q6_K with a Q8_K activation row: the scheme of
+// kquants_avx2.cc, 64 quants per step, with vpdpwssd (VNNI) applying the sub-block
+// scales to the int16 pair sums.
+
+// GCC 12's AVX-512 headers seed some intrinsics with _mm512_undefined_*(), which
+// -Wuninitialized then reports at every use: a known false positive.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "quant/blocks.h"
+#include "quant/kernels/simd_kernels.h"
+#include "quant/kernels/x86_helpers.h"
+
+namespace tokenmill::quant::avx512 {
+
+namespace {
+
+// A vector of 32 int16 whose lanes 0..15 are index `lo` and lanes 16..31 index `hi` of
+// the 16 int16 held in a 256-bit register (for permutexvar).
+__m512i split_index(int lo, int hi) {
+  return combine_256(_mm256_set1_epi16(static_cast<int16_t>(lo)), _mm256_set1_epi16(static_cast<int16_t>(hi)));
+}
+
+}  // namespace
+
+float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockQ4_K*>(w);
+  const auto* y = static_cast<const BlockQ8_K*>(a);
+  const __m512i low_nibble = _mm512_set1_epi8(0x0f);
+  // For step p (chunks 2p, 2p + 1): low nibbles are sub-blocks 4p and 4p + 2, high
+  // nibbles 4p + 1 and 4p + 3 (each 32 quants = 16 int16 pair sums).
+  const __m512i low_scale_index[2] = {split_index(0, 2), split_index(4, 6)};
+  const __m512i high_scale_index[2] = {split_index(1, 3), split_index(5, 7)};
+  // bsums group j pairs with min j / 2, the mins being int16 lanes 8..15.
+  const __m256i min_index = _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+  __m512 acc = _mm512_setzero_ps();
+  __m256 acc_min = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kSuperBlockSize; ++b) {
+    const float d = y[b].d * half_to_float(x[b].d);
+    const float d_min = y[b].d * half_to_float(x[b].dmin);
+    uint8_t scales_mins[16];  // [0..7] sub-block scales, [8..15] sub-block mins
+    unpack_k4_scales(x[b].scales, scales_mins);
+    const __m256i scales_16 = _mm256_cvtepu8_epi16(load_128(scales_mins));
+
+    const __m256i min_products =
+        _mm256_madd_epi16(load_256(y[b].bsums), _mm256_permutexvar_epi16(min_index, scales_16));
+    acc_min = _mm256_fmadd_ps(_mm256_set1_ps(d_min), _mm256_cvtepi32_ps(min_products), acc_min);
+
+    const __m512i scales_512 = _mm512_castsi256_si512(scales_16);  // upper half unused by the indices
+    __m512i isum = _mm512_setzero_si512();
+    for (int p = 0; p < 2; ++p) {
+      const __m512i packed = load_512(x[b].qs + 64 * p);
+      const __m512i low = _mm512_and_si512(packed, low_nibble);
+      const __m512i high = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low_nibble);
+      // Activations 128p .. 128p + 127 in 16-byte lanes [s0 s1 s2 s3 | s4 s5 s6 s7]; the
+      // low nibbles pair with elements 128p + 0..31 and 128p + 64..95 ([s0 s1 s4 s5]).
+      const __m512i y_0 = load_512(y[b].qs + 128 * p);
+      const __m512i y_1 = load_512(y[b].qs + 128 * p + 64);
+      const __m512i y_low = _mm512_shuffle_i64x2(y_0, y_1, _MM_SHUFFLE(1, 0, 1, 0));
+      const __m512i y_high = _mm512_shuffle_i64x2(y_0, y_1, _MM_SHUFFLE(3, 2, 3, 2));
+      isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(low, y_low),
+                                 _mm512_permutexvar_epi16(low_scale_index[p], scales_512));
+      isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(high, y_high),
+                                 _mm512_permutexvar_epi16(high_scale_index[p], scales_512));
+    }
+    acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(isum), acc);
+  }
+  return _mm512_reduce_add_ps(acc) - hsum_ps(acc_min);
+}
+
+float vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockQ6_K*>(w);
+  const auto* y = static_cast<const BlockQ8_K*>(a);
+  const __m512i low_nibble = _mm512_set1_epi8(0x0f);
+  const __m512i bits_4_5 = _mm512_set1_epi8(0x30);
+  // int16 pair-sum lane l of a 64-quant step covers group (16 quants) l / 8 of that step.
+  __m512i group_index[4];
+  for (int s = 0; s < 4; ++s) {
+    group_index[s] = _mm512_add_epi16(
+        _mm512_set1_epi16(static_cast<int16_t>(4 * s)),
+        _mm512_srli_epi16(_mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14,
+                                           13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                          3));
+  }
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t b = 0; b < n / kSuperBlockSize; ++b) {
+    const float d = y[b].d * half_to_float(x[b].d);
+    const __m256i scales_16 = _mm256_cvtepi8_epi16(load_128(x[b].scales));
+    const __m512i scales_512 = _mm512_castsi256_si512(scales_16);  // upper half unused by the indices
+    // The -32 of every level: 32 * sum_j scale_j * bsums[j].
+    const __m256i offset_products = _mm256_madd_epi16(load_256(y[b].bsums), scales_16);
+
+    __m512i isum = _mm512_setzero_si512();
+    for (int half = 0; half < 2; ++half) {
+      // Bytes 0..31 of ql hold elements 0..31 (low nibble) and 64..95 (high), bytes
+      // 32..63 elements 32..63 and 96..127; qh bits 2k, 2k+1 go with element 32k + l.
+      // With qh in bytes 0..31 and qh >> 2 in bytes 32..63, the low-nibble step needs
+      // bits 0-1 of each and the high-nibble step bits 4-5.
+      const __m512i ql = load_512(x[b].ql + 64 * half);
+      const __m256i qh_256 = load_256(x[b].qh + 32 * half);
+      const __m512i qh = combine_256(qh_256, _mm256_srli_epi16(qh_256, 2));
+      const __m512i q_first = _mm512_or_si512(_mm512_and_si512(ql, low_nibble),
+                                              _mm512_and_si512(_mm512_slli_epi16(qh, 4), bits_4_5));
+      const __m512i q_second = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low_nibble),
+                                               _mm512_and_si512(qh, bits_4_5));
+      const __m512i pairs_first = _mm512_maddubs_epi16(q_first, load_512(y[b].qs + 128 * half));
+      const __m512i pairs_second = _mm512_maddubs_epi16(q_second, load_512(y[b].qs + 128 * half + 64));
+      isum = _mm512_dpwssd_epi32(isum, pairs_first, _mm512_permutexvar_epi16(group_index[2 * half], scales_512));
+      isum = _mm512_dpwssd_epi32(isum, pairs_second, _mm512_permutexvar_epi16(group_index[2 * half + 1], scales_512));
+    }
+    isum = _mm512_sub_epi32(isum, _mm512_zextsi256_si512(_mm256_slli_epi32(offset_products, 5)));
+    acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(isum), acc);
+  }
+  return _mm512_reduce_add_ps(acc);
+}
+
+}  // namespace tokenmill::quant::avx512

@@ -1,0 +1,50 @@
+// Internal to quant/: the per-instruction-set kernels that fill the avx2 / avx512
+// columns of the traits table. Same contracts as the reference kernels in
+// kernels_ref.h and the function types of type_traits.h.
+//
+// The functions in avx2:: are compiled with -mavx2 -mfma -mf16c, those in avx512:: with
+// -mavx512{f,bw,dq,vl,vnni} as well (cmake/layers.cmake). Calling one on a CPU without
+// those instructions is an illegal-instruction crash: go through dispatch.h, or check
+// cpu_features() first as the tests do.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tokenmill::quant {
+
+// legacy_avx2.cc, kquants_avx2.cc, activations_avx2.cc
+namespace avx2 {
+float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* a);
+float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* a);
+float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* a);
+float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a);
+void vec_dot_rows_q4_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                            float* out, int64_t out_stride);
+void vec_dot_rows_q5_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                            float* out, int64_t out_stride);
+void vec_dot_rows_q8_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                            float* out, int64_t out_stride);
+void quantize_row_q8_0(const float* src, void* dst, int64_t n);
+void quantize_row_q8_K(const float* src, void* dst, int64_t n);
+}  // namespace avx2
+
+// legacy_avx512.cc, kquants_avx512.cc, activations_avx512.cc
+namespace avx512 {
+float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* a);
+float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* a);
+float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* a);
+float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a);
+void vec_dot_rows_q4_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                            float* out, int64_t out_stride);
+void vec_dot_rows_q5_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                            float* out, int64_t out_stride);
+void vec_dot_rows_q8_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                            float* out, int64_t out_stride);
+void quantize_row_q8_0(const float* src, void* dst, int64_t n);
+void quantize_row_q8_K(const float* src, void* dst, int64_t n);
+}  // namespace avx512
+
+}  // namespace tokenmill::quant

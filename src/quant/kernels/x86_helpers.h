@@ -1,0 +1,109 @@
+// Small helpers for the *_avx2.cc and *_avx512.cc kernel files only.
+//
+// Everything here has internal linkage (an anonymous namespace) on purpose: this header
+// is compiled with -mavx2 in some files and with -mavx512* in others, and an inline
+// function with external linkage would be merged by the linker into one copy, possibly
+// one with AVX-512 instructions, which an AVX2-only CPU would then run. For the same
+// reason the kernel files call no inline or template functions from other headers
+// (std::min, base/half.h): only intrinsics and plain arithmetic.
+#pragma once
+
+#if !defined(__AVX2__) || !defined(__FMA__) || !defined(__F16C__)
+#error "x86_helpers.h is for files compiled with -mavx2 -mfma -mf16c (name them *_avx2.cc)"
+#endif
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+namespace tokenmill::quant {
+namespace {
+
+// IEEE half to float with F16C (exact, as base/half.h's f16_to_f32).
+inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
+
+// Round to nearest even, as base/half.h's f32_to_f16 for every finite float.
+inline uint16_t float_to_half(float f) {
+  return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+inline uint32_t load_u32(const uint8_t* bytes) {
+  uint32_t value;
+  std::memcpy(&value, bytes, sizeof value);
+  return value;
+}
+
+inline __m256i load_256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+inline __m128i load_128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+
+inline float hsum_ps(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline int32_t hsum_epi32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm_cvtsi128_si32(s);
+}
+
+inline float hmax_ps(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline __m256 abs_ps(__m256 v) { return _mm256_andnot_ps(_mm256_set1_ps(-0.0f), v); }
+
+// 32 nibbles of a legacy block (16 bytes) in element order: low nibbles are elements
+// 0..15, high nibbles 16..31. Values 0..15.
+inline __m256i unpack_legacy_nibbles(const uint8_t* qs) {
+  const __m128i packed = load_128(qs);
+  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
+  return _mm256_and_si256(both, _mm256_set1_epi8(0x0f));
+}
+
+// Sums of products of signed bytes w and a in groups of four, as 8 int32:
+// |w| * (a with w's sign) keeps maddubs' unsigned x signed form exact.
+// REQUIRES: a in [-127, 127] (so no pair of products saturates the int16).
+inline __m256i dot_i8_avx2(__m256i w, __m256i a) {
+  const __m256i pairs = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w));
+  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+}
+
+// Q4_K / Q5_K: the eight 6-bit sub-block scales and mins (layout in blocks.h), as
+// out[0..7] = scales, out[8..15] = mins.
+inline void unpack_k4_scales(const uint8_t* packed, uint8_t out[16]) {
+  for (int j = 0; j < 4; ++j) {
+    out[j] = packed[j] & 63;
+    out[8 + j] = packed[j + 4] & 63;
+  }
+  for (int j = 4; j < 8; ++j) {
+    out[j] = static_cast<uint8_t>((packed[j + 4] & 0x0f) | ((packed[j - 4] >> 6) << 4));
+    out[8 + j] = static_cast<uint8_t>((packed[j + 4] >> 4) | ((packed[j] >> 6) << 4));
+  }
+}
+
+#if defined(__AVX512F__)
+
+inline __m512i load_512(const void* p) { return _mm512_loadu_si512(p); }
+
+// Two 256-bit halves into one register: lo in lanes 0..7, hi in lanes 8..15.
+inline __m512i combine_256(__m256i lo, __m256i hi) {
+  return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+// A float vector whose lanes 0..7 are `lo` and lanes 8..15 are `hi`.
+inline __m512 broadcast_pair(float lo, float hi) {
+  return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_set1_ps(lo)), _mm256_set1_ps(hi), 1);
+}
+
+#endif  // __AVX512F__
+
+}  // namespace
+}  // namespace tokenmill::quant

@@ -1,0 +1,238 @@
+// Every per-instruction-set kernel of the traits table against its scalar reference,
+// on every path this CPU can run: dot products to a named tolerance (they sum in another
+// order), activation quantizers bit for bit. Paths the CPU lacks are reported as skipped.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "base/cpu_features.h"
+#include "quant/kernels/dispatch.h"
+#include "quant/quant.h"
+#include "quant_test_util.h"
+
+namespace tokenmill::quant {
+namespace {
+
+using gguf::TensorType;
+using testing::quantize;
+using testing::random_normal;
+
+// |fast - ref| <= tolerance * sum_i |w_i * a_i| (dequantized values). Both kernels compute
+// the same exact integer sums per block; only the float accumulation order differs.
+constexpr double kKernelRelativeTolerance = 1e-5;
+
+// Odd block counts, up to a row longer than any model's (4097 blocks of 256 = 1M values).
+constexpr int64_t kBlockCounts[] = {1, 2, 3, 7, 31, 255, 4097};
+
+struct IsaPath {
+  const char* name;
+  bool available;
+  const char* missing;  // why not, for the log
+  const SimdKernels& (*kernels)(const TypeTraits&);
+};
+
+const std::vector<IsaPath>& isa_paths() {
+  static const std::vector<IsaPath> paths = [] {
+    const CpuFeatures cpu = detect_cpu_features();  // the hardware, not TOKENMILL_ISA
+    return std::vector<IsaPath>{
+        {"avx2", cpu.has_avx2_kernels(), "CPU lacks avx2/fma/f16c",
+         [](const TypeTraits& t) -> const SimdKernels& { return t.avx2; }},
+        {"avx512", cpu.has_avx512_kernels(), "CPU lacks avx512 f/bw/dq/vl/vnni",
+         [](const TypeTraits& t) -> const SimdKernels& { return t.avx512; }},
+    };
+  }();
+  return paths;
+}
+
+TEST(Kernels, ReportsWhichPathsRun) {
+  std::printf("[ kernels  ] cpu: %s\n", detect_cpu_features().to_string().c_str());
+  for (const IsaPath& path : isa_paths()) {
+    std::string covered;
+    for (const TypeTraits& traits : all_type_traits()) {
+      const SimdKernels& k = path.kernels(traits);
+      if (k.vec_dot || k.quantize_row) covered += std::string(covered.empty() ? "" : " ") + std::string(traits.name);
+    }
+    if (path.available) {
+      std::printf("[ kernels  ] %s: runs (%s)\n", path.name, covered.c_str());
+    } else {
+      std::printf("[ kernels  ] %s: skipped, %s\n", path.name, path.missing);
+    }
+  }
+  for (const TypeTraits& traits : all_type_traits()) {
+    if (traits.vec_dot_ref == nullptr) continue;
+    std::printf("[ kernels  ] dispatch %-5s -> %s\n", std::string(traits.name).c_str(),
+                best_dot_kernel(traits.type).isa);
+  }
+}
+
+// sum_i |w_i * a_i| over the dequantized rows.
+double magnitude(const TypeTraits& traits, const std::vector<uint8_t>& w, const std::vector<uint8_t>& a, size_t n) {
+  const std::vector<float> wf = testing::dequantize(traits.type, w, n);
+  const std::vector<float> af = testing::dequantize(traits.vec_dot_type, a, n);
+  double sum = 0.0;
+  for (size_t i = 0; i < n; ++i) sum += std::fabs(double(wf[i]) * af[i]);
+  return sum;
+}
+
+class KernelVecDot : public ::testing::TestWithParam<TensorType> {};
+
+TEST_P(KernelVecDot, MatchesReferenceOnOddSizes) {
+  const TypeTraits& traits = type_traits(GetParam());
+  ASSERT_NE(traits.vec_dot_ref, nullptr);
+  const int64_t block = traits.block_size == 1 ? 32 : traits.block_size;
+  int n_checked = 0;
+  double worst = 0.0;  // largest |fast - ref| / sum|w * a| seen
+  for (const IsaPath& path : isa_paths()) {
+    const SimdKernels& kernels = path.kernels(traits);
+    if (kernels.vec_dot == nullptr) continue;
+    if (!path.available) {
+      std::printf("[ kernels  ] %s %s: skipped, %s\n", std::string(traits.name).c_str(), path.name, path.missing);
+      continue;
+    }
+    for (int64_t n_blocks : kBlockCounts) {
+      SCOPED_TRACE(std::string(path.name) + " n_blocks=" + std::to_string(n_blocks));
+      const size_t n = static_cast<size_t>(n_blocks * block);
+      const uint32_t seed = static_cast<uint32_t>(n_blocks) * 7919u;
+      const std::vector<uint8_t> w = quantize(traits.type, random_normal(n, seed + 1));
+      const std::vector<uint8_t> a = quantize(traits.vec_dot_type, random_normal(n, seed + 2, 3.0f));
+      const float expected = traits.vec_dot_ref(static_cast<int64_t>(n), w.data(), a.data());
+      const float actual = kernels.vec_dot(static_cast<int64_t>(n), w.data(), a.data());
+      const double tolerance = kKernelRelativeTolerance * magnitude(traits, w, a, n);
+      EXPECT_NEAR(actual, expected, tolerance);
+      if (tolerance > 0) worst = std::max(worst, std::fabs(double(actual) - expected) / (tolerance / kKernelRelativeTolerance));
+      ++n_checked;
+    }
+  }
+  std::printf("[ kernels  ] %s vec_dot: %d (path, size) cases checked, worst error %.2g of sum|w*a|\n",
+              std::string(traits.name).c_str(), n_checked, worst);
+}
+
+// Several activation rows per weight row, with a stride wider than a row and an output
+// stride, in counts that exercise the tiles and the remainder.
+TEST_P(KernelVecDot, RowsMatchSingleRowKernel) {
+  const TypeTraits& traits = type_traits(GetParam());
+  const int64_t block = traits.block_size == 1 ? 32 : traits.block_size;
+  const int64_t n = 7 * block;
+  const size_t row_bytes = row_size(traits.vec_dot_type, n);
+  const size_t stride = row_bytes + 64;
+  const std::vector<uint8_t> w = quantize(traits.type, random_normal(static_cast<size_t>(n), 5));
+  for (int64_t n_rows : {1, 3, 4, 5, 9}) {
+    std::vector<uint8_t> a(static_cast<size_t>(n_rows) * stride);
+    for (int64_t t = 0; t < n_rows; ++t) {
+      const std::vector<uint8_t> row =
+          quantize(traits.vec_dot_type, random_normal(static_cast<size_t>(n), 100 + static_cast<uint32_t>(t)));
+      std::memcpy(a.data() + t * stride, row.data(), row_bytes);
+    }
+    auto check = [&](const char* label, auto&& run_rows, VecDotFn single) {
+      SCOPED_TRACE(std::string(label) + " n_rows=" + std::to_string(n_rows));
+      constexpr int64_t kOutStride = 3;
+      std::vector<float> out(static_cast<size_t>(n_rows * kOutStride), -1.0f);
+      run_rows(out.data(), kOutStride);
+      for (int64_t t = 0; t < n_rows; ++t) {
+        // Same kernel family, same order: the rows variant must agree exactly.
+        const float expected = single(n, w.data(), a.data() + t * stride);
+        EXPECT_EQ(testing::bits_of(out[t * kOutStride]), testing::bits_of(expected)) << "row " << t;
+      }
+    };
+    for (const IsaPath& path : isa_paths()) {
+      const SimdKernels& kernels = path.kernels(traits);
+      if (!path.available || kernels.vec_dot_rows == nullptr) continue;
+      check(path.name, [&](float* out, int64_t out_stride) {
+        kernels.vec_dot_rows(n, w.data(), a.data(), stride, n_rows, out, out_stride);
+      }, kernels.vec_dot);
+    }
+    const DotKernel& best = best_dot_kernel(traits.type);
+    check("dispatched", [&](float* out, int64_t out_stride) {
+      best.dot_rows(n, w.data(), a.data(), stride, n_rows, out, out_stride);
+    }, best.vec_dot);
+  }
+}
+
+std::string type_name(const ::testing::TestParamInfo<TensorType>& info) {
+  return std::string(type_traits(info.param).name);
+}
+
+INSTANTIATE_TEST_SUITE_P(WeightTypes, KernelVecDot,
+                         ::testing::Values(TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ8_0, TensorType::kQ4_K,
+                                           TensorType::kQ6_K, TensorType::kQ4_1, TensorType::kQ5_K, TensorType::kF16,
+                                           TensorType::kF32),
+                         type_name);
+
+// Inputs that probe the rounding: values landing exactly on .5 after scaling, ties for
+// the largest magnitude with opposite signs, zero blocks, tiny and huge scales.
+std::vector<float> awkward_row(size_t n, uint32_t seed) {
+  std::vector<float> x = random_normal(n, seed, 2.0f);
+  for (size_t i = 0; i < n; ++i) {
+    switch ((i / 32 + seed) % 6) {
+      case 0: x[i] = static_cast<float>(static_cast<int>(i % 255) - 127) * 0.5f; break;  // halves
+      case 1: x[i] = (i % 2 ? -1.0f : 1.0f) * static_cast<float>(i % 7);  break;          // +-max ties
+      case 2: x[i] = 0.0f; break;
+      case 3: x[i] *= 1e-30f; break;
+      case 4: x[i] *= 1e20f; break;
+      default: break;
+    }
+  }
+  return x;
+}
+
+class KernelQuantize : public ::testing::TestWithParam<TensorType> {};
+
+TEST_P(KernelQuantize, BitIdenticalToReference) {
+  const TypeTraits& traits = type_traits(GetParam());
+  for (const IsaPath& path : isa_paths()) {
+    const SimdKernels& kernels = path.kernels(traits);
+    ASSERT_NE(kernels.quantize_row, nullptr) << path.name;
+    if (!path.available) {
+      std::printf("[ kernels  ] %s %s quantize: skipped, %s\n", std::string(traits.name).c_str(), path.name,
+                  path.missing);
+      continue;
+    }
+    for (int64_t n_blocks : kBlockCounts) {
+      for (uint32_t variant = 0; variant < 2; ++variant) {
+        SCOPED_TRACE(std::string(path.name) + " n_blocks=" + std::to_string(n_blocks) + " variant=" +
+                     std::to_string(variant));
+        const size_t n = static_cast<size_t>(n_blocks * traits.block_size);
+        const std::vector<float> x = variant == 0 ? random_normal(n, static_cast<uint32_t>(n_blocks), 4.0f)
+                                                  : awkward_row(n, static_cast<uint32_t>(n_blocks));
+        const std::vector<uint8_t> expected = quantize(traits.type, x);
+        std::vector<uint8_t> actual(expected.size(), 0xcd);
+        kernels.quantize_row(x.data(), actual.data(), static_cast<int64_t>(n));
+        ASSERT_EQ(actual.size(), expected.size());
+        size_t first_diff = 0;
+        while (first_diff < actual.size() && actual[first_diff] == expected[first_diff]) ++first_diff;
+        EXPECT_EQ(first_diff, actual.size()) << "first differing byte " << first_diff << " of block "
+                                             << first_diff / traits.bytes_per_block;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ActivationTypes, KernelQuantize, ::testing::Values(TensorType::kQ8_0, TensorType::kQ8_K),
+                         type_name);
+
+TEST(Kernels, DispatchNeverPicksAPathTheCpuLacks) {
+  const CpuFeatures& cpu = cpu_features();
+  for (const TypeTraits& traits : all_type_traits()) {
+    if (traits.vec_dot_ref == nullptr) continue;
+    const DotKernel& kernel = best_dot_kernel(traits.type);
+    EXPECT_NE(kernel.vec_dot, nullptr);
+    if (kernel.vec_dot == traits.avx512.vec_dot && traits.avx512.vec_dot != nullptr) {
+      EXPECT_TRUE(cpu.has_avx512_kernels());
+    } else if (kernel.vec_dot == traits.avx2.vec_dot && traits.avx2.vec_dot != nullptr) {
+      EXPECT_TRUE(cpu.has_avx2_kernels());
+    } else {
+      EXPECT_EQ(kernel.vec_dot, traits.vec_dot_ref);
+    }
+    const QuantizeRowFn quantize_row = best_quantize_activation(traits.type);
+    EXPECT_NE(quantize_row, nullptr);
+  }
+}
+
+}  // namespace
+}  // namespace tokenmill::quant
