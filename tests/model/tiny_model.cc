@@ -1,5 +1,6 @@
 #include "model/tiny_model.h"
 
+#include <cassert>
 #include <cmath>
 #include <optional>
 #include <random>

@@ -5,8 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <numbers>
 #include <numeric>
+#include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -112,7 +116,7 @@ class ReferenceModel {
   }
 
   static double gelu_tanh(double x) {
-    return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
   }
   static double silu(double x) { return x / (1.0 + std::exp(-x)); }
 
@@ -265,14 +269,25 @@ float max_abs_diff(const float* a, const float* b, size_t n) {
 
 bool bit_identical(const float* a, const float* b, size_t n) { return std::memcmp(a, b, n * sizeof(float)) == 0; }
 
+// See NamedSpec::tolerance.
+// F32 weights: only the F16 attention and GELU roundings remain (measured <= 2e-4). Tight
+// enough to catch swapped local/global rope bases (2.5e-2) or a window off by one (0.1).
+constexpr float kToleranceFloatWeights = 1e-3f;
+// Quantized weights add the activation conversion to Q8_0 / Q8_K / F16 (measured
+// <= 1.5e-2, the K-quant model's Q8_K blocks of 256 being the coarsest).
+constexpr float kToleranceQuantizedWeights = 4e-2f;
+// Runs of the same tokens cut into different forward passes (chunks, batches) do the
+// same arithmetic per token in the current kernels and agree bit for bit; this bound,
+// relative to max |logit|, leaves room for batched kernels that sum in another order.
+constexpr float kChunkingTolerance = 1e-5f;
+
 struct NamedSpec {
   const char* name;
   TinyModelSpec spec;
   // Largest |engine - reference| over the logits, relative to max |reference logit|.
   // The engine rounds q, K, V and attention probabilities to F16, looks GELU up in an
   // F16 table, and converts activations to the weight's dot-product type (Q8_0 / Q8_K,
-  // ~0.4% per element; F16); the reference rounds nothing. Measured errors are about a
-  // third of these bounds.
+  // ~0.4% per element; F16); the reference rounds nothing.
   float tolerance;
 };
 
@@ -289,6 +304,349 @@ std::vector<NamedSpec> all_specs() {
       {"qwen2_mixed", testing::tiny_qwen2_spec(), kToleranceQuantizedWeights},
       {"llama_k_quants", testing::tiny_llama_k_quant_spec(), kToleranceQuantizedWeights},
   };
+}
+
+class TinyModelTest : public ::testing::TestWithParam<NamedSpec> {};
+
+INSTANTIATE_TEST_SUITE_P(Architectures, TinyModelTest, ::testing::ValuesIn(all_specs()),
+                         [](const ::testing::TestParamInfo<NamedSpec>& info) { return std::string(info.param.name); });
+
+TEST_P(TinyModelTest, LastLogitsMatchFloatReference) {
+  const NamedSpec& param = GetParam();
+  std::unique_ptr<Model> model = load(param.spec);
+  ASSERT_NE(model, nullptr);
+  ReferenceModel reference(model->file(), param.spec);
+  float worst_relative = 0.0f;
+  for (size_t n_tokens : {1, 2, 6, 11}) {
+    const std::vector<int32_t> tokens = random_tokens(n_tokens, param.spec.n_vocab, 100 + n_tokens);
+    const std::vector<float> logits = forward_alone(*model, tokens, iota_table(n_tokens));
+    const std::vector<double> expected = reference.last_logits(tokens);
+    ASSERT_EQ(logits.size(), expected.size());
+    double scale = 0.0, worst = 0.0;
+    size_t worst_index = 0;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      scale = std::max(scale, std::fabs(expected[i]));
+      if (std::fabs(logits[i] - expected[i]) > worst) worst = std::fabs(logits[i] - expected[i]), worst_index = i;
+    }
+    const float relative = static_cast<float>(worst / scale);
+    worst_relative = std::max(worst_relative, relative);
+    EXPECT_LE(relative, param.tolerance) << n_tokens << " tokens: logit " << worst_index << " is "
+                                         << logits[worst_index] << ", reference " << expected[worst_index]
+                                         << " (max |logit| " << scale << ")";
+  }
+  std::printf("[ %s ] worst |engine - reference| / max|logit| = %.2e (tolerance %.0e)\n", param.name, worst_relative,
+              param.tolerance);
+}
+
+TEST_P(TinyModelTest, BatchOfThreeSequencesMatchesEachAlone) {
+  const NamedSpec& param = GetParam();
+  std::unique_ptr<Model> model = load(param.spec);
+  ASSERT_NE(model, nullptr);
+  const int32_t n_vocab = model->config().n_vocab;
+  const std::vector<std::vector<int32_t>> sequences = {
+      random_tokens(7, n_vocab, 1), random_tokens(13, n_vocab, 2), random_tokens(2, n_vocab, 3)};
+
+  // Block ids handed out from a shuffled pool, so no table is contiguous or ordered.
+  std::vector<int32_t> pool(kNumBlocks);
+  std::iota(pool.begin(), pool.end(), 0);
+  std::shuffle(pool.begin(), pool.end(), std::mt19937(42));
+  ops::KvStorage kv(model->kv_shape(kNumBlocks, kBlockSize));
+  Batch batch;
+  size_t next_block = 0;
+  for (const auto& tokens : sequences) {
+    std::vector<int32_t> table(pool.begin() + next_block, pool.begin() + next_block + n_blocks_for(tokens.size()));
+    next_block += table.size();
+    batch.add_sequence(tokens, 0, std::move(table), true);
+  }
+  std::vector<float> logits;
+  ASSERT_TRUE(model->forward(batch, kv, logits).ok());
+  ASSERT_EQ(logits.size(), sequences.size() * n_vocab);
+
+  for (size_t s = 0; s < sequences.size(); ++s) {
+    const std::vector<float> alone = forward_alone(*model, sequences[s], iota_table(sequences[s].size()));
+    const float* batched = logits.data() + s * n_vocab;
+    EXPECT_TRUE(bit_identical(batched, alone.data(), n_vocab))
+        << "sequence " << s << ": max |batched - alone| = " << max_abs_diff(batched, alone.data(), n_vocab);
+  }
+}
+
+TEST_P(TinyModelTest, DecodeStepBatchedWithAnotherPrefillMatchesAlone) {
+  const NamedSpec& param = GetParam();
+  std::unique_ptr<Model> model = load(param.spec);
+  ASSERT_NE(model, nullptr);
+  const int32_t n_vocab = model->config().n_vocab;
+  const std::vector<int32_t> a = random_tokens(9, n_vocab, 4);
+  const std::vector<int32_t> b = random_tokens(6, n_vocab, 5);
+  const std::vector<int32_t> table_a = {9, 3, 14};
+  const std::vector<int32_t> table_b = {1, 12};
+
+  ops::KvStorage kv(model->kv_shape(kNumBlocks, kBlockSize));
+  std::vector<float> logits;
+  Batch prefill;  // a's first 8 tokens
+  prefill.add_sequence({a.begin(), a.end() - 1}, 0, table_a, false);
+  ASSERT_TRUE(model->forward(prefill, kv, logits).ok());
+  EXPECT_TRUE(logits.empty());
+
+  Batch mixed;  // a's decode step, then all of b
+  mixed.add_sequence({a.back()}, static_cast<int32_t>(a.size()) - 1, table_a, true);
+  mixed.add_sequence(b, 0, table_b, true);
+  ASSERT_TRUE(model->forward(mixed, kv, logits).ok());
+
+  const std::vector<float> alone_a = forward_alone(*model, a, iota_table(a.size()));
+  const std::vector<float> alone_b = forward_alone(*model, b, iota_table(b.size()));
+  EXPECT_TRUE(bit_identical(logits.data(), alone_a.data(), n_vocab))
+      << "max diff " << max_abs_diff(logits.data(), alone_a.data(), n_vocab);
+  EXPECT_TRUE(bit_identical(logits.data() + n_vocab, alone_b.data(), n_vocab))
+      << "max diff " << max_abs_diff(logits.data() + n_vocab, alone_b.data(), n_vocab);
+}
+
+TEST_P(TinyModelTest, OnePassTokenByTokenAndChunksOfThreeAgree) {
+  const NamedSpec& param = GetParam();
+  std::unique_ptr<Model> model = load(param.spec);
+  ASSERT_NE(model, nullptr);
+  const int32_t n_vocab = model->config().n_vocab;
+  const std::vector<int32_t> tokens = random_tokens(11, n_vocab, 6);
+  const std::vector<float> one_pass = forward_in_chunks(*model, tokens, tokens.size());
+  const float tolerance = kChunkingTolerance * max_abs(one_pass);
+  for (size_t chunk : {1, 3, 4}) {
+    const std::vector<float> chunked = forward_in_chunks(*model, tokens, chunk);
+    ASSERT_EQ(chunked.size(), one_pass.size());
+    const float diff = max_abs_diff(chunked.data(), one_pass.data(), n_vocab);
+    EXPECT_LE(diff, tolerance) << "chunks of " << chunk;
+    if (!bit_identical(chunked.data(), one_pass.data(), n_vocab)) {
+      std::printf("[ %s ] chunks of %zu: not bit-identical to one pass (max diff %.3g)\n", param.name, chunk, diff);
+    }
+  }
+}
+
+TEST_P(TinyModelTest, EveryOutputOfAPrefillMatchesItsPrefixAlone) {
+  const NamedSpec& param = GetParam();
+  std::unique_ptr<Model> model = load(param.spec);
+  ASSERT_NE(model, nullptr);
+  const int32_t n_vocab = model->config().n_vocab;
+  const std::vector<int32_t> tokens = random_tokens(8, n_vocab, 7);
+  ops::KvStorage kv(model->kv_shape(kNumBlocks, kBlockSize));
+  Batch batch;
+  batch.add_sequence(tokens, 0, iota_table(tokens.size()), false);
+  for (int32_t t = 0; t < batch.n_tokens(); ++t) batch.output_tokens.push_back(t);
+  std::vector<float> logits;
+  ASSERT_TRUE(model->forward(batch, kv, logits).ok());
+  ASSERT_EQ(logits.size(), tokens.size() * n_vocab);
+  for (size_t t = 0; t < tokens.size(); ++t) {
+    const std::vector<float> prefix =
+        forward_alone(*model, {tokens.begin(), tokens.begin() + t + 1}, iota_table(t + 1));
+    EXPECT_LE(max_abs_diff(logits.data() + t * n_vocab, prefix.data(), n_vocab), kChunkingTolerance * max_abs(prefix))
+        << "token " << t;
+  }
+}
+
+TEST_P(TinyModelTest, BlockIdsDoNotChangeLogits) {
+  const NamedSpec& param = GetParam();
+  std::unique_ptr<Model> model = load(param.spec);
+  ASSERT_NE(model, nullptr);
+  const int32_t n_vocab = model->config().n_vocab;
+  const std::vector<int32_t> tokens = random_tokens(10, n_vocab, 8);  // 3 blocks, the last part full
+  const std::vector<float> in_order = forward_alone(*model, tokens, {0, 1, 2});
+
+  // The same sequence in blocks 7, 2, 5 of a cache whose every slot already holds another
+  // sequence's keys and values: nothing outside the sequence's own slots may be read.
+  ops::KvStorage kv(model->kv_shape(kNumBlocks, kBlockSize));
+  std::vector<float> logits;
+  Batch filler;
+  filler.add_sequence(random_tokens(kNumBlocks * kBlockSize, n_vocab, 9), 0, iota_table(kNumBlocks * kBlockSize),
+                      false);
+  ASSERT_TRUE(model->forward(filler, kv, logits).ok());
+  Batch batch;
+  batch.add_sequence(tokens, 0, {7, 2, 5}, true);
+  ASSERT_TRUE(model->forward(batch, kv, logits).ok());
+  EXPECT_TRUE(bit_identical(logits.data(), in_order.data(), n_vocab))
+      << "max diff " << max_abs_diff(logits.data(), in_order.data(), n_vocab);
+}
+
+// ---------------------------------------------------------------------------------------
+// Invalid batches: Batch::validate names the problem and forward returns it untouched.
+
+class TinyModelBatchErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = load(testing::tiny_llama_spec());
+    ASSERT_NE(model_, nullptr);
+  }
+  // Validates, then runs forward, expecting the same InvalidArgument from both.
+  void expect_rejected(const Batch& batch, const std::string& message_part) {
+    ops::KvStorage kv(model_->kv_shape(kNumBlocks, kBlockSize));
+    Status st = batch.validate(model_->config().n_vocab, kv.shape());
+    EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument) << st.to_string();
+    EXPECT_NE(st.message().find(message_part), std::string::npos) << st.message();
+    std::vector<float> logits;
+    Status forward_status = model_->forward(batch, kv, logits);
+    EXPECT_EQ(forward_status.code(), ErrorCode::kInvalidArgument);
+    EXPECT_EQ(forward_status.message(), st.message());
+  }
+  std::unique_ptr<Model> model_;
+};
+
+TEST_F(TinyModelBatchErrors, TokenOutsideTheVocabulary) {
+  Batch batch;
+  batch.add_sequence({1, 97, 2}, 0, {0}, true);
+  expect_rejected(batch, "token id 97 is outside the vocabulary of 97");
+  Batch negative;
+  negative.add_sequence({-1}, 0, {0}, true);
+  expect_rejected(negative, "token id -1");
+}
+
+TEST_F(TinyModelBatchErrors, PositionWithoutABlock) {
+  Batch batch;
+  batch.add_sequence({1, 2, 3, 4, 5}, 0, {3}, true);  // position 4 needs a second block
+  expect_rejected(batch, "position 4 has no KV block");
+  Batch decode;
+  decode.add_sequence({1}, 9, {0, 1}, true);
+  expect_rejected(decode, "position 9 has no KV block");
+}
+
+TEST_F(TinyModelBatchErrors, BlockIdOutOfRange) {
+  Batch batch;
+  batch.add_sequence({1, 2}, 0, {kNumBlocks}, true);
+  expect_rejected(batch, "KV block id out of range");
+  Batch negative;
+  negative.add_sequence({1, 2, 3, 4, 5}, 0, {0, -1}, true);
+  expect_rejected(negative, "KV block id out of range");
+}
+
+TEST_F(TinyModelBatchErrors, BadOutputIndices) {
+  Batch past_end;
+  past_end.add_sequence({1, 2}, 0, {0}, false);
+  past_end.output_tokens = {2};
+  expect_rejected(past_end, "output token indices");
+  Batch descending;
+  descending.add_sequence({1, 2}, 0, {0}, false);
+  descending.output_tokens = {1, 0};
+  expect_rejected(descending, "output token indices");
+  Batch repeated;
+  repeated.add_sequence({1, 2}, 0, {0}, false);
+  repeated.output_tokens = {1, 1};
+  expect_rejected(repeated, "output token indices");
+  Batch negative;
+  negative.add_sequence({1, 2}, 0, {0}, false);
+  negative.output_tokens = {-1};
+  expect_rejected(negative, "output token indices");
+}
+
+TEST_F(TinyModelBatchErrors, InconsistentArraysAndSequences) {
+  Batch lengths;
+  lengths.add_sequence({1, 2}, 0, {0}, true);
+  lengths.positions.pop_back();
+  expect_rejected(lengths, "different lengths");
+  Batch sequence;
+  sequence.add_sequence({1, 2}, 0, {0}, true);
+  sequence.sequence_of_token[1] = 1;
+  expect_rejected(sequence, "bad sequence index");
+  Batch position;
+  position.add_sequence({1}, 0, {0}, true);
+  position.positions[0] = -3;
+  expect_rejected(position, "negative position");
+}
+
+TEST_F(TinyModelBatchErrors, CacheOfAnotherShape) {
+  ops::KvShape shape = model_->kv_shape(kNumBlocks, kBlockSize);
+  shape.n_layers += 1;
+  ops::KvStorage kv(shape);
+  Batch batch;
+  batch.add_sequence({1, 2}, 0, {0}, true);
+  std::vector<float> logits;
+  Status st = model_->forward(batch, kv, logits);
+  EXPECT_EQ(st.code(), ErrorCode::kInvalidArgument);
+}
+
+TEST_F(TinyModelBatchErrors, EmptyBatchIsNotAnError) {
+  ops::KvStorage kv(model_->kv_shape(kNumBlocks, kBlockSize));
+  std::vector<float> logits = {1.0f};
+  EXPECT_TRUE(model_->forward(Batch{}, kv, logits).ok());
+  EXPECT_TRUE(logits.empty());
+}
+
+// ---------------------------------------------------------------------------------------
+// Load errors: each a Status of the right kind that names the tensor or key.
+
+Status load_status(const TinyModelSpec& spec) {
+  auto model = testing::load_tiny_model(spec);
+  return model.ok() ? Status() : model.status();
+}
+
+void expect_load_error(const TinyModelSpec& spec, ErrorCode code, const std::string& message_part) {
+  Status st = load_status(spec);
+  EXPECT_EQ(st.code(), code) << st.to_string();
+  EXPECT_NE(st.message().find(message_part), std::string::npos) << st.to_string();
+}
+
+TEST(TinyModelLoad, EveryPresetLoadsWithTheConfigItDescribes) {
+  for (const NamedSpec& p : all_specs()) {
+    std::unique_ptr<Model> model = load(p.spec);
+    ASSERT_NE(model, nullptr) << p.name;
+    const ModelConfig& c = model->config();
+    EXPECT_EQ(c.n_vocab, p.spec.n_vocab) << p.name;
+    EXPECT_EQ(c.n_embd, p.spec.n_embd) << p.name;
+    EXPECT_EQ(c.n_layers, p.spec.n_layers) << p.name;
+    EXPECT_EQ(c.n_heads, p.spec.n_heads) << p.name;
+    EXPECT_EQ(c.n_kv_heads, p.spec.n_kv_heads) << p.name;
+    EXPECT_EQ(c.head_dim, p.spec.head_dim) << p.name;
+    EXPECT_EQ(c.n_ff, p.spec.n_ff) << p.name;
+    EXPECT_EQ(model->weights().tied_output, p.spec.tied_output) << p.name;
+    // Every requested matrix type made it into the file (none lost to the fallback).
+    std::set<TensorType> types;
+    for (const gguf::TensorInfo& info : model->file().tensors()) {
+      if (info.shape.size() == 2) types.insert(info.type);
+    }
+    for (TensorType t : p.spec.matrix_types) EXPECT_TRUE(types.contains(t)) << p.name << " lacks " << gguf::tensor_type_name(t);
+  }
+  TinyModelSpec gemma = testing::tiny_gemma3_spec();
+  std::unique_ptr<Model> model = load(gemma);
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(model->config().sliding_window, 4);
+  EXPECT_EQ(model->config().layer_is_sliding, (std::vector<bool>{true, false, true}));
+}
+
+TEST(TinyModelLoad, MissingTensor) {
+  TinyModelSpec spec = testing::tiny_llama_spec();
+  spec.omit_tensors = {"blk.1.ffn_up.weight"};
+  expect_load_error(spec, ErrorCode::kNotFound, "'blk.1.ffn_up.weight' is missing");
+  spec.omit_tensors = {"output_norm.weight"};
+  expect_load_error(spec, ErrorCode::kNotFound, "'output_norm.weight' is missing");
+  spec = testing::tiny_qwen2_spec();
+  spec.omit_tensors = {"blk.0.attn_k.bias"};
+  expect_load_error(spec, ErrorCode::kNotFound, "'blk.0.attn_k.bias' is missing");
+  spec = testing::tiny_gemma3_spec();
+  spec.omit_tensors = {"blk.2.attn_q_norm.weight"};
+  expect_load_error(spec, ErrorCode::kNotFound, "'blk.2.attn_q_norm.weight' is missing");
+}
+
+TEST(TinyModelLoad, WrongShape) {
+  TinyModelSpec spec = testing::tiny_llama_spec();
+  // attn_k is [n_embd, kv_dim] = [64, 32]; store it as the query's [64, 64].
+  spec.shape_overrides = {{"blk.0.attn_k.weight", {64, 64}}};
+  expect_load_error(spec, ErrorCode::kCorruptData, "'blk.0.attn_k.weight' has shape [64, 64], expected [64, 32]");
+  spec.shape_overrides = {{"blk.1.ffn_norm.weight", {63}}};
+  expect_load_error(spec, ErrorCode::kCorruptData, "'blk.1.ffn_norm.weight' has 63 elements, expected 64");
+  spec.shape_overrides = {{"token_embd.weight", {32, 97}}};
+  expect_load_error(spec, ErrorCode::kCorruptData, "'token_embd.weight'");
+}
+
+TEST(TinyModelLoad, UnsupportedArchitecture) {
+  TinyModelSpec spec = testing::tiny_llama_spec();
+  spec.architecture = "mamba";
+  expect_load_error(spec, ErrorCode::kUnsupported, "model architecture 'mamba' is not supported");
+}
+
+TEST(TinyModelLoad, NormStoredQuantized) {
+  TinyModelSpec spec = testing::tiny_gemma3_spec();
+  spec.type_overrides = {{"blk.1.post_ffw_norm.weight", TensorType::kQ8_0}};
+  expect_load_error(spec, ErrorCode::kUnsupported, "'blk.1.post_ffw_norm.weight' has type q8_0, expected f32");
+}
+
+TEST(TinyModelLoad, MatrixOfAnActivationOnlyType) {
+  TinyModelSpec spec = testing::tiny_llama_spec();
+  spec.type_overrides = {{"blk.0.attn_v.weight", TensorType::kQ8_1}};
+  expect_load_error(spec, ErrorCode::kUnsupported, "'blk.0.attn_v.weight' has type q8_1");
 }
 
 }  // namespace

@@ -1,0 +1,565 @@
+// CpuBackend's operations against naive double-precision references, each with a named
+// tolerance that says which rounding it allows. Fast kernels added to the back end later
+// must keep passing these.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numbers>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/half.h"
+#include "ops/cpu/cpu_backend.h"
+#include "quant/quant.h"
+#include "quant/type_traits.h"
+
+namespace tokenmill::ops {
+namespace {
+
+using gguf::TensorType;
+
+// Odd thread count, so the row ranges of parallel loops come out uneven.
+constexpr int kThreads = 3;
+
+std::vector<float> random_normal(size_t n, uint32_t seed, float sigma = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, sigma);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+float round_to_f16(float x) { return f16_to_f32(f32_to_f16(x)); }
+
+// ---------------------------------------------------------------------------------------
+// RMSNorm
+
+// Per element, relative to |reference|: a float mean, sqrt, divide and two multiplies.
+constexpr double kRmsNormTolerance = 8 * 1.2e-7;
+
+TEST(CpuRmsNorm, MatchesDoubleReference) {
+  CpuBackend backend(kThreads);
+  constexpr float kEps = 1e-6f;
+  constexpr int64_t kRows = 3;
+  for (int64_t n_cols : {1, 7, 31, 64, 255}) {
+    const std::vector<float> x = random_normal(kRows * n_cols, 1 + n_cols, 3.0f);
+    const std::vector<float> weight = random_normal(n_cols, 2 + n_cols);
+    std::vector<float> y(x.size());
+    backend.rms_norm(x.data(), weight.data(), kRows, n_cols, kEps, y.data());
+    for (int64_t r = 0; r < kRows; ++r) {
+      double sum = 0.0;
+      for (int64_t i = 0; i < n_cols; ++i) sum += static_cast<double>(x[r * n_cols + i]) * x[r * n_cols + i];
+      const double scale = 1.0 / std::sqrt(sum / n_cols + kEps);
+      for (int64_t i = 0; i < n_cols; ++i) {
+        const double expected = x[r * n_cols + i] * scale * weight[i];
+        EXPECT_NEAR(y[r * n_cols + i], expected, kRmsNormTolerance * std::fabs(expected) + 1e-30)
+            << "n_cols " << n_cols << " row " << r << " col " << i;
+      }
+    }
+    // In place gives the same bits.
+    std::vector<float> in_place = x;
+    backend.rms_norm(in_place.data(), weight.data(), kRows, n_cols, kEps, in_place.data());
+    EXPECT_EQ(in_place, y) << "n_cols " << n_cols;
+  }
+}
+
+TEST(CpuRmsNorm, ZeroRowStaysZero) {
+  CpuBackend backend(1);
+  const std::vector<float> x(16, 0.0f), weight(16, 1.0f);
+  std::vector<float> y(16, 1.0f);
+  backend.rms_norm(x.data(), weight.data(), 1, 16, 1e-6f, y.data());
+  for (float v : y) EXPECT_EQ(v, 0.0f);
+}
+
+// ---------------------------------------------------------------------------------------
+// RoPE
+
+// The back end builds angles by repeated float multiplication (as ggml does), so angle
+// errors grow with position; up to position 200 they stay below ~2e-5 rad. Per element,
+// relative to the norm of its rotation pair.
+constexpr double kRopeTolerance = 1e-4;
+// |rotated pair| / |pair| - 1: only cos^2 + sin^2 rounding.
+constexpr double kRopeNormTolerance = 1e-6;
+
+struct RopeCase {
+  RopeStyle style;
+  int32_t head_dim;
+  float freq_base;
+  float freq_scale;
+};
+
+const RopeCase kRopeCases[] = {
+    {RopeStyle::kNormal, 2, 10000.0f, 1.0f},   {RopeStyle::kNormal, 16, 10000.0f, 1.0f},
+    {RopeStyle::kNormal, 64, 500000.0f, 1.0f}, {RopeStyle::kNeox, 16, 10000.0f, 1.0f},
+    {RopeStyle::kNeox, 64, 1000000.0f, 0.25f}, {RopeStyle::kNeox, 128, 10000.0f, 0.5f},
+};
+
+// The pair (a, b) rotated by RopeStyle: adjacent elements or the two halves of a head.
+std::pair<int32_t, int32_t> rope_pair(RopeStyle style, int32_t head_dim, int32_t i) {
+  return style == RopeStyle::kNeox ? std::pair{i, i + head_dim / 2} : std::pair{2 * i, 2 * i + 1};
+}
+
+TEST(CpuRope, MatchesAngleReference) {
+  CpuBackend backend(kThreads);
+  constexpr int32_t kHeads = 3;
+  const std::vector<int32_t> positions = {0, 1, 5, 37, 100, 200};
+  for (const RopeCase& c : kRopeCases) {
+    const int64_t row = static_cast<int64_t>(kHeads) * c.head_dim;
+    const std::vector<float> x = random_normal(positions.size() * row, c.head_dim);
+    std::vector<float> y = x;
+    backend.rope(y.data(), positions, kHeads, c.head_dim, c.freq_base, c.freq_scale, c.style);
+    for (size_t t = 0; t < positions.size(); ++t) {
+      for (int32_t h = 0; h < kHeads; ++h) {
+        const size_t base = t * row + h * c.head_dim;
+        for (int32_t i = 0; i < c.head_dim / 2; ++i) {
+          const double angle =
+              positions[t] * static_cast<double>(c.freq_scale) * std::pow(double(c.freq_base), -2.0 * i / c.head_dim);
+          const auto [a, b] = rope_pair(c.style, c.head_dim, i);
+          const double x0 = x[base + a], x1 = x[base + b];
+          const double tolerance = kRopeTolerance * std::hypot(x0, x1);
+          EXPECT_NEAR(y[base + a], x0 * std::cos(angle) - x1 * std::sin(angle), tolerance)
+              << "head_dim " << c.head_dim << " pos " << positions[t] << " pair " << i;
+          EXPECT_NEAR(y[base + b], x0 * std::sin(angle) + x1 * std::cos(angle), tolerance)
+              << "head_dim " << c.head_dim << " pos " << positions[t] << " pair " << i;
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuRope, PreservesPairNormsAndPositionZeroIsIdentity) {
+  CpuBackend backend(kThreads);
+  constexpr int32_t kHeads = 2;
+  const std::vector<int32_t> positions = {0, 3, 1000, 4095, 0, 65535};
+  for (const RopeCase& c : kRopeCases) {
+    const int64_t row = static_cast<int64_t>(kHeads) * c.head_dim;
+    const std::vector<float> x = random_normal(positions.size() * row, 7 + c.head_dim);
+    std::vector<float> y = x;
+    backend.rope(y.data(), positions, kHeads, c.head_dim, c.freq_base, c.freq_scale, c.style);
+    for (size_t t = 0; t < positions.size(); ++t) {
+      if (positions[t] == 0) {
+        EXPECT_EQ(0, std::memcmp(&x[t * row], &y[t * row], row * sizeof(float))) << "position 0, token " << t;
+        continue;
+      }
+      for (int32_t h = 0; h < kHeads; ++h) {
+        for (int32_t i = 0; i < c.head_dim / 2; ++i) {
+          const auto [a, b] = rope_pair(c.style, c.head_dim, i);
+          const size_t base = t * row + h * c.head_dim;
+          const double before = std::hypot(double(x[base + a]), double(x[base + b]));
+          const double after = std::hypot(double(y[base + a]), double(y[base + b]));
+          EXPECT_NEAR(after, before, kRopeNormTolerance * before + 1e-30)
+              << "head_dim " << c.head_dim << " pos " << positions[t] << " pair " << i;
+        }
+      }
+    }
+  }
+}
+
+// q·k after rotation depends only on the distance between the two positions.
+TEST(CpuRope, DotProductDependsOnlyOnRelativePosition) {
+  CpuBackend backend(1);
+  for (const RopeCase& c : kRopeCases) {
+    const std::vector<float> q = random_normal(c.head_dim, 11), k = random_normal(c.head_dim, 12);
+    auto rotated_dot = [&](int32_t q_pos, int32_t k_pos) {
+      std::vector<float> qr = q, kr = k;
+      const int32_t qp[] = {q_pos}, kp[] = {k_pos};
+      backend.rope(qr.data(), qp, 1, c.head_dim, c.freq_base, c.freq_scale, c.style);
+      backend.rope(kr.data(), kp, 1, c.head_dim, c.freq_base, c.freq_scale, c.style);
+      return std::inner_product(qr.begin(), qr.end(), kr.begin(), 0.0);
+    };
+    const double scale = std::sqrt(std::inner_product(q.begin(), q.end(), q.begin(), 0.0) *
+                                   std::inner_product(k.begin(), k.end(), k.begin(), 0.0));
+    EXPECT_NEAR(rotated_dot(9, 4), rotated_dot(5, 0), kRopeTolerance * scale) << "head_dim " << c.head_dim;
+    EXPECT_NEAR(rotated_dot(57, 50), rotated_dot(107, 100), kRopeTolerance * scale) << "head_dim " << c.head_dim;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Gated activations and elementwise ops
+
+// SiLU in float: exp, add, divide, then the product with up.
+constexpr double kSiluTolerance = 1e-6;
+// GELU is a lookup of the F16-rounded input in a table of F16-rounded outputs (as ggml):
+// the input's rounding (2^-11 relative, slope <= 1.13) plus the output's (2^-11).
+constexpr double kGeluF16Rounding = 1.0 / 1024;
+
+double gelu_tanh_reference(double x) {
+  return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x)));
+}
+
+std::vector<float> activation_inputs() {
+  std::vector<float> gate = random_normal(1000, 21, 3.0f);
+  for (float v : {0.0f, -0.0f, 1e-6f, -1e-6f, 9.99f, 10.0f, 10.5f, -9.99f, -10.0f, -30.0f, 40.0f}) gate.push_back(v);
+  return gate;
+}
+
+TEST(CpuActivations, SwigluMatchesReference) {
+  CpuBackend backend(1);
+  const std::vector<float> gate = activation_inputs();
+  const std::vector<float> up = random_normal(gate.size(), 22);
+  std::vector<float> y(gate.size());
+  backend.swiglu(gate.data(), up.data(), static_cast<int64_t>(gate.size()), y.data());
+  for (size_t i = 0; i < gate.size(); ++i) {
+    const double expected = gate[i] / (1.0 + std::exp(-double(gate[i]))) * up[i];
+    EXPECT_NEAR(y[i], expected, kSiluTolerance * std::fabs(expected) + 1e-30) << "gate " << gate[i];
+  }
+}
+
+TEST(CpuActivations, GegluMatchesTanhGeluWithinF16Rounding) {
+  CpuBackend backend(1);
+  const std::vector<float> gate = activation_inputs();
+  const std::vector<float> up = random_normal(gate.size(), 23);
+  std::vector<float> y(gate.size());
+  backend.geglu(gate.data(), up.data(), static_cast<int64_t>(gate.size()), y.data());
+  for (size_t i = 0; i < gate.size(); ++i) {
+    const double g = gelu_tanh_reference(gate[i]);
+    // 1e-7: F16 subnormals near zero.
+    const double tolerance = (kGeluF16Rounding * (std::fabs(gate[i]) + std::fabs(g)) + 1e-7) * std::fabs(up[i]);
+    EXPECT_NEAR(y[i], g * up[i], tolerance) << "gate " << gate[i];
+  }
+  // In place over the gate, as gated_ffn_step calls it.
+  std::vector<float> in_place = gate;
+  backend.geglu(in_place.data(), up.data(), static_cast<int64_t>(gate.size()), in_place.data());
+  EXPECT_EQ(in_place, y);
+}
+
+TEST(CpuElementwise, AddBiasAndScale) {
+  CpuBackend backend(1);
+  const std::vector<float> a = random_normal(21, 31), b = random_normal(21, 32), bias = random_normal(7, 33);
+  std::vector<float> y(21);
+  backend.add(a.data(), b.data(), 21, y.data());
+  for (size_t i = 0; i < 21; ++i) EXPECT_EQ(y[i], a[i] + b[i]);
+  std::vector<float> x = a;
+  backend.add_bias(x.data(), bias.data(), 3, 7);
+  for (size_t i = 0; i < 21; ++i) EXPECT_EQ(x[i], a[i] + bias[i % 7]);
+  x = a;
+  backend.scale(x.data(), 0.5f, 21);
+  for (size_t i = 0; i < 21; ++i) EXPECT_EQ(x[i], a[i] * 0.5f);
+}
+
+// ---------------------------------------------------------------------------------------
+// Attention over the paged cache
+
+// Against a reference given the same F16-rounded q, K and V: only the F16 rounding of
+// the probabilities (2^-11 relative) and float sums remain. Relative to max |v|.
+constexpr double kAttentionTolerance = 1e-3;
+// Against a reference on the unrounded floats: q·k from F16 inputs moves scores by
+// ~2^-10 |q||k| scale, hence probabilities by ~1e-3 (measured 5e-4). Relative to max |v|.
+constexpr double kAttentionUnroundedTolerance = 3e-3;
+
+struct AttentionCase {
+  int32_t n_heads;
+  int32_t n_kv_heads;
+  int32_t head_dim;
+  int32_t window;
+  float softcap;
+};
+
+std::string describe(const AttentionCase& c) {
+  return std::to_string(c.n_heads) + "/" + std::to_string(c.n_kv_heads) + " heads, head_dim " +
+         std::to_string(c.head_dim) + ", window " + std::to_string(c.window) + ", softcap " +
+         std::to_string(c.softcap);
+}
+
+// Two sequences (13 and 6 tokens) stored into shuffled blocks of a cache full of stale
+// values, then every token attends. The reference reads the float q, k, v directly.
+class AttentionFixture {
+ public:
+  static constexpr int32_t kBlockSize = 4;
+  static constexpr int32_t kLayer = 1;
+
+  explicit AttentionFixture(const AttentionCase& c)
+      : c_(c), kv_(KvShape{2, 12, kBlockSize, c.n_kv_heads, c.head_dim}) {
+    // Stale values everywhere: slots a sequence does not own must never be read.
+    std::mt19937 rng(5);
+    std::normal_distribution<float> dist(0.0f, 100.0f);
+    for (int32_t l = 0; l < 2; ++l) {
+      for (int32_t b = 0; b < 12; ++b) {
+        for (int32_t s = 0; s < kBlockSize; ++s) {
+          for (int64_t i = 0; i < kv_.shape().row_elements(); ++i) {
+            kv_.key_row(l, b, s)[i] = f32_to_f16(dist(rng));
+            kv_.value_row(l, b, s)[i] = f32_to_f16(dist(rng));
+          }
+        }
+      }
+    }
+    tables_ = {{7, 2, 11, 0}, {5, 9}};
+    for (int32_t seq : {0, 1}) {
+      for (int32_t p = 0; p < (seq == 0 ? 13 : 6); ++p) {
+        positions_.push_back(p);
+        sequence_of_token_.push_back(seq);
+      }
+    }
+    const size_t n = positions_.size();
+    q_ = random_normal(n * q_row(), 41);
+    k_ = random_normal(n * kv_row(), 42);
+    v_ = random_normal(n * kv_row(), 43);
+  }
+
+  AttentionBatch batch() const { return {positions_, sequence_of_token_, tables_}; }
+  AttentionParams params() const {
+    AttentionParams p;
+    p.layer = kLayer;
+    p.n_heads = c_.n_heads;
+    p.n_kv_heads = c_.n_kv_heads;
+    p.head_dim = c_.head_dim;
+    p.scale = 1.0f / std::sqrt(static_cast<float>(c_.head_dim));
+    p.window = c_.window;
+    p.softcap = c_.softcap;
+    return p;
+  }
+
+  // Stores every token's k, v, then runs attention for every token: [n, q_row].
+  std::vector<float> run(Backend& backend) {
+    backend.store_kv(kv_, kLayer, batch(), k_.data(), v_.data());
+    std::vector<float> out(q_.size());
+    backend.attention(kv_, batch(), params(), q_.data(), out.data());
+    return out;
+  }
+
+  // The same in double, optionally from F16-rounded q, k, v.
+  std::vector<double> reference(bool round_inputs) const {
+    auto in = [&](float x) { return round_inputs ? double(round_to_f16(x)) : double(x); };
+    const size_t n = positions_.size();
+    const int32_t hd = c_.head_dim;
+    const int32_t group = c_.n_heads / c_.n_kv_heads;
+    const double scale = 1.0 / std::sqrt(static_cast<double>(hd));
+    std::vector<double> out(n * q_row(), 0.0);
+    for (size_t t = 0; t < n; ++t) {
+      for (int32_t h = 0; h < c_.n_heads; ++h) {
+        const int32_t kv_head = h / group;
+        // Keys: the earlier tokens of the same sequence, inside the window.
+        std::vector<size_t> keys;
+        std::vector<double> scores;
+        for (size_t j = 0; j < n; ++j) {
+          if (sequence_of_token_[j] != sequence_of_token_[t] || positions_[j] > positions_[t]) continue;
+          if (c_.window > 0 && positions_[t] - positions_[j] >= c_.window) continue;
+          double dot = 0.0;
+          for (int32_t d = 0; d < hd; ++d) dot += in(q_[t * q_row() + h * hd + d]) * in(k_[j * kv_row() + kv_head * hd + d]);
+          double s = dot * scale;
+          if (c_.softcap > 0.0f) s = c_.softcap * std::tanh(s / c_.softcap);
+          keys.push_back(j);
+          scores.push_back(s);
+        }
+        const double max_score = *std::max_element(scores.begin(), scores.end());
+        double sum = 0.0;
+        for (double& s : scores) sum += (s = std::exp(s - max_score));
+        for (size_t i = 0; i < keys.size(); ++i) {
+          for (int32_t d = 0; d < hd; ++d) {
+            out[t * q_row() + h * hd + d] += scores[i] / sum * in(v_[keys[i] * kv_row() + kv_head * hd + d]);
+          }
+        }
+      }
+    }
+    return out;
+  }
+
+  double max_abs_v() const {
+    double m = 0.0;
+    for (float x : v_) m = std::max(m, double(std::fabs(x)));
+    return m;
+  }
+  size_t n_tokens() const { return positions_.size(); }
+  int64_t q_row() const { return static_cast<int64_t>(c_.n_heads) * c_.head_dim; }
+  int64_t kv_row() const { return static_cast<int64_t>(c_.n_kv_heads) * c_.head_dim; }
+  const std::vector<float>& q() const { return q_; }
+  KvStorage& kv() { return kv_; }
+  const std::vector<std::vector<int32_t>>& tables() const { return tables_; }
+
+ private:
+  AttentionCase c_;
+  KvStorage kv_;
+  std::vector<std::vector<int32_t>> tables_;
+  std::vector<int32_t> positions_;
+  std::vector<int32_t> sequence_of_token_;
+  std::vector<float> q_, k_, v_;  // [n, q_row], [n, kv_row], [n, kv_row]
+};
+
+const AttentionCase kAttentionCases[] = {
+    {4, 2, 16, 0, 0.0f},   // GQA, full causal
+    {8, 1, 32, 3, 0.0f},   // multi-query, window smaller than a block
+    {6, 2, 16, 5, 0.0f},   // window across block boundaries
+    {4, 4, 8, 0, 5.0f},    // multi-head with a score softcap
+    {2, 1, 64, 13, 0.0f},  // window exactly the longest sequence
+};
+
+TEST(CpuAttention, MatchesReferenceOnF16RoundedInputs) {
+  CpuBackend backend(kThreads);
+  for (const AttentionCase& c : kAttentionCases) {
+    AttentionFixture f(c);
+    const std::vector<float> out = f.run(backend);
+    const std::vector<double> expected = f.reference(/*round_inputs=*/true);
+    const double tolerance = kAttentionTolerance * f.max_abs_v();
+    for (size_t i = 0; i < out.size(); ++i) {
+      ASSERT_NEAR(out[i], expected[i], tolerance) << describe(c) << ", token " << i / f.q_row();
+    }
+  }
+}
+
+TEST(CpuAttention, MatchesFloatReference) {
+  CpuBackend backend(kThreads);
+  for (const AttentionCase& c : kAttentionCases) {
+    AttentionFixture f(c);
+    const std::vector<float> out = f.run(backend);
+    const std::vector<double> expected = f.reference(/*round_inputs=*/false);
+    const double tolerance = kAttentionUnroundedTolerance * f.max_abs_v();
+    for (size_t i = 0; i < out.size(); ++i) {
+      ASSERT_NEAR(out[i], expected[i], tolerance) << describe(c) << ", token " << i / f.q_row();
+    }
+  }
+}
+
+// A decode step (one query against keys stored by earlier calls) gives the same bits as
+// that token's row of the whole prefill.
+TEST(CpuAttention, SingleQueryMatchesItsRowOfTheBatch) {
+  CpuBackend backend(kThreads);
+  for (const AttentionCase& c : kAttentionCases) {
+    AttentionFixture f(c);
+    const std::vector<float> all = f.run(backend);
+    const size_t last_of_first_sequence = 12;  // position 12 of sequence 0
+    const int32_t position[] = {12};
+    const int32_t sequence[] = {0};
+    const std::vector<std::vector<int32_t>> tables = {f.tables()[0]};
+    std::vector<float> one(f.q_row());
+    backend.attention(f.kv(), AttentionBatch{position, sequence, tables}, f.params(),
+                      f.q().data() + last_of_first_sequence * f.q_row(), one.data());
+    EXPECT_EQ(0, std::memcmp(one.data(), all.data() + last_of_first_sequence * f.q_row(), one.size() * sizeof(float)))
+        << describe(c);
+  }
+}
+
+TEST(CpuAttention, StoreKvWritesF16RowsIntoTheirSlots) {
+  CpuBackend backend(1);
+  const AttentionCase c = {4, 2, 16, 0, 0.0f};
+  AttentionFixture f(c);
+  const std::vector<float> k = random_normal(f.n_tokens() * f.kv_row(), 42);  // the fixture's k
+  f.run(backend);
+  // Token 9 of sequence 0 is at position 9: block tables[0][2], slot 1.
+  const uint16_t* row = f.kv().key_row(AttentionFixture::kLayer, f.tables()[0][2], 1);
+  for (int64_t i = 0; i < f.kv_row(); ++i) EXPECT_EQ(row[i], f32_to_f16(k[9 * f.kv_row() + i]));
+}
+
+// ---------------------------------------------------------------------------------------
+// Matmul for every weight type
+
+// Largest error of one converted activation, per the weight type's vec_dot_type. The
+// bound for x_i is e_i * |x_i| (float formats) or e_i * max |x| over x_i's block (the Q8
+// formats: a step of amax/127, half of it as error, plus the F16 scale's rounding).
+double activation_rounding(TensorType vec_dot_type) {
+  switch (vec_dot_type) {
+    case TensorType::kF32: return 0.0;
+    case TensorType::kF16: return 1.0 / 2048;
+    case TensorType::kBF16: return 1.0 / 256;
+    default: return 1.0 / 127;
+  }
+}
+// Float summation of products, relative to sum |w_i x_i|.
+constexpr double kMatmulAccumulationTolerance = 2e-6;
+
+TEST(CpuMatmul, EveryWeightTypeMatchesDequantizedFloatDot) {
+  CpuBackend backend(kThreads);
+  int n_types = 0;
+  for (const quant::TypeTraits& traits : quant::all_type_traits()) {
+    if (!traits.vec_dot_ref) continue;
+    ++n_types;
+    const quant::TypeTraits& input = quant::type_traits(traits.vec_dot_type);
+    const bool block_relative = input.is_quantized;
+    const double rounding = activation_rounding(traits.vec_dot_type);
+    for (int64_t n_cols : {256, 512}) {
+      for (int64_t n_rows : {1, 7, 31}) {
+        // Weights: random rows quantized to the type; the reference uses them dequantized.
+        const size_t row_bytes = quant::row_size(traits.type, n_cols);
+        std::vector<uint8_t> weights(row_bytes * n_rows);
+        std::vector<float> dequantized(n_rows * n_cols);
+        const std::vector<float> w_float = random_normal(n_rows * n_cols, 50 + n_rows, 0.1f);
+        for (int64_t r = 0; r < n_rows; ++r) {
+          quant::quantize_row_ref(traits.type, &w_float[r * n_cols], &weights[r * row_bytes], n_cols);
+          quant::dequantize_row(traits.type, &weights[r * row_bytes], &dequantized[r * n_cols], n_cols);
+        }
+        const WeightMatrix w{traits.type, weights.data(), n_cols, n_rows, row_bytes};
+        for (int64_t n_tokens : {1, 3, 17}) {
+          std::vector<float> x = random_normal(n_tokens * n_cols, 60 + n_tokens);
+          x[0] = 25.0f;  // an outlier, as real activations have
+          std::vector<float> y(n_tokens * n_rows, std::nanf(""));
+          backend.matmul(w, x.data(), n_tokens, y.data());
+          for (int64_t t = 0; t < n_tokens; ++t) {
+            const float* xt = &x[t * n_cols];
+            for (int64_t r = 0; r < n_rows; ++r) {
+              const float* wr = &dequantized[r * n_cols];
+              double expected = 0.0, magnitude = 0.0, bound = 0.0;
+              for (int64_t i = 0; i < n_cols; ++i) {
+                expected += double(wr[i]) * xt[i];
+                magnitude += std::fabs(double(wr[i]) * xt[i]);
+                double x_scale = std::fabs(xt[i]);
+                if (block_relative) {
+                  const int64_t begin = i / input.block_size * input.block_size;
+                  x_scale = 0.0;
+                  for (int64_t j = begin; j < begin + input.block_size; ++j) x_scale = std::max(x_scale, double(std::fabs(xt[j])));
+                }
+                bound += std::fabs(wr[i]) * rounding * x_scale;
+              }
+              const double tolerance = bound + kMatmulAccumulationTolerance * magnitude + 1e-6;
+              ASSERT_NEAR(y[t * n_rows + r], expected, tolerance)
+                  << traits.name << ": n_cols " << n_cols << ", n_rows " << n_rows << ", n_tokens " << n_tokens
+                  << ", token " << t << ", row " << r;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GE(n_types, 12);  // f32, f16, bf16, 4 legacy and 5 K-quant formats
+}
+
+// Splitting rows or tokens over threads, or batching tokens, changes no bits: each output
+// is one row's dot product with one token's converted activations.
+TEST(CpuMatmul, ThreadsAndBatchingDoNotChangeBits) {
+  CpuBackend one_thread(1), many_threads(kThreads);
+  constexpr int64_t kCols = 256, kRows = 31, kTokens = 17;
+  for (TensorType type : {TensorType::kF32, TensorType::kF16, TensorType::kQ4_0, TensorType::kQ8_0,
+                          TensorType::kQ4_K, TensorType::kQ6_K}) {
+    const size_t row_bytes = quant::row_size(type, kCols);
+    std::vector<uint8_t> weights(row_bytes * kRows);
+    const std::vector<float> w_float = random_normal(kRows * kCols, 70, 0.1f);
+    for (int64_t r = 0; r < kRows; ++r) quant::quantize_row_ref(type, &w_float[r * kCols], &weights[r * row_bytes], kCols);
+    const WeightMatrix w{type, weights.data(), kCols, kRows, row_bytes};
+    const std::vector<float> x = random_normal(kTokens * kCols, 71);
+    std::vector<float> batched(kTokens * kRows), threaded(kTokens * kRows), single(kRows);
+    one_thread.matmul(w, x.data(), kTokens, batched.data());
+    many_threads.matmul(w, x.data(), kTokens, threaded.data());
+    EXPECT_EQ(batched, threaded) << gguf::tensor_type_name(type);
+    for (int64_t t = 0; t < kTokens; ++t) {
+      many_threads.matmul(w, &x[t * kCols], 1, single.data());
+      EXPECT_EQ(0, std::memcmp(single.data(), &batched[t * kRows], kRows * sizeof(float)))
+          << gguf::tensor_type_name(type) << " token " << t;
+    }
+  }
+}
+
+TEST(CpuGetRows, EqualsDequantizedRows) {
+  CpuBackend backend(1);
+  constexpr int64_t kCols = 256, kRows = 9;
+  for (TensorType type : {TensorType::kF32, TensorType::kF16, TensorType::kBF16, TensorType::kQ8_0,
+                          TensorType::kQ4_K, TensorType::kQ6_K}) {
+    const size_t row_bytes = quant::row_size(type, kCols);
+    std::vector<uint8_t> table(row_bytes * kRows);
+    const std::vector<float> values = random_normal(kRows * kCols, 80);
+    for (int64_t r = 0; r < kRows; ++r) quant::quantize_row_ref(type, &values[r * kCols], &table[r * row_bytes], kCols);
+    const WeightMatrix w{type, table.data(), kCols, kRows, row_bytes};
+    const std::vector<int32_t> ids = {8, 0, 3, 3};
+    std::vector<float> out(ids.size() * kCols), expected(kCols);
+    backend.get_rows(w, ids, out.data());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      quant::dequantize_row(type, &table[ids[i] * row_bytes], expected.data(), kCols);
+      EXPECT_EQ(0, std::memcmp(expected.data(), &out[i * kCols], kCols * sizeof(float)))
+          << gguf::tensor_type_name(type) << " id " << ids[i];
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tokenmill::ops
