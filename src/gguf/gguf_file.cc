@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include <limits>
+#include <optional>
 
 namespace tokenmill::gguf {
 
@@ -12,7 +13,6 @@ constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as little-endian u32
 // keeps a hostile count from turning into a huge allocation.
 constexpr uint64_t kMaxStringBytes = 64ull << 20;
 constexpr uint64_t kMaxArrayDepth = 8;
-constexpr uint64_t kMaxAlignment = 1u << 20;
 
 }  // namespace
 
@@ -176,7 +176,9 @@ Status Parser::parse_into(File& file) {
   }
 
   if (const Value* a = file.find("general.alignment")) {
-    auto alignment = a->as_uint();
+    // as_uint() also converts a bool, which is not an alignment.
+    std::optional<uint64_t> alignment;
+    if (a->type() != ValueType::kBool) alignment = a->as_uint();
     if (!alignment || *alignment == 0 || (*alignment & (*alignment - 1)) != 0 || *alignment > kMaxAlignment) {
       return corrupt_data("general.alignment must be a power of two up to 1 MiB, found " + a->to_display_string());
     }

@@ -30,6 +30,8 @@ namespace tokenmill::gguf {
 
 inline constexpr uint32_t kMaxDims = 4;
 inline constexpr uint64_t kDefaultAlignment = 32;
+// general.alignment must be a power of two no larger than this.
+inline constexpr uint64_t kMaxAlignment = 1u << 20;
 
 struct TensorInfo {
   std::string name;

@@ -4,6 +4,10 @@
 
 #include <cstdio>
 #include <cstring>
+#include <limits>
+#include <optional>
+
+#include "gguf/gguf_file.h"
 
 namespace tokenmill::gguf {
 
@@ -79,14 +83,18 @@ bool Writer::has(std::string_view key) const {
   return false;
 }
 
-uint64_t Writer::alignment() const {
+Result<uint64_t> Writer::alignment() const {
   for (const KeyValue& kv : metadata_) {
-    if (kv.key == "general.alignment") {
-      auto a = kv.value.as_uint();
-      if (a && *a > 0) return *a;
+    if (kv.key != "general.alignment") continue;
+    std::optional<uint64_t> a;
+    if (kv.value.type() != ValueType::kBool) a = kv.value.as_uint();
+    if (!a || *a == 0 || (*a & (*a - 1)) != 0 || *a > kMaxAlignment) {
+      return invalid_argument("general.alignment must be a power of two up to 1 MiB, found " +
+                              kv.value.to_display_string());
     }
+    return *a;
   }
-  return 32;
+  return kDefaultAlignment;
 }
 
 Status Writer::add_tensor(std::string name, TensorType type, std::vector<int64_t> shape,
@@ -97,14 +105,22 @@ Status Writer::add_tensor(std::string name, TensorType type, std::vector<int64_t
   int64_t n_elements = 1;
   for (int64_t d : shape) {
     if (d <= 0) return invalid_argument("tensor '" + name + "': dimensions must be positive");
+    if (n_elements > std::numeric_limits<int64_t>::max() / d) {
+      return invalid_argument("tensor '" + name + "': more elements than fit in 64 bits");
+    }
     n_elements *= d;
   }
-  auto bytes_per_row = row_bytes(type, shape[0]);
-  if (!bytes_per_row) {
+  auto layout = tensor_type_layout(static_cast<uint32_t>(type));
+  if (!layout) return invalid_argument("tensor '" + name + "': unknown tensor type");
+  if (shape[0] % layout->block_size != 0) {
     return invalid_argument("tensor '" + name + "': row length " + std::to_string(shape[0]) +
-                            " is not a multiple of the " + std::string(tensor_type_name(type)) + " block size");
+                            " is not a multiple of the " + std::string(layout->name) + " block size");
   }
-  const size_t expected = *bytes_per_row * static_cast<size_t>(n_elements / shape[0]);
+  const uint64_t n_blocks = static_cast<uint64_t>(n_elements) / layout->block_size;
+  if (n_blocks > std::numeric_limits<size_t>::max() / layout->bytes_per_block) {
+    return invalid_argument("tensor '" + name + "': byte size overflows");
+  }
+  const size_t expected = n_blocks * layout->bytes_per_block;
   if (data.size() != expected) {
     return invalid_argument("tensor '" + name + "': " + std::to_string(data.size()) + " bytes given, " +
                             std::to_string(expected) + " expected for its type and shape");
@@ -117,7 +133,9 @@ Status Writer::add_tensor(std::string name, TensorType type, std::vector<int64_t
 }
 
 Result<std::vector<uint8_t>> Writer::to_bytes() const {
-  const uint64_t align = alignment();
+  auto alignment_or = alignment();
+  if (!alignment_or.ok()) return alignment_or.status();
+  const uint64_t align = *alignment_or;
   ByteSink sink;
   sink.put<uint32_t>(0x46554747);
   sink.put<uint32_t>(kVersion);

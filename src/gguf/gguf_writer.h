@@ -35,6 +35,8 @@ class Writer {
   Status add_tensor(std::string name, TensorType type, std::vector<int64_t> shape,
                     std::span<const uint8_t> data);
 
+  // Both fail with InvalidArgument if general.alignment is not a power of two up to
+  // kMaxAlignment or an array's items do not match its element type.
   Status write(const std::string& path) const;
   // The complete file as bytes (tests, small files).
   Result<std::vector<uint8_t>> to_bytes() const;
@@ -46,7 +48,8 @@ class Writer {
     std::vector<int64_t> shape;
     std::vector<uint8_t> data;
   };
-  uint64_t alignment() const;
+  // general.alignment, or InvalidArgument if File::parse would reject its value.
+  Result<uint64_t> alignment() const;
 
   std::vector<KeyValue> metadata_;
   std::vector<PendingTensor> tensors_;
