@@ -1,0 +1,61 @@
+// The serving engine: one thread runs the step loop. Each step the scheduler picks the
+// running sequences' next tokens and chunks of waiting prompts under a token budget,
+// the model runs one forward pass over all of them, and the sampler and detokenizer
+// turn logits into stream events.
+//
+// Thread-safety: submit(), metrics() and shutdown() may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "engine/metrics.h"
+#include "engine/request.h"
+#include "engine/request_stream.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tokenmill::engine {
+
+struct EngineConfig {
+  int32_t block_size = 16;
+  int64_t kv_memory_bytes = 0;    // memory for the KV cache; 0: enough for ctx_total
+  int32_t ctx_total = 16384;      // positions the cache holds over all sequences (if kv_memory_bytes = 0)
+  int32_t max_batch_tokens = 256; // tokens per forward pass (decode tokens first, then prefill chunks)
+  int32_t max_seqs = 64;          // sequences running at once
+  int32_t max_context = 8192;     // prompt + generated tokens of one sequence
+  bool prefix_caching = true;
+};
+
+class Engine {
+ public:
+  Engine(model::Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig config);
+  ~Engine();  // stops the step loop; unfinished requests end with FinishReason::kCancelled
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Validates and queues a request. Errors (InvalidArgument) for an empty prompt, a
+  // prompt plus max_tokens beyond max_context, bad sampling values, n out of 1..8.
+  Result<std::shared_ptr<RequestStream>> submit(Request request);
+
+  const EngineMetrics& metrics() const;
+  const EngineConfig& config() const;
+  // Blocks the caller for every pool block currently free/total (for tests).
+  struct PoolCounters {
+    int32_t n_blocks = 0;
+    int32_t n_free = 0;      // free, cached or not
+    int32_t n_cached = 0;    // free blocks that still hold a reusable prefix
+  };
+  PoolCounters pool_counters() const;
+
+  // Stops taking requests; waits up to grace for running ones, then cancels the rest.
+  void shutdown(std::chrono::milliseconds grace);
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tokenmill::engine

@@ -1,0 +1,48 @@
+// What a client asks the engine for, and what comes back, in token space. The engine
+// never sees JSON or chat messages: the server turns those into a Request.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/sampler.h"
+#include "engine/sampling_params.h"
+
+namespace tokenmill::engine {
+
+struct Request {
+  std::string id;                      // for logs and metrics
+  std::vector<int32_t> prompt;         // token ids, BOS included if wanted
+  SamplingParams sampling;
+  int32_t max_tokens = 256;            // per choice
+  int32_t n = 1;                       // independent choices; they share the prompt's KV blocks
+  std::vector<std::string> stop;       // stop strings; never part of the output
+  std::vector<int32_t> stop_token_ids; // extra tokens that end a choice
+  bool ignore_eos = false;             // keep going past end-of-generation tokens
+};
+
+enum class FinishReason { kStop, kLength, kCancelled, kError };
+const char* finish_reason_name(FinishReason reason);  // "stop", "length", "cancelled", "error"
+
+// One step's output for one choice. Text is whole UTF-8 characters, with any text that
+// might be the start of a stop string held back until it is known not to be.
+struct StreamEvent {
+  int32_t choice = 0;
+  std::string text;
+  std::vector<int32_t> token_ids;            // the tokens behind this text (may be empty)
+  std::vector<TokenLogprobs> logprobs;       // one per token, when requested
+  std::optional<FinishReason> finish;        // set on the choice's last event
+  std::string error;                         // with FinishReason::kError
+};
+
+struct Usage {
+  int32_t prompt_tokens = 0;
+  int32_t completion_tokens = 0;  // all choices
+  int32_t cached_tokens = 0;      // prompt tokens served from the prefix cache
+  double time_to_first_token_s = 0;
+  double total_s = 0;
+};
+
+}  // namespace tokenmill::engine
