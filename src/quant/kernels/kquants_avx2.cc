@@ -25,14 +25,18 @@ float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a) {
   for (int64_t b = 0; b < n / kSuperBlockSize; ++b) {
     const float d = y[b].d * half_to_float(x[b].d);
     const float d_min = y[b].d * half_to_float(x[b].dmin);
-    uint8_t scales_mins[16];  // [0..7] sub-block scales, [8..15] sub-block mins
-    unpack_k4_scales(x[b].scales, scales_mins);
+    const __m128i scales_mins = unpack_k4_scales(x[b].scales);  // bytes [sc0..7, mn0..7]
 
     // Minimum term: sum_j bsums[j] * min[j / 2] over the 16 groups of 16.
-    const __m128i mins_16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales_mins + 8)));
+    const __m128i mins_16 = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(scales_mins, scales_mins));
     const __m256i mins_per_group = _mm256_set_m128i(_mm_unpackhi_epi16(mins_16, mins_16), _mm_unpacklo_epi16(mins_16, mins_16));
     const __m256i min_products = _mm256_madd_epi16(load_256(y[b].bsums), mins_per_group);
     acc_min = _mm256_fmadd_ps(_mm256_set1_ps(d_min), _mm256_cvtepi32_ps(min_products), acc_min);
+
+    // Scale j as int16 in both 128-bit lanes; word_select picks word j into every lane.
+    const __m256i scales_16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scales_mins));
+    __m256i word_select = _mm256_set1_epi16(0x0100);
+    const __m256i next_word = _mm256_set1_epi16(0x0202);
 
     // Chunk c holds sub-block 2c in its low nibbles and 2c + 1 in its high nibbles.
     __m256i isum = _mm256_setzero_si256();
@@ -42,8 +46,12 @@ float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a) {
       const __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_nibble);
       const __m256i low_pairs = _mm256_maddubs_epi16(low, load_256(y[b].qs + 64 * c));
       const __m256i high_pairs = _mm256_maddubs_epi16(high, load_256(y[b].qs + 64 * c + 32));
-      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(low_pairs, _mm256_set1_epi16(scales_mins[2 * c])));
-      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(high_pairs, _mm256_set1_epi16(scales_mins[2 * c + 1])));
+      const __m256i low_scale = _mm256_shuffle_epi8(scales_16, word_select);
+      word_select = _mm256_add_epi8(word_select, next_word);
+      const __m256i high_scale = _mm256_shuffle_epi8(scales_16, word_select);
+      word_select = _mm256_add_epi8(word_select, next_word);
+      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(low_pairs, low_scale));
+      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(high_pairs, high_scale));
     }
     acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum), acc);
   }

@@ -31,10 +31,6 @@ float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a) {
   const auto* x = static_cast<const BlockQ4_K*>(w);
   const auto* y = static_cast<const BlockQ8_K*>(a);
   const __m512i low_nibble = _mm512_set1_epi8(0x0f);
-  // For step p (chunks 2p, 2p + 1): low nibbles are sub-blocks 4p and 4p + 2, high
-  // nibbles 4p + 1 and 4p + 3 (each 32 quants = 16 int16 pair sums).
-  const __m512i low_scale_index[2] = {split_index(0, 2), split_index(4, 6)};
-  const __m512i high_scale_index[2] = {split_index(1, 3), split_index(5, 7)};
   // bsums group j pairs with min j / 2, the mins being int16 lanes 8..15.
   const __m256i min_index = _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
   __m512 acc = _mm512_setzero_ps();
@@ -42,17 +38,20 @@ float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a) {
   for (int64_t b = 0; b < n / kSuperBlockSize; ++b) {
     const float d = y[b].d * half_to_float(x[b].d);
     const float d_min = y[b].d * half_to_float(x[b].dmin);
-    uint8_t scales_mins[16];  // [0..7] sub-block scales, [8..15] sub-block mins
-    unpack_k4_scales(x[b].scales, scales_mins);
-    const __m256i scales_16 = _mm256_cvtepu8_epi16(load_128(scales_mins));
+    // int16 lanes 0..7: sub-block scales, 8..15: sub-block mins.
+    const __m256i scales_16 = _mm256_cvtepu8_epi16(unpack_k4_scales(x[b].scales));
+    const __m512i scales_512 = _mm512_castsi256_si512(scales_16);  // upper half unused by the indices
 
     const __m256i min_products =
         _mm256_madd_epi16(load_256(y[b].bsums), _mm256_permutexvar_epi16(min_index, scales_16));
     acc_min = _mm256_fmadd_ps(_mm256_set1_ps(d_min), _mm256_cvtepi32_ps(min_products), acc_min);
 
-    const __m512i scales_512 = _mm512_castsi256_si512(scales_16);  // upper half unused by the indices
     __m512i isum = _mm512_setzero_si512();
     for (int p = 0; p < 2; ++p) {
+      // Step p covers chunks 2p and 2p + 1: low nibbles are sub-blocks 4p and 4p + 2,
+      // high nibbles 4p + 1 and 4p + 3 (each 32 quants = 16 int16 pair sums).
+      const __m512i low_scales = _mm512_permutexvar_epi16(split_index(4 * p, 4 * p + 2), scales_512);
+      const __m512i high_scales = _mm512_permutexvar_epi16(split_index(4 * p + 1, 4 * p + 3), scales_512);
       const __m512i packed = load_512(x[b].qs + 64 * p);
       const __m512i low = _mm512_and_si512(packed, low_nibble);
       const __m512i high = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low_nibble);
@@ -62,10 +61,8 @@ float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a) {
       const __m512i y_1 = load_512(y[b].qs + 128 * p + 64);
       const __m512i y_low = _mm512_shuffle_i64x2(y_0, y_1, _MM_SHUFFLE(1, 0, 1, 0));
       const __m512i y_high = _mm512_shuffle_i64x2(y_0, y_1, _MM_SHUFFLE(3, 2, 3, 2));
-      isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(low, y_low),
-                                 _mm512_permutexvar_epi16(low_scale_index[p], scales_512));
-      isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(high, y_high),
-                                 _mm512_permutexvar_epi16(high_scale_index[p], scales_512));
+      isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(low, y_low), low_scales);
+      isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(high, y_high), high_scales);
     }
     acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(isum), acc);
   }

@@ -76,17 +76,18 @@ inline __m256i dot_i8_avx2(__m256i w, __m256i a) {
   return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
 }
 
-// Q4_K / Q5_K: the eight 6-bit sub-block scales and mins (layout in blocks.h), as
-// out[0..7] = scales, out[8..15] = mins.
-inline void unpack_k4_scales(const uint8_t* packed, uint8_t out[16]) {
-  for (int j = 0; j < 4; ++j) {
-    out[j] = packed[j] & 63;
-    out[8 + j] = packed[j + 4] & 63;
-  }
-  for (int j = 4; j < 8; ++j) {
-    out[j] = static_cast<uint8_t>((packed[j + 4] & 0x0f) | ((packed[j - 4] >> 6) << 4));
-    out[8 + j] = static_cast<uint8_t>((packed[j + 4] >> 4) | ((packed[j] >> 6) << 4));
-  }
+// Q4_K / Q5_K: the eight 6-bit sub-block scales and mins (layout in blocks.h) as bytes
+// [sc0 .. sc7, mn0 .. mn7], computed four at a time in 32-bit words. (Going through a
+// byte array instead makes the compiler assemble the vector from single-byte stores,
+// which stalls store-to-load forwarding on every super-block.)
+inline __m128i unpack_k4_scales(const uint8_t* packed) {
+  const uint32_t w0 = load_u32(packed), w1 = load_u32(packed + 4), w2 = load_u32(packed + 8);
+  const uint32_t scales_0_3 = w0 & 0x3f3f3f3fu;
+  const uint32_t mins_0_3 = w1 & 0x3f3f3f3fu;
+  const uint32_t scales_4_7 = (w2 & 0x0f0f0f0fu) | (((w0 >> 6) & 0x03030303u) << 4);
+  const uint32_t mins_4_7 = ((w2 >> 4) & 0x0f0f0f0fu) | (((w1 >> 6) & 0x03030303u) << 4);
+  return _mm_set_epi32(static_cast<int>(mins_4_7), static_cast<int>(mins_0_3), static_cast<int>(scales_4_7),
+                       static_cast<int>(scales_0_3));
 }
 
 #if defined(__AVX512F__)

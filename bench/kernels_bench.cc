@@ -1,0 +1,192 @@
+// Dot-product and activation-quantizer kernels on the shapes that decide decode speed,
+// for every instruction-set path this CPU runs (ref, avx2, avx512), one thread.
+//
+// The figure to read is bytes_per_second: weight bytes streamed per second (for the
+// quantizers, float input bytes). The Q8_0 640 x 262,144 output projection (178 MB)
+// does not fit in any cache, so it measures the kernel against DRAM bandwidth
+// (PERFORMANCE-NOTES.md: ~33 GB/s for one thread on the reference machine); the
+// 640 x 2,048 Q5_0 matrix (1.4 MB) stays in L2/L3 and measures the kernel itself.
+//
+// Weights are a few quantized random rows repeated: speed does not depend on values.
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/cpu_features.h"
+#include "quant/kernels/dispatch.h"
+#include "quant/quant.h"
+#include "quant/type_traits.h"
+
+namespace tokenmill::quant {
+namespace {
+
+using gguf::TensorType;
+
+struct Shape {
+  TensorType type;
+  int64_t n_cols;  // elements per weight row (the dot-product length)
+  int64_t n_rows;
+  const char* what;
+};
+
+// Decode shapes of the default model (gemma-3-270m layout) and of a 1B Llama.
+constexpr Shape kShapes[] = {
+    {TensorType::kQ8_0, 640, 262144, "output"},  // tied embedding / output projection
+    {TensorType::kQ5_0, 640, 2048, "ffn_up"},    // Q/K and FFN gate/up
+    {TensorType::kQ4_0, 640, 2048, "ffn_up"},
+    {TensorType::kQ4_K, 2048, 8192, "1b_ffn_up"},
+    {TensorType::kQ6_K, 2048, 8192, "1b_ffn_up"},
+};
+
+struct Path {
+  const char* name;
+  bool available;
+  const SimdKernels* (*kernels)(const TypeTraits&);  // nullptr for the reference
+};
+
+std::vector<float> random_floats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// [n_rows, row_bytes]: kDistinctRows quantized random rows, repeated.
+std::vector<uint8_t> make_weights(const Shape& shape) {
+  constexpr int64_t kDistinctRows = 16;
+  const size_t row_bytes = row_size(shape.type, shape.n_cols);
+  std::vector<uint8_t> distinct(kDistinctRows * row_bytes);
+  for (int64_t r = 0; r < kDistinctRows; ++r) {
+    const std::vector<float> x = random_floats(static_cast<size_t>(shape.n_cols), static_cast<uint32_t>(r));
+    quantize_row_ref(shape.type, x.data(), distinct.data() + r * row_bytes, shape.n_cols);
+  }
+  std::vector<uint8_t> weights(static_cast<size_t>(shape.n_rows) * row_bytes);
+  for (int64_t r = 0; r < shape.n_rows; ++r) {
+    std::memcpy(weights.data() + r * row_bytes, distinct.data() + (r % kDistinctRows) * row_bytes, row_bytes);
+  }
+  return weights;
+}
+
+// One matrix-vector product per iteration: every weight row dotted with one activation row.
+void bench_vec_dot(benchmark::State& state, const Shape& shape, VecDotFn vec_dot) {
+  const TypeTraits& traits = type_traits(shape.type);
+  const std::vector<uint8_t> weights = make_weights(shape);
+  const size_t row_bytes = row_size(shape.type, shape.n_cols);
+  std::vector<uint8_t> activations(row_size(traits.vec_dot_type, shape.n_cols));
+  const std::vector<float> x = random_floats(static_cast<size_t>(shape.n_cols), 99);
+  quantize_row_ref(traits.vec_dot_type, x.data(), activations.data(), shape.n_cols);
+  std::vector<float> out(static_cast<size_t>(shape.n_rows));
+  for (auto _ : state) {
+    for (int64_t r = 0; r < shape.n_rows; ++r) {
+      out[r] = vec_dot(shape.n_cols, weights.data() + r * row_bytes, activations.data());
+    }
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(weights.size()));
+}
+
+// Prefill: each weight row against n_tokens activation rows with vec_dot_rows.
+void bench_vec_dot_rows(benchmark::State& state, const Shape& shape, VecDotRowsFn vec_dot_rows, int64_t n_tokens) {
+  const TypeTraits& traits = type_traits(shape.type);
+  const std::vector<uint8_t> weights = make_weights(shape);
+  const size_t row_bytes = row_size(shape.type, shape.n_cols);
+  const size_t input_row_bytes = row_size(traits.vec_dot_type, shape.n_cols);
+  std::vector<uint8_t> activations(static_cast<size_t>(n_tokens) * input_row_bytes);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const std::vector<float> x = random_floats(static_cast<size_t>(shape.n_cols), 1000 + static_cast<uint32_t>(t));
+    quantize_row_ref(traits.vec_dot_type, x.data(), activations.data() + t * input_row_bytes, shape.n_cols);
+  }
+  std::vector<float> out(static_cast<size_t>(shape.n_rows * n_tokens));
+  for (auto _ : state) {
+    for (int64_t r = 0; r < shape.n_rows; ++r) {
+      vec_dot_rows(shape.n_cols, weights.data() + r * row_bytes, activations.data(), input_row_bytes, n_tokens,
+                   out.data() + r, shape.n_rows);
+    }
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(weights.size()));
+  state.counters["tokens/s"] =
+      benchmark::Counter(static_cast<double>(n_tokens), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bench_quantize(benchmark::State& state, TensorType type, int64_t n, QuantizeRowFn quantize_row) {
+  const std::vector<float> x = random_floats(static_cast<size_t>(n), 7);
+  std::vector<uint8_t> out(row_size(type, n));
+  for (auto _ : state) {
+    quantize_row(x.data(), out.data(), n);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * n * static_cast<int64_t>(sizeof(float)));
+}
+
+void register_all() {
+  const CpuFeatures cpu = detect_cpu_features();
+  const Path paths[] = {
+      {"ref", true, nullptr},
+      {"avx2", cpu.has_avx2_kernels(), [](const TypeTraits& t) { return &t.avx2; }},
+      {"avx512", cpu.has_avx512_kernels(), [](const TypeTraits& t) { return &t.avx512; }},
+  };
+  std::printf("cpu: %s\n", cpu.to_string().c_str());
+  for (const Path& path : paths) {
+    if (!path.available) std::printf("%s: skipped, CPU lacks it\n", path.name);
+  }
+
+  for (const Shape& shape : kShapes) {
+    const TypeTraits& traits = type_traits(shape.type);
+    for (const Path& path : paths) {
+      if (!path.available) continue;
+      const VecDotFn vec_dot = path.kernels ? path.kernels(traits)->vec_dot : traits.vec_dot_ref;
+      if (vec_dot == nullptr) continue;
+      const std::string name = "vec_dot/" + std::string(traits.name) + "/" + std::to_string(shape.n_cols) + "x" +
+                               std::to_string(shape.n_rows) + "_" + shape.what + "/" + path.name;
+      benchmark::RegisterBenchmark(name.c_str(), bench_vec_dot, shape, vec_dot)->Unit(benchmark::kMillisecond);
+    }
+  }
+
+  // Prefill-shaped: 640 x 2048 Q5_0 and Q8_0 against 16 tokens.
+  constexpr int64_t kPrefillTokens = 16;
+  for (const Shape& shape : {Shape{TensorType::kQ5_0, 640, 2048, "ffn_up"}, Shape{TensorType::kQ8_0, 640, 2048, "ffn_up"}}) {
+    const TypeTraits& traits = type_traits(shape.type);
+    for (const Path& path : paths) {
+      if (!path.available || path.kernels == nullptr || path.kernels(traits)->vec_dot_rows == nullptr) continue;
+      const std::string name = "vec_dot_rows/" + std::string(traits.name) + "/640x2048x" +
+                               std::to_string(kPrefillTokens) + "tok/" + path.name;
+      benchmark::RegisterBenchmark(name.c_str(), bench_vec_dot_rows, shape, path.kernels(traits)->vec_dot_rows,
+                                   kPrefillTokens)
+          ->Unit(benchmark::kMicrosecond);
+    }
+  }
+
+  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ8_K}) {
+    const TypeTraits& traits = type_traits(type);
+    constexpr int64_t kWidth = 2048;
+    for (const Path& path : paths) {
+      if (!path.available) continue;
+      const QuantizeRowFn quantize_row = path.kernels ? path.kernels(traits)->quantize_row : traits.quantize_row_ref;
+      if (quantize_row == nullptr) continue;
+      const std::string name = "quantize/" + std::string(traits.name) + "/" + std::to_string(kWidth) + "/" + path.name;
+      benchmark::RegisterBenchmark(name.c_str(), bench_quantize, type, kWidth, quantize_row);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tokenmill::quant
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  tokenmill::quant::register_all();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
