@@ -41,6 +41,7 @@ constexpr Shape kShapes[] = {
     {TensorType::kQ5_0, 640, 2048, "ffn_up"},    // Q/K and FFN gate/up
     {TensorType::kQ4_0, 640, 2048, "ffn_up"},
     {TensorType::kQ4_K, 2048, 8192, "1b_ffn_up"},
+    {TensorType::kQ5_K, 2048, 8192, "1b_ffn_up"},
     {TensorType::kQ6_K, 2048, 8192, "1b_ffn_up"},
 };
 

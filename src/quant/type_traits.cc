@@ -24,6 +24,8 @@ constexpr SimdKernels kAvx512Q8_0{avx512::vec_dot_q8_0_q8_0, avx512::vec_dot_row
                                   avx512::quantize_row_q8_0};
 constexpr SimdKernels kAvx2Q4_K{avx2::vec_dot_q4_K_q8_K, nullptr, nullptr};
 constexpr SimdKernels kAvx512Q4_K{avx512::vec_dot_q4_K_q8_K, nullptr, nullptr};
+constexpr SimdKernels kAvx2Q5_K{avx2::vec_dot_q5_K_q8_K, nullptr, nullptr};
+constexpr SimdKernels kAvx512Q5_K{avx512::vec_dot_q5_K_q8_K, nullptr, nullptr};
 constexpr SimdKernels kAvx2Q6_K{avx2::vec_dot_q6_K_q8_K, nullptr, nullptr};
 constexpr SimdKernels kAvx512Q6_K{avx512::vec_dot_q6_K_q8_K, nullptr, nullptr};
 constexpr SimdKernels kAvx2Q8_K{nullptr, nullptr, avx2::quantize_row_q8_K};
@@ -68,7 +70,7 @@ constexpr std::array<TypeTraits, 15> kTypeTraits = {{
      kAvx2Q4_K, kAvx512Q4_K},
     {TensorType::kQ5_K, "q5_K", kSuperBlockSize, sizeof(BlockQ5_K), true, TensorType::kQ8_K,
      ref::dequantize_row_q5_K, ref::quantize_row_q5_K, ref::vec_dot_q5_K_q8_K,
-     kNoKernels, kNoKernels},
+     kAvx2Q5_K, kAvx512Q5_K},
     {TensorType::kQ6_K, "q6_K", kSuperBlockSize, sizeof(BlockQ6_K), true, TensorType::kQ8_K,
      ref::dequantize_row_q6_K, ref::quantize_row_q6_K, ref::vec_dot_q6_K_q8_K,
      kAvx2Q6_K, kAvx512Q6_K},

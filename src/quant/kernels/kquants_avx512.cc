@@ -1,4 +1,4 @@
-// AVX-512 dot products of Q4_K and Q6_K with a Q8_K activation row: the scheme of
+// AVX-512 dot products of Q4_K, Q5_K and Q6_K with a Q8_K activation row: the scheme of
 // kquants_avx2.cc, 64 quants per step, with vpdpwssd (VNNI) applying the sub-block
 // scales to the int16 pair sums.
 
@@ -61,6 +61,52 @@ float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a) {
       const __m512i y_1 = load_512(y[b].qs + 128 * p + 64);
       const __m512i y_low = _mm512_shuffle_i64x2(y_0, y_1, _MM_SHUFFLE(1, 0, 1, 0));
       const __m512i y_high = _mm512_shuffle_i64x2(y_0, y_1, _MM_SHUFFLE(3, 2, 3, 2));
+      isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(low, y_low), low_scales);
+      isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(high, y_high), high_scales);
+    }
+    acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(isum), acc);
+  }
+  return _mm512_reduce_add_ps(acc) - hsum_ps(acc_min);
+}
+
+float vec_dot_q5_K_q8_K(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const BlockQ5_K*>(w);
+  const auto* y = static_cast<const BlockQ8_K*>(a);
+  const __m512i low_nibble = _mm512_set1_epi8(0x0f);
+  const __m512i sixteen = _mm512_set1_epi8(16);
+  const __m256i min_index = _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+  __m512 acc = _mm512_setzero_ps();
+  __m256 acc_min = _mm256_setzero_ps();
+  for (int64_t b = 0; b < n / kSuperBlockSize; ++b) {
+    const float d = y[b].d * half_to_float(x[b].d);
+    const float d_min = y[b].d * half_to_float(x[b].dmin);
+    const __m256i scales_16 = _mm256_cvtepu8_epi16(unpack_k4_scales(x[b].scales));
+    const __m512i scales_512 = _mm512_castsi256_si512(scales_16);  // upper half unused by the indices
+
+    const __m256i min_products =
+        _mm256_madd_epi16(load_256(y[b].bsums), _mm256_permutexvar_epi16(min_index, scales_16));
+    acc_min = _mm256_fmadd_ps(_mm256_set1_ps(d_min), _mm256_cvtepi32_ps(min_products), acc_min);
+
+    // Sub-block s takes its fifth bits from bit s of the qh bytes. Bytes 0..31 of a step
+    // are sub-blocks 4p (low nibbles) / 4p + 1 (high), bytes 32..63 are 4p + 2 / 4p + 3:
+    // with qh >> 2 in the upper half, both halves test bits 4p and 4p + 1.
+    const __m256i qh_256 = load_256(x[b].qh);
+    const __m512i qh = combine_256(qh_256, _mm256_srli_epi16(qh_256, 2));
+    __m512i isum = _mm512_setzero_si512();
+    for (int p = 0; p < 2; ++p) {
+      const __m512i packed = load_512(x[b].qs + 64 * p);
+      const __m512i low_nibbles = _mm512_and_si512(packed, low_nibble);
+      const __m512i high_nibbles = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low_nibble);
+      const __mmask64 low_bit4 = _mm512_test_epi8_mask(qh, _mm512_set1_epi8(static_cast<char>(1 << (4 * p))));
+      const __mmask64 high_bit4 = _mm512_test_epi8_mask(qh, _mm512_set1_epi8(static_cast<char>(2 << (4 * p))));
+      const __m512i low = _mm512_mask_add_epi8(low_nibbles, low_bit4, low_nibbles, sixteen);
+      const __m512i high = _mm512_mask_add_epi8(high_nibbles, high_bit4, high_nibbles, sixteen);
+      const __m512i y_0 = load_512(y[b].qs + 128 * p);
+      const __m512i y_1 = load_512(y[b].qs + 128 * p + 64);
+      const __m512i y_low = _mm512_shuffle_i64x2(y_0, y_1, _MM_SHUFFLE(1, 0, 1, 0));
+      const __m512i y_high = _mm512_shuffle_i64x2(y_0, y_1, _MM_SHUFFLE(3, 2, 3, 2));
+      const __m512i low_scales = _mm512_permutexvar_epi16(split_index(4 * p, 4 * p + 2), scales_512);
+      const __m512i high_scales = _mm512_permutexvar_epi16(split_index(4 * p + 1, 4 * p + 3), scales_512);
       isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(low, y_low), low_scales);
       isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(high, y_high), high_scales);
     }

@@ -19,6 +19,7 @@ float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* a);
 float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* a);
 float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* a);
 float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_q5_K_q8_K(int64_t n, const void* w, const void* a);
 float vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a);
 void vec_dot_rows_q4_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
                             float* out, int64_t out_stride);
@@ -36,6 +37,7 @@ float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* a);
 float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* a);
 float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* a);
 float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_q5_K_q8_K(int64_t n, const void* w, const void* a);
 float vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a);
 void vec_dot_rows_q4_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
                             float* out, int64_t out_stride);
