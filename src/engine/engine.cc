@@ -1,0 +1,391 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "base/log.h"
+#include "engine/scheduler.h"
+#include "kv/kv_cache_manager.h"
+#include "ops/kv_storage.h"
+
+namespace tokenmill::engine {
+
+namespace {
+
+constexpr int32_t kMaxChoices = 8;
+
+int32_t blocks_from_config(const EngineConfig& config, const ops::KvShape& one_block) {
+  if (config.kv_memory_bytes > 0) {
+    return static_cast<int32_t>(std::max<int64_t>(1, config.kv_memory_bytes / one_block.total_bytes()));
+  }
+  return (config.ctx_total + config.block_size - 1) / config.block_size;
+}
+
+}  // namespace
+
+class Engine::Impl {
+ public:
+  Impl(model::Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig config)
+      : model_(model),
+        tokenizer_(tokenizer),
+        config_(config),
+        n_blocks_(blocks_from_config(config, model.kv_shape(1, config.block_size))),
+        kv_storage_(model.kv_shape(n_blocks_, config.block_size)),
+        kv_(n_blocks_, config.block_size, config.prefix_caching),
+        scheduler_({config.max_batch_tokens, config.max_seqs}, kv_) {
+    thread_ = std::thread([this] { loop(); });
+  }
+
+  ~Impl() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  Result<std::shared_ptr<RequestStream>> submit(Request request) {
+    TM_RETURN_IF_ERROR(request.sampling.validate());
+    if (request.prompt.empty()) return invalid_argument("the prompt is empty");
+    if (request.n < 1 || request.n > kMaxChoices) {
+      return invalid_argument("n must be between 1 and " + std::to_string(kMaxChoices) + ", got " +
+                              std::to_string(request.n));
+    }
+    if (request.max_tokens < 1) return invalid_argument("max_tokens must be at least 1");
+    for (int32_t t : request.prompt) {
+      if (t < 0 || t >= model_.config().n_vocab) return invalid_argument("prompt token id out of range");
+    }
+    const int64_t n_prompt = static_cast<int64_t>(request.prompt.size());
+    if (n_prompt + request.max_tokens > config_.max_context) {
+      return invalid_argument("the prompt (" + std::to_string(n_prompt) + " tokens) plus max_tokens (" +
+                              std::to_string(request.max_tokens) + ") exceeds the context of " +
+                              std::to_string(config_.max_context) + " tokens");
+    }
+    if (kv_.blocks_for(static_cast<int32_t>(n_prompt) + 1) > n_blocks_) {
+      return invalid_argument("the prompt (" + std::to_string(n_prompt) + " tokens) needs more KV cache than the " +
+                              std::to_string(n_blocks_ * config_.block_size) + " positions the server has");
+    }
+    auto state = std::make_shared<RequestState>();
+    state->stream = std::make_shared<RequestStream>(request.n);
+    state->request = std::move(request);
+    auto stream = state->stream;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stop_ || draining_) return unsupported("the server is shutting down");
+      incoming_.push_back(std::move(state));
+      ++n_incoming_;
+    }
+    cv_.notify_all();
+    return stream;
+  }
+
+  PoolCounters pool_counters() {
+    std::lock_guard<std::mutex> lock(state_mutex_);
+    return {kv_.pool().n_blocks(), kv_.pool().n_free(), kv_.pool().n_cached_free()};
+  }
+
+  void shutdown(std::chrono::milliseconds grace) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      draining_ = true;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + grace;
+    std::unique_lock<std::mutex> lock(mutex_);
+    idle_cv_.wait_until(lock, deadline, [&] { return idle_; });
+    cancel_all_ = true;
+    cv_.notify_all();
+    idle_cv_.wait_for(lock, std::chrono::seconds(30), [&] { return idle_; });
+  }
+
+  EngineMetrics metrics_;
+  const EngineConfig& config() const { return config_; }
+
+ private:
+  void loop() {
+    for (;;) {
+      std::vector<std::shared_ptr<RequestState>> arrived;
+      bool cancel_all = false;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        idle_ = scheduler_.idle() && incoming_.empty();
+        if (idle_) idle_cv_.notify_all();
+        cv_.wait(lock, [&] { return stop_ || !incoming_.empty() || !scheduler_.idle(); });
+        if (stop_) break;
+        arrived.assign(std::make_move_iterator(incoming_.begin()), std::make_move_iterator(incoming_.end()));
+        incoming_.clear();
+        cancel_all = cancel_all_;
+        idle_ = false;
+      }
+      std::lock_guard<std::mutex> state_lock(state_mutex_);
+      for (auto& state : arrived) admit(std::move(state));
+      drop_cancelled(cancel_all);
+      step();
+      publish_gauges();
+    }
+    // Stopping: every unfinished choice ends as cancelled.
+    std::lock_guard<std::mutex> state_lock(state_mutex_);
+    drop_cancelled(true);
+  }
+
+  void admit(std::shared_ptr<RequestState> state) {
+    auto seq = std::make_unique<Sequence>();
+    seq->state = state;
+    seq->choice = 0;
+    seq->arrival = next_arrival_++;
+    seq->tokens = state->request.prompt;
+    seq->n_prompt = static_cast<int32_t>(seq->tokens.size());
+    init_choice(*seq, 0);
+    metrics_.add_prompt_tokens(seq->n_prompt);
+    scheduler_.add_waiting(std::move(seq));
+  }
+
+  void init_choice(Sequence& seq, int32_t choice) {
+    SamplingParams params = seq.state->request.sampling;
+    // Choices of one request draw different samples from one seed.
+    if (params.seed) params.seed = *params.seed + static_cast<uint64_t>(choice);
+    seq.sampler = std::make_unique<Sampler>(params);
+    seq.decoder = std::make_unique<tokenizer::IncrementalDecoder>(tokenizer_);
+    seq.stop_filter = std::make_unique<StopStringFilter>(seq.state->request.stop);
+  }
+
+  void drop_cancelled(bool all) {
+    std::vector<Sequence*> doomed;
+    for (const auto& s : scheduler_.running()) {
+      if (all || s->state->stream->cancelled()) doomed.push_back(s.get());
+    }
+    for (const auto& s : scheduler_.waiting()) {
+      if (all || s->state->stream->cancelled()) doomed.push_back(s.get());
+    }
+    for (Sequence* s : doomed) finish(s, FinishReason::kCancelled, "");
+  }
+
+  void step() {
+    SchedulerOutput plan = scheduler_.schedule();
+    for (Sequence* s : plan.preempted) {
+      (void)s;
+      metrics_.add_preemption();
+    }
+    for (Sequence* s : plan.newly_admitted) {
+      s->admitted_before = true;
+      const int32_t queried = s->n_prompt - 1;
+      metrics_.add_prefix_cache(queried, s->n_computed);
+      s->state->n_cached_tokens = s->n_computed;
+    }
+    for (Sequence* s : plan.cannot_fit) finish(s, FinishReason::kLength, "");
+    if (plan.scheduled.empty()) return;
+
+    // Copy-on-write for blocks shared between the choices of one prompt.
+    for (const ScheduledSequence& item : plan.scheduled) {
+      Sequence* s = item.sequence;
+      for (int32_t pos = s->n_computed; pos < s->n_computed + item.n_new; pos += config_.block_size) {
+        if (auto copy = kv_.make_writable(s->blocks, pos)) kv_storage_.copy_block(copy->first, copy->second);
+      }
+      const int32_t last = s->n_computed + item.n_new - 1;
+      if (auto copy = kv_.make_writable(s->blocks, last)) kv_storage_.copy_block(copy->first, copy->second);
+    }
+
+    model::Batch batch;
+    std::vector<Sequence*> wants_sample;
+    for (const ScheduledSequence& item : plan.scheduled) {
+      Sequence* s = item.sequence;
+      const bool caught_up = s->n_computed + item.n_new == static_cast<int32_t>(s->tokens.size());
+      batch.add_sequence(std::vector<int32_t>(s->tokens.begin() + s->n_computed,
+                                              s->tokens.begin() + s->n_computed + item.n_new),
+                         s->n_computed, s->blocks.table, caught_up);
+      if (caught_up) wants_sample.push_back(s);
+    }
+    Status status = model_.forward(batch, kv_storage_, logits_);
+    if (!status.ok()) {
+      log_error("forward pass failed: " + status.to_string());
+      for (const ScheduledSequence& item : plan.scheduled) finish(item.sequence, FinishReason::kError, status.message());
+      return;
+    }
+    for (const ScheduledSequence& item : plan.scheduled) {
+      Sequence* s = item.sequence;
+      s->n_computed += item.n_new;
+      kv_.commit(s->blocks, s->tokens, s->n_computed);
+    }
+    const int32_t n_vocab = model_.config().n_vocab;
+    for (size_t i = 0; i < wants_sample.size(); ++i) {
+      Sequence* s = wants_sample[i];
+      std::span<float> row(logits_.data() + i * n_vocab, n_vocab);
+      if (s->choice == 0 && s->state->request.n > 1 && !s->state->forked) fork_choices(*s, row);
+      sample_and_emit(*s, row);
+    }
+  }
+
+  // The prompt is done: choices 1..n-1 share its blocks and sample from the same logits.
+  void fork_choices(Sequence& parent, std::span<float> logits) {
+    parent.state->forked = true;
+    std::vector<float> copy(logits.begin(), logits.end());
+    for (int32_t c = 1; c < parent.state->request.n; ++c) {
+      auto seq = std::make_unique<Sequence>();
+      seq->state = parent.state;
+      seq->choice = c;
+      seq->arrival = next_arrival_++;
+      seq->tokens = parent.tokens;
+      seq->n_prompt = parent.n_prompt;
+      seq->n_computed = parent.n_computed;
+      seq->admitted_before = true;
+      seq->blocks = kv_.fork(parent.blocks);
+      init_choice(*seq, c);
+      Sequence* raw = seq.get();
+      scheduler_.add_running(std::move(seq));
+      std::vector<float> row(copy);
+      sample_and_emit(*raw, row);
+    }
+  }
+
+  void sample_and_emit(Sequence& s, std::span<float> logits) {
+    RequestState& state = *s.state;
+    const Request& request = state.request;
+    std::span<const int32_t> history(s.tokens);
+    const int32_t token = s.sampler->sample(logits, history);
+    const double now = state.since_submit.seconds();
+    if (!state.first_token_seen) {
+      state.first_token_seen = true;
+      metrics_.time_to_first_token.observe(now);
+    } else if (s.n_generated > 0) {
+      metrics_.inter_token_latency.observe(now - s.last_token_time);
+    }
+    s.last_token_time = now;
+    ++s.n_generated;
+    ++state.n_completion_tokens;
+    metrics_.add_generation_tokens(1);
+
+    StreamEvent event;
+    event.choice = s.choice;
+    event.token_ids.push_back(token);
+    if (request.sampling.logprobs) event.logprobs.push_back(compute_logprobs(logits, token, request.sampling.top_logprobs));
+
+    const bool is_stop_token =
+        (!request.ignore_eos && tokenizer_.is_end_of_generation(token)) ||
+        std::find(request.stop_token_ids.begin(), request.stop_token_ids.end(), token) != request.stop_token_ids.end();
+    if (is_stop_token) {
+      event.text = flush_text(s);
+      emit_final(s, std::move(event), FinishReason::kStop);
+      return;
+    }
+    s.tokens.push_back(token);
+    auto filtered = s.stop_filter->push(s.decoder->push(token));
+    event.text = std::move(filtered.text);
+    if (filtered.stopped) {
+      emit_final(s, std::move(event), FinishReason::kStop);
+      return;
+    }
+    const bool out_of_tokens = s.n_generated >= request.max_tokens ||
+                               static_cast<int32_t>(s.tokens.size()) >= config_.max_context;
+    if (out_of_tokens) {
+      auto rest = s.stop_filter->push(s.decoder->flush());
+      event.text += rest.text;
+      if (!rest.stopped) event.text += s.stop_filter->flush();
+      emit_final(s, std::move(event), rest.stopped ? FinishReason::kStop : FinishReason::kLength);
+      return;
+    }
+    state.stream->push(std::move(event));
+  }
+
+  // Text still held by the decoder and the stop filter when a choice ends on a token.
+  std::string flush_text(Sequence& s) {
+    auto out = s.stop_filter->push(s.decoder->flush());
+    return out.stopped ? out.text : out.text + s.stop_filter->flush();
+  }
+
+  void emit_final(Sequence& s, StreamEvent event, FinishReason reason) {
+    event.finish = reason;
+    complete_choice(s, std::move(event));
+  }
+
+  // Ends a choice for a reason other than its own sampled token.
+  void finish(Sequence* s, FinishReason reason, const std::string& error) {
+    StreamEvent event;
+    event.choice = s->choice;
+    event.finish = reason;
+    event.error = error;
+    if (reason != FinishReason::kCancelled && reason != FinishReason::kError) event.text = flush_text(*s);
+    // A request cancelled before its prompt finished never forked its other choices.
+    RequestState& state = *s->state;
+    if (s->choice == 0 && !state.forked && state.request.n > 1) {
+      state.forked = true;
+      for (int32_t c = 1; c < state.request.n; ++c) {
+        StreamEvent extra;
+        extra.choice = c;
+        extra.finish = reason;
+        extra.error = error;
+        ++state.n_choices_finished;
+        state.stream->push(std::move(extra));
+      }
+    }
+    complete_choice(*s, std::move(event));
+  }
+
+  void complete_choice(Sequence& s, StreamEvent event) {
+    RequestState& state = *s.state;
+    const FinishReason reason = *event.finish;
+    ++state.n_choices_finished;
+    if (state.n_choices_finished >= state.request.n) {
+      Usage usage;
+      usage.prompt_tokens = static_cast<int32_t>(state.request.prompt.size());
+      usage.completion_tokens = state.n_completion_tokens;
+      usage.cached_tokens = state.n_cached_tokens;
+      usage.total_s = state.since_submit.seconds();
+      usage.time_to_first_token_s = state.first_token_seen ? usage.total_s : 0;
+      state.stream->set_usage(usage);
+      metrics_.e2e_request_latency.observe(usage.total_s);
+      metrics_.add_finished_request(finish_reason_name(reason));
+    }
+    state.stream->push(std::move(event));
+    scheduler_.remove(&s);  // frees its blocks; s is gone after this
+  }
+
+  void publish_gauges() {
+    int64_t running = static_cast<int64_t>(scheduler_.running().size());
+    int64_t waiting = static_cast<int64_t>(scheduler_.waiting().size());
+    metrics_.set_gauges(running, waiting, kv_.usage());
+  }
+
+  model::Model& model_;
+  const tokenizer::Tokenizer& tokenizer_;
+  EngineConfig config_;
+  int32_t n_blocks_;
+  ops::KvStorage kv_storage_;
+  kv::KvCacheManager kv_;
+  Scheduler scheduler_;
+  std::vector<float> logits_;  // [n_outputs, n_vocab] of the last step
+  uint64_t next_arrival_ = 0;
+
+  std::mutex mutex_;  // guards the fields below
+  std::condition_variable cv_;
+  std::condition_variable idle_cv_;
+  std::deque<std::shared_ptr<RequestState>> incoming_;
+  uint64_t n_incoming_ = 0;
+  bool stop_ = false;
+  bool draining_ = false;
+  bool cancel_all_ = false;
+  bool idle_ = true;
+
+  std::mutex state_mutex_;  // held by the engine thread while it touches scheduler and pool
+  std::thread thread_;
+};
+
+Engine::Engine(model::Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig config)
+    : impl_(std::make_unique<Impl>(model, tokenizer, config)) {}
+
+Engine::~Engine() = default;
+
+Result<std::shared_ptr<RequestStream>> Engine::submit(Request request) { return impl_->submit(std::move(request)); }
+
+const EngineMetrics& Engine::metrics() const { return impl_->metrics_; }
+
+const EngineConfig& Engine::config() const { return impl_->config(); }
+
+Engine::PoolCounters Engine::pool_counters() const { return impl_->pool_counters(); }
+
+void Engine::shutdown(std::chrono::milliseconds grace) { impl_->shutdown(grace); }
+
+}  // namespace tokenmill::engine

@@ -1,0 +1,96 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+
+namespace tokenmill::engine {
+
+Scheduler::Scheduler(SchedulerConfig config, kv::KvCacheManager& kv) : config_(config), kv_(kv) {}
+
+void Scheduler::add_waiting(std::unique_ptr<Sequence> sequence) { waiting_.push_back(std::move(sequence)); }
+
+void Scheduler::add_running(std::unique_ptr<Sequence> sequence) { running_.push_back(std::move(sequence)); }
+
+void Scheduler::remove(Sequence* sequence) {
+  kv_.free(sequence->blocks);
+  auto same = [&](const std::unique_ptr<Sequence>& s) { return s.get() == sequence; };
+  auto it = std::find_if(running_.begin(), running_.end(), same);
+  if (it != running_.end()) {
+    running_.erase(it);
+    return;
+  }
+  auto wit = std::find_if(waiting_.begin(), waiting_.end(), same);
+  if (wit != waiting_.end()) waiting_.erase(wit);
+}
+
+bool Scheduler::preempt_newest(const Sequence* keep, SchedulerOutput& out) {
+  auto newest = running_.end();
+  for (auto it = running_.begin(); it != running_.end(); ++it) {
+    if (it->get() == keep) continue;
+    if (newest == running_.end() || (*it)->arrival > (*newest)->arrival) newest = it;
+  }
+  if (newest == running_.end()) return false;
+  Sequence* victim = newest->get();
+  // Already scheduled this step? Then it is dropped from the batch too.
+  auto& sched = out.scheduled;
+  sched.erase(std::remove_if(sched.begin(), sched.end(), [&](const ScheduledSequence& s) { return s.sequence == victim; }),
+              sched.end());
+  kv_.commit(victim->blocks, victim->tokens, victim->n_computed);
+  kv_.free(victim->blocks);
+  victim->n_computed = 0;
+  out.preempted.push_back(victim);
+  waiting_.push_front(std::move(*newest));
+  running_.erase(newest);
+  return true;
+}
+
+SchedulerOutput Scheduler::schedule() {
+  SchedulerOutput out;
+  int32_t budget = config_.max_batch_tokens;
+
+  // 1. Running sequences, oldest first.
+  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    Sequence* seq = running_[i].get();
+    const int32_t n_new = std::min(seq->n_pending(), budget);
+    if (n_new <= 0) continue;
+    bool fits = kv_.grow(seq->blocks, seq->n_computed + n_new);
+    while (!fits && preempt_newest(seq, out)) {
+      // preempt_newest may have removed a sequence before index i; find seq again.
+      i = std::find_if(running_.begin(), running_.end(), [&](const auto& s) { return s.get() == seq; }) -
+          running_.begin();
+      fits = kv_.grow(seq->blocks, seq->n_computed + n_new);
+    }
+    if (!fits) {
+      out.cannot_fit.push_back(seq);
+      continue;
+    }
+    out.scheduled.push_back({seq, n_new});
+    budget -= n_new;
+  }
+  // Budget spent by sequences preempted after they were scheduled comes back only next
+  // step; keeping the loop simple matters more than that token.
+
+  // 2. Waiting sequences, in order, while the budget and the sequence limit allow.
+  while (budget > 0 && !waiting_.empty() && static_cast<int32_t>(running_.size()) < config_.max_seqs) {
+    Sequence* seq = waiting_.front().get();
+    if (seq->n_computed == 0 && seq->blocks.table.empty()) {
+      // At least one token is always computed, so the last position's logits exist.
+      const int32_t max_cached = static_cast<int32_t>(seq->tokens.size()) - 1;
+      seq->n_computed = kv_.match_prefix(seq->blocks, seq->tokens, max_cached);
+    }
+    const int32_t n_new = std::min(seq->n_pending(), budget);
+    if (!kv_.grow(seq->blocks, seq->n_computed + n_new)) {
+      // Not enough blocks: give back the cached prefix it took and try again next step.
+      kv_.free(seq->blocks);
+      seq->n_computed = 0;
+      break;
+    }
+    if (!seq->admitted_before) out.newly_admitted.push_back(seq);
+    out.scheduled.push_back({seq, n_new});
+    budget -= n_new;
+    running_.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+  }
+  return out;
+}
+
+}  // namespace tokenmill::engine

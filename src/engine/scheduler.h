@@ -1,0 +1,68 @@
+// Picks what one forward pass computes. Running sequences come first, oldest first, each
+// with all its pending tokens (one, when decoding) as far as the token budget allows;
+// then waiting sequences are admitted in arrival order, their prompts cut into chunks
+// that fit what is left of the budget (chunked prefill: a long prompt never stalls the
+// running streams for more than a step). A newly admitted sequence first takes the
+// longest cached prefix of its tokens.
+//
+// When a running sequence needs a block and none is free, the newest running sequence
+// is preempted: its blocks go back to the pool (its full blocks stay cached) and it waits
+// at the front of the queue to be recomputed, which its cached prefix makes cheap.
+//
+// Thread-safety: not thread-safe; owned by the engine thread.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "engine/sequence.h"
+#include "kv/kv_cache_manager.h"
+
+namespace tokenmill::engine {
+
+struct SchedulerConfig {
+  int32_t max_batch_tokens = 256;
+  int32_t max_seqs = 64;
+};
+
+struct ScheduledSequence {
+  Sequence* sequence;
+  int32_t n_new;  // tokens computed this step: tokens[n_computed, n_computed + n_new)
+};
+
+struct SchedulerOutput {
+  std::vector<ScheduledSequence> scheduled;
+  std::vector<Sequence*> preempted;       // this step, in the order they were preempted
+  std::vector<Sequence*> cannot_fit;      // running alone and still out of blocks: must finish
+  std::vector<Sequence*> newly_admitted;  // first admission, with their cached-prefix size set
+};
+
+class Scheduler {
+ public:
+  Scheduler(SchedulerConfig config, kv::KvCacheManager& kv);
+
+  void add_waiting(std::unique_ptr<Sequence> sequence);
+  // Running sequences created outside admission (the extra choices of a request).
+  void add_running(std::unique_ptr<Sequence> sequence);
+  SchedulerOutput schedule();
+  // Removes a sequence (finished or cancelled) and frees its blocks.
+  void remove(Sequence* sequence);
+
+  const std::vector<std::unique_ptr<Sequence>>& running() const { return running_; }
+  const std::deque<std::unique_ptr<Sequence>>& waiting() const { return waiting_; }
+  bool idle() const { return running_.empty() && waiting_.empty(); }
+
+ private:
+  // Frees the newest running sequence other than `keep` and moves it to the waiting
+  // queue's front; false if there is none.
+  bool preempt_newest(const Sequence* keep, SchedulerOutput& out);
+
+  SchedulerConfig config_;
+  kv::KvCacheManager& kv_;
+  std::vector<std::unique_ptr<Sequence>> running_;  // oldest first
+  std::deque<std::unique_ptr<Sequence>> waiting_;   // next to admit first
+};
+
+}  // namespace tokenmill::engine

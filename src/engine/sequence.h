@@ -1,0 +1,52 @@
+// The engine's state for one choice of one request: its tokens (prompt, then generated),
+// how many of them are already in the KV cache, its blocks, sampler and text filters.
+// The rule that drives scheduling: a sequence is computed up to n_computed; each step
+// brings n_computed closer to tokens.size(), and when they meet, a token is sampled.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/timer.h"
+#include "engine/request.h"
+#include "engine/request_stream.h"
+#include "engine/sampler.h"
+#include "engine/stop_strings.h"
+#include "kv/kv_cache_manager.h"
+#include "tokenizer/incremental_decoder.h"
+
+namespace tokenmill::engine {
+
+// Shared by the choices of one request.
+struct RequestState {
+  Request request;
+  std::shared_ptr<RequestStream> stream;
+  Timer since_submit;
+  bool first_token_seen = false;
+  bool forked = false;           // choices 1..n-1 exist (created when the prompt is done)
+  int32_t n_cached_tokens = 0;   // prompt tokens found in the prefix cache at admission
+  int32_t n_completion_tokens = 0;
+  int32_t n_choices_finished = 0;
+};
+
+struct Sequence {
+  std::shared_ptr<RequestState> state;
+  int32_t choice = 0;
+  uint64_t arrival = 0;             // admission order; preemption picks the newest
+  std::vector<int32_t> tokens;      // prompt then generated
+  int32_t n_prompt = 0;
+  int32_t n_computed = 0;           // tokens whose keys and values are in the cache
+  int32_t n_generated = 0;
+  bool admitted_before = false;     // prefix-cache statistics count the first admission only
+  kv::SequenceBlocks blocks;
+  std::unique_ptr<Sampler> sampler;
+  std::unique_ptr<tokenizer::IncrementalDecoder> decoder;
+  std::unique_ptr<StopStringFilter> stop_filter;
+  double last_token_time = 0;       // seconds since submit, for inter-token latency
+
+  int32_t n_pending() const { return static_cast<int32_t>(tokens.size()) - n_computed; }
+};
+
+}  // namespace tokenmill::engine

@@ -1,0 +1,69 @@
+// The KV blocks of every sequence, on top of the block pool: growing a sequence's block
+// table as it gets longer, finding a new sequence's longest cached prefix, registering
+// full blocks so later sequences can reuse them, sharing blocks between the choices of
+// one prompt and copying a shared block before it is written (copy-on-write).
+//
+// Thread-safety: not thread-safe; owned by the engine thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "kv/block_pool.h"
+
+namespace tokenmill::kv {
+
+// One sequence's view of the cache.
+struct SequenceBlocks {
+  std::vector<int32_t> table;    // block ids by position / block_size
+  std::vector<uint64_t> hashes;  // chained hashes of the leading full blocks registered so far
+};
+
+class KvCacheManager {
+ public:
+  KvCacheManager(int32_t n_blocks, int32_t block_size, bool prefix_caching);
+
+  int32_t block_size() const { return block_size_; }
+  const BlockPool& pool() const { return pool_; }
+  int32_t blocks_for(int32_t n_positions) const { return (n_positions + block_size_ - 1) / block_size_; }
+
+  // For a sequence holding no blocks: takes the cached blocks that hold the longest
+  // prefix of tokens made of whole blocks and no longer than max_tokens. Returns the
+  // number of tokens they cover (0 without prefix caching).
+  int32_t match_prefix(SequenceBlocks& seq, std::span<const int32_t> tokens, int32_t max_tokens);
+
+  // Grows the table to hold n_positions. All-or-nothing: false (and no change) when
+  // too few blocks are free.
+  bool grow(SequenceBlocks& seq, int32_t n_positions);
+  // Blocks grow() would need to allocate.
+  int32_t blocks_needed(const SequenceBlocks& seq, int32_t n_positions) const;
+
+  // Registers the full blocks among tokens[0, n_computed) that are not registered yet.
+  void commit(SequenceBlocks& seq, std::span<const int32_t> tokens, int32_t n_computed);
+
+  // If the block holding `position` is shared with another sequence, replaces it in
+  // this sequence's table by a fresh block and returns {old, new}: the caller copies
+  // the KV contents. nullopt when the block is already private (or none is free: check
+  // has_free_block() first).
+  std::optional<std::pair<int32_t, int32_t>> make_writable(SequenceBlocks& seq, int32_t position);
+  bool has_free_block() const { return pool_.n_free() > 0; }
+
+  // Another sequence holding the same blocks (the choices of one prompt).
+  SequenceBlocks fork(const SequenceBlocks& seq);
+
+  // Returns every block of the sequence to the pool (cached ones stay findable).
+  void free(SequenceBlocks& seq);
+
+  // Fraction of blocks held by sequences.
+  double usage() const { return pool_.n_blocks() ? double(pool_.n_used()) / pool_.n_blocks() : 0.0; }
+
+ private:
+  int32_t block_size_;
+  bool prefix_caching_;
+  BlockPool pool_;
+};
+
+}  // namespace tokenmill::kv
