@@ -40,6 +40,7 @@ constexpr Shape kShapes[] = {
     {TensorType::kQ8_0, 640, 262144, "output"},  // tied embedding / output projection
     {TensorType::kQ5_0, 640, 2048, "ffn_up"},    // Q/K and FFN gate/up
     {TensorType::kQ4_0, 640, 2048, "ffn_up"},
+    {TensorType::kF16, 640, 2048, "ffn_up"},
     {TensorType::kQ4_K, 2048, 8192, "1b_ffn_up"},
     {TensorType::kQ5_K, 2048, 8192, "1b_ffn_up"},
     {TensorType::kQ6_K, 2048, 8192, "1b_ffn_up"},

@@ -15,6 +15,10 @@ using gguf::TensorType;
 
 // Per-instruction-set columns: {vec_dot, vec_dot_rows, quantize_row}.
 constexpr SimdKernels kNoKernels{};
+constexpr SimdKernels kAvx2F32{avx2::vec_dot_f32, nullptr, nullptr};
+constexpr SimdKernels kAvx512F32{avx512::vec_dot_f32, nullptr, nullptr};
+constexpr SimdKernels kAvx2F16{avx2::vec_dot_f16, nullptr, nullptr};
+constexpr SimdKernels kAvx512F16{avx512::vec_dot_f16, nullptr, nullptr};
 constexpr SimdKernels kAvx2Q4_0{avx2::vec_dot_q4_0_q8_0, avx2::vec_dot_rows_q4_0_q8_0, nullptr};
 constexpr SimdKernels kAvx512Q4_0{avx512::vec_dot_q4_0_q8_0, avx512::vec_dot_rows_q4_0_q8_0, nullptr};
 constexpr SimdKernels kAvx2Q5_0{avx2::vec_dot_q5_0_q8_0, avx2::vec_dot_rows_q5_0_q8_0, nullptr};
@@ -37,10 +41,10 @@ constexpr SimdKernels kAvx512Q8_K{nullptr, nullptr, avx512::quantize_row_q8_K};
 constexpr std::array<TypeTraits, 15> kTypeTraits = {{
     {TensorType::kF32, "f32", 1, sizeof(float), false, TensorType::kF32,
      ref::dequantize_row_f32, ref::quantize_row_f32, ref::vec_dot_f32,
-     kNoKernels, kNoKernels},
+     kAvx2F32, kAvx512F32},
     {TensorType::kF16, "f16", 1, sizeof(uint16_t), false, TensorType::kF16,
      ref::dequantize_row_f16, ref::quantize_row_f16, ref::vec_dot_f16,
-     kNoKernels, kNoKernels},
+     kAvx2F16, kAvx512F16},
     {TensorType::kQ4_0, "q4_0", kLegacyBlockSize, sizeof(BlockQ4_0), true, TensorType::kQ8_0,
      ref::dequantize_row_q4_0, ref::quantize_row_q4_0, ref::vec_dot_q4_0_q8_0,
      kAvx2Q4_0, kAvx512Q4_0},

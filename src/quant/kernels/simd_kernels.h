@@ -13,8 +13,10 @@
 
 namespace tokenmill::quant {
 
-// legacy_avx2.cc, kquants_avx2.cc, activations_avx2.cc
+// floats_avx2.cc, legacy_avx2.cc, kquants_avx2.cc, activations_avx2.cc
 namespace avx2 {
+float vec_dot_f32(int64_t n, const void* w, const void* a);
+float vec_dot_f16(int64_t n, const void* w, const void* a);
 float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* a);
 float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* a);
 float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* a);
@@ -31,8 +33,10 @@ void quantize_row_q8_0(const float* src, void* dst, int64_t n);
 void quantize_row_q8_K(const float* src, void* dst, int64_t n);
 }  // namespace avx2
 
-// legacy_avx512.cc, kquants_avx512.cc, activations_avx512.cc
+// floats_avx512.cc, legacy_avx512.cc, kquants_avx512.cc, activations_avx512.cc
 namespace avx512 {
+float vec_dot_f32(int64_t n, const void* w, const void* a);
+float vec_dot_f16(int64_t n, const void* w, const void* a);
 float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* a);
 float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* a);
 float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* a);
