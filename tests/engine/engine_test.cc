@@ -1,0 +1,222 @@
+// The serving engine on a tiny random model: batch invariance, prefix caching, n > 1,
+// stop strings, preemption and block accounting under churn.
+#include "engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <thread>
+
+#include "tiny_engine_model.h"
+
+namespace tokenmill::engine {
+namespace {
+
+using std::chrono::milliseconds;
+
+struct Completion {
+  std::vector<std::vector<int32_t>> tokens;  // per choice
+  std::vector<std::string> text;
+  std::vector<FinishReason> finish;
+  Usage usage;
+};
+
+Completion collect(const std::shared_ptr<RequestStream>& stream, int32_t n_choices) {
+  Completion c;
+  c.tokens.resize(n_choices);
+  c.text.resize(n_choices);
+  c.finish.resize(n_choices, FinishReason::kError);
+  StreamEvent event;
+  for (;;) {
+    if (!stream->wait_next(event, milliseconds(20000))) break;
+    c.tokens[event.choice].insert(c.tokens[event.choice].end(), event.token_ids.begin(), event.token_ids.end());
+    c.text[event.choice] += event.text;
+    if (event.finish) c.finish[event.choice] = *event.finish;
+  }
+  EXPECT_TRUE(stream->complete());
+  c.usage = stream->usage();
+  return c;
+}
+
+Request greedy_request(std::vector<int32_t> prompt, int32_t max_tokens) {
+  Request r;
+  r.prompt = std::move(prompt);
+  r.sampling.temperature = 0;
+  r.max_tokens = max_tokens;
+  r.ignore_eos = true;
+  return r;
+}
+
+std::vector<int32_t> random_prompt(std::mt19937& rng, int32_t length, int32_t n_vocab) {
+  std::uniform_int_distribution<int32_t> token(4, n_vocab - 1);
+  std::vector<int32_t> p = {2};
+  while (static_cast<int32_t>(p.size()) < length) p.push_back(token(rng));
+  return p;
+}
+
+class EngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    tiny_ = testing::load_tiny_engine_model();
+    ASSERT_NE(tiny_.model, nullptr);
+    n_vocab_ = tiny_.model->config().n_vocab;
+  }
+  EngineConfig small_config() {
+    EngineConfig c;
+    c.ctx_total = 2048;
+    c.max_context = 512;
+    c.max_batch_tokens = 64;
+    c.max_seqs = 32;
+    return c;
+  }
+  testing::TinyEngineModel tiny_;
+  int32_t n_vocab_ = 0;
+};
+
+TEST_F(EngineTest, BatchedGreedyEqualsOneAtATime) {
+  std::mt19937 rng(3);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 16; ++i) prompts.push_back(random_prompt(rng, 3 + i * 5, n_vocab_));
+
+  std::vector<std::vector<int32_t>> alone;
+  {
+    Engine engine(*tiny_.model, *tiny_.tokenizer, small_config());
+    for (const auto& p : prompts) {
+      auto stream = engine.submit(greedy_request(p, 12));
+      ASSERT_TRUE(stream.ok());
+      alone.push_back(collect(*stream, 1).tokens[0]);
+    }
+  }
+  Engine engine(*tiny_.model, *tiny_.tokenizer, small_config());
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (const auto& p : prompts) streams.push_back(*engine.submit(greedy_request(p, 12)));
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(collect(streams[i], 1).tokens[0], alone[i]) << "prompt " << i;
+  }
+}
+
+TEST_F(EngineTest, RepeatedPromptHitsThePrefixCache) {
+  Engine engine(*tiny_.model, *tiny_.tokenizer, small_config());
+  std::mt19937 rng(5);
+  const auto prompt = random_prompt(rng, 70, n_vocab_);
+  auto first = collect(*engine.submit(greedy_request(prompt, 6)), 1);
+  auto second = collect(*engine.submit(greedy_request(prompt, 6)), 1);
+  EXPECT_EQ(first.usage.cached_tokens, 0);
+  EXPECT_EQ(second.usage.cached_tokens, 64);  // whole 16-token blocks, leaving the last token to compute
+  EXPECT_EQ(first.tokens, second.tokens);
+  const auto m = engine.metrics().snapshot();
+  EXPECT_EQ(m.prefix_cache_hits_total, 64u);
+  EXPECT_EQ(m.prefix_cache_queries_total, 2u * 69u);
+}
+
+TEST_F(EngineTest, ChoicesShareThePromptAndDiffer) {
+  Engine engine(*tiny_.model, *tiny_.tokenizer, small_config());
+  std::mt19937 rng(9);
+  const auto prompt = random_prompt(rng, 21, n_vocab_);
+  Request r = greedy_request(prompt, 10);
+  r.n = 3;
+  r.sampling.temperature = 50.0f;  // a random tiny model is peaked; flatten it so draws differ
+  r.sampling.seed = 11;
+  auto sampled = collect(*engine.submit(r), 3);
+  EXPECT_NE(sampled.tokens[0], sampled.tokens[1]);
+  EXPECT_EQ(sampled.usage.completion_tokens, 30);
+  // Greedy choices of one request all equal the single greedy answer.
+  auto single = collect(*engine.submit(greedy_request(prompt, 10)), 1);
+  Request g = greedy_request(prompt, 10);
+  g.n = 3;
+  auto triple = collect(*engine.submit(g), 3);
+  for (int c = 0; c < 3; ++c) EXPECT_EQ(triple.tokens[c], single.tokens[0]);
+  auto pool = engine.pool_counters();
+  EXPECT_EQ(pool.n_free, pool.n_blocks);
+}
+
+TEST_F(EngineTest, StopStringCutsTheText) {
+  Engine engine(*tiny_.model, *tiny_.tokenizer, small_config());
+  std::mt19937 rng(13);
+  const auto prompt = random_prompt(rng, 9, n_vocab_);
+  auto full = collect(*engine.submit(greedy_request(prompt, 24)), 1);
+  // Pick a stop string from the middle of the full text, at a character boundary.
+  const std::string& text = full.text[0];
+  ASSERT_GT(text.size(), 8u);
+  size_t cut = text.size() / 2;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  const std::string stop = text.substr(cut, 3);
+  Request r = greedy_request(prompt, 24);
+  r.stop = {stop};
+  auto stopped = collect(*engine.submit(r), 1);
+  EXPECT_EQ(stopped.finish[0], FinishReason::kStop);
+  EXPECT_EQ(stopped.text[0], text.substr(0, text.find(stop)));
+  EXPECT_EQ(full.finish[0], FinishReason::kLength);
+}
+
+TEST_F(EngineTest, RejectsBadRequests) {
+  Engine engine(*tiny_.model, *tiny_.tokenizer, small_config());
+  EXPECT_FALSE(engine.submit(greedy_request({}, 4)).ok());
+  EXPECT_FALSE(engine.submit(greedy_request({2, n_vocab_}, 4)).ok());
+  EXPECT_FALSE(engine.submit(greedy_request({2, 5}, 10000)).ok());
+  Request r = greedy_request({2, 5}, 4);
+  r.n = 9;
+  EXPECT_FALSE(engine.submit(r).ok());
+  r.n = 1;
+  r.sampling.top_p = 2;
+  EXPECT_FALSE(engine.submit(r).ok());
+}
+
+// Many requests of random lengths, some cancelled mid-way, through a pool too small for
+// all of them at once: every request ends, preemption happens, and every block returns.
+TEST_F(EngineTest, EveryBlockReturnsAfterChurn) {
+  EngineConfig config = small_config();
+  config.ctx_total = 16 * 24;  // 24 blocks
+  config.max_context = 200;
+  config.max_batch_tokens = 48;
+  Engine engine(*tiny_.model, *tiny_.tokenizer, config);
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int32_t> prompt_len(2, 90), gen_len(1, 40), coin(0, 9);
+  struct Live {
+    std::shared_ptr<RequestStream> stream;
+    bool cancel;
+  };
+  int n_finished = 0, n_cancelled = 0;
+  const int kRequests = 1000;
+  std::vector<Live> live;
+  for (int i = 0; i < kRequests; ++i) {
+    Request r = greedy_request(random_prompt(rng, prompt_len(rng), n_vocab_), gen_len(rng));
+    if (coin(rng) == 0) {
+      r.sampling.temperature = 1.0f;
+      r.n = 2;
+    }
+    auto stream = engine.submit(r);
+    ASSERT_TRUE(stream.ok()) << stream.status().to_string();
+    live.push_back({*stream, coin(rng) < 2});
+    if (live.size() >= 24 || i == kRequests - 1) {
+      // Cancel some right away (as a client that disconnects), drain the rest.
+      for (auto& l : live) {
+        if (l.cancel) l.stream->cancel();
+      }
+      for (auto& l : live) {
+        StreamEvent e;
+        while (l.stream->wait_next(e, milliseconds(20000))) {
+          if (e.finish && *e.finish == FinishReason::kCancelled) ++n_cancelled;
+        }
+        EXPECT_TRUE(l.stream->complete());
+        ++n_finished;
+      }
+      live.clear();
+    }
+  }
+  EXPECT_EQ(n_finished, kRequests);
+  EXPECT_GT(n_cancelled, 0);
+  // The engine thread may still be finishing its last step.
+  for (int i = 0; i < 100 && engine.metrics().snapshot().requests_running > 0; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  auto pool = engine.pool_counters();
+  EXPECT_EQ(pool.n_free, pool.n_blocks) << "blocks leaked";
+  const auto m = engine.metrics().snapshot();
+  EXPECT_GT(m.preemptions_total, 0u);
+  std::printf("churn: %d requests, %d cancelled choices, %llu preemptions, %d cached free blocks\n", kRequests,
+              n_cancelled, static_cast<unsigned long long>(m.preemptions_total), pool.n_cached);
+}
+
+}  // namespace
+}  // namespace tokenmill::engine
