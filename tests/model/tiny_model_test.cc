@@ -17,10 +17,6 @@
 #include "model/model.h"
 #include "model/tiny_model.h"
 
-// The test glob (tests/CMakeLists.txt) compiles only *_test.cc files, so the helper's
-// definitions come in through this file.
-#include "model/tiny_model.cc"  // NOLINT(bugprone-suspicious-include)
-
 namespace tokenmill::model {
 namespace {
 
