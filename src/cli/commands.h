@@ -12,5 +12,6 @@ int& exit_code();
 void register_info(CLI::App& app);
 void register_run(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_serve(CLI::App& app);
 
 }  // namespace tokenmill::cli

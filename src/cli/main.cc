@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   tokenmill::cli::register_info(app);
   tokenmill::cli::register_run(app);
   tokenmill::cli::register_bench(app);
+  tokenmill::cli::register_serve(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,132 @@
+// tokenmill serve -m MODEL: the OpenAI- and Ollama-compatible HTTP server over the
+// batching engine. Prints "listening on http://HOST:PORT" to stderr once it accepts
+// connections; SIGTERM or SIGINT stops it gracefully (exit code 0).
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/model_path.h"
+#include "engine/engine.h"
+#include "model/model.h"
+#include "server/server.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tokenmill::cli {
+
+namespace {
+
+struct ServeOptions {
+  std::string model = "default";
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  int n_threads = 0;
+  int n_io_threads = 2;
+  int64_t kv_memory_mib = 0;
+  int32_t ctx_total = 0;
+  int32_t max_batch_tokens = 0;
+  int32_t max_seqs = 0;
+  int32_t max_context = 0;
+  std::string api_key;
+  bool no_prefix_caching = false;
+  int64_t max_body_bytes = 4 << 20;
+  double grace_seconds = 30;
+};
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  return 1;
+}
+
+int serve(ServeOptions options) {
+  // Signals are taken by sigwait below; block them before any thread starts so that
+  // every thread inherits the mask and none is interrupted.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is an error code, not a signal
+
+  if (options.api_key.empty()) {
+    if (const char* key = std::getenv("TOKENMILL_API_KEY")) options.api_key = key;
+  }
+
+  auto path = resolve_model_path(options.model);
+  if (!path.ok()) return fail(path.status().message());
+  model::LoadOptions load;
+  load.n_threads = options.n_threads;
+  auto model = model::load_model(*path, load);
+  if (!model.ok()) return fail(model.status().to_string());
+  auto tokenizer = tokenizer::Tokenizer::from_gguf((*model)->file());
+  if (!tokenizer.ok()) return fail(tokenizer.status().to_string());
+
+  engine::EngineConfig config;
+  if (options.kv_memory_mib > 0) config.kv_memory_bytes = options.kv_memory_mib << 20;
+  if (options.ctx_total > 0) config.ctx_total = options.ctx_total;
+  if (options.max_batch_tokens > 0) config.max_batch_tokens = options.max_batch_tokens;
+  if (options.max_seqs > 0) config.max_seqs = options.max_seqs;
+  if (options.max_context > 0) config.max_context = options.max_context;
+  const int32_t trained_context = (*model)->config().context_length;
+  if (options.max_context <= 0 && trained_context > 0) config.max_context = std::min(config.max_context, trained_context);
+  config.prefix_caching = !options.no_prefix_caching;
+  engine::Engine engine(**model, **tokenizer, config);
+
+  server::ServedModel served(*path, **model, **tokenizer, engine);
+  server::ServerConfig server_config;
+  server_config.http.host = options.host;
+  server_config.http.port = static_cast<uint16_t>(options.port);
+  server_config.http.n_io_threads = options.n_io_threads;
+  server_config.http.max_body_bytes = static_cast<size_t>(options.max_body_bytes);
+  server_config.api_key = options.api_key;
+  server::Server server(server_config, served);
+  if (Status s = server.start(); !s.ok()) return fail(s.to_string());
+
+  std::fprintf(stderr, "model %s: context %d tokens per sequence, prefix caching %s%s\n", served.name().c_str(),
+               served.max_context(), config.prefix_caching ? "on" : "off",
+               options.api_key.empty() ? "" : ", API key required");
+  const std::string shown_host = options.host.find(':') != std::string::npos ? "[" + options.host + "]" : options.host;
+  std::fprintf(stderr, "listening on http://%s:%u\n", shown_host.c_str(), static_cast<unsigned>(server.port()));
+  std::fflush(stderr);
+
+  int signal_number = 0;
+  sigwait(&signals, &signal_number);
+  std::fprintf(stderr, "%s: finishing requests in flight (up to %.0f s), then exiting\n",
+               signal_number == SIGTERM ? "SIGTERM" : "SIGINT", options.grace_seconds);
+  server.shutdown(std::chrono::milliseconds(static_cast<int64_t>(options.grace_seconds * 1000)));
+  std::fprintf(stderr, "stopped\n");
+  return 0;
+}
+
+}  // namespace
+
+void register_serve(CLI::App& app) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* cmd = app.add_subcommand("serve", "Serve the OpenAI and Ollama HTTP APIs");
+  cmd->add_option("-m,--model", o->model, "GGUF file, or 'default'")->capture_default_str();
+  cmd->add_option("--host", o->host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", o->port, "Port to listen on (0: any free port)")->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("-t,--threads", o->n_threads, "Compute threads (default: all CPUs)")->check(CLI::Range(0, 1024));
+  cmd->add_option("--io-threads", o->n_io_threads, "Threads serving HTTP connections")->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  auto kv = cmd->add_option("--kv-memory", o->kv_memory_mib, "KV cache memory in MiB")->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--ctx-total", o->ctx_total, "KV cache size in token positions over all sequences")
+      ->check(CLI::Range(16, 1 << 26))->excludes(kv);
+  cmd->add_option("--max-batch-tokens", o->max_batch_tokens, "Tokens per forward pass (decode first, then prefill)")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-seqs", o->max_seqs, "Sequences running at once")->check(CLI::Range(1, 4096));
+  cmd->add_option("--max-context", o->max_context, "Prompt + generated tokens of one sequence")
+      ->check(CLI::Range(16, 1 << 24));
+  cmd->add_option("--api-key", o->api_key, "Require 'Authorization: Bearer KEY' (default: $TOKENMILL_API_KEY)");
+  cmd->add_flag("--no-prefix-caching", o->no_prefix_caching, "Do not reuse KV blocks of shared prompt prefixes");
+  cmd->add_option("--max-body-bytes", o->max_body_bytes, "Largest request body accepted (larger: 413)")
+      ->capture_default_str()->check(CLI::Range(int64_t{1024}, int64_t{1} << 32));
+  cmd->add_option("--grace-seconds", o->grace_seconds, "On SIGTERM, how long requests in flight may take to finish")
+      ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
+  cmd->callback([o] { exit_code() = serve(*o); });
+}
+
+}  // namespace tokenmill::cli

@@ -1,0 +1,69 @@
+// One request's trip through the engine, seen from the HTTP side: submit, then turn the
+// stream's events into response bytes as the engine produces them, without ever blocking
+// an I/O thread.
+//
+//   engine thread: RequestStream::push -> notify -> post(drain) onto the connection's strand
+//   strand:        drain -> EventSink::on_events -> Responder writes
+//                  ... all choices finished -> EventSink::on_complete
+//   client gone:   RequestStream::cancel(); the engine frees the request's blocks
+//
+// The call keeps itself alive through the stream's notify callback until the stream
+// completes, which the engine guarantees for every submitted request.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/engine.h"
+#include "server/http_types.h"
+
+namespace tokenmill::server {
+
+// Counts requests in the engine, and refuses new ones once the server shuts down.
+// Thread-safety: every method may be called from any thread.
+class CallTracker {
+ public:
+  bool draining() const { return draining_.load(); }
+  void start_draining() { draining_.store(true); }
+  int64_t n_active() const { return n_active_.load(); }
+  void add() { n_active_.fetch_add(1); }
+  void remove() { n_active_.fetch_sub(1); }
+
+ private:
+  std::atomic<bool> draining_{false};
+  std::atomic<int64_t> n_active_{0};
+};
+
+// What a finished call measured. Token counts come from the request and the events;
+// cached_tokens from the engine.
+struct CallStats {
+  int32_t prompt_tokens = 0;
+  int32_t completion_tokens = 0;  // all choices
+  int32_t cached_tokens = 0;
+  std::chrono::steady_clock::time_point submitted;
+  std::chrono::steady_clock::time_point first_token;  // = finished if none came
+  std::chrono::steady_clock::time_point finished;
+};
+
+// Turns events into one protocol's response. Methods run on the connection's strand.
+class EventSink {
+ public:
+  virtual ~EventSink() = default;
+  // Called once, after the engine accepted the request and before any event: the place
+  // to send a streamed response's headers.
+  virtual void on_start(Responder& out) {}
+  // Called with every batch of events, in order, as they arrive.
+  virtual void on_events(std::vector<engine::StreamEvent>& events, Responder& out) = 0;
+  // Called once when every choice has finished, after the last on_events.
+  virtual void on_complete(const CallStats& stats, Responder& out) = 0;
+};
+
+// Submits request to the engine and streams its events into sink. Throws ApiError when
+// the engine refuses the request (400 for invalid arguments, 503 while shutting down).
+void start_engine_call(engine::Engine& engine, engine::Request request, std::shared_ptr<Responder> out,
+                       std::unique_ptr<EventSink> sink, CallTracker& tracker);
+
+}  // namespace tokenmill::server

@@ -1,0 +1,64 @@
+// What a route handler sees of HTTP: the parsed request, and a Responder that writes the
+// answer on the connection the request came from.
+//
+// Threading: a handler is called on its connection's strand. Every Responder method must
+// be called on that strand too: directly from the handler, or from a function given to
+// post(). A Responder whose client has gone away accepts calls and drops the bytes.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tokenmill::server {
+
+struct HttpRequest {
+  std::string method;   // "GET", "POST", ...
+  std::string path;     // the target without its query string
+  std::string query;    // after '?', unparsed; may be empty
+  std::map<std::string, std::string> headers;  // names lower-cased
+  std::string body;
+  bool http_1_0 = false;
+
+  // The header's value, or "" when absent. name: lower case.
+  const std::string& header(const std::string& name) const {
+    static const std::string kEmpty;
+    auto it = headers.find(name);
+    return it == headers.end() ? kEmpty : it->second;
+  }
+};
+
+using HeaderList = std::vector<std::pair<std::string, std::string>>;
+
+class Responder {
+ public:
+  virtual ~Responder() = default;
+
+  // A whole response with a Content-Length. Ends the exchange.
+  virtual void send(int status, const std::string& content_type, std::string body, const HeaderList& extra = {}) = 0;
+
+  // A streamed response (chunked transfer encoding): begin_stream once, then any number
+  // of write_chunk, then end_stream, which ends the exchange.
+  virtual void begin_stream(int status, const std::string& content_type, const HeaderList& extra = {}) = 0;
+  virtual void write_chunk(std::string data) = 0;
+  virtual void end_stream() = 0;
+
+  // Runs fn on this connection's strand (from any thread). fn runs even if the client is
+  // gone, so it can release what it holds.
+  virtual void post(std::function<void()> fn) = 0;
+
+  // on_gone runs (on the strand) at most once, if the client disconnects before the
+  // exchange ends. While one is set, the connection watches its socket for the client
+  // closing it, so a client that leaves while its request waits is noticed too.
+  virtual void watch_disconnect(std::function<void()> on_gone) = 0;
+
+  // False once the client has gone away.
+  virtual bool connected() const = 0;
+};
+
+using Handler = std::function<void(const HttpRequest&, std::shared_ptr<Responder>)>;
+
+}  // namespace tokenmill::server

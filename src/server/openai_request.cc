@@ -1,0 +1,200 @@
+#include "server/openai_request.h"
+
+#include <climits>
+
+namespace tokenmill::server {
+
+namespace {
+
+// temperature, top_p, penalties, seed, n, stop, logprobs: what both endpoints share.
+void read_sampling(const Fields& f, const ServedModel& model, engine::Request& r) {
+  engine::SamplingParams& s = r.sampling;
+  if (auto v = f.number("temperature", 0, 2)) s.temperature = static_cast<float>(*v);
+  if (auto v = f.number("top_p", 0, 1)) s.top_p = static_cast<float>(*v);
+  if (auto v = f.integer("top_k", -1, INT32_MAX)) s.top_k = *v < 0 ? 0 : static_cast<int32_t>(*v);  // -1: off
+  if (auto v = f.number("min_p", 0, 1)) s.min_p = static_cast<float>(*v);
+  if (auto v = f.number("repetition_penalty", 0, 10)) s.repetition_penalty = static_cast<float>(*v);
+  if (auto v = f.number("presence_penalty", -2, 2)) s.presence_penalty = static_cast<float>(*v);
+  if (auto v = f.number("frequency_penalty", -2, 2)) s.frequency_penalty = static_cast<float>(*v);
+  if (auto v = f.integer("seed", INT64_MIN, INT64_MAX)) s.seed = static_cast<uint64_t>(*v);
+  if (auto v = f.integer("n", 1, kMaxChoices)) r.n = static_cast<int32_t>(*v);
+  for (std::string& stop : f.strings("stop", kMaxStopStrings)) {
+    if (!stop.empty()) r.stop.push_back(std::move(stop));
+  }
+  if (auto v = f.boolean("ignore_eos")) r.ignore_eos = *v;
+  if (const Json* ids = f.array("stop_token_ids")) {
+    for (const Json& id : *ids) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= model.tokenizer().n_vocab()) {
+        throw bad_request("'stop_token_ids' must hold token ids in [0, " +
+                              std::to_string(model.tokenizer().n_vocab()) + "), found " + dump_json(id),
+                          "stop_token_ids");
+      }
+      r.stop_token_ids.push_back(id.get<int32_t>());
+    }
+  }
+  if (auto v = f.integer("best_of", 1, kMaxChoices); v && *v != r.n) {
+    throw bad_request("'best_of' other than n is not supported", "best_of");
+  }
+}
+
+void read_stream(const Fields& f, OpenAiRequest& out) {
+  out.stream = f.boolean("stream").value_or(false);
+  if (const Json* options = f.object("stream_options")) {
+    if (!out.stream) throw bad_request("'stream_options' is only allowed when 'stream' is true", "stream_options");
+    out.include_usage = Fields(*options, "stream_options").boolean("include_usage").value_or(false);
+  }
+}
+
+void check_sampling(const engine::SamplingParams& sampling) {
+  if (Status s = sampling.validate(); !s.ok()) throw bad_request(s.message());
+}
+
+// A chat message's content: a string, null, or an array of {"type": "text", "text"} parts.
+std::string message_content(const Json& message, size_t index) {
+  const std::string where = "messages[" + std::to_string(index) + "].content";
+  auto it = message.find("content");
+  if (it == message.end() || it->is_null()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  if (!it->is_array()) throw bad_request("'" + where + "' must be a string or an array of text parts", where);
+  std::string text;
+  for (const Json& part : *it) {
+    if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
+      throw bad_request("'" + where + "' may only hold parts {\"type\": \"text\", \"text\": ...}; this model reads text only",
+                        where);
+    }
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+}  // namespace
+
+void check_model_name(const std::string& name, const ServedModel& model) {
+  if (!model.answers_to(name)) throw model_not_found(name);
+}
+
+int32_t resolve_max_tokens(int64_t requested, size_t n_prompt, int32_t max_context, const char* prompt_param,
+                           const char* max_param) {
+  if (n_prompt == 0) throw bad_request("The prompt is empty", prompt_param);
+  if (n_prompt >= static_cast<size_t>(max_context)) {
+    throw bad_request("This model's maximum context length is " + std::to_string(max_context) +
+                          " tokens, but the prompt has " + std::to_string(n_prompt) +
+                          " tokens, leaving no room for the completion. Please shorten the prompt.",
+                      prompt_param, "context_length_exceeded");
+  }
+  const int64_t room = max_context - static_cast<int64_t>(n_prompt);
+  if (requested < 0) return static_cast<int32_t>(room);
+  if (requested > room) {
+    throw bad_request("This model's maximum context length is " + std::to_string(max_context) +
+                          " tokens. However, you requested " + std::to_string(n_prompt + requested) + " tokens (" +
+                          std::to_string(n_prompt) + " in the prompt, " + std::to_string(requested) +
+                          " for the completion). Please reduce the prompt or '" + max_param + "' (at most " +
+                          std::to_string(room) + " here).",
+                      max_param, "context_length_exceeded");
+  }
+  return static_cast<int32_t>(requested);
+}
+
+OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
+  Fields f(body);
+  OpenAiRequest out;
+  check_model_name(f.string("model").value_or(model.name()), model);
+
+  const Json* messages = f.array("messages");
+  if (!messages || messages->empty()) throw bad_request("'messages' must be a non-empty array", "messages");
+  std::vector<tokenizer::ChatMessage> chat;
+  for (size_t i = 0; i < messages->size(); ++i) {
+    const Json& m = (*messages)[i];
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object()) throw bad_request("'" + where + "' must be an object", where);
+    std::string role = Fields(m, where).string("role").value_or("");
+    if (role.empty()) throw bad_request("'" + where + ".role' is required", where + ".role");
+    if (role == "developer") role = "system";
+    chat.push_back({role, message_content(m, i)});
+  }
+  if (const Json* tools = f.array("tools"); tools && !tools->empty()) {
+    throw bad_request("'tools' are not supported by this server", "tools");
+  }
+  if (const Json* format = f.object("response_format")) {
+    if (format->value("type", "text") != "text") {
+      throw bad_request("'response_format' other than {\"type\": \"text\"} is not supported", "response_format");
+    }
+  }
+  auto prompt = model.chat_prompt(chat);
+  if (!prompt.ok()) throw bad_request("Cannot apply the chat template: " + prompt.status().message(), "messages");
+  out.request.prompt = std::move(prompt).value();
+
+  read_sampling(f, model, out.request);
+  read_stream(f, out);
+  out.request.sampling.logprobs = f.boolean("logprobs").value_or(false);
+  if (auto top = f.integer("top_logprobs", 0, engine::kMaxTopLogprobs)) {
+    if (!out.request.sampling.logprobs) {
+      throw bad_request("'top_logprobs' requires 'logprobs' to be true", "top_logprobs");
+    }
+    out.request.sampling.top_logprobs = static_cast<int32_t>(*top);
+  }
+  check_sampling(out.request.sampling);
+
+  auto max_tokens = f.integer("max_completion_tokens", 1, INT32_MAX);
+  const char* max_param = "max_completion_tokens";
+  if (!max_tokens) {
+    max_tokens = f.integer("max_tokens", 1, INT32_MAX);
+    max_param = "max_tokens";
+  }
+  out.request.max_tokens =
+      resolve_max_tokens(max_tokens.value_or(-1), out.request.prompt.size(), model.max_context(), "messages", max_param);
+  return out;
+}
+
+OpenAiRequest parse_completion_request(const Json& body, const ServedModel& model) {
+  Fields f(body);
+  OpenAiRequest out;
+  check_model_name(f.string("model").value_or(model.name()), model);
+
+  // The prompt: a string, or token ids; an array of one of either is accepted too.
+  auto it = body.find("prompt");
+  if (it == body.end() || it->is_null()) throw bad_request("'prompt' is required", "prompt");
+  const Json* prompt = &*it;
+  if (prompt->is_array() && prompt->size() == 1 && ((*prompt)[0].is_string() || (*prompt)[0].is_array())) {
+    prompt = &(*prompt)[0];
+  }
+  if (prompt->is_string()) {
+    out.prompt_text = prompt->get<std::string>();
+    out.request.prompt = model.text_prompt(out.prompt_text);
+  } else if (prompt->is_array() && !prompt->empty() && (*prompt)[0].is_number_integer()) {
+    const int32_t n_vocab = model.tokenizer().n_vocab();
+    for (const Json& id : *prompt) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= n_vocab) {
+        throw bad_request("'prompt' token ids must be integers in [0, " + std::to_string(n_vocab) + "), found " +
+                              dump_json(id),
+                          "prompt");
+      }
+      out.request.prompt.push_back(id.get<int32_t>());
+    }
+    out.prompt_text = model.tokenizer().decode(out.request.prompt, /*render_special=*/false);
+  } else if (prompt->is_array() && prompt->size() > 1) {
+    throw bad_request("'prompt' as a list of several prompts is not supported; send one prompt per request", "prompt");
+  } else {
+    throw bad_request("'prompt' must be a string or an array of token ids, found " + json_kind(*prompt), "prompt");
+  }
+  if (auto suffix = f.string("suffix"); suffix && !suffix->empty()) {
+    throw bad_request("'suffix' is not supported", "suffix");
+  }
+
+  read_sampling(f, model, out.request);
+  read_stream(f, out);
+  out.echo = f.boolean("echo").value_or(false);
+  if (auto top = f.integer("logprobs", 0, engine::kMaxTopLogprobs)) {
+    if (out.echo) throw bad_request("'echo' with 'logprobs' is not supported (no prompt logprobs)", "logprobs");
+    out.request.sampling.logprobs = true;
+    out.request.sampling.top_logprobs = static_cast<int32_t>(*top);
+  }
+  check_sampling(out.request.sampling);
+
+  // OpenAI's completions default is 16 tokens.
+  out.request.max_tokens = resolve_max_tokens(f.integer("max_tokens", 1, INT32_MAX).value_or(16),
+                                              out.request.prompt.size(), model.max_context(), "prompt", "max_tokens");
+  return out;
+}
+
+}  // namespace tokenmill::server

@@ -1,0 +1,41 @@
+// Parsing and validating the bodies of OpenAI's /v1/chat/completions and /v1/completions
+// into an engine Request. Every rejection is an ApiError (400, or 404 for an unknown
+// model) that names the field, the allowed values and what was sent.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "engine/request.h"
+#include "server/json_fields.h"
+#include "server/served_model.h"
+
+namespace tokenmill::server {
+
+inline constexpr int32_t kMaxChoices = 8;
+inline constexpr size_t kMaxStopStrings = 16;
+
+struct OpenAiRequest {
+  engine::Request request;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  // /v1/completions only:
+  bool echo = false;           // put the prompt text before each choice's text
+  std::string prompt_text;     // the prompt as text, for echo
+};
+
+// Throws ApiError.
+OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model);
+OpenAiRequest parse_completion_request(const Json& body, const ServedModel& model);
+
+// Shared with the Ollama routes: the generation budget for a prompt of n_prompt tokens.
+// requested < 0: as much as the context leaves. Throws ApiError (code
+// context_length_exceeded) when the prompt does not fit, or prompt + requested exceeds
+// the context. prompt_param / max_param name the fields in the message.
+int32_t resolve_max_tokens(int64_t requested, size_t n_prompt, int32_t max_context, const char* prompt_param,
+                           const char* max_param);
+
+// Throws ApiError unless the model answers to name.
+void check_model_name(const std::string& name, const ServedModel& model);
+
+}  // namespace tokenmill::server

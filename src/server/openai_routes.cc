@@ -1,0 +1,270 @@
+// OpenAI's API: POST /v1/chat/completions, POST /v1/completions, GET /v1/models.
+//
+// Streams are Server-Sent Events, one "data: {chunk}\n\n" per event and "data: [DONE]"
+// last. A chat choice's first chunk carries the assistant role, its last the
+// finish_reason with an empty delta; with stream_options.include_usage every chunk has
+// "usage": null and one more chunk with no choices carries the usage.
+#include <chrono>
+#include <random>
+
+#include "server/openai_request.h"
+#include "server/response_ids.h"
+#include "server/route_context.h"
+
+namespace tokenmill::server {
+
+namespace {
+
+std::string sse(const Json& chunk) { return "data: " + dump_json(chunk) + "\n\n"; }
+
+// JSON cannot hold -inf; OpenAI writes -9999 for "impossible".
+double finite_logprob(float logprob) { return logprob < -9999.0f ? -9999.0 : static_cast<double>(logprob); }
+
+Json utf8_bytes(const std::string& piece) {
+  Json bytes = Json::array();
+  for (unsigned char c : piece) bytes.push_back(static_cast<int>(c));
+  return bytes;
+}
+
+Json usage_json(const CallStats& stats) {
+  return {{"prompt_tokens", stats.prompt_tokens},
+          {"completion_tokens", stats.completion_tokens},
+          {"total_tokens", stats.prompt_tokens + stats.completion_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", stats.cached_tokens}}}};
+}
+
+// Turns engine events into chat.completion(.chunk) or text_completion objects.
+class OpenAiSink : public EventSink {
+ public:
+  OpenAiSink(bool chat, const OpenAiRequest& request, const ServedModel& model)
+      : chat_(chat),
+        stream_(request.stream),
+        include_usage_(request.include_usage),
+        logprobs_(request.request.sampling.logprobs),
+        echo_text_(request.echo ? request.prompt_text : ""),
+        tokenizer_(model.tokenizer()),
+        id_(new_response_id(chat ? "chatcmpl-" : "cmpl-")),
+        model_name_(model.name()),
+        created_(unix_now()),
+        choices_(request.request.n) {
+    for (Choice& c : choices_) {
+      c.text = echo_text_;
+      c.next_offset = static_cast<int64_t>(echo_text_.size());
+    }
+  }
+
+  void on_start(Responder& out) override {
+    if (!stream_) return;
+    out.begin_stream(200, "text/event-stream");
+    if (!echo_text_.empty()) {
+      // The echoed prompt goes first, as its own chunk per choice.
+      std::string batch;
+      for (size_t i = 0; i < choices_.size(); ++i) batch += sse(chunk(static_cast<int32_t>(i), echo_text_, nullptr, nullptr));
+      out.write_chunk(std::move(batch));
+    }
+  }
+
+  void on_events(std::vector<engine::StreamEvent>& events, Responder& out) override {
+    std::string batch;
+    for (engine::StreamEvent& event : events) {
+      if (event.choice < 0 || event.choice >= static_cast<int32_t>(choices_.size())) continue;
+      Choice& c = choices_[event.choice];
+      Json logprobs = logprobs_ && !event.logprobs.empty() ? logprobs_json(c, event) : Json();
+      if (stream_) {
+        if (chat_ && !c.role_sent) {
+          batch += sse(chunk(event.choice, Json{{"role", "assistant"}, {"content", ""}}, nullptr, nullptr));
+          c.role_sent = true;
+        }
+        if (!event.text.empty() || !logprobs.is_null()) {
+          Json delta = chat_ ? Json{{"content", event.text}} : Json(event.text);
+          batch += sse(chunk(event.choice, std::move(delta), std::move(logprobs), nullptr));
+        }
+      } else {
+        c.text += event.text;
+        if (!logprobs.is_null()) append_logprobs(c, logprobs);
+      }
+      if (event.finish) {
+        c.finish_reason = engine::finish_reason_name(*event.finish);
+        if (*event.finish == engine::FinishReason::kError) {
+          c.error = event.error.empty() ? "generation failed" : event.error;
+          if (stream_) batch += sse(Json::parse(openai_error_body(server_error(c.error))));
+        }
+        if (stream_) batch += sse(chunk(event.choice, chat_ ? Json::object() : Json(""), nullptr, c.finish_reason));
+      }
+    }
+    if (!batch.empty()) out.write_chunk(std::move(batch));
+  }
+
+  void on_complete(const CallStats& stats, Responder& out) override {
+    if (stream_) {
+      std::string tail;
+      if (include_usage_) {
+        Json last = chunk_envelope();
+        last["choices"] = Json::array();
+        last["usage"] = usage_json(stats);
+        tail += sse(last);
+      }
+      tail += "data: [DONE]\n\n";
+      out.write_chunk(std::move(tail));
+      out.end_stream();
+      return;
+    }
+    for (const Choice& c : choices_) {
+      if (!c.error.empty()) {
+        out.send(500, "application/json", openai_error_body(server_error(c.error)));
+        return;
+      }
+    }
+    Json body = {{"id", id_},
+                 {"object", chat_ ? "chat.completion" : "text_completion"},
+                 {"created", created_},
+                 {"model", model_name_}};
+    Json choices = Json::array();
+    for (size_t i = 0; i < choices_.size(); ++i) {
+      const Choice& c = choices_[i];
+      Json choice = {{"index", i}};
+      if (chat_) {
+        choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      } else {
+        choice["text"] = c.text;
+      }
+      choice["logprobs"] = logprobs_ ? c.logprobs : Json();
+      choice["finish_reason"] = c.finish_reason.empty() ? Json() : Json(c.finish_reason);
+      choices.push_back(std::move(choice));
+    }
+    body["choices"] = std::move(choices);
+    body["usage"] = usage_json(stats);
+    out.send(200, "application/json", dump_json(body));
+  }
+
+ private:
+  struct Choice {
+    std::string text;
+    Json logprobs;          // chat: {"content": [...]}; completions: the legacy columns
+    std::string finish_reason;
+    std::string error;
+    bool role_sent = false;
+    int64_t next_offset = 0;  // completions: text_offset of the next token
+  };
+
+  Json chunk_envelope() const {
+    Json c = {{"id", id_},
+              {"object", chat_ ? "chat.completion.chunk" : "text_completion"},
+              {"created", created_},
+              {"model", model_name_}};
+    if (include_usage_) c["usage"] = nullptr;
+    return c;
+  }
+
+  // delta: the chat delta object, or the completion's text.
+  Json chunk(int32_t index, Json delta, Json logprobs, Json finish_reason) const {
+    Json choice = {{"index", index}};
+    choice[chat_ ? "delta" : "text"] = std::move(delta);
+    choice["logprobs"] = std::move(logprobs);
+    choice["finish_reason"] = std::move(finish_reason);
+    Json c = chunk_envelope();
+    c["choices"] = Json::array({std::move(choice)});
+    return c;
+  }
+
+  // The logprobs of one event's tokens: chat's {"content": [...]} or the completions'
+  // legacy {"tokens", "token_logprobs", "top_logprobs", "text_offset"}.
+  Json logprobs_json(Choice& c, const engine::StreamEvent& event) {
+    if (chat_) {
+      Json content = Json::array();
+      for (const engine::TokenLogprobs& lp : event.logprobs) {
+        const std::string& piece = tokenizer_.token_piece(lp.chosen.token, false);
+        Json top = Json::array();
+        for (const engine::TokenLogprob& t : lp.top) {
+          const std::string& p = tokenizer_.token_piece(t.token, false);
+          top.push_back({{"token", p}, {"logprob", finite_logprob(t.logprob)}, {"bytes", utf8_bytes(p)}});
+        }
+        content.push_back({{"token", piece},
+                           {"logprob", finite_logprob(lp.chosen.logprob)},
+                           {"bytes", utf8_bytes(piece)},
+                           {"top_logprobs", std::move(top)}});
+      }
+      return {{"content", std::move(content)}};
+    }
+    Json tokens = Json::array(), token_logprobs = Json::array(), top_logprobs = Json::array(),
+         offsets = Json::array();
+    for (const engine::TokenLogprobs& lp : event.logprobs) {
+      const std::string& piece = tokenizer_.token_piece(lp.chosen.token, false);
+      tokens.push_back(piece);
+      token_logprobs.push_back(finite_logprob(lp.chosen.logprob));
+      Json top = Json::object();
+      for (const engine::TokenLogprob& t : lp.top) {
+        const std::string& p = tokenizer_.token_piece(t.token, false);
+        if (!top.contains(p)) top[p] = finite_logprob(t.logprob);  // pieces may repeat; keep the likeliest
+      }
+      top_logprobs.push_back(std::move(top));
+      offsets.push_back(c.next_offset);
+      c.next_offset += static_cast<int64_t>(piece.size());
+    }
+    return {{"tokens", std::move(tokens)},
+            {"token_logprobs", std::move(token_logprobs)},
+            {"top_logprobs", std::move(top_logprobs)},
+            {"text_offset", std::move(offsets)}};
+  }
+
+  void append_logprobs(Choice& c, const Json& part) {
+    if (c.logprobs.is_null()) {
+      c.logprobs = part;
+      return;
+    }
+    for (const auto& [key, values] : part.items()) {
+      for (const Json& v : values) c.logprobs[key].push_back(v);
+    }
+  }
+
+  const bool chat_;
+  const bool stream_;
+  const bool include_usage_;
+  const bool logprobs_;
+  const std::string echo_text_;
+  const tokenizer::Tokenizer& tokenizer_;
+  const std::string id_;
+  const std::string model_name_;
+  const int64_t created_;
+  std::vector<Choice> choices_;
+};
+
+Json model_object(const RouteContext& context) {
+  const ServedModel& model = context.model;
+  return {{"id", model.name()},
+          {"object", "model"},
+          {"created", model.modified_unix()},
+          {"owned_by", "tokenmill"},
+          {"max_model_len", model.max_context()}};
+}
+
+void handle_generation(bool chat, const RouteContext& context, const HttpRequest& request,
+                       const std::shared_ptr<Responder>& out) {
+  const Json body = parse_json_object(request.body);
+  OpenAiRequest parsed = chat ? parse_chat_request(body, context.model) : parse_completion_request(body, context.model);
+  parsed.request.id = new_response_id(chat ? "chatcmpl-" : "cmpl-");
+  auto sink = std::make_unique<OpenAiSink>(chat, parsed, context.model);
+  start_engine_call(context.model.engine(), std::move(parsed.request), out, std::move(sink), context.calls);
+}
+
+}  // namespace
+
+void add_openai_routes(Router& router, const RouteContext& context) {
+  router.add("POST", "/v1/chat/completions", [&context](const HttpRequest& request, std::shared_ptr<Responder> out) {
+    handle_generation(/*chat=*/true, context, request, out);
+  });
+  router.add("POST", "/v1/completions", [&context](const HttpRequest& request, std::shared_ptr<Responder> out) {
+    handle_generation(/*chat=*/false, context, request, out);
+  });
+  router.add("GET", "/v1/models", [&context](const HttpRequest&, std::shared_ptr<Responder> out) {
+    Json body = {{"object", "list"}, {"data", Json::array({model_object(context)})}};
+    out->send(200, "application/json", dump_json(body));
+  });
+  router.add_prefix("GET", "/v1/models/", [&context](const HttpRequest& request, std::shared_ptr<Responder> out) {
+    const std::string name = request.path.substr(std::string("/v1/models/").size());
+    check_model_name(name, context.model);
+    out->send(200, "application/json", dump_json(model_object(context)));
+  });
+}
+
+}  // namespace tokenmill::server

@@ -1,0 +1,99 @@
+#include "server/served_model.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+namespace tokenmill::server {
+
+namespace {
+
+std::string model_name_from_path(const std::string& path) {
+  std::filesystem::path p(path);
+  std::string name = p.filename().string();
+  if (name.size() > 5 && name.ends_with(".gguf")) name.resize(name.size() - 5);
+  return name;
+}
+
+}  // namespace
+
+ServedModel::ServedModel(const std::string& path, model::Model& model, const tokenizer::Tokenizer& tokenizer,
+                         engine::Engine& engine)
+    : path_(path), name_(model_name_from_path(path)), model_(&model), tokenizer_(&tokenizer), engine_(&engine) {
+  auto chat_template = tokenizer::chat_template_for_model(model.file());
+  if (chat_template.ok()) {
+    chat_template_ = std::move(chat_template).value();
+  } else {
+    chat_template_error_ = chat_template.status().message();
+  }
+  max_context_ = engine.config().max_context;
+  if (model.config().context_length > 0) max_context_ = std::min(max_context_, model.config().context_length);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    file_size_ = st.st_size;
+    modified_unix_ = st.st_mtime;
+  } else {
+    file_size_ = static_cast<int64_t>(model.file().file_size());
+  }
+  architecture_ = model.config().architecture_name;
+  for (const auto& tensor : model.file().tensors()) parameter_count_ += tensor.n_elements();
+}
+
+bool ServedModel::answers_to(std::string_view requested) const {
+  if (requested == name_ || requested == "default" || requested == "tokenmill") return true;
+  return requested.ends_with(":latest") && requested.substr(0, requested.size() - 7) == name_;
+}
+
+Result<std::vector<int32_t>> ServedModel::chat_prompt(const std::vector<tokenizer::ChatMessage>& messages) const {
+  if (!chat_template_) return not_found("this model has no chat template: " + chat_template_error_);
+  const auto& vocab = tokenizer_->vocab();
+  auto piece = [&](int32_t id) { return id >= 0 ? tokenizer_->token_piece(id, true) : std::string(); };
+  auto text = chat_template_->render(messages, /*add_generation_prompt=*/true, piece(vocab.bos_id), piece(vocab.eos_id));
+  if (!text.ok()) return text.status();
+  return tokenizer_->encode(*text, /*add_special=*/false, /*parse_special=*/true);
+}
+
+std::vector<int32_t> ServedModel::text_prompt(std::string_view text) const {
+  return tokenizer_->encode(text, /*add_special=*/true, /*parse_special=*/true);
+}
+
+std::string ServedModel::chat_template_source() const { return chat_template_ ? chat_template_->source() : ""; }
+
+std::string ServedModel::parameter_size() const {
+  char out[32];
+  const double n = static_cast<double>(parameter_count_);
+  if (n >= 1e9) {
+    std::snprintf(out, sizeof out, "%.2fB", n / 1e9);
+  } else {
+    std::snprintf(out, sizeof out, "%.2fM", n / 1e6);
+  }
+  return out;
+}
+
+std::string ServedModel::quantization_level() const {
+  // llama.cpp's LLAMA_FTYPE_MOSTLY_* numbering, as written in general.file_type.
+  switch (model_->file().get_int_or("general.file_type", -1)) {
+    case 0: return "F32";
+    case 1: return "F16";
+    case 2: return "Q4_0";
+    case 3: return "Q4_1";
+    case 7: return "Q8_0";
+    case 8: return "Q5_0";
+    case 9: return "Q5_1";
+    case 10: return "Q2_K";
+    case 11: return "Q3_K_S";
+    case 12: return "Q3_K_M";
+    case 13: return "Q3_K_L";
+    case 14: return "Q4_K_S";
+    case 15: return "Q4_K_M";
+    case 16: return "Q5_K_S";
+    case 17: return "Q5_K_M";
+    case 18: return "Q6_K";
+    case 32: return "BF16";
+    default: return "unknown";
+  }
+}
+
+}  // namespace tokenmill::server

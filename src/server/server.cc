@@ -1,0 +1,67 @@
+#include "server/server.h"
+
+#include <thread>
+
+#include "server/api_error.h"
+
+namespace tokenmill::server {
+
+bool constant_time_equal(std::string_view a, std::string_view b) {
+  const size_t n = std::max(a.size(), b.size());
+  volatile unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff = diff | (x ^ y);
+  }
+  return diff == 0;
+}
+
+Server::Server(ServerConfig config, const ServedModel& model)
+    : config_(std::move(config)), model_(model), context_{model, calls_} {
+  add_openai_routes(router_, context_);
+  add_ollama_routes(router_, context_);
+  add_metrics_routes(router_, context_);
+  http_ = std::make_unique<HttpServer>(config_.http, [this](const HttpRequest& request,
+                                                            std::shared_ptr<Responder> out) { handle(request, out); });
+}
+
+Server::~Server() { http_->stop(); }
+
+Status Server::start() { return http_->start(); }
+
+uint16_t Server::port() const { return http_->port(); }
+
+void Server::handle(const HttpRequest& request, const std::shared_ptr<Responder>& out) const {
+  if (!config_.api_key.empty() && request.path != "/health") {
+    const std::string& authorization = request.header("authorization");
+    constexpr std::string_view kBearer = "Bearer ";
+    if (authorization.empty()) {
+      send_error(*out, request.path,
+                 unauthorized("Missing API key: send the header 'Authorization: Bearer YOUR_KEY'"));
+      return;
+    }
+    const bool is_bearer = authorization.size() >= kBearer.size() &&
+                           std::string_view(authorization).substr(0, kBearer.size()) == kBearer;
+    if (!is_bearer || !constant_time_equal(std::string_view(authorization).substr(kBearer.size()), config_.api_key)) {
+      send_error(*out, request.path, unauthorized("Incorrect API key provided"));
+      return;
+    }
+  }
+  router_.dispatch(request, out);
+}
+
+void Server::shutdown(std::chrono::milliseconds grace) {
+  http_->stop_accepting();
+  calls_.start_draining();
+  model_.engine().shutdown(grace);
+  // Every engine request has now finished; give their last bytes a moment to be written.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (calls_.n_active() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  http_->stop();
+}
+
+}  // namespace tokenmill::server

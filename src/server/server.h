@@ -1,0 +1,59 @@
+// The tokenmill HTTP server: the routes of the OpenAI and Ollama APIs and the metrics,
+// over one served model and its engine, behind an optional API key.
+//
+//   Server --owns--> HttpServer (I/O threads) --> auth --> Router --> route handlers
+//                                                                  --> Engine (via EngineCall)
+//
+// Thread-safety: start() and shutdown() from one controlling thread.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "base/status.h"
+#include "server/engine_call.h"
+#include "server/http_server.h"
+#include "server/route_context.h"
+#include "server/router.h"
+#include "server/served_model.h"
+
+namespace tokenmill::server {
+
+struct ServerConfig {
+  HttpServerConfig http;
+  // When not empty, every route but /health requires "Authorization: Bearer <api_key>".
+  std::string api_key;
+};
+
+class Server {
+ public:
+  // REQUIRES: model outlives the server.
+  Server(ServerConfig config, const ServedModel& model);
+  ~Server();
+
+  // Binds and starts serving. IoError when the address cannot be bound.
+  Status start();
+  uint16_t port() const;
+
+  // Stops accepting connections and new requests (503), gives requests in flight up to
+  // grace to finish (the engine cancels what is left), lets their last bytes go out,
+  // then stops the I/O threads.
+  void shutdown(std::chrono::milliseconds grace);
+
+ private:
+  void handle(const HttpRequest& request, const std::shared_ptr<Responder>& out) const;
+
+  ServerConfig config_;
+  const ServedModel& model_;
+  CallTracker calls_;
+  RouteContext context_;
+  Router router_;
+  std::unique_ptr<HttpServer> http_;
+};
+
+// True when a and b are equal; its running time depends on their lengths only, not on
+// where they differ (for comparing secrets).
+bool constant_time_equal(std::string_view a, std::string_view b);
+
+}  // namespace tokenmill::server
