@@ -1,11 +1,19 @@
 """Shared fixtures for the end-to-end tests: where the binary and the default model are."""
 import os
 import pathlib
+import re
+import signal
 import subprocess
+import tempfile
+import time
+import urllib.request
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+# The servers the tests start listen on loopback; never send that through a proxy.
+os.environ["NO_PROXY"] = os.environ["no_proxy"] = "127.0.0.1,localhost"
 
 
 @pytest.fixture(scope="session")
@@ -24,3 +32,67 @@ def default_model():
 
 def run(cmd, timeout=300, **kwargs):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, **kwargs)
+
+
+# --- tokenmill serve ---------------------------------------------------------------
+
+class ServerProcess:
+    """A `tokenmill serve` child process on a loopback port the OS picked."""
+
+    def __init__(self, proc, url, log_path):
+        self.proc = proc
+        self.url = url          # "http://127.0.0.1:PORT"
+        self.log_path = log_path
+
+    def log(self):
+        return pathlib.Path(self.log_path).read_text(errors="replace")
+
+    def stop(self, timeout=60):
+        """SIGTERM, then wait; returns the exit code."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+def start_server(binary, model, *extra_args, env=None, timeout=120):
+    """Starts `tokenmill serve` on port 0 and waits until /health answers."""
+    log = tempfile.NamedTemporaryFile(prefix="tokenmill-serve-", suffix=".log", delete=False)
+    cmd = [binary, "serve", "-m", model, "--host", "127.0.0.1", "--port", "0", *extra_args]
+    proc = subprocess.Popen(cmd, stdout=log, stderr=log, env={**os.environ, **(env or {})})
+    deadline = time.monotonic() + timeout
+    url = None
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"tokenmill serve exited with {proc.returncode}:\n" + pathlib.Path(log.name).read_text())
+        match = re.search(r"listening on (http://\S+)", pathlib.Path(log.name).read_text(errors="replace"))
+        if match:
+            url = match.group(1)
+            break
+        time.sleep(0.05)
+    if url is None:
+        proc.kill()
+        raise RuntimeError("tokenmill serve did not start:\n" + pathlib.Path(log.name).read_text())
+    while time.monotonic() < deadline:
+        try:
+            opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+            with opener.open(url + "/health", timeout=5) as response:
+                if response.status == 200:
+                    return ServerProcess(proc, url, log.name)
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError("tokenmill serve never became healthy:\n" + pathlib.Path(log.name).read_text())
+
+
+@pytest.fixture(scope="session")
+def server(tokenmill, default_model):
+    """One server shared by the server tests (2 compute threads, prefix caching on)."""
+    process = start_server(tokenmill, default_model, "-t", "2")
+    yield process
+    code = process.stop()
+    assert code == 0, f"server exited with {code}:\n{process.log()}"

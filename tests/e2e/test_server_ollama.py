@@ -1,0 +1,121 @@
+"""`tokenmill serve` through the official ollama client: chat and generate (streamed as
+newline-delimited JSON by default, or whole), tags, show, ps and version."""
+import json
+
+import ollama
+import pytest
+import requests
+
+MODEL = "gemma-3-270m-q4_k_m"
+GREEDY = {"temperature": 0, "num_predict": 8}
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return ollama.Client(host=server.url, timeout=120)
+
+
+def assert_timings(response):
+    assert response.done is True
+    assert response.done_reason in ("stop", "length")
+    assert response.prompt_eval_count > 0
+    assert 1 <= response.eval_count <= 8
+    assert response.total_duration > 0
+    assert response.prompt_eval_duration > 0
+    assert response.eval_duration >= 0
+    assert response.total_duration >= response.prompt_eval_duration
+    assert response.load_duration is not None
+
+
+def test_chat(client):
+    response = client.chat(model=MODEL, messages=[{"role": "user", "content": "Name a color."}], options=GREEDY)
+    assert response.model == MODEL
+    assert response.message.role == "assistant"
+    assert response.message.content
+    assert_timings(response)
+
+
+def test_chat_stream_matches_whole(client):
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Say something."}]
+    whole = client.chat(model=MODEL, messages=messages, options=GREEDY)
+    parts = list(client.chat(model=MODEL, messages=messages, options=GREEDY, stream=True))
+    assert all(not p.done for p in parts[:-1]) and parts[-1].done
+    assert "".join(p.message.content for p in parts) == whole.message.content
+    assert parts[-1].eval_count == whole.eval_count
+
+
+def test_generate(client):
+    response = client.generate(model=MODEL, prompt="Why is the sky blue?", options=GREEDY)
+    assert response.response
+    assert_timings(response)
+    assert response.context and len(response.context) >= response.prompt_eval_count
+
+
+def test_generate_stream_and_raw(client):
+    parts = list(client.generate(model=MODEL, prompt="The capital of France is", raw=True, options=GREEDY,
+                                 stream=True))
+    assert parts[-1].done
+    text = "".join(p.response for p in parts)
+    whole = client.generate(model=MODEL, prompt="The capital of France is", raw=True, options=GREEDY)
+    assert text == whole.response
+
+
+def test_generate_stop_and_num_predict(client):
+    prompt = "Count: one, two, three, four, five,"
+    free = client.generate(model=MODEL, prompt=prompt, raw=True, options={"temperature": 0, "num_predict": 16,
+                                                                          "repeat_penalty": 1.0}).response
+    stop = free[len(free) // 2:len(free) // 2 + 3]
+    stopped = client.generate(model=MODEL, prompt=prompt, raw=True,
+                              options={"temperature": 0, "num_predict": 16, "repeat_penalty": 1.0, "stop": [stop]})
+    assert stop not in stopped.response
+    assert stopped.response == free[:free.index(stop)]
+    assert stopped.done_reason == "stop"
+
+
+def test_ndjson_wire_format(server):
+    response = requests.post(server.url + "/api/generate",
+                             json={"model": MODEL, "prompt": "Hello", "options": GREEDY}, stream=True)
+    assert response.headers["Content-Type"] == "application/x-ndjson"
+    lines = [json.loads(line) for line in response.iter_lines() if line]
+    assert lines[-1]["done"] is True
+    assert all(line["done"] is False for line in lines[:-1])
+    assert all(isinstance(line[key], int) for key in ("total_duration", "eval_duration", "prompt_eval_duration")
+               for line in lines[-1:])
+
+
+def test_empty_prompt_loads(client):
+    response = client.generate(model=MODEL, prompt="")
+    assert response.done and response.done_reason == "load"
+
+
+def test_tags_show_ps_version(server, client):
+    models = client.list().models
+    assert [m.model for m in models] == [MODEL]
+    assert models[0].size > 100_000_000
+    assert models[0].details.format == "gguf"
+    assert models[0].details.family == "gemma3"
+    assert models[0].details.quantization_level == "Q4_K_M"
+
+    show = client.show(MODEL)
+    assert "start_of_turn" in show.template
+    assert show.modelinfo["general.architecture"] == "gemma3"
+    assert show.modelinfo["general.parameter_count"] > 100_000_000
+    assert show.details.parameter_size.endswith("M")
+
+    running = client.ps().models
+    assert [m.model for m in running] == [MODEL]
+    assert running[0].context_length > 0
+
+    version = requests.get(server.url + "/api/version").json()
+    assert isinstance(version["version"], str)
+
+
+def test_latest_tag_is_accepted(client):
+    response = client.generate(model=MODEL + ":latest", prompt="Hi", options={"num_predict": 1})
+    assert response.done
+
+
+def test_unknown_model_raises(client):
+    with pytest.raises(ollama.ResponseError) as info:
+        client.chat(model="nope", messages=[{"role": "user", "content": "x"}])
+    assert info.value.status_code == 404

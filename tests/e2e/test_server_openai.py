@@ -1,0 +1,185 @@
+"""`tokenmill serve` through the official openai client: chat and completions, streaming
+and not, usage with cached tokens, stop strings, logprobs, n > 1. Greedy and short, so
+the whole file runs in seconds on the default model."""
+import math
+
+import openai
+import pytest
+
+MODEL = "gemma-3-270m-q4_k_m"
+QUESTION = [{"role": "user", "content": "Name three colors."}]
+
+
+@pytest.fixture(scope="module")
+def client(server):
+    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0, timeout=120)
+
+
+def test_models_lists_the_served_model(client):
+    models = client.models.list()
+    assert [m.id for m in models.data] == [MODEL]
+    assert client.models.retrieve(MODEL).id == MODEL
+
+
+def test_chat_completion(client):
+    response = client.chat.completions.create(model=MODEL, messages=QUESTION, max_tokens=8, temperature=0)
+    assert response.object == "chat.completion"
+    assert response.model == MODEL
+    assert response.id.startswith("chatcmpl-")
+    choice = response.choices[0]
+    assert choice.index == 0
+    assert choice.message.role == "assistant"
+    assert choice.message.content
+    assert choice.finish_reason in ("stop", "length")
+    usage = response.usage
+    assert usage.prompt_tokens > 5
+    assert 1 <= usage.completion_tokens <= 8
+    assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
+    assert usage.prompt_tokens_details.cached_tokens >= 0
+
+
+def test_chat_accepts_default_names_and_max_completion_tokens(client):
+    for name in ("default", "tokenmill"):
+        response = client.chat.completions.create(model=name, messages=QUESTION, max_completion_tokens=2,
+                                                  temperature=0)
+        assert response.usage.completion_tokens <= 2
+        assert response.model == MODEL
+
+
+def test_chat_stream_matches_non_stream(client):
+    full = client.chat.completions.create(model=MODEL, messages=QUESTION, max_tokens=10, temperature=0)
+    chunks = list(client.chat.completions.create(model=MODEL, messages=QUESTION, max_tokens=10, temperature=0,
+                                                 stream=True, stream_options={"include_usage": True}))
+    assert all(c.object == "chat.completion.chunk" for c in chunks)
+    assert chunks[0].choices[0].delta.role == "assistant"
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == full.choices[0].message.content
+    finishes = [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason]
+    assert finishes == [full.choices[0].finish_reason]
+    # The usage chunk comes last and has no choices; the others carry usage null.
+    assert chunks[-1].choices == [] and chunks[-1].usage is not None
+    assert chunks[-1].usage.completion_tokens == full.usage.completion_tokens
+    assert all(c.usage is None for c in chunks[:-1])
+
+
+def test_completion_and_stream(client):
+    prompt = "The capital of France is"
+    full = client.completions.create(model=MODEL, prompt=prompt, max_tokens=8, temperature=0)
+    assert full.object == "text_completion"
+    assert full.choices[0].text
+    assert full.usage.completion_tokens <= 8
+    chunks = list(client.completions.create(model=MODEL, prompt=prompt, max_tokens=8, temperature=0, stream=True))
+    assert "".join(c.choices[0].text for c in chunks if c.choices) == full.choices[0].text
+    assert chunks[-1].choices[0].finish_reason == full.choices[0].finish_reason
+
+
+def test_completion_echo(client):
+    response = client.completions.create(model=MODEL, prompt="Once upon a time", max_tokens=4, temperature=0,
+                                         echo=True)
+    assert response.choices[0].text.startswith("Once upon a time")
+    # Echo puts the prompt before the same continuation.
+    plain = client.completions.create(model=MODEL, prompt="Once upon a time", max_tokens=4, temperature=0)
+    assert response.choices[0].text == "Once upon a time" + plain.choices[0].text
+
+
+def test_cached_tokens_on_repeated_prompt(client):
+    # Long enough for several full 16-token KV blocks.
+    system = "You are a meticulous assistant for a library. " * 30
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": "Recommend a book."}]
+    first = client.chat.completions.create(model=MODEL, messages=messages, max_tokens=2, temperature=0)
+    second = client.chat.completions.create(model=MODEL, messages=messages, max_tokens=2, temperature=0)
+    assert first.usage.prompt_tokens > 200
+    assert second.usage.prompt_tokens == first.usage.prompt_tokens
+    cached = second.usage.prompt_tokens_details.cached_tokens
+    assert cached > 0, "the second identical prompt should be served from the prefix cache"
+    assert cached >= first.usage.prompt_tokens - 32
+    assert cached < second.usage.prompt_tokens
+
+
+def test_stop_string_is_not_in_output(client):
+    prompt = "Count: one, two, three, four, five, six,"
+    free = client.completions.create(model=MODEL, prompt=prompt, max_tokens=24, temperature=0).choices[0].text
+    assert len(free) > 8, free
+    # A stop string taken from the middle of what the model says anyway.
+    stop = free[len(free) // 2:len(free) // 2 + 3]
+    assert stop.strip(), free
+    stopped = client.completions.create(model=MODEL, prompt=prompt, max_tokens=24, temperature=0, stop=[stop])
+    text = stopped.choices[0].text
+    assert stop not in text
+    assert text == free[:free.index(stop)]
+    assert stopped.choices[0].finish_reason == "stop"
+    # Streaming gives the same text, with no partial stop string leaking.
+    chunks = list(client.completions.create(model=MODEL, prompt=prompt, max_tokens=24, temperature=0,
+                                            stop=stop, stream=True))
+    assert "".join(c.choices[0].text for c in chunks if c.choices) == text
+
+
+def test_chat_logprobs(client):
+    response = client.chat.completions.create(model=MODEL, messages=QUESTION, max_tokens=5, temperature=0,
+                                              logprobs=True, top_logprobs=3)
+    content = response.choices[0].logprobs.content
+    assert len(content) == response.usage.completion_tokens
+    for item in content:
+        assert item.logprob <= 0 and math.isfinite(item.logprob)
+        assert bytes(item.bytes).decode("utf-8", errors="replace") == item.token or not item.token.isprintable()
+        assert len(item.top_logprobs) == 3
+        values = [t.logprob for t in item.top_logprobs]
+        assert values == sorted(values, reverse=True)
+        # Greedy picks the most likely token.
+        assert item.top_logprobs[0].token == item.token
+        assert abs(item.top_logprobs[0].logprob - item.logprob) < 1e-5
+
+
+def test_chat_logprobs_stream(client):
+    chunks = list(client.chat.completions.create(model=MODEL, messages=QUESTION, max_tokens=4, temperature=0,
+                                                 logprobs=True, top_logprobs=2, stream=True))
+    items = [item for c in chunks if c.choices and c.choices[0].logprobs for item in c.choices[0].logprobs.content]
+    assert 1 <= len(items) <= 4
+    assert all(len(item.top_logprobs) == 2 for item in items)
+
+
+def test_completion_legacy_logprobs(client):
+    response = client.completions.create(model=MODEL, prompt="The sky is", max_tokens=5, temperature=0, logprobs=2)
+    logprobs = response.choices[0].logprobs
+    n = response.usage.completion_tokens
+    assert len(logprobs.tokens) == len(logprobs.token_logprobs) == len(logprobs.top_logprobs) == n
+    assert all(lp <= 0 for lp in logprobs.token_logprobs)
+    assert all(1 <= len(top) <= 2 for top in logprobs.top_logprobs)
+    assert logprobs.text_offset == sorted(logprobs.text_offset)
+    if response.choices[0].finish_reason == "length":
+        assert "".join(logprobs.tokens) == response.choices[0].text
+
+
+def test_n_choices(client):
+    response = client.chat.completions.create(model=MODEL, messages=QUESTION, max_tokens=6, temperature=1.0,
+                                              seed=7, n=3)
+    assert sorted(c.index for c in response.choices) == [0, 1, 2]
+    assert all(c.finish_reason in ("stop", "length") for c in response.choices)
+    assert 3 <= response.usage.completion_tokens <= 18
+
+
+def test_n_choices_stream(client):
+    chunks = list(client.completions.create(model=MODEL, prompt="Hello", max_tokens=4, temperature=0, n=2,
+                                            stream=True))
+    texts = {0: "", 1: ""}
+    finished = set()
+    for c in chunks:
+        for choice in c.choices:
+            texts[choice.index] += choice.text
+            if choice.finish_reason:
+                finished.add(choice.index)
+    assert finished == {0, 1}
+    # Greedy choices of one prompt are the same text.
+    assert texts[0] == texts[1] and texts[0]
+
+
+def test_seed_makes_sampling_repeatable(client):
+    kwargs = dict(model=MODEL, prompt="A story:", max_tokens=8, temperature=1.0, top_p=0.9, seed=1234)
+    assert client.completions.create(**kwargs).choices[0].text == client.completions.create(**kwargs).choices[0].text
+
+
+def test_extension_sampling_parameters(client):
+    response = client.completions.create(model=MODEL, prompt="Hello", max_tokens=4, temperature=0.7,
+                                         extra_body={"top_k": 20, "min_p": 0.05, "repetition_penalty": 1.1},
+                                         presence_penalty=0.5, frequency_penalty=0.5, seed=3)
+    assert response.usage.completion_tokens >= 1
