@@ -1,0 +1,87 @@
+// The serving engine on the real default model: 16 prompts generated greedily one at a
+// time and all together in one batch give identical tokens.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "engine/engine.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tokenmill::engine {
+namespace {
+
+std::string model_path() {
+  if (const char* env = std::getenv("TOKENMILL_MODEL")) return env;
+  return std::string(TOKENMILL_SOURCE_DIR) + "/models/gemma-3-270m-q4_k_m.gguf";
+}
+
+const char* kPrompts[] = {
+    "The quick brown fox",
+    "In 1969, astronauts",
+    "def quicksort(arr):",
+    "量子计算机的基本原理是",
+    "東京タワーは",
+    "SELECT name, age FROM users WHERE",
+    "A recipe for pancakes: first,",
+    "The mitochondria is",
+    "Dear hiring manager, I am writing to",
+    "import numpy as np\nx = np.",
+    "Les fleurs du printemps",
+    "Once upon a time there was a dragon who",
+    "The sum of the angles of a triangle is",
+    "<start_of_turn>user\nName three colors.<end_of_turn>\n<start_of_turn>model\n",
+    "Breaking news: scientists have discovered",
+    "for (int i = 0; i < n; ++i) {",
+};
+
+std::vector<int32_t> collect_tokens(const std::shared_ptr<RequestStream>& stream) {
+  std::vector<int32_t> tokens;
+  StreamEvent event;
+  while (stream->wait_next(event, std::chrono::milliseconds(120000))) {
+    tokens.insert(tokens.end(), event.token_ids.begin(), event.token_ids.end());
+  }
+  EXPECT_TRUE(stream->complete());
+  return tokens;
+}
+
+TEST(EngineRealModel, BatchedGreedyEqualsOneAtATime) {
+  auto model = model::load_model(model_path(), model::LoadOptions{});
+  ASSERT_TRUE(model.ok()) << model.status().to_string() << " (run scripts/setup to fetch the model)";
+  auto tokenizer = tokenizer::Tokenizer::from_gguf((*model)->file());
+  ASSERT_TRUE(tokenizer.ok());
+  EngineConfig config;
+  config.ctx_total = 4096;
+  config.max_context = 1024;
+  config.max_batch_tokens = 128;
+  // Off, so the batched round computes its prompts again (in shared forward passes)
+  // instead of finding them cached from the first round.
+  config.prefix_caching = false;
+  Engine engine(**model, **tokenizer, config);
+
+  auto request = [&](const char* text) {
+    Request r;
+    r.prompt = (*tokenizer)->encode(text, true, true);
+    r.sampling.temperature = 0;
+    r.max_tokens = 16;
+    r.ignore_eos = true;
+    return r;
+  };
+  std::vector<std::vector<int32_t>> alone;
+  for (const char* p : kPrompts) alone.push_back(collect_tokens(*engine.submit(request(p))));
+
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (const char* p : kPrompts) streams.push_back(*engine.submit(request(p)));
+  int n_identical = 0;
+  for (size_t i = 0; i < streams.size(); ++i) {
+    const auto batched = collect_tokens(streams[i]);
+    EXPECT_EQ(batched, alone[i]) << "prompt " << i << ": " << kPrompts[i];
+    n_identical += batched == alone[i];
+  }
+  std::printf("batch invariance on the real model: %d of %zu prompts identical\n", n_identical, streams.size());
+  auto pool = engine.pool_counters();
+  EXPECT_EQ(pool.n_free, pool.n_blocks);
+}
+
+}  // namespace
+}  // namespace tokenmill::engine
