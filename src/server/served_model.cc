@@ -30,6 +30,9 @@ ServedModel::ServedModel(const std::string& path, model::Model& model, const tok
   }
   max_context_ = engine.config().max_context;
   if (model.config().context_length > 0) max_context_ = std::min(max_context_, model.config().context_length);
+  // One sequence can never hold more positions than the whole KV cache has.
+  const engine::Engine::PoolCounters pool = engine.pool_counters();
+  if (pool.n_blocks > 0) max_context_ = std::min(max_context_, pool.n_blocks * engine.config().block_size);
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) {
     file_size_ = st.st_size;
