@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""Writes GGUF models with random weights in the exact shapes of a real model, for benchmarks.
+
+Decode and prefill speed do not depend on the weights' values, only on their shapes and
+types, so a benchmark model can be made in seconds without downloading anything. The
+files load in both tokenmill and llama.cpp (bench/compare_llamacpp runs both on them).
+
+Shapes:
+  llama-1b   Llama-3.2-1B: 2048 hidden, 16 layers, 32/8 heads of 64, 8192 FFN,
+             128,256 vocabulary, tied embeddings (no output.weight)
+
+Types:
+  q8_0       every matrix Q8_0 (as `llama-quantize ... Q8_0`)
+  q4_k_m     the Q4_K_M mix `llama-quantize` picks for this shape: the tied embedding
+             Q6_K; attn_v and ffn_down Q6_K in the "more bits" layers (the first and
+             last eighth, and every third between), Q4_K elsewhere; norms F32
+
+Quantized blocks are written directly as random bytes with small, fixed F16 scales
+rather than by quantizing random floats: every bit pattern of the level and sub-scale
+fields is a valid block, and this is ~100x faster than a Python quantizer (gguf-py has
+none for K-quants). Q8_0 levels stay in [-127, 127] as a real quantizer's do.
+
+The tokenizer is a SentencePiece ("llama") vocabulary of n_vocab generated pieces:
+<unk>, <s>, </s>, the 256 byte tokens <0x00>..<0xFF>, then "▁a".."▁zz..." style pieces
+with descending scores, so text round-trips through the byte fallback.
+
+Usage: python3 tools/make_shaped_model.py [--shape llama-1b] [--type q4_k_m|q8_0|all]
+                                          [--out-dir models] [--seed 0]
+Writes models/<shape>-shaped-<type>.gguf (models/ is ignored by git).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+try:
+    import gguf
+except ImportError:
+    sys.exit("needs the gguf package: pip install gguf")
+
+ROOT = Path(__file__).resolve().parents[1]
+Q = gguf.GGMLQuantizationType
+
+
+@dataclass(frozen=True)
+class Shape:
+    name: str
+    n_embd: int
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    n_ff: int
+    n_vocab: int
+    context_length: int
+    rope_freq_base: float
+    rms_eps: float
+
+
+SHAPES = {
+    "llama-1b": Shape("llama-1b", n_embd=2048, n_layers=16, n_heads=32, n_kv_heads=8, n_ff=8192,
+                      n_vocab=128256, context_length=131072, rope_freq_base=500000.0, rms_eps=1e-5),
+}
+
+# general.file_type values (llama_ftype).
+FILE_TYPE = {"q8_0": 7, "q4_k_m": 15}
+
+# Bytes per block, elements per block, and the byte offsets of the F16 scale fields
+# with the value each is set to (small enough that the model's activations stay finite).
+BLOCK = {
+    Q.Q8_0: (34, 32, [(0, 2e-4)]),                  # d | qs[32] int8
+    Q.Q4_K: (144, 256, [(0, 4e-5), (2, 4e-5)]),      # d | dmin | scales[12] | qs[128]
+    Q.Q6_K: (210, 256, [(208, 1e-5)]),               # ql[128] | qh[64] | scales[16] int8 | d
+}
+
+
+def random_blocks(rng: np.random.Generator, qtype: Q, n_rows: int, n_cols: int) -> np.ndarray:
+    """[n_rows, row_bytes] uint8 of random valid blocks of qtype."""
+    block_bytes, block_size, scales = BLOCK[qtype]
+    assert n_cols % block_size == 0, (qtype, n_cols)
+    n_blocks = n_rows * n_cols // block_size
+    blocks = rng.integers(0, 256, size=(n_blocks, block_bytes), dtype=np.uint8)
+    if qtype == Q.Q8_0:
+        levels = blocks[:, 2:].view(np.int8)
+        np.maximum(levels, -127, out=levels)
+    if qtype == Q.Q6_K:
+        sub_scales = blocks[:, 192:208].view(np.int8)
+        np.maximum(sub_scales, -127, out=sub_scales)
+    for offset, value in scales:
+        blocks[:, offset:offset + 2] = np.frombuffer(np.float16(value).tobytes(), dtype=np.uint8)
+    return blocks.reshape(n_rows, n_cols // block_size * block_bytes)
+
+
+def uses_more_bits(layer: int, n_layers: int) -> bool:
+    # llama.cpp's use_more_bits(): the first and last eighth of the layers and every
+    # third layer between them get the larger type in Q4_K_M.
+    return layer < n_layers // 8 or layer >= 7 * n_layers // 8 or (layer - n_layers // 8) % 3 == 2
+
+
+def tensor_types(shape: Shape, kind: str, layer: int) -> dict[str, Q]:
+    names = ["attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"]
+    if kind == "q8_0":
+        return {n: Q.Q8_0 for n in names}
+    types = {n: Q.Q4_K for n in names}
+    if uses_more_bits(layer, shape.n_layers):
+        types["attn_v"] = Q.Q6_K
+        types["ffn_down"] = Q.Q6_K
+    return types
+
+
+def vocabulary(n_vocab: int) -> tuple[list[str], list[float], list[int]]:
+    tokens = ["<unk>", "<s>", "</s>"]
+    types = [2, 3, 3]  # unknown, control, control
+    tokens += [f"<0x{b:02X}>" for b in range(256)]
+    types += [6] * 256  # byte
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    i = 0
+    while len(tokens) < n_vocab:
+        # Bijective base-26 names: a, b, ..., z, aa, ab, ... each with and without "▁".
+        j, name = i, ""
+        while True:
+            name = letters[j % 26] + name
+            j = j // 26 - 1
+            if j < 0:
+                break
+        tokens.append("\u2581" + name)
+        types.append(1)
+        if len(tokens) < n_vocab:
+            tokens.append(name)
+            types.append(1)
+        i += 1
+    scores = [0.0, 0.0, 0.0] + [0.0] * 256 + [-float(k) for k in range(n_vocab - 259)]
+    return tokens, scores, types
+
+
+def write_model(shape: Shape, kind: str, out_dir: Path, seed: int) -> Path:
+    rng = np.random.default_rng(seed)
+    path = out_dir / f"{shape.name}-shaped-{kind}.gguf"
+    tmp = path.with_suffix(".gguf.tmp")
+    w = gguf.GGUFWriter(tmp, "llama")
+    head_dim = shape.n_embd // shape.n_heads
+    w.add_name(f"{shape.name}-shaped {kind} (random weights)")
+    w.add_file_type(FILE_TYPE[kind])
+    w.add_context_length(shape.context_length)
+    w.add_embedding_length(shape.n_embd)
+    w.add_block_count(shape.n_layers)
+    w.add_feed_forward_length(shape.n_ff)
+    w.add_head_count(shape.n_heads)
+    w.add_head_count_kv(shape.n_kv_heads)
+    w.add_rope_dimension_count(head_dim)
+    w.add_rope_freq_base(shape.rope_freq_base)
+    w.add_layer_norm_rms_eps(shape.rms_eps)
+    w.add_vocab_size(shape.n_vocab)
+
+    tokens, scores, types = vocabulary(shape.n_vocab)
+    w.add_tokenizer_model("llama")
+    w.add_token_list(tokens)
+    w.add_token_scores(scores)
+    w.add_token_types(types)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_unk_token_id(0)
+    w.add_add_bos_token(True)
+    w.add_add_eos_token(False)
+
+    def matrix(name: str, qtype: Q, n_rows: int, n_cols: int) -> None:
+        w.add_tensor(name, random_blocks(rng, qtype, n_rows, n_cols), raw_dtype=qtype)
+
+    ones = np.ones(shape.n_embd, dtype=np.float32)
+    embd_type = Q.Q8_0 if kind == "q8_0" else Q.Q6_K  # tied: the output projection's type
+    matrix("token_embd.weight", embd_type, shape.n_vocab, shape.n_embd)
+    w.add_tensor("output_norm.weight", ones)
+    q_dim = shape.n_heads * head_dim
+    kv_dim = shape.n_kv_heads * head_dim
+    for layer in range(shape.n_layers):
+        t = tensor_types(shape, kind, layer)
+        p = f"blk.{layer}."
+        w.add_tensor(p + "attn_norm.weight", ones)
+        matrix(p + "attn_q.weight", t["attn_q"], q_dim, shape.n_embd)
+        matrix(p + "attn_k.weight", t["attn_k"], kv_dim, shape.n_embd)
+        matrix(p + "attn_v.weight", t["attn_v"], kv_dim, shape.n_embd)
+        matrix(p + "attn_output.weight", t["attn_output"], shape.n_embd, q_dim)
+        w.add_tensor(p + "ffn_norm.weight", ones)
+        matrix(p + "ffn_gate.weight", t["ffn_gate"], shape.n_ff, shape.n_embd)
+        matrix(p + "ffn_up.weight", t["ffn_up"], shape.n_ff, shape.n_embd)
+        matrix(p + "ffn_down.weight", t["ffn_down"], shape.n_embd, shape.n_ff)
+
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    tmp.replace(path)
+    return path
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="llama-1b")
+    parser.add_argument("--type", choices=["q4_k_m", "q8_0", "all"], default="all")
+    parser.add_argument("--out-dir", type=Path, default=ROOT / "models")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    kinds = ["q4_k_m", "q8_0"] if args.type == "all" else [args.type]
+    for kind in kinds:
+        path = write_model(SHAPES[args.shape], kind, args.out_dir, args.seed)
+        print(f"{path}  {path.stat().st_size / 2**20:.0f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
