@@ -12,6 +12,9 @@ int& exit_code();
 void register_info(CLI::App& app);
 void register_run(CLI::App& app);
 void register_bench(CLI::App& app);
+void register_perplexity(CLI::App& app);
+void register_quantize(CLI::App& app);
+void register_imatrix(CLI::App& app);
 void register_serve(CLI::App& app);
 
 }  // namespace tokenmill::cli

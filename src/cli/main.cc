@@ -19,6 +19,9 @@ int main(int argc, char** argv) {
   tokenmill::cli::register_info(app);
   tokenmill::cli::register_run(app);
   tokenmill::cli::register_bench(app);
+  tokenmill::cli::register_perplexity(app);
+  tokenmill::cli::register_quantize(app);
+  tokenmill::cli::register_imatrix(app);
   tokenmill::cli::register_serve(app);
   try {
     app.parse(argc, argv);

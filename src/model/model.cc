@@ -52,6 +52,11 @@ Status Model::forward(const Batch& batch, ops::KvStorage& kv, std::vector<float>
   return {};
 }
 
+void Model::set_matmul_observer(ops::MatmulObserver observer) {
+  if (auto* observing = dynamic_cast<ops::ObservingBackend*>(backend_.get())) backend_ = observing->release_inner();
+  if (observer) backend_ = std::make_unique<ops::ObservingBackend>(std::move(backend_), std::move(observer));
+}
+
 Result<std::unique_ptr<Model>> load_model(const std::string& path, const LoadOptions& options) {
   auto file = gguf::File::open(path);
   if (!file.ok()) return file.status();

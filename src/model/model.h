@@ -15,6 +15,7 @@
 #include "model/weights.h"
 #include "ops/backend.h"
 #include "ops/kv_storage.h"
+#include "ops/observing_backend.h"
 
 namespace tokenmill::model {
 
@@ -39,6 +40,11 @@ class Model {
   // Runs one forward pass. Keys and values of every batch token are written into kv at
   // the slots its block table names; logits receives [output_tokens.size(), n_vocab].
   Status forward(const Batch& batch, ops::KvStorage& kv, std::vector<float>& logits);
+
+  // Shows every matmul's input to `observer` from now on (calibration: tokenmill
+  // imatrix); an empty observer removes it. The back end is wrapped only while an
+  // observer is set, so inference without one is unchanged.
+  void set_matmul_observer(ops::MatmulObserver observer);
 
  protected:
   Model(std::shared_ptr<const gguf::File> file, ModelConfig config, ModelWeights weights,

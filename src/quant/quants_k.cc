@@ -5,6 +5,8 @@
 //   2. quantize those sub-block scales against one f16 super-block scale (d, dmin);
 //   3. re-derive every level from the *stored* scales, so rounding in step 2 is not
 //      compounded, then pack the levels.
+// Steps 2 and 3 are the store_* functions (k_quant_store.h), which the
+// importance-weighted quantizers (quants_weighted.cc) share.
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +14,7 @@
 
 #include "base/half.h"
 #include "quant/blocks.h"
+#include "quant/k_quant_store.h"
 #include "quant/kernels_ref.h"
 #include "quant/scale_search.h"
 
@@ -69,26 +72,107 @@ int level_2bit(const uint8_t* qs, int element) {
   return (qs[32 * chunk + within % 32] >> (2 * (within / 32))) & 3;
 }
 
-// Q4_K and Q5_K share everything but the level range and the search parameters.
-// Fills d, dmin, the packed scales and levels[256] in [0, n_max].
-void quantize_scales_mins_k(const float* x, int n_max, float rmin, int n_steps, uint16_t* d_out,
-                            uint16_t* dmin_out, uint8_t* packed, uint8_t* levels) {
-  float scales[8], mins[8], weights[32];
-  uint8_t scratch[32];
+}  // namespace
+
+// ------------------------------------------------------------- store (steps 2 and 3)
+
+void store_q2_K(const float* x, const float scales[16], const float mins[16], uint8_t levels[256],
+                BlockQ2_K& block) {
+  constexpr float kScaleLevels = 15.0f;  // 4-bit sub-block scales and mins
   float max_scale = 0.0f, max_min = 0.0f;
-  for (int j = 0; j < 8; ++j) {
-    const float* group = x + 32 * j;
-    float sum_x2 = 0.0f;
-    for (int i = 0; i < 32; ++i) sum_x2 += group[i] * group[i];
-    const float rms = std::sqrt(sum_x2 / 32.0f);
-    // Large values matter more, but no value gets zero weight.
-    for (int i = 0; i < 32; ++i) weights[i] = rms + std::fabs(group[i]);
-    scales[j] = fit_scale_and_min(32, n_max, group, weights, levels + 32 * j, &mins[j], scratch,
-                                  rmin, 0.1f, n_steps, false);
+  for (int j = 0; j < 16; ++j) {
     max_scale = std::max(max_scale, scales[j]);
     max_min = std::max(max_min, mins[j]);
   }
+  if (max_scale > 0.0f) {
+    const float inv = kScaleLevels / max_scale;
+    for (int j = 0; j < 16; ++j) block.scales[j] = static_cast<uint8_t>(round_to_int(inv * scales[j]));
+    block.d = f32_to_f16(max_scale / kScaleLevels);
+  } else {
+    for (int j = 0; j < 16; ++j) block.scales[j] = 0;
+    block.d = f32_to_f16(0.0f);
+  }
+  if (max_min > 0.0f) {
+    const float inv = kScaleLevels / max_min;
+    for (int j = 0; j < 16; ++j) block.scales[j] |= static_cast<uint8_t>(round_to_int(inv * mins[j]) << 4);
+    block.dmin = f32_to_f16(max_min / kScaleLevels);
+  } else {
+    block.dmin = f32_to_f16(0.0f);
+  }
 
+  const float d = f16_to_f32(block.d);
+  const float dmin = f16_to_f32(block.dmin);
+  for (int j = 0; j < 16; ++j) {
+    const float group_d = d * static_cast<float>(block.scales[j] & 0x0f);
+    if (group_d == 0.0f) continue;
+    const float group_min = dmin * static_cast<float>(block.scales[j] >> 4);
+    for (int i = 0; i < 16; ++i) {
+      const int l = round_to_int((x[16 * j + i] + group_min) / group_d);
+      levels[16 * j + i] = static_cast<uint8_t>(clamp_int(l, 0, 3));
+    }
+  }
+  pack_2bit_planes(levels, block.qs);
+}
+
+void store_q3_K(const float* x, const float scales[16], int8_t levels[256], BlockQ3_K& block) {
+  float max_scale = 0.0f, max_abs_scale = 0.0f;
+  for (int j = 0; j < 16; ++j) {
+    if (std::fabs(scales[j]) > max_abs_scale) {
+      max_abs_scale = std::fabs(scales[j]);
+      max_scale = scales[j];
+    }
+  }
+
+  std::memset(block.scales, 0, sizeof block.scales);
+  if (max_scale != 0.0f) {
+    const float inv = -32.0f / max_scale;
+    for (int j = 0; j < 16; ++j) {
+      const int q = clamp_int(static_cast<int8_t>(round_to_int(inv * scales[j])), -32, 31) + 32;
+      if (j < 8) {
+        block.scales[j] = static_cast<uint8_t>(q & 0x0f);
+      } else {
+        block.scales[j - 8] |= static_cast<uint8_t>((q & 0x0f) << 4);
+      }
+      block.scales[8 + j % 4] |= static_cast<uint8_t>((q >> 4) << (2 * (j / 4)));
+    }
+    block.d = f32_to_f16(1.0f / inv);
+  } else {
+    block.d = f32_to_f16(0.0f);
+  }
+
+  int stored_scales[16];
+  unpack_scales_q3_K(block.scales, stored_scales);
+  const float d = f16_to_f32(block.d);
+  for (int j = 0; j < 16; ++j) {
+    const float group_d = d * static_cast<float>(stored_scales[j]);
+    if (group_d == 0.0f) continue;
+    for (int i = 0; i < 16; ++i) {
+      const int l = round_to_int(x[16 * j + i] / group_d);
+      levels[16 * j + i] = static_cast<int8_t>(clamp_int(l, -4, 3) + 4);
+    }
+  }
+
+  // Levels are 0..7: bit 2 goes to hmask, bits 0-1 to the 2-bit planes.
+  uint8_t low_levels[kQK];
+  std::memset(block.hmask, 0, sizeof block.hmask);
+  for (int i = 0; i < kQK; ++i) {
+    if (levels[i] > 3) block.hmask[i % 32] |= static_cast<uint8_t>(1u << (i / 32));
+    low_levels[i] = static_cast<uint8_t>(levels[i] & 3);
+  }
+  pack_2bit_planes(low_levels, block.qs);
+}
+
+namespace {
+
+// Q4_K and Q5_K share steps 2 and 3 but for the level range: fills d, dmin, the packed
+// scales and re-derives levels[256] in [0, n_max].
+void store_scales_mins_k(const float* x, const float scales[8], const float mins[8], int n_max, uint16_t* d_out,
+                         uint16_t* dmin_out, uint8_t* packed, uint8_t* levels) {
+  float max_scale = 0.0f, max_min = 0.0f;
+  for (int j = 0; j < 8; ++j) {
+    max_scale = std::max(max_scale, scales[j]);
+    max_min = std::max(max_min, mins[j]);
+  }
   const float inv_scale = max_scale > 0.0f ? 63.0f / max_scale : 0.0f;
   const float inv_min = max_min > 0.0f ? 63.0f / max_min : 0.0f;
   std::memset(packed, 0, kKScaleBytes);
@@ -115,190 +199,142 @@ void quantize_scales_mins_k(const float* x, int n_max, float rmin, int n_steps, 
   }
 }
 
+// Step 1 of the reference Q4_K / Q5_K: per 32-element group, weights rms + |x|.
+void fit_groups_k(const float* x, int n_max, float rmin, int n_steps, float scales[8], float mins[8],
+                  uint8_t* levels) {
+  float weights[32];
+  uint8_t scratch[32];
+  for (int j = 0; j < 8; ++j) {
+    const float* group = x + 32 * j;
+    float sum_x2 = 0.0f;
+    for (int i = 0; i < 32; ++i) sum_x2 += group[i] * group[i];
+    const float rms = std::sqrt(sum_x2 / 32.0f);
+    // Large values matter more, but no value gets zero weight.
+    for (int i = 0; i < 32; ++i) weights[i] = rms + std::fabs(group[i]);
+    scales[j] = fit_scale_and_min(32, n_max, group, weights, levels + 32 * j, &mins[j], scratch, rmin, 0.1f,
+                                  n_steps, false);
+  }
+}
+
 }  // namespace
+
+void store_q4_K(const float* x, const float scales[8], const float mins[8], uint8_t levels[256], BlockQ4_K& block) {
+  store_scales_mins_k(x, scales, mins, 15, &block.d, &block.dmin, block.scales, levels);
+  for (int c = 0; c < 4; ++c) {
+    for (int i = 0; i < 32; ++i) {
+      block.qs[32 * c + i] = static_cast<uint8_t>(levels[64 * c + i] | (levels[64 * c + 32 + i] << 4));
+    }
+  }
+}
+
+void store_q5_K(const float* x, const float scales[8], const float mins[8], uint8_t levels[256], BlockQ5_K& block) {
+  store_scales_mins_k(x, scales, mins, 31, &block.d, &block.dmin, block.scales, levels);
+  std::memset(block.qh, 0, sizeof block.qh);
+  for (int c = 0; c < 4; ++c) {
+    for (int i = 0; i < 32; ++i) {
+      const int lo = levels[64 * c + i];
+      const int hi = levels[64 * c + 32 + i];
+      block.qs[32 * c + i] = static_cast<uint8_t>((lo & 0x0f) | ((hi & 0x0f) << 4));
+      block.qh[i] |= static_cast<uint8_t>(((lo >> 4) << (2 * c)) | ((hi >> 4) << (2 * c + 1)));
+    }
+  }
+}
+
+void store_q6_K(const float* x, const float scales[16], int8_t levels[256], BlockQ6_K& block) {
+  float max_scale = 0.0f, max_abs_scale = 0.0f;
+  for (int j = 0; j < 16; ++j) {
+    if (std::fabs(scales[j]) > max_abs_scale) {
+      max_abs_scale = std::fabs(scales[j]);
+      max_scale = scales[j];
+    }
+  }
+  if (max_abs_scale < kGroupMaxEpsilon) {
+    std::memset(&block, 0, sizeof block);
+    return;
+  }
+
+  const float inv = -128.0f / max_scale;
+  block.d = f32_to_f16(1.0f / inv);
+  for (int j = 0; j < 16; ++j) {
+    block.scales[j] = static_cast<int8_t>(std::min(127, round_to_int(inv * scales[j])));
+  }
+  const float d = f16_to_f32(block.d);
+  for (int j = 0; j < 16; ++j) {
+    const float group_d = d * static_cast<float>(block.scales[j]);
+    if (group_d == 0.0f) continue;
+    for (int i = 0; i < 16; ++i) {
+      const int l = round_to_int(x[16 * j + i] / group_d);
+      levels[16 * j + i] = static_cast<int8_t>(clamp_int(l, -32, 31) + 32);
+    }
+  }
+
+  for (int half = 0; half < 2; ++half) {
+    const int8_t* l = levels + 128 * half;
+    uint8_t* ql = block.ql + 64 * half;
+    uint8_t* qh = block.qh + 32 * half;
+    for (int i = 0; i < 32; ++i) {
+      ql[i] = static_cast<uint8_t>((l[i] & 0x0f) | ((l[i + 64] & 0x0f) << 4));
+      ql[i + 32] = static_cast<uint8_t>((l[i + 32] & 0x0f) | ((l[i + 96] & 0x0f) << 4));
+      qh[i] = static_cast<uint8_t>((l[i] >> 4) | ((l[i + 32] >> 4) << 2) | ((l[i + 64] >> 4) << 4) |
+                                   ((l[i + 96] >> 4) << 6));
+    }
+  }
+}
 
 // ---------------------------------------------------------------------------- quantize
 
 void quantize_row_q2_K(const float* src, void* dst, int64_t n) {
   auto* blocks = static_cast<BlockQ2_K*>(dst);
-  constexpr float kScaleLevels = 15.0f;  // 4-bit sub-block scales and mins
   for (int64_t b = 0; b < n / kQK; ++b, src += kQK) {
-    BlockQ2_K& block = blocks[b];
     uint8_t levels[kQK];
     uint8_t scratch[16];
     float weights[16], scales[16], mins[16];
-    float max_scale = 0.0f, max_min = 0.0f;
     for (int j = 0; j < 16; ++j) {
       for (int i = 0; i < 16; ++i) weights[i] = std::fabs(src[16 * j + i]);
-      scales[j] = fit_scale_and_min(16, 3, src + 16 * j, weights, levels + 16 * j, &mins[j],
-                                    scratch, -0.5f, 0.1f, 15, true);
-      max_scale = std::max(max_scale, scales[j]);
-      max_min = std::max(max_min, mins[j]);
+      scales[j] = fit_scale_and_min(16, 3, src + 16 * j, weights, levels + 16 * j, &mins[j], scratch, -0.5f, 0.1f,
+                                    15, true);
     }
-
-    if (max_scale > 0.0f) {
-      const float inv = kScaleLevels / max_scale;
-      for (int j = 0; j < 16; ++j) block.scales[j] = static_cast<uint8_t>(round_to_int(inv * scales[j]));
-      block.d = f32_to_f16(max_scale / kScaleLevels);
-    } else {
-      for (int j = 0; j < 16; ++j) block.scales[j] = 0;
-      block.d = f32_to_f16(0.0f);
-    }
-    if (max_min > 0.0f) {
-      const float inv = kScaleLevels / max_min;
-      for (int j = 0; j < 16; ++j) block.scales[j] |= static_cast<uint8_t>(round_to_int(inv * mins[j]) << 4);
-      block.dmin = f32_to_f16(max_min / kScaleLevels);
-    } else {
-      block.dmin = f32_to_f16(0.0f);
-    }
-
-    const float d = f16_to_f32(block.d);
-    const float dmin = f16_to_f32(block.dmin);
-    for (int j = 0; j < 16; ++j) {
-      const float group_d = d * static_cast<float>(block.scales[j] & 0x0f);
-      if (group_d == 0.0f) continue;
-      const float group_min = dmin * static_cast<float>(block.scales[j] >> 4);
-      for (int i = 0; i < 16; ++i) {
-        const int l = round_to_int((src[16 * j + i] + group_min) / group_d);
-        levels[16 * j + i] = static_cast<uint8_t>(clamp_int(l, 0, 3));
-      }
-    }
-    pack_2bit_planes(levels, block.qs);
+    store_q2_K(src, scales, mins, levels, blocks[b]);
   }
 }
 
 void quantize_row_q3_K(const float* src, void* dst, int64_t n) {
   auto* blocks = static_cast<BlockQ3_K*>(dst);
   for (int64_t b = 0; b < n / kQK; ++b, src += kQK) {
-    BlockQ3_K& block = blocks[b];
     int8_t levels[kQK];
     float scales[16];
-    float max_scale = 0.0f, max_abs_scale = 0.0f;
-    for (int j = 0; j < 16; ++j) {
-      scales[j] = fit_symmetric_scale_iterative(16, 4, src + 16 * j, levels + 16 * j);
-      if (std::fabs(scales[j]) > max_abs_scale) {
-        max_abs_scale = std::fabs(scales[j]);
-        max_scale = scales[j];
-      }
-    }
-
-    std::memset(block.scales, 0, sizeof block.scales);
-    if (max_scale != 0.0f) {
-      const float inv = -32.0f / max_scale;
-      for (int j = 0; j < 16; ++j) {
-        const int q = clamp_int(static_cast<int8_t>(round_to_int(inv * scales[j])), -32, 31) + 32;
-        if (j < 8) {
-          block.scales[j] = static_cast<uint8_t>(q & 0x0f);
-        } else {
-          block.scales[j - 8] |= static_cast<uint8_t>((q & 0x0f) << 4);
-        }
-        block.scales[8 + j % 4] |= static_cast<uint8_t>((q >> 4) << (2 * (j / 4)));
-      }
-      block.d = f32_to_f16(1.0f / inv);
-    } else {
-      block.d = f32_to_f16(0.0f);
-    }
-
-    int stored_scales[16];
-    unpack_scales_q3_K(block.scales, stored_scales);
-    const float d = f16_to_f32(block.d);
-    for (int j = 0; j < 16; ++j) {
-      const float group_d = d * static_cast<float>(stored_scales[j]);
-      if (group_d == 0.0f) continue;
-      for (int i = 0; i < 16; ++i) {
-        const int l = round_to_int(src[16 * j + i] / group_d);
-        levels[16 * j + i] = static_cast<int8_t>(clamp_int(l, -4, 3) + 4);
-      }
-    }
-
-    // Levels are 0..7: bit 2 goes to hmask, bits 0-1 to the 2-bit planes.
-    uint8_t low_levels[kQK];
-    std::memset(block.hmask, 0, sizeof block.hmask);
-    for (int i = 0; i < kQK; ++i) {
-      if (levels[i] > 3) block.hmask[i % 32] |= static_cast<uint8_t>(1u << (i / 32));
-      low_levels[i] = static_cast<uint8_t>(levels[i] & 3);
-    }
-    pack_2bit_planes(low_levels, block.qs);
+    for (int j = 0; j < 16; ++j) scales[j] = fit_symmetric_scale_iterative(16, 4, src + 16 * j, levels + 16 * j);
+    store_q3_K(src, scales, levels, blocks[b]);
   }
 }
 
 void quantize_row_q4_K(const float* src, void* dst, int64_t n) {
   auto* blocks = static_cast<BlockQ4_K*>(dst);
   for (int64_t b = 0; b < n / kQK; ++b, src += kQK) {
-    BlockQ4_K& block = blocks[b];
     uint8_t levels[kQK];
-    quantize_scales_mins_k(src, 15, -1.0f, 20, &block.d, &block.dmin, block.scales, levels);
-    for (int c = 0; c < 4; ++c) {
-      for (int i = 0; i < 32; ++i) {
-        block.qs[32 * c + i] = static_cast<uint8_t>(levels[64 * c + i] | (levels[64 * c + 32 + i] << 4));
-      }
-    }
+    float scales[8], mins[8];
+    fit_groups_k(src, 15, -1.0f, 20, scales, mins, levels);
+    store_q4_K(src, scales, mins, levels, blocks[b]);
   }
 }
 
 void quantize_row_q5_K(const float* src, void* dst, int64_t n) {
   auto* blocks = static_cast<BlockQ5_K*>(dst);
   for (int64_t b = 0; b < n / kQK; ++b, src += kQK) {
-    BlockQ5_K& block = blocks[b];
     uint8_t levels[kQK];
-    quantize_scales_mins_k(src, 31, -0.5f, 15, &block.d, &block.dmin, block.scales, levels);
-    std::memset(block.qh, 0, sizeof block.qh);
-    for (int c = 0; c < 4; ++c) {
-      for (int i = 0; i < 32; ++i) {
-        const int lo = levels[64 * c + i];
-        const int hi = levels[64 * c + 32 + i];
-        block.qs[32 * c + i] = static_cast<uint8_t>((lo & 0x0f) | ((hi & 0x0f) << 4));
-        block.qh[i] |= static_cast<uint8_t>(((lo >> 4) << (2 * c)) | ((hi >> 4) << (2 * c + 1)));
-      }
-    }
+    float scales[8], mins[8];
+    fit_groups_k(src, 31, -0.5f, 15, scales, mins, levels);
+    store_q5_K(src, scales, mins, levels, blocks[b]);
   }
 }
 
 void quantize_row_q6_K(const float* src, void* dst, int64_t n) {
   auto* blocks = static_cast<BlockQ6_K*>(dst);
   for (int64_t b = 0; b < n / kQK; ++b, src += kQK) {
-    BlockQ6_K& block = blocks[b];
     int8_t levels[kQK];
     float scales[16];
-    float max_scale = 0.0f, max_abs_scale = 0.0f;
-    for (int j = 0; j < 16; ++j) {
-      scales[j] = fit_symmetric_scale(16, 32, src + 16 * j, levels + 16 * j, nullptr);
-      if (std::fabs(scales[j]) > max_abs_scale) {
-        max_abs_scale = std::fabs(scales[j]);
-        max_scale = scales[j];
-      }
-    }
-    if (max_abs_scale < kGroupMaxEpsilon) {
-      std::memset(&block, 0, sizeof block);
-      continue;
-    }
-
-    const float inv = -128.0f / max_scale;
-    block.d = f32_to_f16(1.0f / inv);
-    for (int j = 0; j < 16; ++j) {
-      block.scales[j] = static_cast<int8_t>(std::min(127, round_to_int(inv * scales[j])));
-    }
-    const float d = f16_to_f32(block.d);
-    for (int j = 0; j < 16; ++j) {
-      const float group_d = d * static_cast<float>(block.scales[j]);
-      if (group_d == 0.0f) continue;
-      for (int i = 0; i < 16; ++i) {
-        const int l = round_to_int(src[16 * j + i] / group_d);
-        levels[16 * j + i] = static_cast<int8_t>(clamp_int(l, -32, 31) + 32);
-      }
-    }
-
-    for (int half = 0; half < 2; ++half) {
-      const int8_t* l = levels + 128 * half;
-      uint8_t* ql = block.ql + 64 * half;
-      uint8_t* qh = block.qh + 32 * half;
-      for (int i = 0; i < 32; ++i) {
-        ql[i] = static_cast<uint8_t>((l[i] & 0x0f) | ((l[i + 64] & 0x0f) << 4));
-        ql[i + 32] = static_cast<uint8_t>((l[i + 32] & 0x0f) | ((l[i + 96] & 0x0f) << 4));
-        qh[i] = static_cast<uint8_t>((l[i] >> 4) | ((l[i + 32] >> 4) << 2) | ((l[i + 64] >> 4) << 4) |
-                                     ((l[i + 96] >> 4) << 6));
-      }
-    }
+    for (int j = 0; j < 16; ++j) scales[j] = fit_symmetric_scale(16, 32, src + 16 * j, levels + 16 * j, nullptr);
+    store_q6_K(src, scales, levels, blocks[b]);
   }
 }
 

@@ -1,0 +1,115 @@
+// tokenmill quantize IN.gguf OUT.gguf TYPE: converts a model to a quantization mix
+// (quant/quantize_mix.h), optionally weighting each weight's error by an importance
+// matrix from `tokenmill imatrix`. One line per tensor on stderr; OUT appears only when
+// the whole file is written (quant/quantize_model.h).
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "base/thread_pool.h"
+#include "cli/commands.h"
+#include "gguf/gguf_file.h"
+#include "quant/imatrix_file.h"
+#include "quant/quantize_model.h"
+
+namespace tokenmill::cli {
+
+namespace {
+
+struct QuantizeCliOptions {
+  std::string input;
+  std::string output;
+  std::string type;
+  std::string imatrix;
+  std::string method = "rtn";
+  int n_threads = 0;
+};
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  return 1;
+}
+
+std::string known_types() {
+  std::string s;
+  for (const quant::MixInfo& m : quant::all_mixes()) s += (s.empty() ? "" : ", ") + std::string(m.name);
+  return s;
+}
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? " x " : "") + std::to_string(shape[i]);
+  return s;
+}
+
+int run_quantize(const QuantizeCliOptions& o) {
+  auto mix = quant::find_mix(o.type);
+  if (!mix) return fail("unknown type '" + o.type + "'; expected one of: " + known_types());
+  if (o.method == "gptq" || o.method == "awq") {
+    return fail("--method " + o.method + " is not implemented yet; use rtn (optionally with --imatrix)");
+  }
+  if (o.method != "rtn") return fail("unknown method '" + o.method + "'; expected rtn");
+  if (o.input == o.output) return fail("the output path must differ from the input path");
+
+  auto source = gguf::File::open(o.input);
+  if (!source.ok()) return fail("cannot read '" + o.input + "': " + source.status().message());
+  std::unique_ptr<quant::ImportanceMatrix> imatrix;
+  if (!o.imatrix.empty()) {
+    auto read = quant::read_importance_matrix(o.imatrix);
+    if (!read.ok()) return fail(read.status().message());
+    imatrix = std::make_unique<quant::ImportanceMatrix>(std::move(read).value());
+  }
+
+  quant::QuantizeOptions options;
+  options.mix = *mix;
+  options.imatrix = imatrix.get();
+  options.imatrix_path = o.imatrix;
+  options.n_threads = o.n_threads > 0 ? o.n_threads : default_thread_count();
+  options.on_requantize = [&](int64_t n) {
+    std::fprintf(stderr,
+                 "warning: '%s' holds %lld quantized weight matrices; they are dequantized first, and "
+                 "requantizing loses quality (tensors already in the target type are copied unchanged)\n",
+                 o.input.c_str(), static_cast<long long>(n));
+  };
+  options.on_tensor = [](const quant::TensorProgress& p) {
+    std::string note;
+    if (p.wanted_type != p.new_type) {
+      note = " (row length " + std::to_string(p.source->shape[0]) + " does not fit " +
+             std::string(gguf::tensor_type_name(p.wanted_type)) + ")";
+    }
+    if (p.used_importance) note += " [imatrix]";
+    std::fprintf(stderr, "[%4lld/%4lld] %-36s %-16s %5s -> %-5s %9.2f MiB%s\n", static_cast<long long>(p.index + 1),
+                 static_cast<long long>(p.n_tensors), p.source->name.c_str(), shape_string(p.source->shape).c_str(),
+                 std::string(gguf::tensor_type_name(p.source->type)).c_str(),
+                 std::string(gguf::tensor_type_name(p.new_type)).c_str(), p.new_bytes / 1048576.0, note.c_str());
+  };
+  std::fprintf(stderr, "quantize: %s -> %s as %s with %d threads%s\n", o.input.c_str(), o.output.c_str(),
+               std::string(mix->name).c_str(), options.n_threads, imatrix ? ", importance-weighted" : "");
+  auto summary = quant::quantize_model(*source, o.output, options);
+  if (!summary.ok()) return fail(summary.status().message());
+  const double bpw = 8.0 * static_cast<double>(summary->output_tensor_bytes) / static_cast<double>(summary->n_parameters);
+  std::fprintf(stderr,
+               "quantize: %.2f MiB -> %.2f MiB of tensors (%.2f bits per weight), %lld fallbacks, %lld tensors "
+               "importance-weighted, %.1f s\n",
+               summary->source_tensor_bytes / 1048576.0, summary->output_tensor_bytes / 1048576.0, bpw,
+               static_cast<long long>(summary->n_fallbacks), static_cast<long long>(summary->n_with_importance),
+               summary->seconds);
+  return 0;
+}
+
+}  // namespace
+
+void register_quantize(CLI::App& app) {
+  auto o = std::make_shared<QuantizeCliOptions>();
+  CLI::App* cmd = app.add_subcommand("quantize", "Convert a GGUF model to another type (Q4_K_M, Q8_0, F16 ...)");
+  cmd->add_option("input", o->input, "Source GGUF (F32/F16/BF16, or quantized: dequantized first)")->required();
+  cmd->add_option("output", o->output, "GGUF file to write")->required();
+  cmd->add_option("type", o->type, "One of: " + known_types())->required();
+  cmd->add_option("--imatrix", o->imatrix, "Importance matrix from `tokenmill imatrix` to weight the errors");
+  cmd->add_option("--method", o->method, "rtn (round to nearest with scale search); gptq is not implemented")
+      ->capture_default_str();
+  cmd->add_option("-t,--threads", o->n_threads, "Threads (default: all CPUs)")->check(CLI::Range(0, 1024));
+  cmd->callback([o] { exit_code() = run_quantize(*o); });
+}
+
+}  // namespace tokenmill::cli

@@ -1,0 +1,160 @@
+#include "quant/quantize_mix.h"
+
+#include <array>
+#include <cctype>
+#include <charconv>
+
+#include "quant/type_traits.h"
+
+namespace tokenmill::quant {
+
+namespace {
+
+using gguf::TensorType;
+
+constexpr std::array<MixInfo, 14> kMixes = {{
+    {Mix::kF32, "F32", TensorType::kF32, 0, "32-bit float: the lossless reference"},
+    {Mix::kF16, "F16", TensorType::kF16, 1, "16-bit float weight matrices"},
+    {Mix::kBF16, "BF16", TensorType::kBF16, 32, "bfloat16 weight matrices"},
+    {Mix::kQ8_0, "Q8_0", TensorType::kQ8_0, 7, "8.5 bits per weight, nearly lossless"},
+    {Mix::kQ6_K, "Q6_K", TensorType::kQ6_K, 18, "6.56 bpw K-quant"},
+    {Mix::kQ5_K_M, "Q5_K_M", TensorType::kQ5_K, 17, "Q5_K, with Q6_K for attn_v / ffn_down in some layers"},
+    {Mix::kQ5_K_S, "Q5_K_S", TensorType::kQ5_K, 16, "Q5_K throughout"},
+    {Mix::kQ5_0, "Q5_0", TensorType::kQ5_0, 8, "legacy 5.5 bpw, 32-element blocks"},
+    {Mix::kQ4_K_M, "Q4_K_M", TensorType::kQ4_K, 15, "Q4_K, with Q6_K for attn_v / ffn_down in some layers"},
+    {Mix::kQ4_K_S, "Q4_K_S", TensorType::kQ4_K, 14, "Q4_K, Q5_K for the first layers' attn_v / ffn_down"},
+    {Mix::kQ4_0, "Q4_0", TensorType::kQ4_0, 2, "legacy 4.5 bpw, 32-element blocks"},
+    {Mix::kQ3_K_M, "Q3_K_M", TensorType::kQ3_K, 12, "Q3_K, with Q4_K / Q5_K for attn_v, attn_output, ffn_down"},
+    {Mix::kQ3_K_S, "Q3_K_S", TensorType::kQ3_K, 11, "Q3_K throughout"},
+    {Mix::kQ2_K, "Q2_K", TensorType::kQ2_K, 10, "Q2_K, with Q3_K / Q4_K for attn_v, attn_output, ffn_down"},
+}};
+
+bool equal_ignoring_case(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::toupper(static_cast<unsigned char>(a[i])) != std::toupper(static_cast<unsigned char>(b[i]))) return false;
+  }
+  return true;
+}
+
+bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
+
+bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
+
+// The layers whose attn_v / ffn_down get more bits in the _M mixes: the first and last
+// eighth, and every third layer in between.
+bool layer_gets_more_bits(int32_t layer, int32_t n_layers) {
+  return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
+}
+
+enum class Role { kOutput, kTokenEmbedding, kAttentionV, kAttentionOutput, kFfnDown, kOther };
+
+Role role_of(std::string_view name, const ModelFacts& model) {
+  if (name == "output.weight") return Role::kOutput;
+  if (name == "token_embd.weight") return model.tied_embeddings ? Role::kOutput : Role::kTokenEmbedding;
+  if (contains(name, "attn_v.weight")) return Role::kAttentionV;
+  if (contains(name, "attn_output.weight")) return Role::kAttentionOutput;
+  if (contains(name, "ffn_down")) return Role::kFfnDown;
+  return Role::kOther;
+}
+
+// The type a role asks for, before the row-length check.
+TensorType role_type(const MixInfo& mix, Role role, int32_t layer, const ModelFacts& model, int64_t row_length,
+                     bool has_imatrix) {
+  const TensorType base = mix.base_type;
+  const int32_t n = model.n_layers;
+  const int32_t gqa = model.n_kv_heads > 0 ? model.n_heads / model.n_kv_heads : 1;
+  switch (role) {
+    case Role::kOutput:
+      // The output projection scores every token of the vocabulary: Q6_K at least, or
+      // Q8_0 where Q6_K's 256-element block does not fit the rows.
+      if (row_length % type_traits(base).block_size != 0) return TensorType::kQ8_0;
+      return base == TensorType::kQ8_0 ? TensorType::kQ8_0 : TensorType::kQ6_K;
+    case Role::kTokenEmbedding:
+    case Role::kOther:
+      return base;
+    case Role::kAttentionV:
+      switch (mix.mix) {
+        case Mix::kQ2_K: return gqa >= 4 ? TensorType::kQ4_K : TensorType::kQ3_K;
+        case Mix::kQ3_K_M: return layer < 2 ? TensorType::kQ5_K : TensorType::kQ4_K;
+        case Mix::kQ4_K_M:
+        case Mix::kQ5_K_M: return layer_gets_more_bits(layer, n) ? TensorType::kQ6_K : base;
+        case Mix::kQ4_K_S: return layer < 4 ? TensorType::kQ5_K : base;
+        default: return base;
+      }
+    case Role::kAttentionOutput:
+      switch (mix.mix) {
+        case Mix::kQ2_K: return TensorType::kQ3_K;
+        case Mix::kQ3_K_M: return TensorType::kQ4_K;
+        default: return base;
+      }
+    case Role::kFfnDown:
+      switch (mix.mix) {
+        case Mix::kQ2_K: return TensorType::kQ3_K;
+        case Mix::kQ3_K_M: return layer < n / 16 ? TensorType::kQ5_K : TensorType::kQ4_K;
+        case Mix::kQ4_K_M:
+        case Mix::kQ5_K_M: return layer_gets_more_bits(layer, n) ? TensorType::kQ6_K : base;
+        case Mix::kQ4_K_S: return layer < n / 8 ? TensorType::kQ5_K : base;
+        case Mix::kQ4_0: return has_imatrix && layer < n / 8 ? TensorType::kQ4_1 : base;
+        case Mix::kQ5_0: return has_imatrix && layer < n / 8 ? TensorType::kQ5_1 : base;
+        default: return base;
+      }
+  }
+  return base;
+}
+
+// A 32-element type of about the same size for rows a 256-element block does not divide.
+TensorType fallback_type(TensorType wanted) {
+  switch (wanted) {
+    case TensorType::kQ2_K:
+    case TensorType::kQ3_K: return TensorType::kQ4_0;
+    case TensorType::kQ4_K: return TensorType::kQ5_0;
+    case TensorType::kQ5_K: return TensorType::kQ5_1;
+    case TensorType::kQ6_K: return TensorType::kQ8_0;
+    default: return TensorType::kF16;
+  }
+}
+
+}  // namespace
+
+std::span<const MixInfo> all_mixes() { return kMixes; }
+
+std::optional<MixInfo> find_mix(std::string_view name) {
+  for (const MixInfo& m : kMixes) {
+    if (equal_ignoring_case(m.name, name)) return m;
+  }
+  return std::nullopt;
+}
+
+int32_t layer_of_tensor(std::string_view name) {
+  constexpr std::string_view kPrefix = "blk.";
+  if (name.substr(0, kPrefix.size()) != kPrefix) return -1;
+  const char* begin = name.data() + kPrefix.size();
+  const char* end = name.data() + name.size();
+  int32_t layer = -1;
+  auto [ptr, ec] = std::from_chars(begin, end, layer);
+  if (ec != std::errc() || ptr == end || *ptr != '.') return -1;
+  return layer;
+}
+
+bool is_quantizable_weight(const TensorFacts& t) {
+  return t.n_dims >= 2 && ends_with(t.name, "weight") && !contains(t.name, "_norm.weight");
+}
+
+TypeChoice choose_tensor_type(const MixInfo& mix, const TensorFacts& tensor, const ModelFacts& model,
+                              bool has_imatrix) {
+  if (!is_quantizable_weight(tensor)) return {TensorType::kF32, TensorType::kF32, false};
+  if (!type_traits(mix.base_type).is_quantized) return {mix.base_type, mix.base_type, true};
+  const TensorType wanted = role_type(mix, role_of(tensor.name, model), layer_of_tensor(tensor.name), model,
+                                      tensor.row_length, has_imatrix);
+  TensorType type = wanted;
+  if (tensor.row_length % type_traits(type).block_size != 0) {
+    type = fallback_type(wanted);
+    if (tensor.row_length % type_traits(type).block_size != 0) type = TensorType::kF16;
+  }
+  return {type, wanted, true};
+}
+
+}  // namespace tokenmill::quant

@@ -1,0 +1,196 @@
+#include "quant/quantize_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <mutex>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "base/timer.h"
+#include "gguf/gguf_writer.h"
+#include "quant/quant.h"
+
+namespace tokenmill::quant {
+
+namespace {
+
+using gguf::TensorType;
+
+std::string base_name(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+bool is_recorded_by_us(const std::string& key) {
+  return key == "general.file_type" || key == "general.quantization_version" || key.rfind("tokenmill.quantize.", 0) == 0;
+}
+
+// Per-column importance for the error weights: E[x_j^2] scaled to mean 1, with a small
+// floor so that a channel never seen active still counts a little (an all-zero weight
+// group would otherwise have no scale to fit).
+std::vector<float> importance_weights(const ImportanceEntry& entry) {
+  std::vector<float> w = entry.mean_sq();
+  double mean = 0.0;
+  for (float v : w) mean += v;
+  mean /= static_cast<double>(std::max<size_t>(1, w.size()));
+  if (!(mean > 0.0)) return std::vector<float>(w.size(), 1.0f);
+  constexpr float kFloor = 1e-3f;
+  for (float& v : w) v = static_cast<float>(v / mean) + kFloor;
+  return w;
+}
+
+// Converts every row of `info` from its type to new_type.
+Status convert_tensor(const gguf::File& file, const gguf::TensorInfo& info, TensorType new_type,
+                      const float* importance, ThreadPool& pool, std::vector<uint8_t>& out) {
+  const int64_t n_cols = info.shape[0];
+  const int64_t n_rows = info.n_rows();
+  const TypeTraits* source = find_type_traits(info.type);
+  if (!source) {
+    return unsupported("tensor '" + info.name + "' has type " + std::string(gguf::tensor_type_name(info.type)) +
+                       ", which cannot be converted");
+  }
+  const size_t source_row_bytes = info.n_bytes / static_cast<size_t>(std::max<int64_t>(1, n_rows));
+  const size_t out_row_bytes = row_size(new_type, n_cols);
+  out.assign(out_row_bytes * static_cast<size_t>(n_rows), 0);
+  const uint8_t* src = file.tensor_data(info).data();
+
+  std::mutex error_mutex;
+  int64_t bad_row = -1;
+  std::vector<std::vector<float>> row_buffers(pool.n_threads(), std::vector<float>(n_cols));
+  pool.parallel_for(static_cast<size_t>(n_rows), [&](int thread, size_t begin, size_t end) {
+    float* values = row_buffers[thread].data();  // [n_cols]
+    for (size_t r = begin; r < end; ++r) {
+      source->dequantize_row(src + r * source_row_bytes, values, n_cols);
+      if (!std::all_of(values, values + n_cols, [](float v) { return std::isfinite(v); })) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (bad_row < 0 || static_cast<int64_t>(r) < bad_row) bad_row = static_cast<int64_t>(r);
+        return;
+      }
+      quantize_row_weighted(new_type, values, out.data() + r * out_row_bytes, n_cols, importance);
+    }
+  });
+  if (bad_row >= 0) {
+    return corrupt_data("tensor '" + info.name + "' holds a non-finite value in row " + std::to_string(bad_row));
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<ModelFacts> read_model_facts(const gguf::File& file) {
+  auto arch = file.get_string("general.architecture");
+  if (!arch.ok()) return invalid_argument("not a model file: general.architecture is missing");
+  ModelFacts facts;
+  auto n_layers = file.get_int(*arch + ".block_count");
+  if (!n_layers.ok() || *n_layers <= 0 || *n_layers > 100000) {
+    return invalid_argument("not a model file: " + *arch + ".block_count is missing or out of range");
+  }
+  facts.n_layers = static_cast<int32_t>(*n_layers);
+  facts.n_heads = static_cast<int32_t>(file.get_int_or(*arch + ".attention.head_count", 1));
+  facts.n_kv_heads = static_cast<int32_t>(file.get_int_or(*arch + ".attention.head_count_kv", facts.n_heads));
+  facts.tied_embeddings = file.find_tensor("output.weight") == nullptr;
+  return facts;
+}
+
+Status check_importance_matrix(const ImportanceMatrix& imatrix, const gguf::File& file) {
+  int64_t n_matched = 0;
+  for (const auto& [name, entry] : imatrix.entries) {
+    const gguf::TensorInfo* info = file.find_tensor(name);
+    if (!info) {
+      return invalid_argument("the imatrix has an entry for '" + name +
+                              "', which this model does not have: it was made from another model");
+    }
+    if (static_cast<int64_t>(entry.sum_sq.size()) != info->shape[0]) {
+      return invalid_argument("the imatrix entry for '" + name + "' has " + std::to_string(entry.sum_sq.size()) +
+                              " columns but the tensor has " + std::to_string(info->shape[0]) +
+                              ": it was made from another model");
+    }
+    ++n_matched;
+  }
+  if (n_matched == 0) return invalid_argument("the imatrix matches no tensor of the model");
+  return {};
+}
+
+Result<QuantizeSummary> quantize_model(const gguf::File& source, const std::string& output_path,
+                                       const QuantizeOptions& options) {
+  Timer timer;
+  auto facts = read_model_facts(source);
+  if (!facts.ok()) return facts.status();
+  if (options.imatrix) TM_RETURN_IF_ERROR(check_importance_matrix(*options.imatrix, source));
+
+  int64_t n_quantized_sources = 0;
+  for (const gguf::TensorInfo& t : source.tensors()) {
+    if (is_quantizable_weight({t.name, static_cast<int32_t>(t.shape.size()), t.shape[0]}) &&
+        find_type_traits(t.type) && type_traits(t.type).is_quantized) {
+      ++n_quantized_sources;
+    }
+  }
+  if (n_quantized_sources > 0 && options.on_requantize) options.on_requantize(n_quantized_sources);
+
+  gguf::Writer writer;
+  for (const gguf::KeyValue& kv : source.metadata()) {
+    if (!is_recorded_by_us(kv.key)) writer.set(kv.key, kv.value);
+  }
+  writer.set_u32("general.quantization_version", 2);
+  writer.set_u32("general.file_type", options.mix.llama_file_type);
+  writer.set_string("tokenmill.quantize.type", std::string(options.mix.name));
+  writer.set_string("tokenmill.quantize.source", base_name(source.path()));
+  writer.set_string("tokenmill.quantize.method", options.imatrix ? "imatrix" : "rtn");
+  writer.set_bool("tokenmill.quantize.requantized", n_quantized_sources > 0);
+  if (options.imatrix) {
+    writer.set_string("tokenmill.quantize.imatrix.file", base_name(options.imatrix_path));
+    writer.set_u32("tokenmill.quantize.imatrix.chunk_count", options.imatrix->n_chunks);
+    writer.set_strings("tokenmill.quantize.imatrix.datasets", options.imatrix->datasets);
+  }
+
+  ThreadPool pool(std::max(1, options.n_threads));
+  QuantizeSummary summary;
+  const int64_t n_tensors = static_cast<int64_t>(source.tensors().size());
+  std::vector<uint8_t> converted;
+  for (int64_t i = 0; i < n_tensors; ++i) {
+    const gguf::TensorInfo& info = source.tensors()[i];
+    const TensorFacts tensor{info.name, static_cast<int32_t>(info.shape.size()), info.shape[0]};
+    TypeChoice choice = choose_tensor_type(options.mix, tensor, *facts, options.imatrix != nullptr);
+    summary.source_tensor_bytes += info.n_bytes;
+    summary.n_parameters += info.n_elements();
+
+    TensorProgress progress;
+    progress.index = i;
+    progress.n_tensors = n_tensors;
+    progress.source = &info;
+    progress.wanted_type = choice.wanted;
+
+    std::span<const uint8_t> data;
+    if (!find_type_traits(info.type) && !choice.quantized_weight) {
+      // An integer tensor or similar that is not a weight matrix: carried over as is.
+      choice.type = info.type;
+      data = source.tensor_data(info);
+    } else if (choice.type == info.type) {
+      // Already in the wanted type: copying loses nothing, requantizing would.
+      data = source.tensor_data(info);
+    } else {
+      std::vector<float> importance;
+      if (options.imatrix && choice.quantized_weight && supports_weighted_quantization(choice.type)) {
+        if (const ImportanceEntry* entry = options.imatrix->find(info.name)) {
+          importance = importance_weights(*entry);
+          progress.used_importance = true;
+          ++summary.n_with_importance;
+        }
+      }
+      TM_RETURN_IF_ERROR(convert_tensor(source, info, choice.type, importance.empty() ? nullptr : importance.data(),
+                                        pool, converted));
+      data = converted;
+    }
+    if (choice.type != choice.wanted) ++summary.n_fallbacks;
+    TM_RETURN_IF_ERROR(writer.add_tensor(info.name, choice.type, info.shape, data));
+    summary.output_tensor_bytes += data.size();
+    progress.new_type = choice.type;
+    progress.new_bytes = data.size();
+    if (options.on_tensor) options.on_tensor(progress);
+  }
+  TM_RETURN_IF_ERROR(writer.write(output_path));
+  summary.seconds = timer.seconds();
+  return summary;
+}
+
+}  // namespace tokenmill::quant
