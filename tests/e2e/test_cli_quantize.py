@@ -1,0 +1,137 @@
+"""`tokenmill quantize`, `imatrix` and `perplexity` on the default model, as a user runs them."""
+import json
+import math
+import re
+
+import pytest
+
+from conftest import ROOT, run
+
+TEXT_EN = ROOT / "tests/fixtures/text/eval_en.txt"
+CALIB = ROOT / "tests/fixtures/text/calib.txt"
+SMALL = ["--ctx", "64", "--chunks", "2", "-t", "2"]
+
+
+def tensor_types(tokenmill, path):
+    info = run([tokenmill, "info", str(path)])
+    assert info.returncode == 0, info.stderr
+    return dict(re.findall(r"^\s+(\S+\.weight)\s+(\S+)\s", info.stdout, re.M))
+
+
+@pytest.fixture(scope="module")
+def q8_model(tokenmill, default_model, tmp_path_factory):
+    out = tmp_path_factory.mktemp("quant") / "q8_0.gguf"
+    result = run([tokenmill, "quantize", default_model, str(out), "Q8_0", "-t", "2"])
+    assert result.returncode == 0, result.stderr
+    assert "requantizing loses quality" in result.stderr  # the source is Q4_K_M
+    return out
+
+
+def test_q8_0_from_the_default_model_loads_and_generates(tokenmill, q8_model):
+    types = tensor_types(tokenmill, q8_model)
+    assert types["blk.0.attn_q.weight"] == "q8_0"
+    assert types["token_embd.weight"] == "q8_0"
+    assert types["blk.0.attn_norm.weight"] == "f32"
+    info = run([tokenmill, "info", str(q8_model)]).stdout
+    assert re.search(r"general\.file_type\s+u32\s+7\b", info)
+    assert '"Q8_0"' in info and "tokenmill.quantize.source" in info
+    gen = run([tokenmill, "run", "-m", str(q8_model), "-p", "The capital of France is", "-n", "8", "--temp", "0"])
+    assert gen.returncode == 0, gen.stderr
+    assert len(gen.stdout.strip()) > 0
+
+
+def test_q4_0_mix_and_perplexity(tokenmill, default_model, tmp_path):
+    out = tmp_path / "q4_0.gguf"
+    result = run([tokenmill, "quantize", default_model, str(out), "q4_0", "-t", "2"])
+    assert result.returncode == 0, result.stderr
+    types = tensor_types(tokenmill, out)
+    assert types["blk.3.ffn_up.weight"] == "q4_0"
+    assert types["token_embd.weight"] == "q8_0"  # tied output: Q6_K does not fit 640-wide rows
+    ppl = run([tokenmill, "perplexity", "-m", str(out), "-f", str(TEXT_EN), "--json", *SMALL])
+    assert ppl.returncode == 0, ppl.stderr
+    assert 3 < json.loads(ppl.stdout)["ppl"] < 300
+
+
+def test_perplexity_of_the_default_model_is_sane(tokenmill, default_model):
+    result = run([tokenmill, "perplexity", "-m", default_model, "-f", str(TEXT_EN), "--json", *SMALL])
+    assert result.returncode == 0, result.stderr
+    r = json.loads(result.stdout)
+    assert r["n_windows"] == 2 and r["n_scored"] == 2 * 31
+    assert math.isfinite(r["ppl"]) and 3 < r["ppl"] < 300
+    assert 0 < r["ppl_stderr"] < r["ppl"]
+
+
+def test_kl_divergence_of_a_model_against_itself_is_zero(tokenmill, default_model, tmp_path):
+    base = tmp_path / "base.tmlg"
+    saved = run([tokenmill, "perplexity", "-m", default_model, "-f", str(TEXT_EN), "--save-logits", str(base),
+                 "--kl-top-k", "64", *SMALL])
+    assert saved.returncode == 0, saved.stderr
+    compared = run([tokenmill, "perplexity", "-m", default_model, "-f", str(TEXT_EN), "--kl-base", str(base),
+                    "--json", *SMALL])
+    assert compared.returncode == 0, compared.stderr
+    r = json.loads(compared.stdout)
+    assert r["kld_mean"] < 1e-6 and r["kld_max"] < 1e-5
+    assert r["top1_agreement"] == 1.0
+    assert abs(r["ln_ppl_ratio"]) < 1e-5
+    # Another context length cannot be compared with it.
+    other = run([tokenmill, "perplexity", "-m", default_model, "-f", str(TEXT_EN), "--kl-base", str(base),
+                 "--ctx", "32", "--chunks", "2"])
+    assert other.returncode != 0 and "--ctx 64" in other.stderr
+
+
+def test_imatrix_then_importance_weighted_quantize(tokenmill, default_model, tmp_path):
+    imatrix = tmp_path / "calib.imatrix"
+    made = run([tokenmill, "imatrix", "-m", default_model, "-f", str(CALIB), "-o", str(imatrix), *SMALL])
+    assert made.returncode == 0, made.stderr
+    assert "127 weight matrices" in made.stdout  # 18 layers x 7, plus the tied output
+    out = tmp_path / "q3_k_m.gguf"
+    result = run([tokenmill, "quantize", default_model, str(out), "Q3_K_M", "--imatrix", str(imatrix), "-t", "2"])
+    assert result.returncode == 0, result.stderr
+    assert "[imatrix]" in result.stderr
+    assert "tokenmill.quantize.method" in run([tokenmill, "info", str(out)]).stdout
+
+
+def test_calibration_text_shorter_than_a_context_is_refused(tokenmill, default_model, tmp_path):
+    short = tmp_path / "short.txt"
+    short.write_text("Too short.")
+    result = run([tokenmill, "imatrix", "-m", default_model, "-f", str(short), "-o", str(tmp_path / "x.imatrix")])
+    assert result.returncode != 0
+    assert "fewer than one context" in result.stderr
+    assert not (tmp_path / "x.imatrix").exists()
+
+
+def test_bad_inputs_give_clear_errors_and_leave_nothing(tokenmill, default_model, tmp_path):
+    out = tmp_path / "out.gguf"
+
+    unknown = run([tokenmill, "quantize", default_model, str(out), "Q4_K_X"])
+    assert unknown.returncode != 0 and "unknown type 'Q4_K_X'" in unknown.stderr and "Q4_K_M" in unknown.stderr
+
+    missing = run([tokenmill, "quantize", str(tmp_path / "nope.gguf"), str(out), "Q8_0"])
+    assert missing.returncode != 0 and "nope.gguf" in missing.stderr
+
+    truncated = tmp_path / "truncated.gguf"
+    with open(default_model, "rb") as f:
+        truncated.write_bytes(f.read(10_000_000))
+    cut = run([tokenmill, "quantize", str(truncated), str(out), "Q8_0"])
+    assert cut.returncode != 0 and "error:" in cut.stderr
+
+    gguf = pytest.importorskip("gguf")
+    import numpy as np
+    foreign = tmp_path / "foreign.imatrix"
+    writer = gguf.GGUFWriter(str(foreign), arch="imatrix")
+    writer.add_string("general.type", "imatrix")
+    writer.add_tensor("blk.40.attn_q.weight.in_sum2", np.ones((1, 4096), dtype=np.float32))
+    writer.add_tensor("blk.40.attn_q.weight.counts", np.ones((1, 1), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    mismatch = run([tokenmill, "quantize", default_model, str(out), "Q4_K_M", "--imatrix", str(foreign)])
+    assert mismatch.returncode != 0
+    assert "blk.40.attn_q.weight" in mismatch.stderr and "another model" in mismatch.stderr
+
+    gptq = run([tokenmill, "quantize", default_model, str(out), "Q4_K_M", "--method", "gptq"])
+    assert gptq.returncode != 0 and "not implemented" in gptq.stderr
+
+    assert not out.exists()
+    assert not any(p.name.startswith("out.gguf") for p in tmp_path.iterdir())
