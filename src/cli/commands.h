@@ -16,5 +16,6 @@ void register_perplexity(CLI::App& app);
 void register_quantize(CLI::App& app);
 void register_imatrix(CLI::App& app);
 void register_serve(CLI::App& app);
+void register_bench_serve(CLI::App& app);
 
 }  // namespace tokenmill::cli
