@@ -255,25 +255,31 @@ Json metadata_json(const gguf::Value& value) {
   return nullptr;
 }
 
+// Parsing and tokenizing run on the preparation threads; the engine call starts on the
+// connection's strand.
 void handle_generate(bool chat, const RouteContext& context, const HttpRequest& request,
                      const std::shared_ptr<Responder>& out) {
-  const Json body = parse_json_object(request.body);
-  OllamaRequest parsed = parse_ollama_request(chat, body, context.model);
-  if (parsed.load_only) {
-    Json done = {{"model", context.model.name()}, {"created_at", rfc3339(std::chrono::system_clock::now())}};
-    if (chat) {
-      done["message"] = {{"role", "assistant"}, {"content", ""}};
-    } else {
-      done["response"] = "";
+  prepare_then(context, request.path, out, [chat, &context, out, body = request.body]() -> std::function<void()> {
+    const Json json = parse_json_object(body);
+    auto parsed = std::make_shared<OllamaRequest>(parse_ollama_request(chat, json, context.model));
+    if (parsed->load_only) {
+      Json done = {{"model", context.model.name()}, {"created_at", rfc3339(std::chrono::system_clock::now())}};
+      if (chat) {
+        done["message"] = {{"role", "assistant"}, {"content", ""}};
+      } else {
+        done["response"] = "";
+      }
+      done["done"] = true;
+      done["done_reason"] = "load";
+      return [out, answer = dump_json(done)] { out->send(200, "application/json", answer); };
     }
-    done["done"] = true;
-    done["done_reason"] = "load";
-    out->send(200, "application/json", dump_json(done));
-    return;
-  }
-  parsed.request.id = new_response_id(chat ? "ollama-chat-" : "ollama-generate-");
-  auto sink = std::make_unique<OllamaSink>(parsed, context.model);
-  start_engine_call(context.model.engine(), std::move(parsed.request), out, std::move(sink), context.calls);
+    parsed->request.id = new_response_id(chat ? "ollama-chat-" : "ollama-generate-");
+    return [&context, out, parsed] {
+      if (!out->connected()) return;
+      auto sink = std::make_unique<OllamaSink>(*parsed, context.model);
+      start_engine_call(context.model.engine(), std::move(parsed->request), out, std::move(sink), context.calls);
+    };
+  });
 }
 
 }  // namespace

@@ -238,13 +238,21 @@ Json model_object(const RouteContext& context) {
           {"max_model_len", model.max_context()}};
 }
 
+// Parsing and tokenizing run on the preparation threads; the engine call starts on the
+// connection's strand.
 void handle_generation(bool chat, const RouteContext& context, const HttpRequest& request,
                        const std::shared_ptr<Responder>& out) {
-  const Json body = parse_json_object(request.body);
-  OpenAiRequest parsed = chat ? parse_chat_request(body, context.model) : parse_completion_request(body, context.model);
-  parsed.request.id = new_response_id(chat ? "chatcmpl-" : "cmpl-");
-  auto sink = std::make_unique<OpenAiSink>(chat, parsed, context.model);
-  start_engine_call(context.model.engine(), std::move(parsed.request), out, std::move(sink), context.calls);
+  prepare_then(context, request.path, out, [chat, &context, out, body = request.body]() -> std::function<void()> {
+    const Json json = parse_json_object(body);
+    auto parsed = std::make_shared<OpenAiRequest>(chat ? parse_chat_request(json, context.model)
+                                                       : parse_completion_request(json, context.model));
+    parsed->request.id = new_response_id(chat ? "chatcmpl-" : "cmpl-");
+    return [chat, &context, out, parsed] {
+      if (!out->connected()) return;
+      auto sink = std::make_unique<OpenAiSink>(chat, *parsed, context.model);
+      start_engine_call(context.model.engine(), std::move(parsed->request), out, std::move(sink), context.calls);
+    };
+  });
 }
 
 }  // namespace

@@ -4,18 +4,33 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
 
 #include "server/engine_call.h"
 #include "server/router.h"
 #include "server/served_model.h"
+#include "server/work_queue.h"
 
 namespace tokenmill::server {
 
 struct RouteContext {
   const ServedModel& model;
   CallTracker& calls;
+  WorkQueue& prep;  // where request bodies are parsed and prompts tokenized
   std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
 };
+
+// Work that turns a request body into something to start; returns what to run next on
+// the connection's strand (e.g. start_engine_call).
+using Preparation = std::function<std::function<void()>()>;
+
+// Runs prepare on context.prep (off the I/O threads), then its continuation on out's
+// strand. An ApiError thrown by either is answered as path's API expects; any other
+// exception becomes a 500.
+void prepare_then(const RouteContext& context, const std::string& path, std::shared_ptr<Responder> out,
+                  Preparation prepare);
 
 // POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /v1/models/{id}.
 void add_openai_routes(Router& router, const RouteContext& context);

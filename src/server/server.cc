@@ -18,7 +18,7 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
 }
 
 Server::Server(ServerConfig config, const ServedModel& model)
-    : config_(std::move(config)), model_(model), context_{model, calls_} {
+    : config_(std::move(config)), model_(model), prep_(config_.n_prep_threads), context_{model, calls_, prep_} {
   add_openai_routes(router_, context_);
   add_ollama_routes(router_, context_);
   add_metrics_routes(router_, context_);
@@ -26,7 +26,10 @@ Server::Server(ServerConfig config, const ServedModel& model)
                                                             std::shared_ptr<Responder> out) { handle(request, out); });
 }
 
-Server::~Server() { http_->stop(); }
+Server::~Server() {
+  prep_.stop();  // its tasks hold connections, which must go before the I/O context
+  http_->stop();
+}
 
 Status Server::start() { return http_->start(); }
 
@@ -54,6 +57,7 @@ void Server::handle(const HttpRequest& request, const std::shared_ptr<Responder>
 void Server::shutdown(std::chrono::milliseconds grace) {
   http_->stop_accepting();
   calls_.start_draining();
+  prep_.stop();  // requests being prepared start (or are refused) before the engine stops
   model_.engine().shutdown(grace);
   // Every engine request has now finished; give their last bytes a moment to be written.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);

@@ -17,6 +17,7 @@
 #include "server/route_context.h"
 #include "server/router.h"
 #include "server/served_model.h"
+#include "server/work_queue.h"
 
 namespace tokenmill::server {
 
@@ -24,6 +25,8 @@ struct ServerConfig {
   HttpServerConfig http;
   // When not empty, every route but /health requires "Authorization: Bearer <api_key>".
   std::string api_key;
+  // Threads that parse request bodies and tokenize prompts, off the I/O threads.
+  int n_prep_threads = 2;
 };
 
 class Server {
@@ -47,6 +50,7 @@ class Server {
   ServerConfig config_;
   const ServedModel& model_;
   CallTracker calls_;
+  WorkQueue prep_;
   RouteContext context_;
   Router router_;
   std::unique_ptr<HttpServer> http_;
