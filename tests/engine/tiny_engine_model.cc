@@ -11,9 +11,14 @@ namespace tokenmill::engine::testing {
 
 namespace {
 
-const char* kWords[] = {"\xE2\x96\x81the", "\xE2\x96\x81cat", "\xE2\x96\x81sat", "\xE2\x96\x81on", "\xE2\x96\x81a",
-                        "\xE2\x96\x81mat", "\xE2\x96\x81and", "\xE2\x96\x81dog", "\xE2\x96\x81ran", "\xE2\x96\x81far",
-                        "\xE2\x96\x81", "e", "t", "a", "o", "n", "s", "r", "h", "d"};
+// U+2581 (the SentencePiece space) is written as its own string literal so that a
+// following hex-digit letter is not swallowed into the escape.
+#define TM_SPACE "\xE2\x96\x81"
+const char* kWords[] = {TM_SPACE "the", TM_SPACE "cat", TM_SPACE "sat", TM_SPACE "on",  TM_SPACE "a",
+                        TM_SPACE "mat", TM_SPACE "and", TM_SPACE "dog", TM_SPACE "ran", TM_SPACE "far",
+                        TM_SPACE,       "e",            "t",            "a",            "o",
+                        "n",            "s",            "r",            "h",            "d"};
+#undef TM_SPACE
 
 // Copies a parsed file into a writer, then adds tokenizer metadata.
 std::vector<uint8_t> with_tokenizer(const gguf::File& file, int32_t n_vocab) {
