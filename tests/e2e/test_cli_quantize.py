@@ -2,6 +2,7 @@
 import json
 import math
 import re
+import sys
 
 import pytest
 
@@ -135,3 +136,11 @@ def test_bad_inputs_give_clear_errors_and_leave_nothing(tokenmill, default_model
 
     assert not out.exists()
     assert not any(p.name.startswith("out.gguf") for p in tmp_path.iterdir())
+
+
+def test_quantized_file_loads_in_llama_cpp_with_the_same_greedy_tokens(tokenmill, q8_model):
+    pytest.importorskip("llama_cpp")
+    result = run([sys.executable, str(ROOT / "tools/check_llamacpp_interop.py"), str(q8_model), "--bin", tokenmill,
+                  "-n", "12"], timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("OK ") == 3
