@@ -2,37 +2,78 @@
 
 #include <algorithm>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace tokenmill {
 
+namespace {
+
+// How long a worker polls for the next job before sleeping, and the caller for claimed
+// parts to finish before yielding its core: on the order of 100 µs of pause instructions.
+constexpr int kSpinIterations = 1 << 14;
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+constexpr uint64_t pack(uint32_t generation, uint32_t next_part) {
+  return (static_cast<uint64_t>(generation) << 32) | next_part;
+}
+constexpr uint32_t generation_of(uint64_t state) { return static_cast<uint32_t>(state >> 32); }
+constexpr uint32_t next_part_of(uint64_t state) { return static_cast<uint32_t>(state); }
+
+}  // namespace
+
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
-  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
-  }
+  stopping_.store(true);
+  wake_.fetch_add(1);
   wake_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::worker_loop(int index) {
-  uint64_t seen = 0;
+void ThreadPool::run_parts(uint32_t generation) {
+  uint64_t state = state_.load(std::memory_order_acquire);
   for (;;) {
-    const std::function<void(int)>* job;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-      if (stopping_) return;
-      seen = generation_;
-      job = job_;
+    if (generation_of(state) != generation) return;
+    const uint32_t part = next_part_of(state);
+    // n_parts_ is read only while the job cannot have finished: `part` is unclaimed, so
+    // n_done_ < n_parts_. A stale read of a finished job fails the exchange below.
+    if (part >= n_parts_.load(std::memory_order_relaxed)) return;
+    if (state_.compare_exchange_weak(state, pack(generation, part + 1), std::memory_order_acquire)) {
+      (*job_)(static_cast<int>(part));
+      n_done_.fetch_add(1, std::memory_order_release);
+      state = state_.load(std::memory_order_acquire);
     }
-    (*job)(index);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--n_pending_ == 0) done_.notify_one();
+  }
+}
+
+void ThreadPool::worker_loop() {
+  uint32_t seen_wake = 0;
+  for (;;) {
+    uint32_t wake = wake_.load(std::memory_order_acquire);
+    for (int spin = 0; wake == seen_wake && spin < kSpinIterations; ++spin) {
+      cpu_relax();
+      wake = wake_.load(std::memory_order_acquire);
     }
+    if (wake == seen_wake) {
+      // Sleep. seq_cst on n_sleeping_ and wake_ (here and in run_on_all) means either
+      // this worker sees the new job or the publisher sees it sleeping and notifies.
+      n_sleeping_.fetch_add(1);
+      wake_.wait(seen_wake);
+      n_sleeping_.fetch_sub(1);
+      continue;
+    }
+    seen_wake = wake;
+    if (stopping_.load()) return;
+    run_parts(generation_of(state_.load(std::memory_order_acquire)));
   }
 }
 
@@ -41,17 +82,23 @@ void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
     fn(0);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &fn;
-    n_pending_ = n_threads_ - 1;
-    ++generation_;
-  }
-  wake_.notify_all();
+  const uint32_t generation = generation_of(state_.load(std::memory_order_relaxed)) + 1;
+  job_ = &fn;
+  n_parts_.store(static_cast<uint32_t>(n_threads_), std::memory_order_relaxed);
+  n_done_.store(0, std::memory_order_relaxed);
+  state_.store(pack(generation, 1), std::memory_order_release);  // part 0 is ours
+  wake_.fetch_add(1);                                             // seq_cst
+  if (n_sleeping_.load() > 0) wake_.notify_all();
   fn(0);
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [&] { return n_pending_ == 0; });
-  job_ = nullptr;
+  n_done_.fetch_add(1, std::memory_order_relaxed);
+  run_parts(generation);  // parts no worker has claimed yet
+  for (int spin = 0; n_done_.load(std::memory_order_acquire) != static_cast<uint32_t>(n_threads_); ++spin) {
+    if (spin < kSpinIterations) {
+      cpu_relax();
+    } else {
+      std::this_thread::yield();  // a worker was preempted inside its part
+    }
+  }
 }
 
 void ThreadPool::parallel_for(size_t n, const std::function<void(int, size_t, size_t)>& fn) {

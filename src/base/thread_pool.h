@@ -2,14 +2,24 @@
 // Threads are created once; parallel_for wakes them, the caller's thread takes a share of
 // the work too, and the call returns when every index has run.
 //
-// Thread-safety: one parallel_for at a time per pool (the engine thread owns the pool).
+// A decode step is ~250 small parallel loops of 10-100 µs each, so waking a worker must
+// cost far less than a futex round trip. Workers therefore spin on an atomic job word
+// for a while after each job (kSpinIterations pause instructions, ~100 µs) and only then
+// sleep in the kernel. Between forward passes they fall asleep and use no CPU.
+//
+// A job is n_threads parts. Parts are claimed, not assigned: the caller runs the first,
+// then claims any part no worker has started yet. So a worker that the OS has not
+// scheduled (more threads than free cores) delays nothing, and part p is still run by
+// exactly one thread, which makes the part index safe to use for per-thread scratch.
+//
+// Thread-safety: one parallel_for / run_on_all at a time per pool (the engine thread
+// owns the pool); fn must not call back into the same pool.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -25,25 +35,33 @@ class ThreadPool {
 
   int n_threads() const { return n_threads_; }
 
-  // Runs fn(thread_index, begin, end) over [0, n) split into n_threads contiguous
-  // ranges (some possibly empty). Returns after all ranges have run.
+  // Runs fn(part, begin, end) over [0, n) split into min(n, n_threads) contiguous
+  // ranges, part = 0, 1, ... in order of the ranges. Each part runs once, on one thread
+  // (which thread is not fixed). Returns after all parts have run.
   void parallel_for(size_t n, const std::function<void(int, size_t, size_t)>& fn);
 
-  // Runs fn(thread_index) once on every thread.
+  // Runs fn(part) once for every part in [0, n_threads), as parallel_for.
   void run_on_all(const std::function<void(int)>& fn);
 
  private:
-  void worker_loop(int index);
+  void worker_loop();
+  // Claims and runs parts of the job published as `generation` until none is left.
+  void run_parts(uint32_t generation);
 
   int n_threads_;
   std::vector<std::thread> workers_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::condition_variable done_;
-  const std::function<void(int)>* job_ = nullptr;  // guarded by mutex_
-  uint64_t generation_ = 0;                         // guarded by mutex_
-  int n_pending_ = 0;                               // guarded by mutex_
-  bool stopping_ = false;                           // guarded by mutex_
+  // The job word: generation (high 32 bits) | next unclaimed part (low 32 bits). A job is
+  // published by storing job_, n_parts_ and n_done_, then the word with a new generation
+  // and part 1 (part 0 is the caller's). A part is claimed by a compare-exchange that
+  // keeps the generation, so a late worker can never claim a part of a later job; once
+  // it holds a claimed part, job_ stays valid until that part is counted in n_done_.
+  std::atomic<uint64_t> state_{0};
+  const std::function<void(int)>* job_ = nullptr;
+  std::atomic<uint32_t> n_parts_{0};  // relaxed: ordered by state_
+  std::atomic<uint32_t> n_done_{0};
+  std::atomic<uint32_t> wake_{0};   // bumped with every job; sleepers wait on it
+  std::atomic<int> n_sleeping_{0};  // workers blocked in wake_.wait(): notify only then
+  std::atomic<bool> stopping_{false};
 };
 
 // Default thread count: the number of online CPUs.

@@ -34,6 +34,16 @@ using VecDotRowsFn = void (*)(int64_t n, const void* weights, const void* activa
                               size_t activation_stride, int64_t n_activation_rows, float* out,
                               int64_t out_stride);
 
+// Several weight rows dotted with several activation rows, a tile of a matrix product:
+//   out[t * out_stride + r] = dot(weights + r * weight_stride, activations + t * activation_stride)
+// for r in [0, n_weight_rows), t in [0, n_activation_rows); strides in bytes. Each result
+// is bit-identical to the same set's vec_dot of those two rows, whatever the tile
+// shapes, so a token's result never depends on which other tokens share its batch.
+// REQUIRES: n % block_size == 0.
+using VecDotMatrixFn = void (*)(int64_t n, const void* weights, size_t weight_stride, int64_t n_weight_rows,
+                                const void* activations, size_t activation_stride, int64_t n_activation_rows,
+                                float* out, int64_t out_stride);
+
 // Kernels for one instruction set. Each pointer is null where that set has no kernel
 // for the type (then the reference, or a lower set, is used). Call them only after a
 // run-time CPU check: quant/kernels/dispatch.h does that once and is the normal way in.
@@ -42,6 +52,7 @@ struct SimdKernels {
   VecDotRowsFn vec_dot_rows = nullptr;  // several activation rows per weight row
   // Only for activation types (Q8_0, Q8_K): bit-identical to quantize_row_ref.
   QuantizeRowFn quantize_row = nullptr;
+  VecDotMatrixFn vec_dot_matrix = nullptr;  // many weight rows x many activation rows
 };
 
 struct TypeTraits {

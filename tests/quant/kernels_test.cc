@@ -156,6 +156,59 @@ TEST_P(KernelVecDot, RowsMatchSingleRowKernel) {
   }
 }
 
+// Many weight rows x many activation rows (the matmul tile kernels), with strides wider
+// than a row, in counts that exercise every tile shape and remainder: each result must be
+// bit-identical to vec_dot of its two rows (batch invariance rests on this).
+TEST_P(KernelVecDot, MatrixMatchesSingleRowKernel) {
+  const TypeTraits& traits = type_traits(GetParam());
+  const int64_t block = traits.block_size == 1 ? 32 : traits.block_size;
+  for (int64_t n_blocks : {1, 2, 7}) {
+    const int64_t n = n_blocks * block;
+    const size_t w_row_bytes = row_size(traits.type, n);
+    const size_t a_row_bytes = row_size(traits.vec_dot_type, n);
+    const size_t w_stride = w_row_bytes + 16, a_stride = a_row_bytes + 64;
+    constexpr int64_t kMaxRows = 11, kMaxTokens = 6;
+    std::vector<uint8_t> w(kMaxRows * w_stride), a(kMaxTokens * a_stride);
+    for (int64_t r = 0; r < kMaxRows; ++r) {
+      const std::vector<uint8_t> row = quantize(traits.type, random_normal(static_cast<size_t>(n), 300 + r));
+      std::memcpy(w.data() + r * w_stride, row.data(), w_row_bytes);
+    }
+    for (int64_t t = 0; t < kMaxTokens; ++t) {
+      const std::vector<uint8_t> row = quantize(traits.vec_dot_type, random_normal(static_cast<size_t>(n), 400 + t));
+      std::memcpy(a.data() + t * a_stride, row.data(), a_row_bytes);
+    }
+    auto check = [&](const char* label, auto&& run_matrix, VecDotFn single) {
+      for (int64_t n_rows : {1, 3, 4, 5, 8, 11}) {
+        for (int64_t n_tokens : {1, 2, 3, 5, 6}) {
+          SCOPED_TRACE(std::string(label) + " n_blocks=" + std::to_string(n_blocks) + " rows=" +
+                       std::to_string(n_rows) + " tokens=" + std::to_string(n_tokens));
+          const int64_t out_stride = n_rows + 2;
+          std::vector<float> out(static_cast<size_t>(n_tokens * out_stride), -1.0f);
+          run_matrix(n, n_rows, n_tokens, out.data(), out_stride);
+          for (int64_t t = 0; t < n_tokens; ++t) {
+            for (int64_t r = 0; r < n_rows; ++r) {
+              const float expected = single(n, w.data() + r * w_stride, a.data() + t * a_stride);
+              ASSERT_EQ(testing::bits_of(out[t * out_stride + r]), testing::bits_of(expected))
+                  << "row " << r << " token " << t;
+            }
+          }
+        }
+      }
+    };
+    for (const IsaPath& path : isa_paths()) {
+      const SimdKernels& kernels = path.kernels(traits);
+      if (!path.available || kernels.vec_dot_matrix == nullptr) continue;
+      check(path.name, [&](int64_t n, int64_t n_rows, int64_t n_tokens, float* out, int64_t out_stride) {
+        kernels.vec_dot_matrix(n, w.data(), w_stride, n_rows, a.data(), a_stride, n_tokens, out, out_stride);
+      }, kernels.vec_dot);
+    }
+    const DotKernel& best = best_dot_kernel(traits.type);
+    check("dispatched", [&](int64_t n, int64_t n_rows, int64_t n_tokens, float* out, int64_t out_stride) {
+      best.dot_matrix(n, w.data(), w_stride, n_rows, a.data(), a_stride, n_tokens, out, out_stride);
+    }, best.vec_dot);
+  }
+}
+
 std::string type_name(const ::testing::TestParamInfo<TensorType>& info) {
   return std::string(type_traits(info.param).name);
 }

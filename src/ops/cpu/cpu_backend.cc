@@ -5,7 +5,9 @@
 #include <cmath>
 #include <limits>
 
+#include "base/cpu_features.h"
 #include "base/half.h"
+#include "ops/cpu/attention_kernels.h"
 #include "ops/cpu/elementwise.h"
 #include "quant/kernels/dispatch.h"
 #include "quant/quant.h"
@@ -29,11 +31,12 @@ void CpuBackend::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens,
     for (size_t t = begin; t < end; ++t) quantize_input(x + t * k, input + t * input_row_bytes, k);
   });
 
-  // Each weight row is read (and unpacked) once and dotted with every token's input row:
-  // y[t * n_rows + r] for all t.
+  // Each thread takes a contiguous range of weight rows; each weight row is read (and
+  // unpacked) once and dotted with every token's input row: y[t * n_rows + r] for all t.
   const int64_t n_rows = w.n_rows;
   pool_.parallel_for(n_rows, [&](int, size_t begin, size_t end) {
-    for (size_t r = begin; r < end; ++r) dot.dot_rows(k, w.row(r), input, input_row_bytes, n_tokens, y + r, n_rows);
+    dot.dot_matrix(k, w.row(begin), w.row_bytes, static_cast<int64_t>(end - begin), input, input_row_bytes, n_tokens,
+                   y + begin, n_rows);
   });
 }
 
@@ -101,17 +104,21 @@ void CpuBackend::scale(float* x, float factor, int64_t n) {
 void CpuBackend::store_kv(KvStorage& kv, int32_t layer, const AttentionBatch& batch, const float* k, const float* v) {
   const int32_t block_size = kv.shape().block_size;
   const int64_t row = kv.shape().row_elements();
+  const bool f16c = cpu_features().has_avx2_kernels();
+  auto convert = [&](const float* src, uint16_t* dst) {
+    if (f16c) {
+      cpu::convert_to_f16_avx2(src, dst, row);
+    } else {
+      for (int64_t i = 0; i < row; ++i) dst[i] = f32_to_f16(src[i]);
+    }
+  };
   for (size_t t = 0; t < batch.positions.size(); ++t) {
     const int32_t pos = batch.positions[t];
     const auto& table = batch.block_tables[batch.sequence_of_token[t]];
     assert(static_cast<size_t>(pos / block_size) < table.size());
     const int32_t block = table[pos / block_size];
-    uint16_t* key_dst = kv.key_row(layer, block, pos % block_size);
-    uint16_t* value_dst = kv.value_row(layer, block, pos % block_size);
-    for (int64_t i = 0; i < row; ++i) {
-      key_dst[i] = f32_to_f16(k[t * row + i]);
-      value_dst[i] = f32_to_f16(v[t * row + i]);
-    }
+    convert(k + t * row, kv.key_row(layer, block, pos % block_size));
+    convert(v + t * row, kv.value_row(layer, block, pos % block_size));
   }
 }
 
@@ -121,53 +128,62 @@ void CpuBackend::attention(const KvStorage& kv, const AttentionBatch& batch, con
   const int32_t head_dim = params.head_dim;
   const int32_t group = params.n_heads / params.n_kv_heads;
   const int64_t q_row = static_cast<int64_t>(params.n_heads) * head_dim;
-  const size_t n_items = batch.positions.size() * params.n_heads;
+  const int64_t n_tokens = static_cast<int64_t>(batch.positions.size());
+  // An item is one token's heads of one kv head (they share every key and value row).
+  // With fewer items than threads (decode of a model with one kv head), the group is
+  // split so that every thread has heads to run; the results do not change with the
+  // split (attention_kernels.h).
+  const int n_threads = pool_.n_threads();
+  const int64_t n_groups = n_tokens * params.n_kv_heads;
+  const int32_t n_splits =
+      static_cast<int32_t>(std::min<int64_t>(group, std::max<int64_t>(1, (n_threads + n_groups - 1) / n_groups)));
+  const int32_t heads_per_split = (group + n_splits - 1) / n_splits;
+  const int64_t n_items = n_groups * n_splits;
+  const bool simd = cpu_features().has_avx512_kernels() && head_dim % 16 == 0;
+  attention_scratch_.resize(n_threads);
 
-  pool_.parallel_for(n_items, [&](int, size_t begin, size_t end) {
-    std::vector<float> scores;
-    std::vector<float> q16(head_dim);
-    for (size_t item = begin; item < end; ++item) {
-      const size_t t = item / params.n_heads;
-      const int32_t h = static_cast<int32_t>(item % params.n_heads);
-      const int32_t kv_head = h / group;
+  // Items are dealt round-robin, not in contiguous ranges: a causal batch's later tokens
+  // see more keys, and contiguous ranges would leave the first thread idle.
+  pool_.run_on_all([&](int part) {
+    AttentionScratch& scratch = attention_scratch_[part];
+    for (int64_t item = part; item < n_items; item += n_threads) {
+      const int64_t t = item / (params.n_kv_heads * n_splits);
+      const int32_t kv_head = static_cast<int32_t>(item / n_splits % params.n_kv_heads);
+      const int32_t first_head = kv_head * group + static_cast<int32_t>(item % n_splits) * heads_per_split;
+      const int32_t n_heads = std::min(heads_per_split, (kv_head + 1) * group - first_head);
+      if (n_heads <= 0) continue;
       const int32_t pos = batch.positions[t];
       const auto& table = batch.block_tables[batch.sequence_of_token[t]];
       const int32_t first = params.window > 0 ? std::max(0, pos - params.window + 1) : 0;
       const int32_t n_keys = pos - first + 1;
 
-      // The query is rounded to F16 because the cache is F16 (as ggml converts it).
-      const float* qh = q + t * q_row + static_cast<int64_t>(h) * head_dim;
-      for (int32_t d = 0; d < head_dim; ++d) q16[d] = f16_to_f32(f32_to_f16(qh[d]));
-
-      scores.resize(n_keys);
-      float max_score = -std::numeric_limits<float>::infinity();
+      scratch.keys.resize(n_keys);
+      scratch.values.resize(n_keys);
+      const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
       for (int32_t j = 0; j < n_keys; ++j) {
         const int32_t p = first + j;
-        const uint16_t* key = kv.key_row(params.layer, table[p / block_size], p % block_size) +
-                              static_cast<int64_t>(kv_head) * head_dim;
-        float dot = 0.0f;
-        for (int32_t d = 0; d < head_dim; ++d) dot += q16[d] * f16_to_f32(key[d]);
-        float s = dot * params.scale;
-        if (params.softcap > 0.0f) s = params.softcap * std::tanh(s / params.softcap);
-        scores[j] = s;
-        max_score = std::max(max_score, s);
+        scratch.keys[j] = kv.key_row(params.layer, table[p / block_size], p % block_size) + head_offset;
+        scratch.values[j] = kv.value_row(params.layer, table[p / block_size], p % block_size) + head_offset;
       }
-      double sum = 0.0;
-      for (int32_t j = 0; j < n_keys; ++j) {
-        scores[j] = std::exp(scores[j] - max_score);
-        sum += scores[j];
-      }
-      const float inv_sum = static_cast<float>(1.0 / sum);
+      scratch.q.resize(static_cast<size_t>(n_heads) * head_dim);
+      scratch.scores.resize(static_cast<size_t>(n_heads) * n_keys);
 
-      float* o = out + t * q_row + static_cast<int64_t>(h) * head_dim;
-      std::fill(o, o + head_dim, 0.0f);
-      for (int32_t j = 0; j < n_keys; ++j) {
-        const int32_t p = first + j;
-        // Probabilities are rounded to F16 before meeting the F16 values, as in ggml.
-        const float weight = f16_to_f32(f32_to_f16(scores[j] * inv_sum));
-        const uint16_t* value = kv.value_row(params.layer, table[p / block_size], p % block_size) +
-                                static_cast<int64_t>(kv_head) * head_dim;
-        for (int32_t d = 0; d < head_dim; ++d) o[d] += weight * f16_to_f32(value[d]);
+      cpu::HeadGroupAttention a;
+      a.q = q + t * q_row + static_cast<int64_t>(first_head) * head_dim;
+      a.n_heads = n_heads;
+      a.head_dim = head_dim;
+      a.keys = scratch.keys.data();
+      a.values = scratch.values.data();
+      a.n_keys = n_keys;
+      a.scale = params.scale;
+      a.softcap = params.softcap;
+      a.out = out + t * q_row + static_cast<int64_t>(first_head) * head_dim;
+      a.scratch_q = scratch.q.data();
+      a.scratch_scores = scratch.scores.data();
+      if (simd) {
+        cpu::attend_head_group_avx512(a);
+      } else {
+        cpu::attend_head_group_ref(a);
       }
     }
   });

@@ -32,8 +32,16 @@ class CpuBackend final : public Backend {
                  float* out) override;
 
  private:
+  // Per-part working memory of attention(), kept between calls (no allocation per step).
+  struct AttentionScratch {
+    std::vector<const uint16_t*> keys, values;  // [n_keys] F16 rows of one kv head
+    std::vector<float> q;                       // [heads of the item, head_dim]
+    std::vector<float> scores;                  // [heads of the item, n_keys]
+  };
+
   ThreadPool pool_;
   std::vector<uint8_t> quantized_input_;  // activations converted to the weight's dot-product type
+  std::vector<AttentionScratch> attention_scratch_;  // [n_threads]
 };
 
 }  // namespace tokenmill::ops

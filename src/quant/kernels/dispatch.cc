@@ -42,6 +42,7 @@ ChoiceTable choose_kernels() {
       if (set.kernels.vec_dot != nullptr) {
         choice.dot.vec_dot = set.kernels.vec_dot;
         choice.dot.vec_dot_rows = set.kernels.vec_dot_rows;
+        choice.dot.vec_dot_matrix = set.kernels.vec_dot_matrix;
         choice.dot.isa = set.name;
       }
       if (set.kernels.quantize_row != nullptr) choice.quantize = set.kernels.quantize_row;
@@ -67,6 +68,20 @@ void DotKernel::dot_rows(int64_t n, const void* weights, const void* activations
   const auto* rows = static_cast<const uint8_t*>(activations);
   for (int64_t t = 0; t < n_activation_rows; ++t) {
     out[t * out_stride] = vec_dot(n, weights, rows + t * activation_stride);
+  }
+}
+
+void DotKernel::dot_matrix(int64_t n, const void* weights, size_t weight_stride, int64_t n_weight_rows,
+                           const void* activations, size_t activation_stride, int64_t n_activation_rows, float* out,
+                           int64_t out_stride) const {
+  if (vec_dot_matrix != nullptr) {
+    vec_dot_matrix(n, weights, weight_stride, n_weight_rows, activations, activation_stride, n_activation_rows, out,
+                   out_stride);
+    return;
+  }
+  const auto* rows = static_cast<const uint8_t*>(weights);
+  for (int64_t r = 0; r < n_weight_rows; ++r) {
+    dot_rows(n, rows + r * weight_stride, activations, activation_stride, n_activation_rows, out + r, out_stride);
   }
 }
 

@@ -21,6 +21,7 @@ namespace tokenmill::quant {
 struct DotKernel {
   VecDotFn vec_dot = nullptr;           // null only for the activation-only types
   VecDotRowsFn vec_dot_rows = nullptr;  // null where the chosen set has none: use dot_rows()
+  VecDotMatrixFn vec_dot_matrix = nullptr;  // null where the chosen set has none: use dot_matrix()
   const char* isa = "scalar";           // "avx512", "avx2" or "scalar", for logs and benchmarks
 
   // out[t * out_stride] = dot(weights, activations + t * activation_stride), through
@@ -28,6 +29,13 @@ struct DotKernel {
   // REQUIRES: vec_dot != nullptr, n % block_size == 0.
   void dot_rows(int64_t n, const void* weights, const void* activations, size_t activation_stride,
                 int64_t n_activation_rows, float* out, int64_t out_stride) const;
+
+  // out[t * out_stride + r] = dot(weights + r * weight_stride, activations + t * activation_stride),
+  // through vec_dot_matrix when there is one, else dot_rows() per weight row. Each
+  // result is bit-identical to vec_dot of its two rows.  REQUIRES: as dot_rows.
+  void dot_matrix(int64_t n, const void* weights, size_t weight_stride, int64_t n_weight_rows,
+                  const void* activations, size_t activation_stride, int64_t n_activation_rows, float* out,
+                  int64_t out_stride) const;
 };
 
 // REQUIRES: find_type_traits(weight_type) != nullptr.

@@ -49,6 +49,12 @@ void vec_dot_rows_q5_0_q8_0(int64_t n, const void* w, const void* a, size_t a_st
                             float* out, int64_t out_stride);
 void vec_dot_rows_q8_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
                             float* out, int64_t out_stride);
+void vec_dot_matrix_q4_0_q8_0(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
+                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
+void vec_dot_matrix_q5_0_q8_0(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
+                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
+void vec_dot_matrix_q8_0_q8_0(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
+                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
 void quantize_row_q8_0(const float* src, void* dst, int64_t n);
 void quantize_row_q8_K(const float* src, void* dst, int64_t n);
 }  // namespace avx512

@@ -1,0 +1,178 @@
+// AVX-512 attention for one query token and one group of query heads (attention_kernels.h).
+//
+//   scores:  for each key j, every head's q·k_j: 16 dims per FMA, one accumulator per
+//            (head, key), eight (head, key) chains in flight, then the fixed horizontal
+//            sum reduce_16 (reduce_4x16 reproduces it exactly for four at a time)
+//   softmax: as the reference (float exp, double sum, probabilities rounded to F16)
+//   values:  out[h] += p[h][j] * v_j for j in order, 64 dims x up to 4 heads per pass
+//
+// Only intrinsics and C library calls here: this file is compiled with -mavx512*, and an
+// inline function shared with other files could be merged into theirs (see
+// quant/kernels/x86_helpers.h).
+
+// GCC 12's AVX-512 headers seed some intrinsics with _mm512_undefined_*(), which
+// -Wuninitialized then reports at every use: a known false positive.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <immintrin.h>
+#include <math.h>
+
+#include <cstdint>
+
+#include "ops/cpu/attention_kernels.h"
+
+namespace tokenmill::ops::cpu {
+
+namespace {
+
+constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+
+__m512 load_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+
+// Rounds 16 floats to F16 and back.
+__m512 round_f16(__m512 v) { return _mm512_cvtph_ps(_mm512_cvtps_ph(v, kRound)); }
+
+float reduce_16(__m512 v) {
+  const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+// [reduce_16(a), reduce_16(b), reduce_16(c), reduce_16(d)], the same additions.
+__m128 reduce_4x16(__m512 a, __m512 b, __m512 c, __m512 d) {
+  const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(1, 0, 1, 0)),
+                                  _mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m512 s4 = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(2, 0, 2, 0)),
+                                  _mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512 s2 = _mm512_add_ps(s4, _mm512_permute_ps(s4, _MM_SHUFFLE(1, 0, 3, 2)));
+  const __m512 s1 = _mm512_add_ps(s2, _mm512_permute_ps(s2, _MM_SHUFFLE(2, 3, 0, 1)));
+  return _mm512_castps512_ps128(
+      _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), s1));
+}
+
+// Raw q·k (before the scale) of kHeads heads x kKeys keys starting at key j0:
+// scores[h * n_keys + j0 + k]. kHeads * kKeys is 8 (or 1 for the tails).
+template <int kHeads, int kKeys>
+void score_tile(const HeadGroupAttention& a, const float* q16, int32_t j0) {
+  constexpr int kChains = kHeads * kKeys;
+  __m512 acc[kChains];
+  for (int c = 0; c < kChains; ++c) acc[c] = _mm512_setzero_ps();
+  for (int32_t d = 0; d < a.head_dim; d += 16) {
+    __m512 k[kKeys];
+    for (int j = 0; j < kKeys; ++j) k[j] = load_f16(a.keys[j0 + j] + d);
+    for (int h = 0; h < kHeads; ++h) {
+      const __m512 q = _mm512_loadu_ps(q16 + static_cast<int64_t>(h) * a.head_dim + d);
+      for (int j = 0; j < kKeys; ++j) acc[h * kKeys + j] = _mm512_fmadd_ps(q, k[j], acc[h * kKeys + j]);
+    }
+  }
+  float dots[kChains];
+  if constexpr (kChains % 4 == 0) {
+    for (int c = 0; c < kChains; c += 4) _mm_storeu_ps(dots + c, reduce_4x16(acc[c], acc[c + 1], acc[c + 2], acc[c + 3]));
+  } else {
+    for (int c = 0; c < kChains; ++c) dots[c] = reduce_16(acc[c]);
+  }
+  for (int h = 0; h < kHeads; ++h) {
+    for (int j = 0; j < kKeys; ++j) a.scratch_scores[static_cast<int64_t>(h) * a.n_keys + j0 + j] = dots[h * kKeys + j];
+  }
+}
+
+template <int kHeads>
+void score_heads(const HeadGroupAttention& a, const float* q16) {
+  constexpr int kKeys = 8 / kHeads;
+  int32_t j = 0;
+  for (; j + kKeys <= a.n_keys; j += kKeys) score_tile<kHeads, kKeys>(a, q16, j);
+  for (; j < a.n_keys; ++j) score_tile<kHeads, 1>(a, q16, j);
+}
+
+// out[h][d0 .. d0 + 16 kChunks) = sum_j p[h][j] * v_j, j in order, for kHeads heads.
+template <int kHeads, int kChunks>
+void value_tile(const HeadGroupAttention& a, const float* probabilities, float* out, int32_t d0) {
+  __m512 acc[kHeads][kChunks];
+  for (int h = 0; h < kHeads; ++h) {
+    for (int c = 0; c < kChunks; ++c) acc[h][c] = _mm512_setzero_ps();
+  }
+  for (int32_t j = 0; j < a.n_keys; ++j) {
+    __m512 v[kChunks];
+    for (int c = 0; c < kChunks; ++c) v[c] = load_f16(a.values[j] + d0 + 16 * c);
+    for (int h = 0; h < kHeads; ++h) {
+      const __m512 p = _mm512_set1_ps(probabilities[static_cast<int64_t>(h) * a.n_keys + j]);
+      for (int c = 0; c < kChunks; ++c) acc[h][c] = _mm512_fmadd_ps(p, v[c], acc[h][c]);
+    }
+  }
+  for (int h = 0; h < kHeads; ++h) {
+    for (int c = 0; c < kChunks; ++c) _mm512_storeu_ps(out + static_cast<int64_t>(h) * a.head_dim + d0 + 16 * c, acc[h][c]);
+  }
+}
+
+template <int kHeads>
+void value_heads(const HeadGroupAttention& a, const float* probabilities, float* out) {
+  int32_t d = 0;
+  for (; d + 64 <= a.head_dim; d += 64) value_tile<kHeads, 4>(a, probabilities, out, d);
+  for (; d < a.head_dim; d += 16) value_tile<kHeads, 1>(a, probabilities, out, d);
+}
+
+// scores (raw dots) -> F16-rounded probabilities, in place, for one head.
+void softmax(const HeadGroupAttention& a, float* scores) {
+  const int32_t n = a.n_keys;
+  float max_score = -INFINITY;
+  for (int32_t j = 0; j < n; ++j) {
+    float s = scores[j] * a.scale;
+    if (a.softcap > 0.0f) s = a.softcap * tanhf(s / a.softcap);
+    scores[j] = s;
+    if (s > max_score) max_score = s;
+  }
+  double sum = 0.0;
+  for (int32_t j = 0; j < n; ++j) {
+    scores[j] = expf(scores[j] - max_score);
+    sum += scores[j];
+  }
+  const __m512 inv_sum = _mm512_set1_ps(static_cast<float>(1.0 / sum));
+  int32_t j = 0;
+  for (; j + 16 <= n; j += 16) _mm512_storeu_ps(scores + j, round_f16(_mm512_mul_ps(_mm512_loadu_ps(scores + j), inv_sum)));
+  if (j < n) {
+    const __mmask16 tail = static_cast<__mmask16>((1u << (n - j)) - 1);
+    _mm512_mask_storeu_ps(scores + j, tail, round_f16(_mm512_mul_ps(_mm512_maskz_loadu_ps(tail, scores + j), inv_sum)));
+  }
+}
+
+template <typename Fn>
+void for_head_chunks(int32_t n_heads, Fn&& fn) {
+  int32_t h = 0;
+  for (; h + 4 <= n_heads; h += 4) fn(h, 4);
+  if (h + 2 <= n_heads) {
+    fn(h, 2);
+    h += 2;
+  }
+  if (h < n_heads) fn(h, 1);
+}
+
+}  // namespace
+
+void attend_head_group_avx512(const HeadGroupAttention& a) {
+  const int32_t hd = a.head_dim;
+  for (int64_t i = 0; i < static_cast<int64_t>(a.n_heads) * hd; i += 16) {
+    _mm512_storeu_ps(a.scratch_q + i, round_f16(_mm512_loadu_ps(a.q + i)));
+  }
+  for_head_chunks(a.n_heads, [&](int32_t h, int32_t n) {
+    const float* q16 = a.scratch_q + static_cast<int64_t>(h) * hd;
+    HeadGroupAttention part = a;
+    part.scratch_scores = a.scratch_scores + static_cast<int64_t>(h) * a.n_keys;
+    if (n == 4) score_heads<4>(part, q16);
+    if (n == 2) score_heads<2>(part, q16);
+    if (n == 1) score_heads<1>(part, q16);
+  });
+  for (int32_t h = 0; h < a.n_heads; ++h) softmax(a, a.scratch_scores + static_cast<int64_t>(h) * a.n_keys);
+  for_head_chunks(a.n_heads, [&](int32_t h, int32_t n) {
+    const float* p = a.scratch_scores + static_cast<int64_t>(h) * a.n_keys;
+    float* out = a.out + static_cast<int64_t>(h) * hd;
+    if (n == 4) value_heads<4>(a, p, out);
+    if (n == 2) value_heads<2>(a, p, out);
+    if (n == 1) value_heads<1>(a, p, out);
+  });
+}
+
+}  // namespace tokenmill::ops::cpu

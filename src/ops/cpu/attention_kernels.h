@@ -1,0 +1,40 @@
+// The inner loop of CPU attention: one query token, the query heads that share one kv
+// head, against that kv head's cached keys and values (F16). CpuBackend::attention cuts
+// a batch into such items and runs them in parallel.
+//
+// Every path computes each (head, key) score and each output element with the same
+// operations in the same order however the heads are grouped, so a token's result does
+// not depend on the other tokens or heads in its batch.
+#pragma once
+
+#include <cstdint>
+
+namespace tokenmill::ops::cpu {
+
+struct HeadGroupAttention {
+  const float* q = nullptr;           // [n_heads, head_dim] this token's query rows (float)
+  int32_t n_heads = 0;                // query heads in the group (they share keys/values)
+  int32_t head_dim = 0;
+  const uint16_t* const* keys = nullptr;    // [n_keys] F16 key rows of the kv head, in position order
+  const uint16_t* const* values = nullptr;  // [n_keys] F16 value rows, same positions
+  int32_t n_keys = 0;                 // >= 1
+  float scale = 1.0f;                 // applied to q·k before the softcap and softmax
+  float softcap = 0.0f;               // 0: off; else s = softcap * tanh(s / softcap)
+  float* out = nullptr;               // [n_heads, head_dim]
+  float* scratch_q = nullptr;         // [n_heads * head_dim]
+  float* scratch_scores = nullptr;    // [n_heads * n_keys]
+};
+
+// The reference: as ggml computes it (q and the probabilities rounded to F16 as they meet
+// the F16 cache), one scalar loop at a time.
+void attend_head_group_ref(const HeadGroupAttention& a);
+
+// attention_avx512.cc: vectors of 16 floats over head_dim, F16 converted by vcvtph2ps.
+// REQUIRES: CpuFeatures::has_avx512_kernels(), head_dim % 16 == 0.
+void attend_head_group_avx512(const HeadGroupAttention& a);
+
+// dst[i] = f32_to_f16(src[i]) for n values, with F16C (bit-identical to base/half.h for
+// finite values).  REQUIRES: CpuFeatures::has_avx2_kernels().
+void convert_to_f16_avx2(const float* src, uint16_t* dst, int64_t n);
+
+}  // namespace tokenmill::ops::cpu

@@ -1,0 +1,44 @@
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "base/half.h"
+#include "ops/cpu/attention_kernels.h"
+
+namespace tokenmill::ops::cpu {
+
+void attend_head_group_ref(const HeadGroupAttention& a) {
+  const int32_t hd = a.head_dim;
+  for (int32_t h = 0; h < a.n_heads; ++h) {
+    // The query is rounded to F16 because the cache is F16 (as ggml converts it).
+    float* q16 = a.scratch_q + static_cast<int64_t>(h) * hd;
+    for (int32_t d = 0; d < hd; ++d) q16[d] = f16_to_f32(f32_to_f16(a.q[static_cast<int64_t>(h) * hd + d]));
+    float* scores = a.scratch_scores + static_cast<int64_t>(h) * a.n_keys;
+    float max_score = -std::numeric_limits<float>::infinity();
+    for (int32_t j = 0; j < a.n_keys; ++j) {
+      const uint16_t* key = a.keys[j];
+      float dot = 0.0f;
+      for (int32_t d = 0; d < hd; ++d) dot += q16[d] * f16_to_f32(key[d]);
+      float s = dot * a.scale;
+      if (a.softcap > 0.0f) s = a.softcap * std::tanh(s / a.softcap);
+      scores[j] = s;
+      max_score = std::max(max_score, s);
+    }
+    double sum = 0.0;
+    for (int32_t j = 0; j < a.n_keys; ++j) {
+      scores[j] = std::exp(scores[j] - max_score);
+      sum += scores[j];
+    }
+    const float inv_sum = static_cast<float>(1.0 / sum);
+    float* o = a.out + static_cast<int64_t>(h) * hd;
+    std::fill(o, o + hd, 0.0f);
+    for (int32_t j = 0; j < a.n_keys; ++j) {
+      // Probabilities are rounded to F16 before meeting the F16 values, as in ggml.
+      const float weight = f16_to_f32(f32_to_f16(scores[j] * inv_sum));
+      const uint16_t* value = a.values[j];
+      for (int32_t d = 0; d < hd; ++d) o[d] += weight * f16_to_f32(value[d]);
+    }
+  }
+}
+
+}  // namespace tokenmill::ops::cpu
