@@ -32,6 +32,9 @@ void read_sampling(const Fields& f, const ServedModel& model, engine::Request& r
       r.stop_token_ids.push_back(id.get<int32_t>());
     }
   }
+  if (const Json* bias = f.object("logit_bias"); bias && !bias->empty()) {
+    throw bad_request("'logit_bias' is not supported", "logit_bias");
+  }
   if (auto v = f.integer("best_of", 1, kMaxChoices); v && *v != r.n) {
     throw bad_request("'best_of' other than n is not supported", "best_of");
   }
@@ -112,8 +115,10 @@ OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
     if (role == "developer") role = "system";
     chat.push_back({role, message_content(m, i)});
   }
-  if (const Json* tools = f.array("tools"); tools && !tools->empty()) {
-    throw bad_request("'tools' are not supported by this server", "tools");
+  for (const char* name : {"tools", "functions"}) {
+    if (const Json* tools = f.array(name); tools && !tools->empty()) {
+      throw bad_request("'" + std::string(name) + "' (tool calling) is not supported by this server", name);
+    }
   }
   if (const Json* format = f.object("response_format")) {
     if (format->value("type", "text") != "text") {

@@ -1,5 +1,6 @@
 #include "server/server.h"
 
+#include <cctype>
 #include <thread>
 
 #include "server/api_error.h"
@@ -44,8 +45,12 @@ void Server::handle(const HttpRequest& request, const std::shared_ptr<Responder>
                  unauthorized("Missing API key: send the header 'Authorization: Bearer YOUR_KEY'"));
       return;
     }
-    const bool is_bearer = authorization.size() >= kBearer.size() &&
-                           std::string_view(authorization).substr(0, kBearer.size()) == kBearer;
+    // The scheme is case-insensitive (RFC 7235); the key is not.
+    bool is_bearer = authorization.size() >= kBearer.size();
+    for (size_t i = 0; is_bearer && i < kBearer.size(); ++i) {
+      is_bearer = std::tolower(static_cast<unsigned char>(authorization[i])) ==
+                  std::tolower(static_cast<unsigned char>(kBearer[i]));
+    }
     if (!is_bearer || !constant_time_equal(std::string_view(authorization).substr(kBearer.size()), config_.api_key)) {
       send_error(*out, request.path, unauthorized("Incorrect API key provided"));
       return;

@@ -119,3 +119,10 @@ def test_unknown_model_raises(client):
     with pytest.raises(ollama.ResponseError) as info:
         client.chat(model="nope", messages=[{"role": "user", "content": "x"}])
     assert info.value.status_code == 404
+
+
+def test_generate_context_continues(client):
+    first = client.generate(model=MODEL, prompt="My name is Ada.", options=GREEDY)
+    second = client.generate(model=MODEL, prompt="What is my name?", context=first.context, options=GREEDY)
+    assert second.done
+    assert second.prompt_eval_count > len(first.context)

@@ -183,3 +183,16 @@ def test_extension_sampling_parameters(client):
                                          extra_body={"top_k": 20, "min_p": 0.05, "repetition_penalty": 1.1},
                                          presence_penalty=0.5, frequency_penalty=0.5, seed=3)
     assert response.usage.completion_tokens >= 1
+
+
+def test_completion_prompt_as_token_ids(server, client):
+    # Ollama's raw generate returns the prompt's token ids in "context".
+    import requests
+    prompt = "The capital of France is"
+    answer = requests.post(server.url + "/api/generate", json={
+        "model": MODEL, "prompt": prompt, "raw": True, "stream": False, "options": {"num_predict": 1}}).json()
+    ids = answer["context"][:answer["prompt_eval_count"]]
+    by_text = client.completions.create(model=MODEL, prompt=prompt, max_tokens=6, temperature=0)
+    by_ids = client.completions.create(model=MODEL, prompt=ids, max_tokens=6, temperature=0)
+    assert by_ids.usage.prompt_tokens == by_text.usage.prompt_tokens == len(ids)
+    assert by_ids.choices[0].text == by_text.choices[0].text
