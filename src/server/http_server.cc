@@ -57,7 +57,7 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
     std::string head = status_line(status) + common_headers(content_type, extra);
     head += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
     queue_write(std::move(head));
-    queue_write(std::move(body));
+    if (!head_request_) queue_write(std::move(body));  // HEAD: the headers of GET, no body
     end_exchange();
   }
 
@@ -180,6 +180,7 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
     request.http_1_0 = message.version() == 10;
 
     http_1_0_ = request.http_1_0;
+    head_request_ = request.method == "HEAD";
     close_after_ = !message.keep_alive();
     exchange_open_ = true;
     try {
@@ -317,6 +318,7 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
   bool exchange_ending_ = false;  // the answer is complete; its bytes may still be in flight
   bool close_after_ = false;
   bool http_1_0_ = false;
+  bool head_request_ = false;
   bool gone_ = false;             // the socket is closed or broken
 
   std::string outbox_;   // bytes queued behind the write in flight

@@ -21,7 +21,9 @@ void Router::dispatch(const HttpRequest& request, const std::shared_ptr<Responde
   const Handler* handler = nullptr;
   std::string allowed;
   if (auto it = routes_.find(request.path); it != routes_.end()) {
-    if (auto m = it->second.find(request.method); m != it->second.end()) {
+    auto m = it->second.find(request.method);
+    if (m == it->second.end() && request.method == "HEAD") m = it->second.find("GET");  // answered without a body
+    if (m != it->second.end()) {
       handler = &m->second;
     } else {
       for (const auto& [method, unused] : it->second) allowed += (allowed.empty() ? "" : ", ") + method;

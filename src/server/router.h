@@ -1,6 +1,7 @@
 // Maps (method, path) to a handler. A path with no route is answered 404, a known path
 // asked with the wrong method 405 (with an Allow header); an ApiError thrown by a handler
 // becomes its JSON error response: Ollama's shape under /api/, OpenAI's elsewhere.
+// HEAD is answered by a path's GET handler, without the body.
 //
 // Thread-safety: add() before serving; dispatch() from any number of threads.
 #pragma once

@@ -126,3 +126,10 @@ def test_generate_context_continues(client):
     second = client.generate(model=MODEL, prompt="What is my name?", context=first.context, options=GREEDY)
     assert second.done
     assert second.prompt_eval_count > len(first.context)
+
+
+def test_root_heartbeat(server):
+    assert requests.get(server.url + "/").text == "tokenmill is running"
+    head = requests.head(server.url + "/")  # the ollama CLI's heartbeat
+    assert head.status_code == 200 and head.content == b""
+    assert int(head.headers["Content-Length"]) > 0
