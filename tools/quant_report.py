@@ -82,8 +82,8 @@ def main():
         size = os.path.getsize(model)
         for text in args.texts:
             r = perplexity(args, model, text, bases[text])
-            rows.append({"type": qtype, "variant": variant, "text": pathlib.Path(text).name, "size": size,
-                         "quantize_seconds": seconds, **r})
+            rows.append({**r, "type": qtype, "variant": variant, "text": pathlib.Path(text).name, "size": size,
+                         "quantize_seconds": seconds})
         os.remove(model)
 
     (out / "report.json").write_text(json.dumps(rows, indent=2))
