@@ -29,11 +29,14 @@ constexpr SimdKernels kAvx2Q8_0{avx2::vec_dot_q8_0_q8_0, avx2::vec_dot_rows_q8_0
 constexpr SimdKernels kAvx512Q8_0{avx512::vec_dot_q8_0_q8_0, avx512::vec_dot_rows_q8_0_q8_0,
                                   avx512::quantize_row_q8_0, avx512::vec_dot_matrix_q8_0_q8_0};
 constexpr SimdKernels kAvx2Q4_K{avx2::vec_dot_q4_K_q8_K, nullptr, nullptr};
-constexpr SimdKernels kAvx512Q4_K{avx512::vec_dot_q4_K_q8_K, nullptr, nullptr};
+constexpr SimdKernels kAvx512Q4_K{avx512::vec_dot_q4_K_q8_K, avx512::vec_dot_rows_q4_K_q8_K, nullptr,
+                                  avx512::vec_dot_matrix_q4_K_q8_K};
 constexpr SimdKernels kAvx2Q5_K{avx2::vec_dot_q5_K_q8_K, nullptr, nullptr};
-constexpr SimdKernels kAvx512Q5_K{avx512::vec_dot_q5_K_q8_K, nullptr, nullptr};
+constexpr SimdKernels kAvx512Q5_K{avx512::vec_dot_q5_K_q8_K, avx512::vec_dot_rows_q5_K_q8_K, nullptr,
+                                  avx512::vec_dot_matrix_q5_K_q8_K};
 constexpr SimdKernels kAvx2Q6_K{avx2::vec_dot_q6_K_q8_K, nullptr, nullptr};
-constexpr SimdKernels kAvx512Q6_K{avx512::vec_dot_q6_K_q8_K, nullptr, nullptr};
+constexpr SimdKernels kAvx512Q6_K{avx512::vec_dot_q6_K_q8_K, avx512::vec_dot_rows_q6_K_q8_K, nullptr,
+                                  avx512::vec_dot_matrix_q6_K_q8_K};
 constexpr SimdKernels kAvx2Q8_K{nullptr, nullptr, avx2::quantize_row_q8_K};
 constexpr SimdKernels kAvx512Q8_K{nullptr, nullptr, avx512::quantize_row_q8_K};
 

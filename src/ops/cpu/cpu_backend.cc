@@ -51,39 +51,92 @@ void CpuBackend::rms_norm(const float* x, const float* weight, int64_t n_rows, i
   for (int64_t r = 0; r < n_rows; ++r) cpu::rms_norm_row(x + r * n_cols, weight, n_cols, eps, y + r * n_cols);
 }
 
-void CpuBackend::rope(float* x, std::span<const int32_t> positions, int32_t n_heads, int32_t head_dim,
-                      float freq_base, float freq_scale, RopeStyle style) {
+const CpuBackend::RopeTable& CpuBackend::rope_table(std::span<const int32_t> positions, int32_t head_dim,
+                                                     float freq_base, float freq_scale) {
+  for (const RopeTable& table : rope_tables_) {
+    if (table.freq_base == freq_base && table.freq_scale == freq_scale && table.head_dim == head_dim &&
+        std::equal(positions.begin(), positions.end(), table.positions.begin(), table.positions.end())) {
+      return table;
+    }
+  }
+  RopeTable& table = rope_tables_[next_rope_table_];
+  next_rope_table_ = (next_rope_table_ + 1) % rope_tables_.size();
+  table.freq_base = freq_base;
+  table.freq_scale = freq_scale;
+  table.head_dim = head_dim;
+  table.positions.assign(positions.begin(), positions.end());
+  const int32_t n_pairs = head_dim / 2;
+  table.cos.resize(positions.size() * n_pairs);
+  table.sin.resize(positions.size() * n_pairs);
   const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(head_dim));
-  std::vector<float> cos_table(head_dim / 2), sin_table(head_dim / 2);
   for (size_t t = 0; t < positions.size(); ++t) {
     // theta_i = position * freq_base^(-2i/head_dim), built by repeated multiplication
     // in float as ggml does, so the angles agree to the last bit.
     float theta = static_cast<float>(positions[t]);
-    for (int32_t i = 0; i < head_dim / 2; ++i) {
+    for (int32_t i = 0; i < n_pairs; ++i) {
       const float angle = theta * freq_scale;
-      cos_table[i] = std::cos(angle);
-      sin_table[i] = std::sin(angle);
+      table.cos[t * n_pairs + i] = std::cos(angle);
+      table.sin[t * n_pairs + i] = std::sin(angle);
       theta *= theta_scale;
     }
+  }
+  return table;
+}
+
+void CpuBackend::rope(float* x, std::span<const int32_t> positions, int32_t n_heads, int32_t head_dim,
+                      float freq_base, float freq_scale, RopeStyle style) {
+  // q and k of a layer, and every layer with the same base, share one table.
+  const RopeTable& table = rope_table(positions, head_dim, freq_base, freq_scale);
+  const int32_t n_pairs = head_dim / 2;
+  for (size_t t = 0; t < positions.size(); ++t) {
+    const float* cos_t = table.cos.data() + t * n_pairs;
+    const float* sin_t = table.sin.data() + t * n_pairs;
     for (int32_t h = 0; h < n_heads; ++h) {
       float* v = x + (t * n_heads + h) * static_cast<size_t>(head_dim);
-      for (int32_t i = 0; i < head_dim / 2; ++i) {
+      for (int32_t i = 0; i < n_pairs; ++i) {
         // NeoX pairs element i with i + head_dim/2; the original layout pairs 2i, 2i+1.
         const int32_t a = style == RopeStyle::kNeox ? i : 2 * i;
-        const int32_t b = style == RopeStyle::kNeox ? i + head_dim / 2 : 2 * i + 1;
+        const int32_t b = style == RopeStyle::kNeox ? i + n_pairs : 2 * i + 1;
         const float x0 = v[a], x1 = v[b];
-        v[a] = x0 * cos_table[i] - x1 * sin_table[i];
-        v[b] = x0 * sin_table[i] + x1 * cos_table[i];
+        v[a] = x0 * cos_t[i] - x1 * sin_t[i];
+        v[b] = x0 * sin_t[i] + x1 * cos_t[i];
       }
     }
   }
 }
 
+namespace {
+
+// Below this many values an elementwise op runs on the calling thread alone: waking the
+// pool costs more than it saves.
+constexpr int64_t kParallelElementwise = 1 << 15;
+
+}  // namespace
+
+void CpuBackend::elementwise(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n < kParallelElementwise) {
+    fn(0, n);
+    return;
+  }
+  pool_.parallel_for(static_cast<size_t>(n), [&](int, size_t begin, size_t end) {
+    fn(static_cast<int64_t>(begin), static_cast<int64_t>(end));
+  });
+}
+
 void CpuBackend::geglu(const float* gate, const float* up, int64_t n, float* y) {
+  if (cpu_features().has_avx2_kernels()) {
+    const float* table = cpu::gelu_f32_table();
+    elementwise(n, [&](int64_t b, int64_t e) { cpu::geglu_avx2(gate + b, up + b, e - b, y + b, table); });
+    return;
+  }
   for (int64_t i = 0; i < n; ++i) y[i] = cpu::gelu_tanh(gate[i]) * up[i];
 }
 
 void CpuBackend::swiglu(const float* gate, const float* up, int64_t n, float* y) {
+  if (cpu_features().has_avx2_kernels()) {
+    elementwise(n, [&](int64_t b, int64_t e) { cpu::swiglu_avx2(gate + b, up + b, e - b, y + b); });
+    return;
+  }
   for (int64_t i = 0; i < n; ++i) y[i] = cpu::silu(gate[i]) * up[i];
 }
 

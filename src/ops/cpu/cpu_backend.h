@@ -1,6 +1,8 @@
 // The CPU back end: reference-correct operations, parallel over a persistent thread pool.
 #pragma once
 
+#include <array>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -32,6 +34,21 @@ class CpuBackend final : public Backend {
                  float* out) override;
 
  private:
+  // fn(begin, end) over [0, n), on the pool when n is large enough to pay for it.
+  void elementwise(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
+
+  // cos and sin of every (token, pair) angle for one set of positions: rope() of q and k,
+  // and of every layer with the same base, reuse it. Two are kept (Gemma 3 alternates
+  // a local and a global base).
+  struct RopeTable {
+    float freq_base = 0, freq_scale = 0;
+    int32_t head_dim = 0;
+    std::vector<int32_t> positions;  // [n_tokens]
+    std::vector<float> cos, sin;     // [n_tokens, head_dim / 2]
+  };
+  const RopeTable& rope_table(std::span<const int32_t> positions, int32_t head_dim, float freq_base,
+                              float freq_scale);
+
   // Per-part working memory of attention(), kept between calls (no allocation per step).
   struct AttentionScratch {
     std::vector<const uint16_t*> keys, values;  // [n_keys] F16 rows of one kv head
@@ -42,6 +59,8 @@ class CpuBackend final : public Backend {
   ThreadPool pool_;
   std::vector<uint8_t> quantized_input_;  // activations converted to the weight's dot-product type
   std::vector<AttentionScratch> attention_scratch_;  // [n_threads]
+  std::array<RopeTable, 2> rope_tables_;
+  size_t next_rope_table_ = 0;
 };
 
 }  // namespace tokenmill::ops

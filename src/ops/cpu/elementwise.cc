@@ -36,6 +36,15 @@ float gelu_tanh(float x) {
   return f16_to_f32(gelu_table()[f32_to_f16(x)]);
 }
 
+const float* gelu_f32_table() {
+  static const std::unique_ptr<std::array<float, 65536>> table = [] {
+    auto t = std::make_unique<std::array<float, 65536>>();
+    for (uint32_t i = 0; i < 65536; ++i) (*t)[i] = f16_to_f32(gelu_table()[i]);
+    return t;
+  }();
+  return table->data();
+}
+
 float silu(float x) { return x / (1.0f + std::exp(-x)); }
 
 void rms_norm_row(const float* x, const float* weight, int64_t n, float eps, float* y) {

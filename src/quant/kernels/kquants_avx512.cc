@@ -1,6 +1,7 @@
-// AVX-512 dot products of Q4_K, Q5_K and Q6_K with a Q8_K activation row: the scheme of
+// AVX-512 dot products of Q4_K, Q5_K and Q6_K with Q8_K activation rows: the scheme of
 // kquants_avx2.cc, 64 quants per step, with vpdpwssd (VNNI) applying the sub-block
-// scales to the int16 pair sums.
+// scales to the int16 pair sums. Each weight super-block is unpacked once and dotted
+// with up to kTokenTile activation rows (prefill, batched decode).
 
 // GCC 12's AVX-512 headers seed some intrinsics with _mm512_undefined_*(), which
 // -Wuninitialized then reports at every use: a known false positive.
@@ -10,6 +11,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "quant/blocks.h"
 #include "quant/kernels/simd_kernels.h"
@@ -25,28 +27,41 @@ __m512i split_index(int lo, int hi) {
   return combine_256(_mm256_set1_epi16(static_cast<int16_t>(lo)), _mm256_set1_epi16(static_cast<int16_t>(hi)));
 }
 
-}  // namespace
+// The per-row part of each format, unpacked once per super-block and shared by every
+// activation row of a tile; `dot_tile` below runs any of them against kTokens
+// activation rows. Per (row, token) the operations and their order are those of the
+// single dot product (kTokens = 1), so every tile shape gives the same bits.
 
-float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a) {
-  const auto* x = static_cast<const BlockQ4_K*>(w);
-  const auto* y = static_cast<const BlockQ8_K*>(a);
+constexpr int kTokenTile = 4;
+
+// Q4_K: acc[t] collects d * (scaled integer sums) in 16 lanes, acc_min[t] the
+// dmin * min terms in 8; result = reduce_add(acc) - hsum(acc_min).
+template <int kTokens>
+void q4_K_row(int64_t n, const BlockQ4_K* x, const uint8_t* a, size_t a_stride, float* out, int64_t out_stride) {
   const __m512i low_nibble = _mm512_set1_epi8(0x0f);
   // bsums group j pairs with min j / 2, the mins being int16 lanes 8..15.
   const __m256i min_index = _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
-  __m512 acc = _mm512_setzero_ps();
-  __m256 acc_min = _mm256_setzero_ps();
+  __m512 acc[kTokens];
+  __m256 acc_min[kTokens];
+  for (int t = 0; t < kTokens; ++t) {
+    acc[t] = _mm512_setzero_ps();
+    acc_min[t] = _mm256_setzero_ps();
+  }
+  auto activations = [&](int t) { return reinterpret_cast<const BlockQ8_K*>(a + t * a_stride); };
   for (int64_t b = 0; b < n / kSuperBlockSize; ++b) {
-    const float d = y[b].d * half_to_float(x[b].d);
-    const float d_min = y[b].d * half_to_float(x[b].dmin);
+    const float x_d = half_to_float(x[b].d);
+    const float x_dmin = half_to_float(x[b].dmin);
     // int16 lanes 0..7: sub-block scales, 8..15: sub-block mins.
     const __m256i scales_16 = _mm256_cvtepu8_epi16(unpack_k4_scales(x[b].scales));
     const __m512i scales_512 = _mm512_castsi256_si512(scales_16);  // upper half unused by the indices
-
-    const __m256i min_products =
-        _mm256_madd_epi16(load_256(y[b].bsums), _mm256_permutexvar_epi16(min_index, scales_16));
-    acc_min = _mm256_fmadd_ps(_mm256_set1_ps(d_min), _mm256_cvtepi32_ps(min_products), acc_min);
-
-    __m512i isum = _mm512_setzero_si512();
+    const __m256i mins = _mm256_permutexvar_epi16(min_index, scales_16);
+    __m512i isum[kTokens];
+    for (int t = 0; t < kTokens; ++t) {
+      const BlockQ8_K& y = activations(t)[b];
+      const __m256i min_products = _mm256_madd_epi16(load_256(y.bsums), mins);
+      acc_min[t] = _mm256_fmadd_ps(_mm256_set1_ps(y.d * x_dmin), _mm256_cvtepi32_ps(min_products), acc_min[t]);
+      isum[t] = _mm512_setzero_si512();
+    }
     for (int p = 0; p < 2; ++p) {
       // Step p covers chunks 2p and 2p + 1: low nibbles are sub-blocks 4p and 4p + 2,
       // high nibbles 4p + 1 and 4p + 3 (each 32 quants = 16 int16 pair sums).
@@ -55,44 +70,55 @@ float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a) {
       const __m512i packed = load_512(x[b].qs + 64 * p);
       const __m512i low = _mm512_and_si512(packed, low_nibble);
       const __m512i high = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low_nibble);
-      // Activations 128p .. 128p + 127 in 16-byte lanes [s0 s1 s2 s3 | s4 s5 s6 s7]; the
-      // low nibbles pair with elements 128p + 0..31 and 128p + 64..95 ([s0 s1 s4 s5]).
-      const __m512i y_0 = load_512(y[b].qs + 128 * p);
-      const __m512i y_1 = load_512(y[b].qs + 128 * p + 64);
-      const __m512i y_low = _mm512_shuffle_i64x2(y_0, y_1, _MM_SHUFFLE(1, 0, 1, 0));
-      const __m512i y_high = _mm512_shuffle_i64x2(y_0, y_1, _MM_SHUFFLE(3, 2, 3, 2));
-      isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(low, y_low), low_scales);
-      isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(high, y_high), high_scales);
+      for (int t = 0; t < kTokens; ++t) {
+        // Activations 128p .. 128p + 127 in 16-byte lanes [s0 s1 s2 s3 | s4 s5 s6 s7]; the
+        // low nibbles pair with elements 128p + 0..31 and 128p + 64..95 ([s0 s1 s4 s5]).
+        const BlockQ8_K& y = activations(t)[b];
+        const __m512i y_0 = load_512(y.qs + 128 * p);
+        const __m512i y_1 = load_512(y.qs + 128 * p + 64);
+        const __m512i y_low = _mm512_shuffle_i64x2(y_0, y_1, _MM_SHUFFLE(1, 0, 1, 0));
+        const __m512i y_high = _mm512_shuffle_i64x2(y_0, y_1, _MM_SHUFFLE(3, 2, 3, 2));
+        isum[t] = _mm512_dpwssd_epi32(isum[t], _mm512_maddubs_epi16(low, y_low), low_scales);
+        isum[t] = _mm512_dpwssd_epi32(isum[t], _mm512_maddubs_epi16(high, y_high), high_scales);
+      }
     }
-    acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(isum), acc);
+    for (int t = 0; t < kTokens; ++t) {
+      acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(activations(t)[b].d * x_d), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+    }
   }
-  return _mm512_reduce_add_ps(acc) - hsum_ps(acc_min);
+  for (int t = 0; t < kTokens; ++t) out[t * out_stride] = _mm512_reduce_add_ps(acc[t]) - hsum_ps(acc_min[t]);
 }
 
-float vec_dot_q5_K_q8_K(int64_t n, const void* w, const void* a) {
-  const auto* x = static_cast<const BlockQ5_K*>(w);
-  const auto* y = static_cast<const BlockQ8_K*>(a);
+template <int kTokens>
+void q5_K_row(int64_t n, const BlockQ5_K* x, const uint8_t* a, size_t a_stride, float* out, int64_t out_stride) {
   const __m512i low_nibble = _mm512_set1_epi8(0x0f);
   const __m512i sixteen = _mm512_set1_epi8(16);
   const __m256i min_index = _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
-  __m512 acc = _mm512_setzero_ps();
-  __m256 acc_min = _mm256_setzero_ps();
+  __m512 acc[kTokens];
+  __m256 acc_min[kTokens];
+  for (int t = 0; t < kTokens; ++t) {
+    acc[t] = _mm512_setzero_ps();
+    acc_min[t] = _mm256_setzero_ps();
+  }
+  auto activations = [&](int t) { return reinterpret_cast<const BlockQ8_K*>(a + t * a_stride); };
   for (int64_t b = 0; b < n / kSuperBlockSize; ++b) {
-    const float d = y[b].d * half_to_float(x[b].d);
-    const float d_min = y[b].d * half_to_float(x[b].dmin);
+    const float x_d = half_to_float(x[b].d);
+    const float x_dmin = half_to_float(x[b].dmin);
     const __m256i scales_16 = _mm256_cvtepu8_epi16(unpack_k4_scales(x[b].scales));
     const __m512i scales_512 = _mm512_castsi256_si512(scales_16);  // upper half unused by the indices
-
-    const __m256i min_products =
-        _mm256_madd_epi16(load_256(y[b].bsums), _mm256_permutexvar_epi16(min_index, scales_16));
-    acc_min = _mm256_fmadd_ps(_mm256_set1_ps(d_min), _mm256_cvtepi32_ps(min_products), acc_min);
-
+    const __m256i mins = _mm256_permutexvar_epi16(min_index, scales_16);
+    __m512i isum[kTokens];
+    for (int t = 0; t < kTokens; ++t) {
+      const BlockQ8_K& y = activations(t)[b];
+      const __m256i min_products = _mm256_madd_epi16(load_256(y.bsums), mins);
+      acc_min[t] = _mm256_fmadd_ps(_mm256_set1_ps(y.d * x_dmin), _mm256_cvtepi32_ps(min_products), acc_min[t]);
+      isum[t] = _mm512_setzero_si512();
+    }
     // Sub-block s takes its fifth bits from bit s of the qh bytes. Bytes 0..31 of a step
     // are sub-blocks 4p (low nibbles) / 4p + 1 (high), bytes 32..63 are 4p + 2 / 4p + 3:
     // with qh >> 2 in the upper half, both halves test bits 4p and 4p + 1.
     const __m256i qh_256 = load_256(x[b].qh);
     const __m512i qh = combine_256(qh_256, _mm256_srli_epi16(qh_256, 2));
-    __m512i isum = _mm512_setzero_si512();
     for (int p = 0; p < 2; ++p) {
       const __m512i packed = load_512(x[b].qs + 64 * p);
       const __m512i low_nibbles = _mm512_and_si512(packed, low_nibble);
@@ -101,23 +127,27 @@ float vec_dot_q5_K_q8_K(int64_t n, const void* w, const void* a) {
       const __mmask64 high_bit4 = _mm512_test_epi8_mask(qh, _mm512_set1_epi8(static_cast<char>(2 << (4 * p))));
       const __m512i low = _mm512_mask_add_epi8(low_nibbles, low_bit4, low_nibbles, sixteen);
       const __m512i high = _mm512_mask_add_epi8(high_nibbles, high_bit4, high_nibbles, sixteen);
-      const __m512i y_0 = load_512(y[b].qs + 128 * p);
-      const __m512i y_1 = load_512(y[b].qs + 128 * p + 64);
-      const __m512i y_low = _mm512_shuffle_i64x2(y_0, y_1, _MM_SHUFFLE(1, 0, 1, 0));
-      const __m512i y_high = _mm512_shuffle_i64x2(y_0, y_1, _MM_SHUFFLE(3, 2, 3, 2));
       const __m512i low_scales = _mm512_permutexvar_epi16(split_index(4 * p, 4 * p + 2), scales_512);
       const __m512i high_scales = _mm512_permutexvar_epi16(split_index(4 * p + 1, 4 * p + 3), scales_512);
-      isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(low, y_low), low_scales);
-      isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(high, y_high), high_scales);
+      for (int t = 0; t < kTokens; ++t) {
+        const BlockQ8_K& y = activations(t)[b];
+        const __m512i y_0 = load_512(y.qs + 128 * p);
+        const __m512i y_1 = load_512(y.qs + 128 * p + 64);
+        const __m512i y_low = _mm512_shuffle_i64x2(y_0, y_1, _MM_SHUFFLE(1, 0, 1, 0));
+        const __m512i y_high = _mm512_shuffle_i64x2(y_0, y_1, _MM_SHUFFLE(3, 2, 3, 2));
+        isum[t] = _mm512_dpwssd_epi32(isum[t], _mm512_maddubs_epi16(low, y_low), low_scales);
+        isum[t] = _mm512_dpwssd_epi32(isum[t], _mm512_maddubs_epi16(high, y_high), high_scales);
+      }
     }
-    acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(isum), acc);
+    for (int t = 0; t < kTokens; ++t) {
+      acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(activations(t)[b].d * x_d), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+    }
   }
-  return _mm512_reduce_add_ps(acc) - hsum_ps(acc_min);
+  for (int t = 0; t < kTokens; ++t) out[t * out_stride] = _mm512_reduce_add_ps(acc[t]) - hsum_ps(acc_min[t]);
 }
 
-float vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a) {
-  const auto* x = static_cast<const BlockQ6_K*>(w);
-  const auto* y = static_cast<const BlockQ8_K*>(a);
+template <int kTokens>
+void q6_K_row(int64_t n, const BlockQ6_K* x, const uint8_t* a, size_t a_stride, float* out, int64_t out_stride) {
   const __m512i low_nibble = _mm512_set1_epi8(0x0f);
   const __m512i bits_4_5 = _mm512_set1_epi8(0x30);
   // int16 pair-sum lane l of a 64-quant step covers group (16 quants) l / 8 of that step.
@@ -129,15 +159,15 @@ float vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a) {
                                            13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
                           3));
   }
-  __m512 acc = _mm512_setzero_ps();
+  __m512 acc[kTokens];
+  for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
+  auto activations = [&](int t) { return reinterpret_cast<const BlockQ8_K*>(a + t * a_stride); };
   for (int64_t b = 0; b < n / kSuperBlockSize; ++b) {
-    const float d = y[b].d * half_to_float(x[b].d);
+    const float x_d = half_to_float(x[b].d);
     const __m256i scales_16 = _mm256_cvtepi8_epi16(load_128(x[b].scales));
     const __m512i scales_512 = _mm512_castsi256_si512(scales_16);  // upper half unused by the indices
-    // The -32 of every level: 32 * sum_j scale_j * bsums[j].
-    const __m256i offset_products = _mm256_madd_epi16(load_256(y[b].bsums), scales_16);
-
-    __m512i isum = _mm512_setzero_si512();
+    __m512i isum[kTokens];
+    for (int t = 0; t < kTokens; ++t) isum[t] = _mm512_setzero_si512();
     for (int half = 0; half < 2; ++half) {
       // Bytes 0..31 of ql hold elements 0..31 (low nibble) and 64..95 (high), bytes
       // 32..63 elements 32..63 and 96..127; qh bits 2k, 2k+1 go with element 32k + l.
@@ -150,15 +180,97 @@ float vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a) {
                                               _mm512_and_si512(_mm512_slli_epi16(qh, 4), bits_4_5));
       const __m512i q_second = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low_nibble),
                                                _mm512_and_si512(qh, bits_4_5));
-      const __m512i pairs_first = _mm512_maddubs_epi16(q_first, load_512(y[b].qs + 128 * half));
-      const __m512i pairs_second = _mm512_maddubs_epi16(q_second, load_512(y[b].qs + 128 * half + 64));
-      isum = _mm512_dpwssd_epi32(isum, pairs_first, _mm512_permutexvar_epi16(group_index[2 * half], scales_512));
-      isum = _mm512_dpwssd_epi32(isum, pairs_second, _mm512_permutexvar_epi16(group_index[2 * half + 1], scales_512));
+      const __m512i scales_first = _mm512_permutexvar_epi16(group_index[2 * half], scales_512);
+      const __m512i scales_second = _mm512_permutexvar_epi16(group_index[2 * half + 1], scales_512);
+      for (int t = 0; t < kTokens; ++t) {
+        const BlockQ8_K& y = activations(t)[b];
+        const __m512i pairs_first = _mm512_maddubs_epi16(q_first, load_512(y.qs + 128 * half));
+        const __m512i pairs_second = _mm512_maddubs_epi16(q_second, load_512(y.qs + 128 * half + 64));
+        isum[t] = _mm512_dpwssd_epi32(isum[t], pairs_first, scales_first);
+        isum[t] = _mm512_dpwssd_epi32(isum[t], pairs_second, scales_second);
+      }
     }
-    isum = _mm512_sub_epi32(isum, _mm512_zextsi256_si512(_mm256_slli_epi32(offset_products, 5)));
-    acc = _mm512_fmadd_ps(_mm512_set1_ps(d), _mm512_cvtepi32_ps(isum), acc);
+    for (int t = 0; t < kTokens; ++t) {
+      const BlockQ8_K& y = activations(t)[b];
+      // The -32 of every level: 32 * sum_j scale_j * bsums[j].
+      const __m256i offset_products = _mm256_madd_epi16(load_256(y.bsums), scales_16);
+      isum[t] = _mm512_sub_epi32(isum[t], _mm512_zextsi256_si512(_mm256_slli_epi32(offset_products, 5)));
+      acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(y.d * x_d), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+    }
   }
-  return _mm512_reduce_add_ps(acc);
+  for (int t = 0; t < kTokens; ++t) out[t * out_stride] = _mm512_reduce_add_ps(acc[t]);
+}
+
+template <typename Block, int kTokens>
+void row_kernel(int64_t n, const Block* x, const uint8_t* a, size_t a_stride, float* out, int64_t out_stride) {
+  if constexpr (std::is_same_v<Block, BlockQ4_K>) {
+    q4_K_row<kTokens>(n, x, a, a_stride, out, out_stride);
+  } else if constexpr (std::is_same_v<Block, BlockQ5_K>) {
+    q5_K_row<kTokens>(n, x, a, a_stride, out, out_stride);
+  } else {
+    q6_K_row<kTokens>(n, x, a, a_stride, out, out_stride);
+  }
+}
+
+template <typename Block>
+float dot_row(int64_t n, const void* w, const void* a) {
+  float result;
+  row_kernel<Block, 1>(n, static_cast<const Block*>(w), static_cast<const uint8_t*>(a), 0, &result, 0);
+  return result;
+}
+
+// One weight row against n_a_rows activation rows, kTokenTile at a time.
+template <typename Block>
+void dot_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
+              int64_t out_stride) {
+  const auto* x = static_cast<const Block*>(w);
+  const auto* activations = static_cast<const uint8_t*>(a);
+  int64_t t = 0;
+  for (; t + kTokenTile <= n_a_rows; t += kTokenTile) {
+    row_kernel<Block, kTokenTile>(n, x, activations + t * a_stride, a_stride, out + t * out_stride, out_stride);
+  }
+  for (; t < n_a_rows; ++t) row_kernel<Block, 1>(n, x, activations + t * a_stride, a_stride, out + t * out_stride, 0);
+}
+
+// Weight rows one after the other (one sequential stream from memory), each against
+// every activation row.
+template <typename Block>
+void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a, size_t a_stride,
+                int64_t n_a_rows, float* out, int64_t out_stride) {
+  const auto* weights = static_cast<const uint8_t*>(w);
+  for (int64_t r = 0; r < n_w_rows; ++r) dot_rows<Block>(n, weights + r * w_stride, a, a_stride, n_a_rows, out + r, out_stride);
+}
+
+}  // namespace
+
+float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a) { return dot_row<BlockQ4_K>(n, w, a); }
+float vec_dot_q5_K_q8_K(int64_t n, const void* w, const void* a) { return dot_row<BlockQ5_K>(n, w, a); }
+float vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a) { return dot_row<BlockQ6_K>(n, w, a); }
+
+void vec_dot_rows_q4_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
+                            int64_t out_stride) {
+  dot_rows<BlockQ4_K>(n, w, a, a_stride, n_a_rows, out, out_stride);
+}
+void vec_dot_rows_q5_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
+                            int64_t out_stride) {
+  dot_rows<BlockQ5_K>(n, w, a, a_stride, n_a_rows, out, out_stride);
+}
+void vec_dot_rows_q6_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
+                            int64_t out_stride) {
+  dot_rows<BlockQ6_K>(n, w, a, a_stride, n_a_rows, out, out_stride);
+}
+
+void vec_dot_matrix_q4_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
+                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
+  dot_matrix<BlockQ4_K>(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
+}
+void vec_dot_matrix_q5_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
+                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
+  dot_matrix<BlockQ5_K>(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
+}
+void vec_dot_matrix_q6_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
+                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
+  dot_matrix<BlockQ6_K>(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
 }
 
 }  // namespace tokenmill::quant::avx512

@@ -49,6 +49,18 @@ void vec_dot_rows_q5_0_q8_0(int64_t n, const void* w, const void* a, size_t a_st
                             float* out, int64_t out_stride);
 void vec_dot_rows_q8_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
                             float* out, int64_t out_stride);
+void vec_dot_rows_q4_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                            float* out, int64_t out_stride);
+void vec_dot_rows_q5_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                            float* out, int64_t out_stride);
+void vec_dot_rows_q6_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                            float* out, int64_t out_stride);
+void vec_dot_matrix_q4_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
+                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
+void vec_dot_matrix_q5_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
+                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
+void vec_dot_matrix_q6_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
+                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
 void vec_dot_matrix_q4_0_q8_0(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
 void vec_dot_matrix_q5_0_q8_0(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
