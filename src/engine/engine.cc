@@ -249,6 +249,7 @@ class Engine::Impl {
     const double now = state.since_submit.seconds();
     if (!state.first_token_seen) {
       state.first_token_seen = true;
+      state.time_to_first_token_s = now;
       metrics_.time_to_first_token.observe(now);
     } else if (s.n_generated > 0) {
       metrics_.inter_token_latency.observe(now - s.last_token_time);
@@ -334,7 +335,7 @@ class Engine::Impl {
       usage.completion_tokens = state.n_completion_tokens;
       usage.cached_tokens = state.n_cached_tokens;
       usage.total_s = state.since_submit.seconds();
-      usage.time_to_first_token_s = state.first_token_seen ? usage.total_s : 0;
+      usage.time_to_first_token_s = state.time_to_first_token_s;
       state.stream->set_usage(usage);
       metrics_.e2e_request_latency.observe(usage.total_s);
       metrics_.add_finished_request(finish_reason_name(reason));

@@ -25,6 +25,7 @@ struct RequestState {
   std::shared_ptr<RequestStream> stream;
   Timer since_submit;
   bool first_token_seen = false;
+  double time_to_first_token_s = 0;
   bool forked = false;           // choices 1..n-1 exist (created when the prompt is done)
   int32_t n_cached_tokens = 0;   // prompt tokens found in the prefix cache at admission
   int32_t n_completion_tokens = 0;
