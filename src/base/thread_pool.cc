@@ -77,14 +77,10 @@ void ThreadPool::worker_loop() {
   }
 }
 
-void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
-  if (n_threads_ == 1) {
-    fn(0);
-    return;
-  }
+void ThreadPool::run_job(uint32_t n_parts, const std::function<void(int)>& fn) {
   const uint32_t generation = generation_of(state_.load(std::memory_order_relaxed)) + 1;
   job_ = &fn;
-  n_parts_.store(static_cast<uint32_t>(n_threads_), std::memory_order_relaxed);
+  n_parts_.store(n_parts, std::memory_order_relaxed);
   n_done_.store(0, std::memory_order_relaxed);
   state_.store(pack(generation, 1), std::memory_order_release);  // part 0 is ours
   wake_.fetch_add(1);                                             // seq_cst
@@ -92,13 +88,30 @@ void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
   fn(0);
   n_done_.fetch_add(1, std::memory_order_relaxed);
   run_parts(generation);  // parts no worker has claimed yet
-  for (int spin = 0; n_done_.load(std::memory_order_acquire) != static_cast<uint32_t>(n_threads_); ++spin) {
+  for (int spin = 0; n_done_.load(std::memory_order_acquire) != n_parts; ++spin) {
     if (spin < kSpinIterations) {
       cpu_relax();
     } else {
       std::this_thread::yield();  // a worker was preempted inside its part
     }
   }
+}
+
+void ThreadPool::run_on_all(const std::function<void(int)>& fn) {
+  if (n_threads_ == 1) {
+    fn(0);
+    return;
+  }
+  run_job(static_cast<uint32_t>(n_threads_), fn);
+}
+
+void ThreadPool::parallel_chunks(size_t n_chunks, const std::function<void(size_t)>& fn) {
+  if (n_chunks == 0) return;
+  if (n_threads_ == 1 || n_chunks == 1) {
+    for (size_t c = 0; c < n_chunks; ++c) fn(c);
+    return;
+  }
+  run_job(static_cast<uint32_t>(n_chunks), [&](int chunk) { fn(static_cast<size_t>(chunk)); });
 }
 
 void ThreadPool::parallel_for(size_t n, const std::function<void(int, size_t, size_t)>& fn) {

@@ -43,8 +43,16 @@ class ThreadPool {
   // Runs fn(part) once for every part in [0, n_threads), as parallel_for.
   void run_on_all(const std::function<void(int)>& fn);
 
+  // Runs fn(chunk) once for every chunk in [0, n_chunks), chunks claimed one at a time
+  // by whichever thread is free: a thread the OS slows down (a busy machine) takes fewer
+  // chunks instead of holding everyone back. Chunk numbers are not thread indices.
+  void parallel_chunks(size_t n_chunks, const std::function<void(size_t)>& fn);
+
  private:
   void worker_loop();
+  // Publishes fn as a job of n_parts parts, runs parts until none is left unclaimed and
+  // waits for the rest. REQUIRES: n_parts >= 1.
+  void run_job(uint32_t n_parts, const std::function<void(int)>& fn);
   // Claims and runs parts of the job published as `generation` until none is left.
   void run_parts(uint32_t generation);
 

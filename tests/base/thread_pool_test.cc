@@ -32,6 +32,17 @@ TEST(ThreadPoolTest, RunOnAllRunsEveryThreadIndex) {
   for (auto& r : ran) EXPECT_EQ(r.load(), 1);
 }
 
+TEST(ThreadPoolTest, ParallelChunksRunsEveryChunkOnce) {
+  for (int n_threads : {1, 2, 5}) {
+    ThreadPool pool(n_threads);
+    for (size_t n : {0, 1, 2, 3, 64, 999}) {
+      std::vector<std::atomic<int>> hits(n);
+      pool.parallel_chunks(n, [&](size_t c) { hits[c].fetch_add(1); });
+      for (size_t i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 1) << "n_threads " << n_threads << " n " << n;
+    }
+  }
+}
+
 // Many tiny jobs in a row (the decode pattern): each returns only after all its work is
 // done, so a shared counter read right after every call is exact.
 TEST(ThreadPoolTest, ManySmallJobsCompleteBeforeReturn) {

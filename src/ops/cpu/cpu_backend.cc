@@ -14,6 +14,14 @@
 
 namespace tokenmill::ops {
 
+namespace {
+
+// Matmul work is split into about this many chunks per thread, of at least this many rows.
+constexpr int64_t kMatmulChunksPerThread = 4;
+constexpr int64_t kMinMatmulChunkRows = 16;
+
+}  // namespace
+
 CpuBackend::CpuBackend(int n_threads) : pool_(n_threads) {}
 
 void CpuBackend::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
@@ -31,12 +39,18 @@ void CpuBackend::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens,
     for (size_t t = begin; t < end; ++t) quantize_input(x + t * k, input + t * input_row_bytes, k);
   });
 
-  // Each thread takes a contiguous range of weight rows; each weight row is read (and
-  // unpacked) once and dotted with every token's input row: y[t * n_rows + r] for all t.
+  // Weight rows are cut into contiguous chunks that the threads claim as they come free
+  // (several per thread, so a thread slowed by the OS does not hold the others back);
+  // each weight row is read (and unpacked) once and dotted with every token's input row:
+  // y[t * n_rows + r] for all t. Chunks are multiples of 4 rows (the kernels' row tile).
   const int64_t n_rows = w.n_rows;
-  pool_.parallel_for(n_rows, [&](int, size_t begin, size_t end) {
-    dot.dot_matrix(k, w.row(begin), w.row_bytes, static_cast<int64_t>(end - begin), input, input_row_bytes, n_tokens,
-                   y + begin, n_rows);
+  const int64_t n_chunks_wanted = std::max<int64_t>(1, pool_.n_threads() * kMatmulChunksPerThread);
+  const int64_t chunk_rows = std::max<int64_t>(kMinMatmulChunkRows, (n_rows / n_chunks_wanted + 3) / 4 * 4);
+  const int64_t n_chunks = (n_rows + chunk_rows - 1) / chunk_rows;
+  pool_.parallel_chunks(static_cast<size_t>(n_chunks), [&](size_t chunk) {
+    const int64_t begin = static_cast<int64_t>(chunk) * chunk_rows;
+    const int64_t end = std::min(n_rows, begin + chunk_rows);
+    dot.dot_matrix(k, w.row(begin), w.row_bytes, end - begin, input, input_row_bytes, n_tokens, y + begin, n_rows);
   });
 }
 
