@@ -7,7 +7,11 @@
 #include <string>
 
 #include "base/thread_pool.h"
+#include "base/timer.h"
 #include "cli/commands.h"
+#include "cli/eval_setup.h"
+#include "eval/gptq_collector.h"
+#include "eval/windows.h"
 #include "gguf/gguf_file.h"
 #include "quant/imatrix_file.h"
 #include "quant/quantize_model.h"
@@ -22,6 +26,10 @@ struct QuantizeCliOptions {
   std::string type;
   std::string imatrix;
   std::string method = "rtn";
+  std::string calib;       // --method gptq: calibration text
+  int32_t calib_ctx = 512;
+  int32_t calib_chunks = 0;
+  double damp = quant::kGptqDefaultDamp;
   int n_threads = 0;
 };
 
@@ -42,13 +50,51 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   return s;
 }
 
+// --method gptq: runs the source model over the calibration text in perplexity windows
+// and collects every weight matrix's input Gram matrix X^T X (eval/gptq_collector.h).
+Result<quant::GptqHessians> collect_gptq_statistics(const QuantizeCliOptions& o, int n_threads,
+                                                    int64_t* n_tokens_out) {
+  auto m = load_eval_model(o.input, n_threads);
+  if (!m.ok()) return Status(m.status().code(), "cannot load '" + o.input + "' for calibration: " + m.status().message());
+  auto tokens = tokenize_text_file(*m, o.calib);
+  if (!tokens.ok()) return Status(tokens.status().code(), "calibration text: " + tokens.status().message());
+  auto plan = eval::plan_windows(static_cast<int64_t>(tokens->size()), o.calib_ctx, o.calib_chunks);
+  if (!plan.ok()) {
+    return invalid_argument("calibration text '" + o.calib + "' has " + std::to_string(tokens->size()) +
+                            " tokens, fewer than one context of " + std::to_string(o.calib_ctx) +
+                            " (use a longer text or a smaller --calib-ctx): " + plan.status().message());
+  }
+  eval::GptqCollector collector(*m->model, n_threads);
+  m->model->set_matmul_observer(
+      [&collector](const ops::WeightMatrix& w, const float* x, int64_t n) { collector.observe(w, x, n); });
+  std::fprintf(stderr, "gptq: calibrating on %s, %zu tokens, %d windows of %d\n", o.calib.c_str(), tokens->size(),
+               plan->n_windows, plan->n_ctx);
+  Timer timer;
+  Status status = eval::run_windows(
+      *m->model, *tokens, *plan, m->bos_id,
+      [&](int32_t w, std::span<const int32_t>, const std::vector<float>&) -> Status {
+        std::fprintf(stderr, "gptq: [%d/%d] windows (%.1f s)\n", w + 1, plan->n_windows, timer.seconds());
+        return {};
+      });
+  m->model->set_matmul_observer(nullptr);
+  if (!status.ok()) return status;
+  *n_tokens_out = static_cast<int64_t>(plan->n_windows) * plan->n_ctx;
+  return collector.hessians();
+}
+
 int run_quantize(const QuantizeCliOptions& o) {
   auto mix = quant::find_mix(o.type);
   if (!mix) return fail("unknown type '" + o.type + "'; expected one of: " + known_types());
-  if (o.method == "gptq" || o.method == "awq") {
-    return fail("--method " + o.method + " is not implemented yet; use rtn (optionally with --imatrix)");
+  if (o.method == "awq") {
+    return fail("--method " + o.method + " is not implemented yet; use rtn (optionally with --imatrix) or gptq");
   }
-  if (o.method != "rtn") return fail("unknown method '" + o.method + "'; expected rtn");
+  if (o.method != "rtn" && o.method != "gptq") return fail("unknown method '" + o.method + "'; expected rtn or gptq");
+  const bool gptq = o.method == "gptq";
+  if (gptq && o.calib.empty()) return fail("--method gptq needs calibration text: --calib TEXT");
+  if (!gptq && !o.calib.empty()) return fail("--calib is only used with --method gptq");
+  if (gptq && !o.imatrix.empty()) {
+    return fail("--method gptq collects its own statistics from --calib; drop --imatrix");
+  }
   if (o.input == o.output) return fail("the output path must differ from the input path");
 
   auto source = gguf::File::open(o.input);
@@ -60,11 +106,26 @@ int run_quantize(const QuantizeCliOptions& o) {
     imatrix = std::make_unique<quant::ImportanceMatrix>(std::move(read).value());
   }
 
+  const int n_threads = o.n_threads > 0 ? o.n_threads : default_thread_count();
+  quant::GptqHessians hessians;
+  int64_t calib_tokens = 0;
+  if (gptq) {
+    auto collected = collect_gptq_statistics(o, n_threads, &calib_tokens);
+    if (!collected.ok()) return fail(collected.status().message());
+    hessians = std::move(collected).value();
+  }
+
   quant::QuantizeOptions options;
   options.mix = *mix;
+  if (gptq) {
+    options.gptq = &hessians;
+    options.gptq_damp = o.damp;
+    options.gptq_calib_path = o.calib;
+    options.gptq_calib_tokens = calib_tokens;
+  }
   options.imatrix = imatrix.get();
   options.imatrix_path = o.imatrix;
-  options.n_threads = o.n_threads > 0 ? o.n_threads : default_thread_count();
+  options.n_threads = n_threads;
   options.on_requantize = [&](int64_t n) {
     std::fprintf(stderr,
                  "warning: '%s' holds %lld quantized weight matrices; they are dequantized first, and "
@@ -78,22 +139,24 @@ int run_quantize(const QuantizeCliOptions& o) {
              std::string(gguf::tensor_type_name(p.wanted_type)) + ")";
     }
     if (p.used_importance) note += " [imatrix]";
+    if (p.used_gptq) note += " [gptq]";
     std::fprintf(stderr, "[%4lld/%4lld] %-36s %-16s %5s -> %-5s %9.2f MiB%s\n", static_cast<long long>(p.index + 1),
                  static_cast<long long>(p.n_tensors), p.source->name.c_str(), shape_string(p.source->shape).c_str(),
                  std::string(gguf::tensor_type_name(p.source->type)).c_str(),
                  std::string(gguf::tensor_type_name(p.new_type)).c_str(), p.new_bytes / 1048576.0, note.c_str());
   };
   std::fprintf(stderr, "quantize: %s -> %s as %s with %d threads%s\n", o.input.c_str(), o.output.c_str(),
-               std::string(mix->name).c_str(), options.n_threads, imatrix ? ", importance-weighted" : "");
+               std::string(mix->name).c_str(), options.n_threads,
+               gptq ? ", GPTQ" : imatrix ? ", importance-weighted" : "");
   auto summary = quant::quantize_model(*source, o.output, options);
   if (!summary.ok()) return fail(summary.status().message());
   const double bpw = 8.0 * static_cast<double>(summary->output_tensor_bytes) / static_cast<double>(summary->n_parameters);
   std::fprintf(stderr,
                "quantize: %.2f MiB -> %.2f MiB of tensors (%.2f bits per weight), %lld fallbacks, %lld tensors "
-               "importance-weighted, %.1f s\n",
+               "importance-weighted, %lld with GPTQ, %.1f s\n",
                summary->source_tensor_bytes / 1048576.0, summary->output_tensor_bytes / 1048576.0, bpw,
                static_cast<long long>(summary->n_fallbacks), static_cast<long long>(summary->n_with_importance),
-               summary->seconds);
+               static_cast<long long>(summary->n_with_gptq), summary->seconds);
   return 0;
 }
 
@@ -106,8 +169,18 @@ void register_quantize(CLI::App& app) {
   cmd->add_option("output", o->output, "GGUF file to write")->required();
   cmd->add_option("type", o->type, "One of: " + known_types())->required();
   cmd->add_option("--imatrix", o->imatrix, "Importance matrix from `tokenmill imatrix` to weight the errors");
-  cmd->add_option("--method", o->method, "rtn (round to nearest with scale search); gptq is not implemented")
+  cmd->add_option("--method", o->method,
+                  "rtn (round to nearest with scale search) or gptq (second-order error compensation; needs --calib)")
       ->capture_default_str();
+  cmd->add_option("--calib", o->calib, "Calibration text for --method gptq");
+  cmd->add_option("--calib-ctx", o->calib_ctx, "Calibration window length in tokens")
+      ->capture_default_str()
+      ->check(CLI::Range(16, 1 << 20));
+  cmd->add_option("--calib-chunks", o->calib_chunks, "Use at most this many calibration windows (0: all)")
+      ->check(CLI::Range(0, 1 << 30));
+  cmd->add_option("--damp", o->damp, "GPTQ damping: this fraction of mean(diag H) is added to diag H")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 10.0));
   cmd->add_option("-t,--threads", o->n_threads, "Threads (default: all CPUs)")->check(CLI::Range(0, 1024));
   cmd->callback([o] { exit_code() = run_quantize(*o); });
 }

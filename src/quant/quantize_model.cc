@@ -39,6 +39,12 @@ std::vector<float> importance_weights(const ImportanceEntry& entry) {
   return w;
 }
 
+const GptqHessian* gptq_entry(const QuantizeOptions& options, const std::string& name) {
+  if (!options.gptq) return nullptr;
+  auto it = options.gptq->find(name);
+  return it == options.gptq->end() || !it->second ? nullptr : it->second.get();
+}
+
 // Converts every row of `info` from its type to new_type.
 Status convert_tensor(const gguf::File& file, const gguf::TensorInfo& info, TensorType new_type,
                       const float* importance, ThreadPool& pool, std::vector<uint8_t>& out) {
@@ -72,6 +78,50 @@ Status convert_tensor(const gguf::File& file, const gguf::TensorInfo& info, Tens
   if (bad_row >= 0) {
     return corrupt_data("tensor '" + info.name + "' holds a non-finite value in row " + std::to_string(bad_row));
   }
+  return {};
+}
+
+// GPTQ for one tensor: all rows dequantized, then quantized in tiles of rows over the
+// pool, against the inverse factor of the tensor's calibration Hessian.
+Status convert_tensor_gptq(const gguf::File& file, const gguf::TensorInfo& info, TensorType new_type,
+                           const GptqHessian& hessian, double damp, ThreadPool& pool, std::vector<uint8_t>& out) {
+  const int64_t n_cols = info.shape[0];
+  const int64_t n_rows = info.n_rows();
+  const TypeTraits* source = find_type_traits(info.type);
+  if (!source) {
+    return unsupported("tensor '" + info.name + "' has type " + std::string(gguf::tensor_type_name(info.type)) +
+                       ", which cannot be converted");
+  }
+  if (hessian.n != n_cols || hessian.sum_xxt.size() != static_cast<size_t>(n_cols * n_cols)) {
+    return invalid_argument("the GPTQ statistics of '" + info.name + "' have " + std::to_string(hessian.n) +
+                            " columns but the tensor has " + std::to_string(n_cols));
+  }
+  auto u = gptq_inverse_factor(hessian.sum_xxt.data(), n_cols, damp, &pool);
+  if (!u.ok()) return invalid_argument("tensor '" + info.name + "': " + u.status().message());
+  const std::vector<float> importance = gptq_importance(hessian.sum_xxt.data(), n_cols);
+
+  const size_t source_row_bytes = info.n_bytes / static_cast<size_t>(std::max<int64_t>(1, n_rows));
+  const size_t out_row_bytes = row_size(new_type, n_cols);
+  out.assign(out_row_bytes * static_cast<size_t>(n_rows), 0);
+  const uint8_t* src = file.tensor_data(info).data();
+  std::vector<float> values(static_cast<size_t>(n_rows * n_cols));
+  for (int64_t r = 0; r < n_rows; ++r) {
+    float* row = values.data() + r * n_cols;
+    source->dequantize_row(src + r * source_row_bytes, row, n_cols);
+    if (!std::all_of(row, row + n_cols, [](float v) { return std::isfinite(v); })) {
+      return corrupt_data("tensor '" + info.name + "' holds a non-finite value in row " + std::to_string(r));
+    }
+  }
+  constexpr int64_t kTile = 16;  // rows per call: U's rows are reused from cache across them
+  const int64_t n_tiles = (n_rows + kTile - 1) / kTile;
+  pool.parallel_for(static_cast<size_t>(n_tiles), [&](int, size_t begin, size_t end) {
+    for (size_t t = begin; t < end; ++t) {
+      const int64_t r0 = static_cast<int64_t>(t) * kTile;
+      const int64_t rows = std::min(kTile, n_rows - r0);
+      gptq_quantize_rows(new_type, values.data() + r0 * n_cols, rows, n_cols, u->data(), importance.data(),
+                         out.data() + r0 * out_row_bytes);
+    }
+  });
   return {};
 }
 
@@ -135,12 +185,17 @@ Result<QuantizeSummary> quantize_model(const gguf::File& source, const std::stri
   writer.set_u32("general.file_type", options.mix.llama_file_type);
   writer.set_string("tokenmill.quantize.type", std::string(options.mix.name));
   writer.set_string("tokenmill.quantize.source", base_name(source.path()));
-  writer.set_string("tokenmill.quantize.method", options.imatrix ? "imatrix" : "rtn");
+  writer.set_string("tokenmill.quantize.method", options.gptq ? "gptq" : options.imatrix ? "imatrix" : "rtn");
   writer.set_bool("tokenmill.quantize.requantized", n_quantized_sources > 0);
   if (options.imatrix) {
     writer.set_string("tokenmill.quantize.imatrix.file", base_name(options.imatrix_path));
     writer.set_u32("tokenmill.quantize.imatrix.chunk_count", options.imatrix->n_chunks);
     writer.set_strings("tokenmill.quantize.imatrix.datasets", options.imatrix->datasets);
+  }
+  if (options.gptq) {
+    writer.set_string("tokenmill.quantize.gptq.calibration_file", base_name(options.gptq_calib_path));
+    writer.set_u32("tokenmill.quantize.gptq.calibration_tokens", static_cast<uint32_t>(options.gptq_calib_tokens));
+    writer.set_f32("tokenmill.quantize.gptq.damp", static_cast<float>(options.gptq_damp));
   }
 
   ThreadPool pool(std::max(1, options.n_threads));
@@ -150,7 +205,7 @@ Result<QuantizeSummary> quantize_model(const gguf::File& source, const std::stri
   for (int64_t i = 0; i < n_tensors; ++i) {
     const gguf::TensorInfo& info = source.tensors()[i];
     const TensorFacts tensor{info.name, static_cast<int32_t>(info.shape.size()), info.shape[0]};
-    TypeChoice choice = choose_tensor_type(options.mix, tensor, *facts, options.imatrix != nullptr);
+    TypeChoice choice = choose_tensor_type(options.mix, tensor, *facts, options.imatrix != nullptr || options.gptq != nullptr);
     summary.source_tensor_bytes += info.n_bytes;
     summary.n_parameters += info.n_elements();
 
@@ -168,6 +223,12 @@ Result<QuantizeSummary> quantize_model(const gguf::File& source, const std::stri
     } else if (choice.type == info.type) {
       // Already in the wanted type: copying loses nothing, requantizing would.
       data = source.tensor_data(info);
+    } else if (const GptqHessian* hessian = gptq_entry(options, info.name);
+               hessian && choice.quantized_weight && supports_gptq(choice.type)) {
+      TM_RETURN_IF_ERROR(convert_tensor_gptq(source, info, choice.type, *hessian, options.gptq_damp, pool, converted));
+      progress.used_gptq = true;
+      ++summary.n_with_gptq;
+      data = converted;
     } else {
       std::vector<float> importance;
       if (options.imatrix && choice.quantized_weight && supports_weighted_quantization(choice.type)) {

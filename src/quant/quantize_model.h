@@ -15,6 +15,7 @@
 
 #include "base/status.h"
 #include "gguf/gguf_file.h"
+#include "quant/gptq.h"
 #include "quant/imatrix_file.h"
 #include "quant/quantize_mix.h"
 
@@ -27,6 +28,7 @@ struct TensorProgress {
   gguf::TensorType new_type = gguf::TensorType::kF32;
   gguf::TensorType wanted_type = gguf::TensorType::kF32;  // differs when the row length forced a fallback
   bool used_importance = false;
+  bool used_gptq = false;
   uint64_t new_bytes = 0;
 };
 
@@ -35,6 +37,13 @@ struct QuantizeOptions {
   const ImportanceMatrix* imatrix = nullptr;  // optional
   std::string imatrix_path;                   // recorded in the output's metadata
   int n_threads = 1;
+  // GPTQ (gptq.h): calibration statistics per weight matrix. Matrices with an entry whose
+  // type supports_gptq() are quantized with error compensation, the others as without
+  // it (importance-weighted by their entry's diagonal when they have one).
+  const GptqHessians* gptq = nullptr;
+  double gptq_damp = kGptqDefaultDamp;
+  std::string gptq_calib_path;   // recorded in the output's metadata
+  int64_t gptq_calib_tokens = 0;
   // Called after each tensor, on the calling thread.
   std::function<void(const TensorProgress&)> on_tensor;
   // Called once, before any work, when the source holds quantized weight matrices (they
@@ -48,6 +57,7 @@ struct QuantizeSummary {
   int64_t n_parameters = 0;        // elements of every tensor
   int64_t n_fallbacks = 0;         // tensors whose row length forced another type
   int64_t n_with_importance = 0;   // tensors quantized with imatrix weights
+  int64_t n_with_gptq = 0;         // tensors quantized with GPTQ
   double seconds = 0;
 };
 

@@ -171,7 +171,9 @@ TEST(Gptq, LowerOutputErrorThanRoundToNearestAndImportance) {
                 std::string(gguf::tensor_type_name(type)).c_str(), e_rtn, e_weighted, e_gptq, e_gptq / e_weighted);
     EXPECT_LT(e_gptq, e_rtn);
     EXPECT_LT(e_gptq, e_weighted);
-    if (type == TensorType::kQ4_0 || type == TensorType::kQ4_K) EXPECT_LT(e_gptq, 0.8 * e_weighted);
+    if (type == TensorType::kQ4_0 || type == TensorType::kQ4_K) {
+      EXPECT_LT(e_gptq, 0.8 * e_weighted);
+    }
   }
 }
 
