@@ -27,6 +27,28 @@ __m512i split_index(int lo, int hi) {
   return combine_256(_mm256_set1_epi16(static_cast<int16_t>(lo)), _mm256_set1_epi16(static_cast<int16_t>(hi)));
 }
 
+// Q4_K / Q5_K sub-block scales and mins as bytes [sc0 .. sc7, mn0 .. mn7] (the layout of
+// unpack_k4_scales), in vector registers: the 12 packed bytes are read as words
+// w0 w1 w2 and
+//   sc0..3 = w0 & 0x3f..   sc4..7 = (w2 & 0x0f..) | ((w0 >> 2) & 0x30..)
+//   mn0..3 = w1 & 0x3f..   mn4..7 = ((w2 >> 4) & 0x0f..) | ((w1 >> 2) & 0x30..)
+// REQUIRES: 16 readable bytes at `packed` (the block's quants follow its scales).
+__m128i unpack_k4_scales_vector(const uint8_t* packed) {
+  const __m128i words = load_128(packed);
+  const __m128i low = _mm_srlv_epi32(_mm_shuffle_epi32(words, _MM_SHUFFLE(2, 1, 2, 0)), _mm_setr_epi32(0, 0, 0, 4));
+  const __m128i high = _mm_srli_epi32(_mm_shuffle_epi32(words, _MM_SHUFFLE(1, 1, 0, 0)), 2);
+  return _mm_or_si128(_mm_and_si128(low, _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f)),
+                      _mm_and_si128(high, _mm_setr_epi32(0, 0x30303030, 0, 0x30303030)));
+}
+
+// int16 lanes 0..15 = scale byte `lo` of `bytes`, lanes 16..31 = byte `hi` (bytes from
+// unpack_k4_scales_vector broadcast to every 128-bit lane); a byte shuffle per lane.
+__m512i spread_scale_pair(__m512i bytes, int lo, int hi) {
+  const __m512i index = combine_256(_mm256_set1_epi16(static_cast<int16_t>(0xff00 | lo)),
+                                    _mm256_set1_epi16(static_cast<int16_t>(0xff00 | hi)));
+  return _mm512_shuffle_epi8(bytes, index);
+}
+
 // The per-row part of each format, unpacked once per super-block and shared by every
 // activation row of a tile; `dot_tile` below runs any of them against kTokens
 // activation rows. Per (row, token) the operations and their order are those of the
@@ -39,8 +61,10 @@ constexpr int kTokenTile = 4;
 template <int kTokens>
 void q4_K_row(int64_t n, const BlockQ4_K* x, const uint8_t* a, size_t a_stride, float* out, int64_t out_stride) {
   const __m512i low_nibble = _mm512_set1_epi8(0x0f);
-  // bsums group j pairs with min j / 2, the mins being int16 lanes 8..15.
-  const __m256i min_index = _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+  // bsums group j (16 quants) pairs with min j / 2 (scale byte 8 + j / 2), as int16.
+  const __m512i min_index = _mm512_castsi256_si512(_mm256_setr_epi16(
+      0xff08, 0xff08, 0xff09, 0xff09, 0xff0a, 0xff0a, 0xff0b, 0xff0b,
+      0xff0c, 0xff0c, 0xff0d, 0xff0d, 0xff0e, 0xff0e, 0xff0f, 0xff0f));
   __m512 acc[kTokens];
   __m256 acc_min[kTokens];
   for (int t = 0; t < kTokens; ++t) {
@@ -49,24 +73,27 @@ void q4_K_row(int64_t n, const BlockQ4_K* x, const uint8_t* a, size_t a_stride, 
   }
   auto activations = [&](int t) { return reinterpret_cast<const BlockQ8_K*>(a + t * a_stride); };
   for (int64_t b = 0; b < n / kSuperBlockSize; ++b) {
-    const float x_d = half_to_float(x[b].d);
-    const float x_dmin = half_to_float(x[b].dmin);
-    // int16 lanes 0..7: sub-block scales, 8..15: sub-block mins.
-    const __m256i scales_16 = _mm256_cvtepu8_epi16(unpack_k4_scales(x[b].scales));
-    const __m512i scales_512 = _mm512_castsi256_si512(scales_16);  // upper half unused by the indices
-    const __m256i mins = _mm256_permutexvar_epi16(min_index, scales_16);
+    // [d, dmin] (adjacent halves) as floats in one conversion.
+    const __m128 x_d_dmin = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(load_u32(
+        reinterpret_cast<const uint8_t*>(&x[b].d)))));
+    // Bytes [sc0 .. sc7, mn0 .. mn7] in every 128-bit lane.
+    const __m512i scale_bytes = _mm512_broadcast_i32x4(unpack_k4_scales_vector(x[b].scales));
+    const __m256i mins = _mm512_castsi512_si256(_mm512_shuffle_epi8(scale_bytes, min_index));
     __m512i isum[kTokens];
+    __m128 d_dmin[kTokens];  // [y.d * d, y.d * dmin]
     for (int t = 0; t < kTokens; ++t) {
       const BlockQ8_K& y = activations(t)[b];
+      d_dmin[t] = _mm_mul_ps(_mm_set1_ps(y.d), x_d_dmin);
       const __m256i min_products = _mm256_madd_epi16(load_256(y.bsums), mins);
-      acc_min[t] = _mm256_fmadd_ps(_mm256_set1_ps(y.d * x_dmin), _mm256_cvtepi32_ps(min_products), acc_min[t]);
+      acc_min[t] = _mm256_fmadd_ps(_mm256_permutexvar_ps(_mm256_set1_epi32(1), _mm256_castps128_ps256(d_dmin[t])),
+                                   _mm256_cvtepi32_ps(min_products), acc_min[t]);
       isum[t] = _mm512_setzero_si512();
     }
     for (int p = 0; p < 2; ++p) {
       // Step p covers chunks 2p and 2p + 1: low nibbles are sub-blocks 4p and 4p + 2,
       // high nibbles 4p + 1 and 4p + 3 (each 32 quants = 16 int16 pair sums).
-      const __m512i low_scales = _mm512_permutexvar_epi16(split_index(4 * p, 4 * p + 2), scales_512);
-      const __m512i high_scales = _mm512_permutexvar_epi16(split_index(4 * p + 1, 4 * p + 3), scales_512);
+      const __m512i low_scales = spread_scale_pair(scale_bytes, 4 * p, 4 * p + 2);
+      const __m512i high_scales = spread_scale_pair(scale_bytes, 4 * p + 1, 4 * p + 3);
       const __m512i packed = load_512(x[b].qs + 64 * p);
       const __m512i low = _mm512_and_si512(packed, low_nibble);
       const __m512i high = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low_nibble);
@@ -83,7 +110,7 @@ void q4_K_row(int64_t n, const BlockQ4_K* x, const uint8_t* a, size_t a_stride, 
       }
     }
     for (int t = 0; t < kTokens; ++t) {
-      acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(activations(t)[b].d * x_d), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+      acc[t] = _mm512_fmadd_ps(_mm512_broadcastss_ps(d_dmin[t]), _mm512_cvtepi32_ps(isum[t]), acc[t]);
     }
   }
   for (int t = 0; t < kTokens; ++t) out[t * out_stride] = _mm512_reduce_add_ps(acc[t]) - hsum_ps(acc_min[t]);
