@@ -131,8 +131,8 @@ def test_bad_inputs_give_clear_errors_and_leave_nothing(tokenmill, default_model
     assert mismatch.returncode != 0
     assert "blk.40.attn_q.weight" in mismatch.stderr and "another model" in mismatch.stderr
 
-    gptq = run([tokenmill, "quantize", default_model, str(out), "Q4_K_M", "--method", "gptq"])
-    assert gptq.returncode != 0 and "not implemented" in gptq.stderr
+    awq = run([tokenmill, "quantize", default_model, str(out), "Q4_K_M", "--method", "awq"])
+    assert awq.returncode != 0 and "not implemented" in awq.stderr
 
     assert not out.exists()
     assert not any(p.name.startswith("out.gguf") for p in tmp_path.iterdir())
@@ -144,3 +144,38 @@ def test_quantized_file_loads_in_llama_cpp_with_the_same_greedy_tokens(tokenmill
                   "-n", "12"], timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("OK ") == 3
+
+
+def test_gptq_quantize_loads_and_generates(tokenmill, default_model, tmp_path):
+    out = tmp_path / "q4_0_gptq.gguf"
+    result = run([tokenmill, "quantize", default_model, str(out), "Q4_0", "--method", "gptq", "--calib", str(CALIB),
+                  "--calib-ctx", "64", "--calib-chunks", "4", "-t", "2"], timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert "[gptq]" in result.stderr and "126 with GPTQ" in result.stderr  # 18 layers x 7; not the Q8_0 embedding
+    types = tensor_types(tokenmill, out)
+    assert types["blk.3.ffn_up.weight"] == "q4_0"
+    info = run([tokenmill, "info", str(out)]).stdout
+    assert '"gptq"' in info and "tokenmill.quantize.gptq.calibration_tokens" in info
+    gen = run([tokenmill, "run", "-m", str(out), "-p", "The capital of France is", "-n", "8", "--temp", "0"])
+    assert gen.returncode == 0, gen.stderr
+    assert len(gen.stdout.strip()) > 0
+    ppl = run([tokenmill, "perplexity", "-m", str(out), "-f", str(TEXT_EN), "--json", *SMALL])
+    assert ppl.returncode == 0, ppl.stderr
+    assert 3 < json.loads(ppl.stdout)["ppl"] < 300
+
+
+def test_gptq_bad_calibration_gives_clear_errors_and_leaves_nothing(tokenmill, default_model, tmp_path):
+    out = tmp_path / "out.gguf"
+    no_calib = run([tokenmill, "quantize", default_model, str(out), "Q4_0", "--method", "gptq"])
+    assert no_calib.returncode != 0 and "--calib" in no_calib.stderr
+    short = tmp_path / "short.txt"
+    short.write_text("Too short.")
+    too_short = run([tokenmill, "quantize", default_model, str(out), "Q4_0", "--method", "gptq", "--calib", str(short)])
+    assert too_short.returncode != 0 and "fewer than one context" in too_short.stderr
+    missing = run([tokenmill, "quantize", default_model, str(out), "Q4_0", "--method", "gptq", "--calib",
+                   str(tmp_path / "nope.txt")])
+    assert missing.returncode != 0 and "nope.txt" in missing.stderr
+    both = run([tokenmill, "quantize", default_model, str(out), "Q4_0", "--method", "gptq", "--calib", str(CALIB),
+                "--imatrix", str(tmp_path / "x.imatrix")])
+    assert both.returncode != 0 and "--imatrix" in both.stderr
+    assert not any(p.name.startswith("out.gguf") for p in tmp_path.iterdir())
