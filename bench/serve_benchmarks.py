@@ -180,15 +180,16 @@ def main():
     # 4. Chunked prefill: 8 streams' ITL p99 alone, and while a 4,000-token prompt arrives.
     server = tokenmill_server(args.model)
     try:
-        alone = bench_serve(server.port, 8, 8, 32, 160)
+        # Streams long enough (400 tokens) to still be running while the long prompt is read.
+        alone = bench_serve(server.port, 8, 8, 32, 400)
         box = {}
 
         def run_streams():
-            box["with_long"] = bench_serve(server.port, 8, 8, 32, 160, extra=("--seed", "2"))
+            box["with_long"] = bench_serve(server.port, 8, 8, 32, 400, extra=("--seed", "2"))
 
         t = threading.Thread(target=run_streams)
         t.start()
-        time.sleep(3.0)
+        time.sleep(2.0)
         long_ttft = stream_ttft(server.port, [{"role": "user", "content": words(4000, 3)}])
         t.join()
         with_long = box["with_long"]
