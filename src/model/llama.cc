@@ -9,9 +9,7 @@ namespace {
 
 class Llama final : public Model {
  public:
-  Llama(std::shared_ptr<const gguf::File> file, ModelConfig config, ModelWeights weights,
-        std::unique_ptr<ops::Backend> backend)
-      : Model(std::move(file), std::move(config), std::move(weights), std::move(backend)) {}
+  using Model::Model;
 
  protected:
   void run_layers(const Batch& batch, ops::KvStorage& kv, std::vector<float>& hidden) override {

@@ -46,11 +46,13 @@ class Model {
   // observer is set, so inference without one is unchanged.
   void set_matmul_observer(ops::MatmulObserver observer);
 
- protected:
+  // For the architecture files, which inherit it (`using Model::Model;`). Model itself is
+  // abstract; everyone else gets a model from load_model().
   Model(std::shared_ptr<const gguf::File> file, ModelConfig config, ModelWeights weights,
         std::unique_ptr<ops::Backend> backend)
       : file_(std::move(file)), config_(std::move(config)), weights_(std::move(weights)), backend_(std::move(backend)) {}
 
+ protected:
   // The architecture's layers: hidden [n_tokens, n_embd] in, hidden out.
   virtual void run_layers(const Batch& batch, ops::KvStorage& kv, std::vector<float>& hidden) = 0;
 
