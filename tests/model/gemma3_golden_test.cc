@@ -70,6 +70,13 @@ constexpr float kNearTie = 0.35f;
 // This model is numerically touchy: F16 rounding of the KV cache alone moves its logits
 // by tenths, in both engines.
 constexpr float kMaxLogitError = 1.25f;
+// Membership in the top-10 is judged with a wider tie: llama.cpp's own kernel paths put
+// one prompt's top logit anywhere from 23.91 to 24.31 (batched prompt, token at a time,
+// no repacking, flash attention), and two tokens' differences move by as much in
+// opposite directions; the order of two tokens closer than this changes with summation
+// order (it did on "numbers" when the Q4_K
+// kernel regrouped its sums: 653 and 236770 swapped places 10 and 11, 0.04 apart).
+constexpr float kTopTenTie = 0.6f;
 
 TEST_F(Gemma3Golden, FirstStepLogitsMatchLlamaCpp) {
   ASSERT_NE(model_, nullptr);
@@ -97,7 +104,7 @@ TEST_F(Gemma3Golden, FirstStepLogitsMatchLlamaCpp) {
     // clears its 10th logit by more than a tie must be in ours, and in the same place
     // relative to every token it clearly beats.
     for (size_t i = 0; i < 10; ++i) {
-      if (expected_values[i] - expected_values[10] < kNearTie) continue;
+      if (expected_values[i] - expected_values[10] < kTopTenTie) continue;
       EXPECT_NE(std::find(ours.begin(), ours.end(), expected_ids[i]), ours.end())
           << c["name"] << ": llama.cpp's top-10 token " << expected_ids[i] << " is not in ours";
     }

@@ -1,6 +1,6 @@
-// AVX-512 dot products of Q4_K, Q5_K and Q6_K with Q8_K activation rows: the scheme of
-// kquants_avx2.cc, 64 quants per step, with vpdpwssd (VNNI) applying the sub-block
-// scales to the int16 pair sums. Each weight super-block is unpacked once and dotted
+// AVX-512 dot products of Q4_K, Q5_K and Q6_K with Q8_K activation rows. Q5_K and Q6_K:
+// the scheme of kquants_avx2.cc, 64 quants per step, with vpdpwssd (VNNI) applying the
+// sub-block scales to the int16 pair sums; Q4_K: vpdpbusd on regrouped quants (below). Each weight super-block is unpacked once and dotted
 // with up to kTokenTile activation rows (prefill, batched decode).
 
 // GCC 12's AVX-512 headers seed some intrinsics with _mm512_undefined_*(), which
@@ -11,6 +11,8 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 #include "quant/blocks.h"
@@ -41,14 +43,6 @@ __m128i unpack_k4_scales_vector(const uint8_t* packed) {
                       _mm_and_si128(high, _mm_setr_epi32(0, 0x30303030, 0, 0x30303030)));
 }
 
-// int16 lanes 0..15 = scale byte `lo` of `bytes`, lanes 16..31 = byte `hi` (bytes from
-// unpack_k4_scales_vector broadcast to every 128-bit lane); a byte shuffle per lane.
-__m512i spread_scale_pair(__m512i bytes, int lo, int hi) {
-  const __m512i index = combine_256(_mm256_set1_epi16(static_cast<int16_t>(0xff00 | lo)),
-                                    _mm256_set1_epi16(static_cast<int16_t>(0xff00 | hi)));
-  return _mm512_shuffle_epi8(bytes, index);
-}
-
 // The per-row part of each format, unpacked once per super-block and shared by every
 // activation row of a tile; `dot_tile` below runs any of them against kTokens
 // activation rows. Per (row, token) the operations and their order are those of the
@@ -56,8 +50,29 @@ __m512i spread_scale_pair(__m512i bytes, int lo, int hi) {
 
 constexpr int kTokenTile = 4;
 
-// Q4_K: acc[t] collects d * (scaled integer sums) in 16 lanes, acc_min[t] the
-// dmin * min terms in 8; result = reduce_add(acc) - hsum(acc_min).
+// Q4_K runs against activation rows whose quants are regrouped (permute_for_q4_K) so
+// that one vpdpbusd of four steps serves each sub-block: in step s (0..3) of a
+// super-block, int32 lanes 2j and 2j + 1 hold quants 32j + 8s .. 32j + 8s + 7 of
+// sub-block j. Four vpdpbusd (u4 weights x s8 activations) then leave in lanes 2j, 2j+1
+// integer sums of sub-block j alone (|sum| <= 4 * 4 * 15 * 128 < 2^15), and one
+// vpmaddwd against (scale_j, 0) int16 pairs applies the 6-bit scales: five multiplies
+// per 256 quants and token where maddubs + dpwssd need eight. The weights are regrouped
+// to match once per super-block and shared by every token of a tile.
+//
+// Activation layout: step s occupies qs[64s .. 64s + 63]; its 8-byte group j is
+// elements 32j + 8s .. 32j + 8s + 7. d and bsums are unchanged.
+void permute_for_q4_K(const BlockQ8_K* src, BlockQ8_K* dst, int64_t n_blocks) {
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    dst[b].d = src[b].d;
+    std::memcpy(dst[b].bsums, src[b].bsums, sizeof dst[b].bsums);
+    for (int step = 0; step < 4; ++step) {
+      for (int j = 0; j < 8; ++j) std::memcpy(dst[b].qs + 64 * step + 8 * j, src[b].qs + 32 * j + 8 * step, 8);
+    }
+  }
+}
+
+// acc[t] collects d * (scaled integer sums) in 16 lanes, acc_min[t] the dmin * min terms
+// in 8; result = reduce_add(acc) - hsum(acc_min). `a` rows are in permute_for_q4_K's layout.
 template <int kTokens>
 void q4_K_row(int64_t n, const BlockQ4_K* x, const uint8_t* a, size_t a_stride, float* out, int64_t out_stride) {
   const __m512i low_nibble = _mm512_set1_epi8(0x0f);
@@ -65,6 +80,21 @@ void q4_K_row(int64_t n, const BlockQ4_K* x, const uint8_t* a, size_t a_stride, 
   const __m512i min_index = _mm512_castsi256_si512(_mm256_setr_epi16(
       0xff08, 0xff08, 0xff09, 0xff09, 0xff0a, 0xff0a, 0xff0b, 0xff0b,
       0xff0c, 0xff0c, 0xff0d, 0xff0d, 0xff0e, 0xff0e, 0xff0f, 0xff0f));
+  // int32 lane L = scale byte L / 2, zero-extended (lanes 4q .. 4q + 3 sit in 128-bit lane q).
+  const __m512i scale_index = _mm512_set_epi32(
+      static_cast<int>(0x80808007), static_cast<int>(0x80808007), static_cast<int>(0x80808006),
+      static_cast<int>(0x80808006), static_cast<int>(0x80808005), static_cast<int>(0x80808005),
+      static_cast<int>(0x80808004), static_cast<int>(0x80808004), static_cast<int>(0x80808003),
+      static_cast<int>(0x80808003), static_cast<int>(0x80808002), static_cast<int>(0x80808002),
+      static_cast<int>(0x80808001), static_cast<int>(0x80808001), static_cast<int>(0x80808000),
+      static_cast<int>(0x80808000));
+  // Step s: 128-bit lane m = 8-byte group s of the 32-byte chunk m, twice; the first copy
+  // gives its low nibbles (sub-block 2m), the second its high nibbles (sub-block 2m + 1).
+  __m512i step_index[4];
+  for (int step = 0; step < 4; ++step) {
+    step_index[step] = _mm512_add_epi64(_mm512_set1_epi64(step), _mm512_set_epi64(12, 12, 8, 8, 4, 4, 0, 0));
+  }
+  const __m512i nibble_shift = _mm512_set_epi64(4, 0, 4, 0, 4, 0, 4, 0);
   __m512 acc[kTokens];
   __m256 acc_min[kTokens];
   for (int t = 0; t < kTokens; ++t) {
@@ -79,38 +109,26 @@ void q4_K_row(int64_t n, const BlockQ4_K* x, const uint8_t* a, size_t a_stride, 
     // Bytes [sc0 .. sc7, mn0 .. mn7] in every 128-bit lane.
     const __m512i scale_bytes = _mm512_broadcast_i32x4(unpack_k4_scales_vector(x[b].scales));
     const __m256i mins = _mm512_castsi512_si256(_mm512_shuffle_epi8(scale_bytes, min_index));
-    __m512i isum[kTokens];
-    __m128 d_dmin[kTokens];  // [y.d * d, y.d * dmin]
+    const __m512i scales = _mm512_shuffle_epi8(scale_bytes, scale_index);
+    const __m512i packed_0 = load_512(x[b].qs);
+    const __m512i packed_1 = load_512(x[b].qs + 64);
+    __m512i q[4];
+    for (int step = 0; step < 4; ++step) {
+      const __m512i groups = _mm512_permutex2var_epi64(packed_0, step_index[step], packed_1);
+      q[step] = _mm512_and_si512(_mm512_srlv_epi64(groups, nibble_shift), low_nibble);
+    }
     for (int t = 0; t < kTokens; ++t) {
       const BlockQ8_K& y = activations(t)[b];
-      d_dmin[t] = _mm_mul_ps(_mm_set1_ps(y.d), x_d_dmin);
+      const __m128 d_dmin = _mm_mul_ps(_mm_set1_ps(y.d), x_d_dmin);  // [y.d * d, y.d * dmin]
       const __m256i min_products = _mm256_madd_epi16(load_256(y.bsums), mins);
-      acc_min[t] = _mm256_fmadd_ps(_mm256_permutexvar_ps(_mm256_set1_epi32(1), _mm256_castps128_ps256(d_dmin[t])),
+      acc_min[t] = _mm256_fmadd_ps(_mm256_permutexvar_ps(_mm256_set1_epi32(1), _mm256_castps128_ps256(d_dmin)),
                                    _mm256_cvtepi32_ps(min_products), acc_min[t]);
-      isum[t] = _mm512_setzero_si512();
-    }
-    for (int p = 0; p < 2; ++p) {
-      // Step p covers chunks 2p and 2p + 1: low nibbles are sub-blocks 4p and 4p + 2,
-      // high nibbles 4p + 1 and 4p + 3 (each 32 quants = 16 int16 pair sums).
-      const __m512i low_scales = spread_scale_pair(scale_bytes, 4 * p, 4 * p + 2);
-      const __m512i high_scales = spread_scale_pair(scale_bytes, 4 * p + 1, 4 * p + 3);
-      const __m512i packed = load_512(x[b].qs + 64 * p);
-      const __m512i low = _mm512_and_si512(packed, low_nibble);
-      const __m512i high = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low_nibble);
-      for (int t = 0; t < kTokens; ++t) {
-        // Activations 128p .. 128p + 127 in 16-byte lanes [s0 s1 s2 s3 | s4 s5 s6 s7]; the
-        // low nibbles pair with elements 128p + 0..31 and 128p + 64..95 ([s0 s1 s4 s5]).
-        const BlockQ8_K& y = activations(t)[b];
-        const __m512i y_0 = load_512(y.qs + 128 * p);
-        const __m512i y_1 = load_512(y.qs + 128 * p + 64);
-        const __m512i y_low = _mm512_shuffle_i64x2(y_0, y_1, _MM_SHUFFLE(1, 0, 1, 0));
-        const __m512i y_high = _mm512_shuffle_i64x2(y_0, y_1, _MM_SHUFFLE(3, 2, 3, 2));
-        isum[t] = _mm512_dpwssd_epi32(isum[t], _mm512_maddubs_epi16(low, y_low), low_scales);
-        isum[t] = _mm512_dpwssd_epi32(isum[t], _mm512_maddubs_epi16(high, y_high), high_scales);
-      }
-    }
-    for (int t = 0; t < kTokens; ++t) {
-      acc[t] = _mm512_fmadd_ps(_mm512_broadcastss_ps(d_dmin[t]), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+      __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], load_512(y.qs));
+      sums = _mm512_dpbusd_epi32(sums, q[1], load_512(y.qs + 64));
+      sums = _mm512_dpbusd_epi32(sums, q[2], load_512(y.qs + 128));
+      sums = _mm512_dpbusd_epi32(sums, q[3], load_512(y.qs + 192));
+      acc[t] = _mm512_fmadd_ps(_mm512_broadcastss_ps(d_dmin), _mm512_cvtepi32_ps(_mm512_madd_epi16(sums, scales)),
+                               acc[t]);
     }
   }
   for (int t = 0; t < kTokens; ++t) out[t * out_stride] = _mm512_reduce_add_ps(acc[t]) - hsum_ps(acc_min[t]);
@@ -239,10 +257,52 @@ void row_kernel(int64_t n, const Block* x, const uint8_t* a, size_t a_stride, fl
   }
 }
 
+// Activation rows as row_kernel<Block> reads them: Q4_K wants permute_for_q4_K's layout,
+// written here into a buffer (kStageTokens rows at a time); the others read the rows as
+// they are.
+constexpr int kStageTokens = kTokenTile;
+
+template <typename Block>
+class StagedActivations {
+ public:
+  StagedActivations(int64_t n, const uint8_t* a, size_t a_stride) : n_blocks_(n / kSuperBlockSize), a_(a), a_stride_(a_stride) {
+    if constexpr (std::is_same_v<Block, BlockQ4_K>) {
+      buffer_ = static_cast<BlockQ8_K*>(std::malloc(sizeof(BlockQ8_K) * kStageTokens * n_blocks_));
+    }
+  }
+  ~StagedActivations() { std::free(buffer_); }
+  StagedActivations(const StagedActivations&) = delete;
+  StagedActivations& operator=(const StagedActivations&) = delete;
+
+  // Rows t .. t + count - 1 (count <= kStageTokens), readable until the next call.
+  const uint8_t* rows(int64_t t, int count) {
+    if constexpr (!std::is_same_v<Block, BlockQ4_K>) {
+      (void)count;
+      return a_ + t * a_stride_;
+    } else {
+      for (int i = 0; i < count; ++i) {
+        permute_for_q4_K(reinterpret_cast<const BlockQ8_K*>(a_ + (t + i) * a_stride_), buffer_ + i * n_blocks_,
+                         n_blocks_);
+      }
+      return reinterpret_cast<const uint8_t*>(buffer_);
+    }
+  }
+  size_t stride() const {
+    return std::is_same_v<Block, BlockQ4_K> ? sizeof(BlockQ8_K) * n_blocks_ : a_stride_;
+  }
+
+ private:
+  int64_t n_blocks_;
+  const uint8_t* a_;
+  size_t a_stride_;
+  BlockQ8_K* buffer_ = nullptr;
+};
+
 template <typename Block>
 float dot_row(int64_t n, const void* w, const void* a) {
+  StagedActivations<Block> staged(n, static_cast<const uint8_t*>(a), 0);
   float result;
-  row_kernel<Block, 1>(n, static_cast<const Block*>(w), static_cast<const uint8_t*>(a), 0, &result, 0);
+  row_kernel<Block, 1>(n, static_cast<const Block*>(w), staged.rows(0, 1), 0, &result, 0);
   return result;
 }
 
@@ -251,21 +311,38 @@ template <typename Block>
 void dot_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
               int64_t out_stride) {
   const auto* x = static_cast<const Block*>(w);
-  const auto* activations = static_cast<const uint8_t*>(a);
+  StagedActivations<Block> staged(n, static_cast<const uint8_t*>(a), a_stride);
   int64_t t = 0;
   for (; t + kTokenTile <= n_a_rows; t += kTokenTile) {
-    row_kernel<Block, kTokenTile>(n, x, activations + t * a_stride, a_stride, out + t * out_stride, out_stride);
+    row_kernel<Block, kTokenTile>(n, x, staged.rows(t, kTokenTile), staged.stride(), out + t * out_stride,
+                                  out_stride);
   }
-  for (; t < n_a_rows; ++t) row_kernel<Block, 1>(n, x, activations + t * a_stride, a_stride, out + t * out_stride, 0);
+  for (; t < n_a_rows; ++t) row_kernel<Block, 1>(n, x, staged.rows(t, 1), 0, out + t * out_stride, 0);
 }
 
-// Weight rows one after the other (one sequential stream from memory), each against
-// every activation row.
+// Weight rows in cache panels (x86_helpers.h): for each panel, every tile of kTokenTile
+// activation rows against each row of the panel.
 template <typename Block>
 void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a, size_t a_stride,
                 int64_t n_a_rows, float* out, int64_t out_stride) {
   const auto* weights = static_cast<const uint8_t*>(w);
-  for (int64_t r = 0; r < n_w_rows; ++r) dot_rows<Block>(n, weights + r * w_stride, a, a_stride, n_a_rows, out + r, out_stride);
+  StagedActivations<Block> staged(n, static_cast<const uint8_t*>(a), a_stride);
+  auto row = [&](int64_t r) { return reinterpret_cast<const Block*>(weights + r * w_stride); };
+  const int64_t panel = panel_rows(w_stride, 1);
+  for (int64_t r0 = 0; r0 < n_w_rows; r0 += panel) {
+    const int64_t r1 = r0 + panel < n_w_rows ? r0 + panel : n_w_rows;
+    int64_t t = 0;
+    for (; t + kTokenTile <= n_a_rows; t += kTokenTile) {
+      const uint8_t* tile = staged.rows(t, kTokenTile);
+      for (int64_t r = r0; r < r1; ++r) {
+        row_kernel<Block, kTokenTile>(n, row(r), tile, staged.stride(), out + t * out_stride + r, out_stride);
+      }
+    }
+    for (; t < n_a_rows; ++t) {
+      const uint8_t* single = staged.rows(t, 1);
+      for (int64_t r = r0; r < r1; ++r) row_kernel<Block, 1>(n, row(r), single, 0, out + t * out_stride + r, 0);
+    }
+  }
 }
 
 }  // namespace

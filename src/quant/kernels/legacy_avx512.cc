@@ -253,20 +253,28 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
   const auto* weights = static_cast<const uint8_t*>(w);
   const auto* activations = static_cast<const uint8_t*>(a);
   const int64_t n_blocks = n / kLegacyBlockSize;
-  int64_t r = 0;
-  for (; r + kRowTile <= n_w_rows; r += kRowTile) {
-    const uint8_t* rows = weights + r * w_stride;
+  const int64_t n_tiled_rows = n_w_rows / kRowTile * kRowTile;
+  const int64_t panel = panel_rows(w_stride, kRowTile);
+  // Cache panels of whole row tiles (x86_helpers.h); token tiles pass over each panel.
+  for (int64_t r0 = 0; r0 < n_tiled_rows; r0 += panel) {
+    const int64_t r1 = r0 + panel < n_tiled_rows ? r0 + panel : n_tiled_rows;
     int64_t t = 0;
     for (; t + kTokenTile <= n_a_rows; t += kTokenTile) {
-      dot_tile<Block, kRowTile, kTokenTile>(n_blocks, rows, w_stride, activations + t * a_stride, a_stride,
-                                   out + t * out_stride + r, out_stride);
+      for (int64_t r = r0; r < r1; r += kRowTile) {
+        dot_tile<Block, kRowTile, kTokenTile>(n_blocks, weights + r * w_stride, w_stride, activations + t * a_stride,
+                                              a_stride, out + t * out_stride + r, out_stride);
+      }
     }
     for (; t < n_a_rows; ++t) {
-      dot_tile<Block, kRowTile, 1>(n_blocks, rows, w_stride, activations + t * a_stride, a_stride,
-                                   out + t * out_stride + r, out_stride);
+      for (int64_t r = r0; r < r1; r += kRowTile) {
+        dot_tile<Block, kRowTile, 1>(n_blocks, weights + r * w_stride, w_stride, activations + t * a_stride, a_stride,
+                                     out + t * out_stride + r, out_stride);
+      }
     }
   }
-  for (; r < n_w_rows; ++r) dot_rows<Block>(n, weights + r * w_stride, a, a_stride, n_a_rows, out + r, out_stride);
+  for (int64_t r = n_tiled_rows; r < n_w_rows; ++r) {
+    dot_rows<Block>(n, weights + r * w_stride, a, a_stride, n_a_rows, out + r, out_stride);
+  }
 }
 
 }  // namespace

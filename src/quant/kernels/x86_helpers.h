@@ -34,6 +34,16 @@ inline uint32_t load_u32(const uint8_t* bytes) {
   return value;
 }
 
+// Rows per cache panel of a matrix kernel: the panel's weights (about kPanelBytes) stay
+// in the core's L2 cache while every token tile passes over them, so each weight byte
+// comes from memory once per matmul and each activation row once per panel (a row
+// outer loop instead re-reads every token's activations for every weight row).
+constexpr int64_t kPanelBytes = 256 * 1024;
+inline int64_t panel_rows(size_t row_bytes, int64_t row_tile) {
+  const int64_t rows = kPanelBytes / static_cast<int64_t>(row_bytes);
+  return rows < row_tile ? row_tile : rows / row_tile * row_tile;
+}
+
 inline __m256i load_256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
 inline __m128i load_128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
 
