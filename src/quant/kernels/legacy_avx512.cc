@@ -1,22 +1,26 @@
-// AVX-512 (VNNI) dot products of the legacy weight formats Q4_0, Q5_0 and Q8_0 with a
-// Q8_0 activation row, two blocks per 512-bit step:
+// AVX-512 (VNNI) dot products of the legacy weight formats Q4_0, Q5_0 and Q8_0 with Q8_0
+// activation rows, sixteen weight rows at a time: int32 lane r of every vector belongs
+// to weight row r of a 16-row panel.
 //
-//   byte lanes  0..31: levels of block b      (scale d_b     in float lanes 0..7)
-//   byte lanes 32..63: levels of block b + 1  (scale d_{b+1} in float lanes 8..15)
+//   1. Transpose: for each 32-quant block, the panel's 16 rows are turned into eight
+//      vectors codes[k], lane r = quants 4k .. 4k + 3 of row r (an 8 x 8 dword
+//      transpose in each 256-bit half), and their 16 scales into one float vector. This
+//      is done once per panel and kept in a small buffer that every token reads.
+//   2. Dot: per token and block, eight vpdpbusd against the token's quants 4k .. 4k + 3
+//      broadcast to every lane; lane r then holds the block's exact integer dot product
+//      for row r, converted and accumulated in float:
+//        acc_r = fma(float(isum_r,b), d_r,b * d_token,b, acc_r)     b = 0, 1, ...
+//      Eleven instructions per 16 rows x 32 quants x token; no horizontal sums.
 //
 // vpdpbusd multiplies unsigned by signed bytes, so each weight is taken as its unsigned
 // code u = level + k (Q4_0: the nibble, k = 8; Q5_0: the 5-bit value, k = 16; Q8_0: the
-// byte xor 0x80, k = 128) and the accumulator starts at -k * (sum of each group of four
-// activations): u * a summed from there is exactly sum(level * a). That start value
-// depends only on the activations, so a tile of several weight rows computes it once.
+// byte xor 0x80, k = 128) and each block's sum starts at -k * (sum of the token's 32
+// quants): u * a summed from there is exactly sum(level * a).
 //
-// One template, `dot_tile<Block, kRows, kTokens>`, does every shape: a single dot
-// product (1 x 1), one weight row against several activation rows (prefill), and four
-// weight rows against one activation row (decode: each activation block is loaded and
-// its correction and scale computed once for four rows). Every (row, token) result goes
-// through the same operations in the same order, and all horizontal sums use one fixed
-// tree (reduce_16 / reduce_4x16), so it is bit-identical whichever tile computed it: a
-// token's logits do not depend on the batch it came in.
+// Every (row, token) result goes through the same operations in the same order whatever
+// the number of rows or tokens in the call (one row alone runs as a panel of one row),
+// so it is bit-identical whichever call computed it: a token's logits do not depend on
+// the batch it came in.
 
 // GCC 12's AVX-512 headers seed some intrinsics with _mm512_undefined_*(), which
 // -Wuninitialized then reports at every use: a known false positive.
@@ -27,6 +31,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 
 #include "quant/blocks.h"
 #include "quant/kernels/simd_kernels.h"
@@ -36,245 +41,203 @@ namespace tokenmill::quant::avx512 {
 
 namespace {
 
-// Nibbles of two consecutive legacy blocks, each in element order (values 0..15).
-__m512i unpack_nibbles_pair(const uint8_t* qs_0, const uint8_t* qs_1) {
-  const __m256i packed = _mm256_set_m128i(load_128(qs_1), load_128(qs_0));
-  // [lo_0, lo_1, hi_0, hi_1] in 128-bit lanes, reordered to [lo_0, hi_0, lo_1, hi_1].
-  const __m512i both = combine_256(packed, _mm256_srli_epi16(packed, 4));
-  const __m512i ordered = _mm512_shuffle_i64x2(both, both, _MM_SHUFFLE(3, 1, 2, 0));
-  return _mm512_and_si512(ordered, _mm512_set1_epi8(0x0f));
-}
+constexpr int kPanel = 16;        // weight rows per panel: one int32 lane each
+constexpr int kTokenTile = 8;     // tokens whose accumulators stay in registers
+constexpr int kTokenBlock = 64;   // tokens per pass over the weights (their activations stay in L2)
 
-__m256i unpack_nibbles(const uint8_t* qs) { return unpack_legacy_nibbles(qs); }
-
-// Codes<Block>: the unsigned codes of two consecutive weight blocks (pair) or of one
-// (single), and kOffset = k, the amount by which every code exceeds its level.
+// Codes<Block>::row(b): the 32 unsigned codes of one weight block in element order, and
+// kOffset = k, the amount by which every code exceeds its level.
 template <typename Block>
 struct Codes;
 
 template <>
 struct Codes<BlockQ8_0> {
-  static constexpr char kOffset = static_cast<char>(0x80);  // k = 128
-  static __m512i pair(const BlockQ8_0* b) {
-    return _mm512_xor_si512(combine_256(load_256(b[0].qs), load_256(b[1].qs)), _mm512_set1_epi8(kOffset));
-  }
-  static __m256i single(const BlockQ8_0& b) { return _mm256_xor_si256(load_256(b.qs), _mm256_set1_epi8(kOffset)); }
+  static constexpr int kOffset = 128;
+  static __m256i row(const BlockQ8_0& b) { return _mm256_xor_si256(load_256(b.qs), _mm256_set1_epi8(static_cast<char>(0x80))); }
 };
 
 template <>
 struct Codes<BlockQ4_0> {
-  static constexpr char kOffset = 8;
-  static __m512i pair(const BlockQ4_0* b) { return unpack_nibbles_pair(b[0].qs, b[1].qs); }
-  static __m256i single(const BlockQ4_0& b) { return unpack_nibbles(b.qs); }
+  static constexpr int kOffset = 8;
+  static __m256i row(const BlockQ4_0& b) { return unpack_legacy_nibbles(b.qs); }
 };
 
 // Q5_0: the code is the 5-bit q itself, nibble + 16 where qh has bit 4 (qh is exactly a
 // byte mask of "bit 4 set" in element order).
 template <>
 struct Codes<BlockQ5_0> {
-  static constexpr char kOffset = 16;
-  static __m512i pair(const BlockQ5_0* b) {
-    const __m512i nibbles = unpack_nibbles_pair(b[0].qs, b[1].qs);
-    const __mmask64 bit4 =
-        static_cast<__mmask64>(load_u32(b[0].qh)) | (static_cast<__mmask64>(load_u32(b[1].qh)) << 32);
-    return _mm512_mask_add_epi8(nibbles, bit4, nibbles, _mm512_set1_epi8(16));
-  }
-  static __m256i single(const BlockQ5_0& b) {
-    const __m256i nibbles = unpack_nibbles(b.qs);
+  static constexpr int kOffset = 16;
+  static __m256i row(const BlockQ5_0& b) {
+    const __m256i nibbles = unpack_legacy_nibbles(b.qs);
     return _mm256_mask_add_epi8(nibbles, static_cast<__mmask32>(load_u32(b.qh)), nibbles, _mm256_set1_epi8(16));
   }
 };
 
-// [half(d_0) x 8, half(d_1) x 8] as floats.
-__m512 scale_pair(uint16_t d_0, uint16_t d_1) {
-  const __m256i halves = _mm256_mask_set1_epi16(_mm256_set1_epi16(static_cast<int16_t>(d_0)), 0xff00,
-                                                static_cast<int16_t>(d_1));
-  return _mm512_cvtph_ps(halves);
-}
+// One block of a transposed panel: codes[k] lane r = codes 4k .. 4k + 3 of row r; scales
+// lane r = row r's d as a float.
+struct PanelBlock {
+  __m512i codes[8];
+  __m512 scales;
+};
 
-// The horizontal sum every kernel here ends with: lanes i + i+8, then i + i+4, then
-// i + i+2, then 0 + 1 (float addition commutes, so reduce_4x16 reproduces it exactly).
-float reduce_16(__m512 v) {
-  const __m256 s8 = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
-}
-
-// reduce_16 of four vectors at once: [reduce_16(a), reduce_16(b), reduce_16(c), reduce_16(d)].
-__m128 reduce_4x16(__m512 a, __m512 b, __m512 c, __m512 d) {
-  // s8 of a and b side by side: 128-bit quarters [a0 a1 b0 b1] + [a2 a3 b2 b3].
-  const __m512 ab = _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(1, 0, 1, 0)),
-                                  _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 2, 3, 2)));
-  const __m512 cd = _mm512_add_ps(_mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(1, 0, 1, 0)),
-                                  _mm512_shuffle_f32x4(c, d, _MM_SHUFFLE(3, 2, 3, 2)));
-  // s4 of a, b, c, d in quarters 0..3: lower half of each s8 + upper half.
-  const __m512 s4 = _mm512_add_ps(_mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(2, 0, 2, 0)),
-                                  _mm512_shuffle_f32x4(ab, cd, _MM_SHUFFLE(3, 1, 3, 1)));
-  const __m512 s2 = _mm512_add_ps(s4, _mm512_permute_ps(s4, _MM_SHUFFLE(1, 0, 3, 2)));
-  const __m512 s1 = _mm512_add_ps(s2, _mm512_permute_ps(s2, _MM_SHUFFLE(2, 3, 0, 1)));
-  return _mm512_castps512_ps128(_mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                                                           0, 0, 0),
-                                                       s1));
-}
-
-// acc[t] += the per-lane partial sums of dot(weight row x, activation row t), t < kTokens.
-template <typename Block, int kTokens>
-void accumulate_row(int64_t n_blocks, const Block* x, const uint8_t* a, size_t a_stride, __m512* acc) {
-  const __m512i offset_bytes = _mm512_set1_epi8(Codes<Block>::kOffset);
-  auto activation_blocks = [&](int t) { return reinterpret_cast<const BlockQ8_0*>(a + t * a_stride); };
-  int64_t b = 0;
-  for (; b + 2 <= n_blocks; b += 2) {
-    const __m512i codes = Codes<Block>::pair(x + b);
-    const __m512 weight_scales = scale_pair(x[b].d, x[b + 1].d);
-    for (int t = 0; t < kTokens; ++t) {
-      const BlockQ8_0* y = activation_blocks(t) + b;
-      const __m512i levels = combine_256(load_256(y[0].qs), load_256(y[1].qs));
-      const __m512i start = _mm512_sub_epi32(_mm512_setzero_si512(),
-                                             _mm512_dpbusd_epi32(_mm512_setzero_si512(), offset_bytes, levels));
-      const __m512i isum = _mm512_dpbusd_epi32(start, codes, levels);
-      const __m512 d = _mm512_mul_ps(weight_scales, scale_pair(y[0].d, y[1].d));
-      acc[t] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(isum), acc[t]);
-    }
+// Rows r0 .. r0 + 15 of the weights (rows past n_rows repeat the last one; their lanes
+// are computed and never stored), block by block into `panel`. Block b of the next
+// panel's rows (`next`, n_next rows, none when 0) is prefetched with block b of this one:
+// 16 rows side by side are 16 streams, which the hardware prefetcher does not follow.
+template <typename Block>
+void transpose_panel(int64_t n_blocks, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* next,
+                     int64_t n_next, PanelBlock* panel) {
+  const Block* rows[kPanel];
+  int offsets[kPanel];
+  for (int r = 0; r < kPanel; ++r) {
+    const int64_t row = r < n_rows ? r : n_rows - 1;
+    rows[r] = reinterpret_cast<const Block*>(w + row * w_stride);
+    offsets[r] = static_cast<int>(row * static_cast<int64_t>(w_stride));
   }
-  if (b < n_blocks) {  // an odd last block, in the lower 256 bits
-    const __m256i codes = Codes<Block>::single(x[b]);
-    const float weight_scale = half_to_float(x[b].d);
-    for (int t = 0; t < kTokens; ++t) {
-      const BlockQ8_0& y = activation_blocks(t)[b];
-      const __m256i levels = load_256(y.qs);
-      const __m256i start = _mm256_sub_epi32(
-          _mm256_setzero_si256(), _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm512_castsi512_si256(offset_bytes), levels));
-      const __m256 d = _mm256_set1_ps(weight_scale * half_to_float(y.d));
-      const __m256 last = _mm256_mul_ps(d, _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(start, codes, levels)));
-      acc[t] = _mm512_add_ps(acc[t], _mm512_zextps256_ps512(last));
+  const __m512i scale_offsets = _mm512_loadu_si512(offsets);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    for (int64_t r = 0; r < n_next; ++r) {
+      _mm_prefetch(reinterpret_cast<const char*>(next + r * w_stride + b * sizeof(Block)), _MM_HINT_T0);
     }
+    // z[i] = [row i | row i + 4] for i < 4, [row i + 4 | row i + 8] for i >= 4: the lane
+    // order the last step below needs for lane r = row r.
+    __m512i z[8];
+    for (int i = 0; i < 4; ++i) {
+      z[i] = combine_256(Codes<Block>::row(rows[i][b]), Codes<Block>::row(rows[i + 4][b]));
+      z[i + 4] = combine_256(Codes<Block>::row(rows[i + 8][b]), Codes<Block>::row(rows[i + 12][b]));
+    }
+    // 4 x 4 dword transposes in every 128-bit lane: u[k] (k < 4) holds dword k of rows
+    // {0-3 | 4-7} in its low 128-bit pair for dwords 0..3 and 4..7 of each source half.
+    __m512i t[8];
+    for (int g = 0; g < 2; ++g) {
+      t[4 * g + 0] = _mm512_unpacklo_epi32(z[4 * g + 0], z[4 * g + 1]);
+      t[4 * g + 1] = _mm512_unpackhi_epi32(z[4 * g + 0], z[4 * g + 1]);
+      t[4 * g + 2] = _mm512_unpacklo_epi32(z[4 * g + 2], z[4 * g + 3]);
+      t[4 * g + 3] = _mm512_unpackhi_epi32(z[4 * g + 2], z[4 * g + 3]);
+    }
+    __m512i u[8];
+    for (int g = 0; g < 2; ++g) {
+      u[4 * g + 0] = _mm512_unpacklo_epi64(t[4 * g + 0], t[4 * g + 2]);
+      u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g + 0], t[4 * g + 2]);
+      u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
+      u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
+    }
+    // u[k] 128-bit lanes: [rows 0-3, dword k | rows 0-3, dword k + 4 | rows 4-7, dword k |
+    // rows 4-7, dword k + 4]; u[4 + k] the same for rows 8-15.
+    for (int k = 0; k < 4; ++k) {
+      panel[b].codes[k] = _mm512_shuffle_i64x2(u[k], u[4 + k], _MM_SHUFFLE(2, 0, 2, 0));
+      panel[b].codes[k + 4] = _mm512_shuffle_i64x2(u[k], u[4 + k], _MM_SHUFFLE(3, 1, 3, 1));
+    }
+    // d is the first field of every block: 32-bit gathers whose low halves are the scales.
+    const __m512i words = _mm512_i32gather_epi32(scale_offsets, w + b * sizeof(Block), 1);
+    panel[b].scales = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(words));
   }
 }
 
-// out[t * out_stride + r] = dot(weight row r, activation row t) for r < kRows,
-// t < kTokens; w_stride and a_stride in bytes.
-//
-// With four rows, each activation pair is loaded and its start value and scales made
-// once for all four. The rows are read block by block side by side, four streams a few
-// hundred bytes apart that the hardware prefetcher does not follow (a third of the DRAM
-// bandwidth, measured), so the kernel prefetches the tile kPrefetchTiles ahead itself,
-// as one sequential stream spread over the loop.
-template <typename Block, int kRows, int kTokens>
-void dot_tile(int64_t n_blocks, const uint8_t* w, size_t w_stride, const uint8_t* a, size_t a_stride, float* out,
-              int64_t out_stride) {
-  static_assert(kRows == 1 || kRows == 4, "results are reduced one at a time or four at a time");
-  __m512 acc[kRows][kTokens];
-  for (int r = 0; r < kRows; ++r) {
-    for (int t = 0; t < kTokens; ++t) acc[r][t] = _mm512_setzero_ps();
-  }
-  if constexpr (kRows == 1) {
-    accumulate_row<Block, kTokens>(n_blocks, reinterpret_cast<const Block*>(w), a, a_stride, acc[0]);
-  } else {
-    constexpr int kPrefetchTiles = 2;
-    const size_t tile_bytes = kRows * w_stride;
-    const char* prefetch = reinterpret_cast<const char*>(w) + kPrefetchTiles * tile_bytes;
-    const size_t n_pairs = static_cast<size_t>(n_blocks / 2);
-    // Cache lines of the tile to prefetch per pair step, rounded up.
-    const size_t lines_per_step = n_pairs > 0 ? (tile_bytes / 64 + n_pairs) / n_pairs : 0;
-    const __m512i offset_bytes = _mm512_set1_epi8(Codes<Block>::kOffset);
-    auto weight_blocks = [&](int r) { return reinterpret_cast<const Block*>(w + r * w_stride); };
-    auto activation_blocks = [&](int t) { return reinterpret_cast<const BlockQ8_0*>(a + t * a_stride); };
-    int64_t b = 0;
-    for (; b + 2 <= n_blocks; b += 2) {
-      for (size_t i = 0; i < lines_per_step; ++i, prefetch += 64) _mm_prefetch(prefetch, _MM_HINT_T0);
-      __m512i codes[kRows];
-      __m512 weight_scales[kRows];
-      for (int r = 0; r < kRows; ++r) {
-        const Block* x = weight_blocks(r) + b;
-        codes[r] = Codes<Block>::pair(x);
-        weight_scales[r] = scale_pair(x[0].d, x[1].d);
-      }
-      for (int t = 0; t < kTokens; ++t) {
-        const BlockQ8_0* y = activation_blocks(t) + b;
-        const __m512i levels = combine_256(load_256(y[0].qs), load_256(y[1].qs));
-        const __m512i start = _mm512_sub_epi32(_mm512_setzero_si512(),
-                                               _mm512_dpbusd_epi32(_mm512_setzero_si512(), offset_bytes, levels));
-        const __m512 activation_scales = scale_pair(y[0].d, y[1].d);
-        for (int r = 0; r < kRows; ++r) {
-          const __m512i isum = _mm512_dpbusd_epi32(start, codes[r], levels);
-          const __m512 d = _mm512_mul_ps(weight_scales[r], activation_scales);
-          acc[r][t] = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(isum), acc[r][t]);
-        }
-      }
-    }
-    if (b < n_blocks) {  // an odd last block: the single-row code for each row
-      for (int r = 0; r < kRows; ++r) {
-        accumulate_row<Block, kTokens>(1, weight_blocks(r) + b, a + b * sizeof(BlockQ8_0), a_stride, acc[r]);
-      }
-    }
-  }
-  for (int t = 0; t < kTokens; ++t) {
-    if constexpr (kRows == 4) {
-      _mm_storeu_ps(out + t * out_stride, reduce_4x16(acc[0][t], acc[1][t], acc[2][t], acc[3][t]));
-    } else {
-      out[t * out_stride] = reduce_16(acc[0][t]);
-    }
-  }
-}
+// Per activation row and block: the token's scale as a float and -k * (sum of its quants).
+struct TokenBlock {
+  float d;
+  int32_t start;
+};
 
 template <typename Block>
-float dot_row(int64_t n, const void* w, const void* a) {
-  float result;
-  dot_tile<Block, 1, 1>(n / kLegacyBlockSize, static_cast<const uint8_t*>(w), 0, static_cast<const uint8_t*>(a), 0,
-                        &result, 0);
-  return result;
+void prepare_tokens(int64_t n_blocks, const uint8_t* a, size_t a_stride, int64_t n_tokens, TokenBlock* out) {
+  const __m256i ones = _mm256_set1_epi8(1);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const auto* y = reinterpret_cast<const BlockQ8_0*>(a + t * a_stride);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      const __m256i sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, load_256(y[b].qs));
+      out[t * n_blocks + b].d = half_to_float(y[b].d);
+      out[t * n_blocks + b].start = -Codes<Block>::kOffset * hsum_epi32(sums);
+    }
+  }
 }
 
-// Tiles: up to four weight rows against up to four activation rows.
-constexpr int kTokenTile = 4;
-constexpr int kRowTile = 4;
+// out[t * out_stride + r] for the panel's first n_rows rows and kTokens tokens.
+template <int kTokens>
+void dot_panel(int64_t n_blocks, const PanelBlock* panel, const uint8_t* a, size_t a_stride,
+               const TokenBlock* tokens, int64_t n_rows, float* out, int64_t out_stride) {
+  __m512 acc[kTokens];
+  for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const PanelBlock& p = panel[b];
+    for (int t = 0; t < kTokens; ++t) {
+      const TokenBlock& token = tokens[t * n_blocks + b];
+      const auto* q = reinterpret_cast<const uint8_t*>(reinterpret_cast<const BlockQ8_0*>(a + t * a_stride)[b].qs);
+      __m512i isum = _mm512_set1_epi32(token.start);
+      for (int k = 0; k < 8; ++k) {
+        isum = _mm512_dpbusd_epi32(isum, p.codes[k], _mm512_set1_epi32(static_cast<int>(load_u32(q + 4 * k))));
+      }
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(p.scales, _mm512_set1_ps(token.d)), acc[t]);
+    }
+  }
+  const __mmask16 keep = static_cast<__mmask16>((1u << n_rows) - 1);
+  for (int t = 0; t < kTokens; ++t) _mm512_mask_storeu_ps(out + t * out_stride, keep, acc[t]);
+}
 
-template <typename Block>
-void dot_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
-              int64_t out_stride) {
-  const auto* weights = static_cast<const uint8_t*>(w);
-  const auto* activations = static_cast<const uint8_t*>(a);
-  const int64_t n_blocks = n / kLegacyBlockSize;
+// A run of tokens (fewer than kTokenTile at the end) against one transposed panel.
+void dot_panel_tokens(int64_t n_blocks, const PanelBlock* panel, const uint8_t* a, size_t a_stride,
+                      const TokenBlock* tokens, int64_t n_tokens, int64_t n_rows, float* out, int64_t out_stride) {
   int64_t t = 0;
-  for (; t + kTokenTile <= n_a_rows; t += kTokenTile) {
-    dot_tile<Block, 1, kTokenTile>(n_blocks, weights, 0, activations + t * a_stride, a_stride, out + t * out_stride,
-                                   out_stride);
+  for (; t + kTokenTile <= n_tokens; t += kTokenTile) {
+    dot_panel<kTokenTile>(n_blocks, panel, a + t * a_stride, a_stride, tokens + t * n_blocks, n_rows,
+                          out + t * out_stride, out_stride);
   }
-  for (; t < n_a_rows; ++t) {
-    dot_tile<Block, 1, 1>(n_blocks, weights, 0, activations + t * a_stride, a_stride, out + t * out_stride,
-                          out_stride);
+  const uint8_t* a_rest = a + t * a_stride;
+  const TokenBlock* tokens_rest = tokens + t * n_blocks;
+  float* out_rest = out + t * out_stride;
+  switch (n_tokens - t) {
+    case 7: dot_panel<7>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
+    case 6: dot_panel<6>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
+    case 5: dot_panel<5>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
+    case 4: dot_panel<4>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
+    case 3: dot_panel<3>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
+    case 2: dot_panel<2>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
+    case 1: dot_panel<1>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
+    default: break;
   }
 }
 
+// Every shape goes through here: for each block of kTokenBlock tokens, each 16-row panel
+// is transposed once and dotted with all of them. The next panel's rows are prefetched
+// while this one is computed (16 rows side by side are 16 streams, which the hardware
+// prefetcher does not follow well).
 template <typename Block>
 void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a, size_t a_stride,
                 int64_t n_a_rows, float* out, int64_t out_stride) {
   const auto* weights = static_cast<const uint8_t*>(w);
   const auto* activations = static_cast<const uint8_t*>(a);
   const int64_t n_blocks = n / kLegacyBlockSize;
-  const int64_t n_tiled_rows = n_w_rows / kRowTile * kRowTile;
-  const int64_t panel = panel_rows(w_stride, kRowTile);
-  // Cache panels of whole row tiles (x86_helpers.h); token tiles pass over each panel.
-  for (int64_t r0 = 0; r0 < n_tiled_rows; r0 += panel) {
-    const int64_t r1 = r0 + panel < n_tiled_rows ? r0 + panel : n_tiled_rows;
-    int64_t t = 0;
-    for (; t + kTokenTile <= n_a_rows; t += kTokenTile) {
-      for (int64_t r = r0; r < r1; r += kRowTile) {
-        dot_tile<Block, kRowTile, kTokenTile>(n_blocks, weights + r * w_stride, w_stride, activations + t * a_stride,
-                                              a_stride, out + t * out_stride + r, out_stride);
-      }
-    }
-    for (; t < n_a_rows; ++t) {
-      for (int64_t r = r0; r < r1; r += kRowTile) {
-        dot_tile<Block, kRowTile, 1>(n_blocks, weights + r * w_stride, w_stride, activations + t * a_stride, a_stride,
-                                     out + t * out_stride + r, out_stride);
-      }
+  auto* panel = static_cast<PanelBlock*>(std::aligned_alloc(64, sizeof(PanelBlock) * n_blocks));
+  auto* tokens = static_cast<TokenBlock*>(std::malloc(sizeof(TokenBlock) * n_blocks * kTokenBlock));
+  for (int64_t t0 = 0; t0 < n_a_rows; t0 += kTokenBlock) {
+    const int64_t n_tokens = n_a_rows - t0 < kTokenBlock ? n_a_rows - t0 : kTokenBlock;
+    const uint8_t* a_block = activations + t0 * a_stride;
+    prepare_tokens<Block>(n_blocks, a_block, a_stride, n_tokens, tokens);
+    for (int64_t r0 = 0; r0 < n_w_rows; r0 += kPanel) {
+      const int64_t n_rows = n_w_rows - r0 < kPanel ? n_w_rows - r0 : kPanel;
+      const int64_t after = n_w_rows - r0 - n_rows;
+      transpose_panel<Block>(n_blocks, weights + r0 * w_stride, w_stride, n_rows, weights + (r0 + n_rows) * w_stride,
+                             after < kPanel ? after : kPanel, panel);
+      dot_panel_tokens(n_blocks, panel, a_block, a_stride, tokens, n_tokens, n_rows, out + t0 * out_stride + r0,
+                       out_stride);
     }
   }
-  for (int64_t r = n_tiled_rows; r < n_w_rows; ++r) {
-    dot_rows<Block>(n, weights + r * w_stride, a, a_stride, n_a_rows, out + r, out_stride);
-  }
+  std::free(tokens);
+  std::free(panel);
+}
+
+template <typename Block>
+float dot_row(int64_t n, const void* w, const void* a) {
+  float result;
+  dot_matrix<Block>(n, w, 0, 1, a, 0, 1, &result, 0);
+  return result;
+}
+
+template <typename Block>
+void dot_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
+              int64_t out_stride) {
+  dot_matrix<Block>(n, w, 0, 1, a, a_stride, n_a_rows, out, out_stride);
 }
 
 }  // namespace
