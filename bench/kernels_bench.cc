@@ -76,8 +76,10 @@ std::vector<uint8_t> make_weights(const Shape& shape) {
   return weights;
 }
 
-// One matrix-vector product per iteration: every weight row dotted with one activation row.
-void bench_vec_dot(benchmark::State& state, const Shape& shape, VecDotFn vec_dot) {
+// One matrix-vector product per iteration: every weight row dotted with one activation
+// row, through the set's matrix kernel when it has one (as the engine runs it), else one
+// vec_dot per row.
+void bench_vec_dot(benchmark::State& state, const Shape& shape, VecDotFn vec_dot, VecDotMatrixFn matrix) {
   const TypeTraits& traits = type_traits(shape.type);
   const std::vector<uint8_t> weights = make_weights(shape);
   const size_t row_bytes = row_size(shape.type, shape.n_cols);
@@ -86,8 +88,13 @@ void bench_vec_dot(benchmark::State& state, const Shape& shape, VecDotFn vec_dot
   quantize_row_ref(traits.vec_dot_type, x.data(), activations.data(), shape.n_cols);
   std::vector<float> out(static_cast<size_t>(shape.n_rows));
   for (auto _ : state) {
-    for (int64_t r = 0; r < shape.n_rows; ++r) {
-      out[r] = vec_dot(shape.n_cols, weights.data() + r * row_bytes, activations.data());
+    if (matrix != nullptr) {
+      matrix(shape.n_cols, weights.data(), row_bytes, shape.n_rows, activations.data(), activations.size(), 1,
+             out.data(), shape.n_rows);
+    } else {
+      for (int64_t r = 0; r < shape.n_rows; ++r) {
+        out[r] = vec_dot(shape.n_cols, weights.data() + r * row_bytes, activations.data());
+      }
     }
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
@@ -95,8 +102,9 @@ void bench_vec_dot(benchmark::State& state, const Shape& shape, VecDotFn vec_dot
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(weights.size()));
 }
 
-// Prefill: each weight row against n_tokens activation rows with vec_dot_rows.
-void bench_vec_dot_rows(benchmark::State& state, const Shape& shape, VecDotRowsFn vec_dot_rows, int64_t n_tokens) {
+// Prefill and batched decode: every weight row against n_tokens activation rows with the
+// matrix kernel.
+void bench_matrix(benchmark::State& state, const Shape& shape, VecDotMatrixFn matrix, int64_t n_tokens) {
   const TypeTraits& traits = type_traits(shape.type);
   const std::vector<uint8_t> weights = make_weights(shape);
   const size_t row_bytes = row_size(shape.type, shape.n_cols);
@@ -108,10 +116,8 @@ void bench_vec_dot_rows(benchmark::State& state, const Shape& shape, VecDotRowsF
   }
   std::vector<float> out(static_cast<size_t>(shape.n_rows * n_tokens));
   for (auto _ : state) {
-    for (int64_t r = 0; r < shape.n_rows; ++r) {
-      vec_dot_rows(shape.n_cols, weights.data() + r * row_bytes, activations.data(), input_row_bytes, n_tokens,
-                   out.data() + r, shape.n_rows);
-    }
+    matrix(shape.n_cols, weights.data(), row_bytes, shape.n_rows, activations.data(), input_row_bytes, n_tokens,
+           out.data(), shape.n_rows);
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
@@ -148,24 +154,25 @@ void register_all() {
     for (const Path& path : paths) {
       if (!path.available) continue;
       const VecDotFn vec_dot = path.kernels ? path.kernels(traits)->vec_dot : traits.vec_dot_ref;
+      const VecDotMatrixFn matrix = path.kernels ? path.kernels(traits)->vec_dot_matrix : nullptr;
       if (vec_dot == nullptr) continue;
       const std::string name = "vec_dot/" + std::string(traits.name) + "/" + std::to_string(shape.n_cols) + "x" +
                                std::to_string(shape.n_rows) + "_" + shape.what + "/" + path.name;
-      benchmark::RegisterBenchmark(name.c_str(), bench_vec_dot, shape, vec_dot)->Unit(benchmark::kMillisecond);
+      benchmark::RegisterBenchmark(name.c_str(), bench_vec_dot, shape, vec_dot, matrix)->Unit(benchmark::kMillisecond);
     }
   }
 
-  // Prefill-shaped: 640 x 2048 Q5_0 and Q8_0 against 16 tokens.
-  constexpr int64_t kPrefillTokens = 16;
-  for (const Shape& shape : {Shape{TensorType::kQ5_0, 640, 2048, "ffn_up"}, Shape{TensorType::kQ8_0, 640, 2048, "ffn_up"}}) {
+  // Batched decode (16 sequences) and prefill tiles: the shapes above against 16 tokens.
+  constexpr int64_t kBatchTokens = 16;
+  for (const Shape& shape : kShapes) {
     const TypeTraits& traits = type_traits(shape.type);
     for (const Path& path : paths) {
-      if (!path.available || path.kernels == nullptr || path.kernels(traits)->vec_dot_rows == nullptr) continue;
-      const std::string name = "vec_dot_rows/" + std::string(traits.name) + "/640x2048x" +
-                               std::to_string(kPrefillTokens) + "tok/" + path.name;
-      benchmark::RegisterBenchmark(name.c_str(), bench_vec_dot_rows, shape, path.kernels(traits)->vec_dot_rows,
-                                   kPrefillTokens)
-          ->Unit(benchmark::kMicrosecond);
+      if (!path.available || path.kernels == nullptr || path.kernels(traits)->vec_dot_matrix == nullptr) continue;
+      const std::string name = "matrix/" + std::string(traits.name) + "/" + std::to_string(shape.n_cols) + "x" +
+                               std::to_string(shape.n_rows) + "x" + std::to_string(kBatchTokens) + "tok/" + path.name;
+      benchmark::RegisterBenchmark(name.c_str(), bench_matrix, shape, path.kernels(traits)->vec_dot_matrix,
+                                   kBatchTokens)
+          ->Unit(benchmark::kMillisecond);
     }
   }
 

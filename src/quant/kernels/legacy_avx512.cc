@@ -45,29 +45,48 @@ constexpr int kPanel = 16;        // weight rows per panel: one int32 lane each
 constexpr int kTokenTile = 8;     // tokens whose accumulators stay in registers
 constexpr int kTokenBlock = 64;   // tokens per pass over the weights (their activations stay in L2)
 
-// Codes<Block>::row(b): the 32 unsigned codes of one weight block in element order, and
-// kOffset = k, the amount by which every code exceeds its level.
+// Codes<Block>::kOffset = k, the amount by which every unsigned code exceeds its level.
 template <typename Block>
 struct Codes;
-
+// Codes<Block>::pair(b): the codes of blocks b[0] and b[1] of one row, each in element
+// order, in the two 256-bit halves (the single-token path below); single(b): one block.
 template <>
 struct Codes<BlockQ8_0> {
   static constexpr int kOffset = 128;
-  static __m256i row(const BlockQ8_0& b) { return _mm256_xor_si256(load_256(b.qs), _mm256_set1_epi8(static_cast<char>(0x80))); }
+  static __m512i pair(const BlockQ8_0* b) {
+    return _mm512_xor_si512(combine_256(load_256(b[0].qs), load_256(b[1].qs)), _mm512_set1_epi8(static_cast<char>(0x80)));
+  }
+  static __m256i single(const BlockQ8_0& b) {
+    return _mm256_xor_si256(load_256(b.qs), _mm256_set1_epi8(static_cast<char>(0x80)));
+  }
 };
+
+// Nibbles of two consecutive legacy blocks, each in element order (values 0..15).
+__m512i unpack_nibbles_pair(const uint8_t* qs_0, const uint8_t* qs_1) {
+  const __m256i packed = _mm256_set_m128i(load_128(qs_1), load_128(qs_0));
+  // [lo_0, lo_1, hi_0, hi_1] in 128-bit lanes, reordered to [lo_0, hi_0, lo_1, hi_1].
+  const __m512i both = combine_256(packed, _mm256_srli_epi16(packed, 4));
+  const __m512i ordered = _mm512_shuffle_i64x2(both, both, _MM_SHUFFLE(3, 1, 2, 0));
+  return _mm512_and_si512(ordered, _mm512_set1_epi8(0x0f));
+}
 
 template <>
 struct Codes<BlockQ4_0> {
   static constexpr int kOffset = 8;
-  static __m256i row(const BlockQ4_0& b) { return unpack_legacy_nibbles(b.qs); }
+  static __m512i pair(const BlockQ4_0* b) { return unpack_nibbles_pair(b[0].qs, b[1].qs); }
+  static __m256i single(const BlockQ4_0& b) { return unpack_legacy_nibbles(b.qs); }
 };
 
-// Q5_0: the code is the 5-bit q itself, nibble + 16 where qh has bit 4 (qh is exactly a
-// byte mask of "bit 4 set" in element order).
 template <>
 struct Codes<BlockQ5_0> {
   static constexpr int kOffset = 16;
-  static __m256i row(const BlockQ5_0& b) {
+  static __m512i pair(const BlockQ5_0* b) {
+    const __m512i nibbles = unpack_nibbles_pair(b[0].qs, b[1].qs);
+    const __mmask64 bit4 =
+        static_cast<__mmask64>(load_u32(b[0].qh)) | (static_cast<__mmask64>(load_u32(b[1].qh)) << 32);
+    return _mm512_mask_add_epi8(nibbles, bit4, nibbles, _mm512_set1_epi8(16));
+  }
+  static __m256i single(const BlockQ5_0& b) {
     const __m256i nibbles = unpack_legacy_nibbles(b.qs);
     return _mm256_mask_add_epi8(nibbles, static_cast<__mmask32>(load_u32(b.qh)), nibbles, _mm256_set1_epi8(16));
   }
@@ -80,6 +99,126 @@ struct PanelBlock {
   __m512 scales;
 };
 
+// 16 x 16 bytes (the nibbles of one block of each row) as four vectors, lane r of vector
+// j = bytes 4j .. 4j + 3 of row r: rows in 128-bit lanes (z[q] = rows q, 4 + q, 8 + q,
+// 12 + q), then a 4 x 4 dword transpose in every 128-bit lane.
+void transpose_16x16(const uint8_t* const* src, __m512i* out) {
+  __m512i z[4];
+  for (int q = 0; q < 4; ++q) {
+    __m512i v = _mm512_castsi128_si512(load_128(src[q]));
+    v = _mm512_inserti32x4(v, load_128(src[4 + q]), 1);
+    v = _mm512_inserti32x4(v, load_128(src[8 + q]), 2);
+    z[q] = _mm512_inserti32x4(v, load_128(src[12 + q]), 3);
+  }
+  const __m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]);
+  const __m512i t1 = _mm512_unpackhi_epi32(z[0], z[1]);
+  const __m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]);
+  const __m512i t3 = _mm512_unpackhi_epi32(z[2], z[3]);
+  out[0] = _mm512_unpacklo_epi64(t0, t2);
+  out[1] = _mm512_unpackhi_epi64(t0, t2);
+  out[2] = _mm512_unpacklo_epi64(t1, t3);
+  out[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+// The first 8 bytes of one block of each row as two vectors, lane r of vector j = bytes
+// 4j .. 4j + 3 of row r (transpose_16x16's first two outputs; 8-byte loads).
+__attribute__((always_inline)) inline void transpose_16x8(const uint8_t* const* src, __m512i* out) {
+  __m512i z[4];
+  for (int q = 0; q < 4; ++q) {
+    __m512i v = _mm512_castsi128_si512(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(src[q])));
+    v = _mm512_inserti32x4(v, _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src[4 + q])), 1);
+    v = _mm512_inserti32x4(v, _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src[8 + q])), 2);
+    z[q] = _mm512_inserti32x4(v, _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src[12 + q])), 3);
+  }
+  const __m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]);
+  const __m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]);
+  out[0] = _mm512_unpacklo_epi64(t0, t2);
+  out[1] = _mm512_unpackhi_epi64(t0, t2);
+}
+
+// 16 x 32 bytes (the quants of one Q8_0 block of each row) as eight vectors, lane r of
+// vector k = bytes 4k .. 4k + 3 of row r: an 8 x 8 dword transpose in each 256-bit half.
+void transpose_16x32(const uint8_t* const* src, __m512i* out) {
+  // z[i] = [row i | row i + 4] for i < 4, [row i + 4 | row i + 8] for i >= 4: the lane
+  // order the last step needs for lane r = row r.
+  __m512i z[8];
+  for (int i = 0; i < 4; ++i) {
+    z[i] = combine_256(load_256(src[i]), load_256(src[i + 4]));
+    z[i + 4] = combine_256(load_256(src[i + 8]), load_256(src[i + 12]));
+  }
+  __m512i t[8];
+  __m512i u[8];
+  for (int g = 0; g < 2; ++g) {
+    t[4 * g + 0] = _mm512_unpacklo_epi32(z[4 * g + 0], z[4 * g + 1]);
+    t[4 * g + 1] = _mm512_unpackhi_epi32(z[4 * g + 0], z[4 * g + 1]);
+    t[4 * g + 2] = _mm512_unpacklo_epi32(z[4 * g + 2], z[4 * g + 3]);
+    t[4 * g + 3] = _mm512_unpackhi_epi32(z[4 * g + 2], z[4 * g + 3]);
+    u[4 * g + 0] = _mm512_unpacklo_epi64(t[4 * g + 0], t[4 * g + 2]);
+    u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g + 0], t[4 * g + 2]);
+    u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
+    u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
+  }
+  // u[k] 128-bit lanes: [rows 0-3, dword k | rows 0-3, dword k + 4 | rows 4-7, dword k |
+  // rows 4-7, dword k + 4]; u[4 + k] the same for rows 8-15.
+  for (int k = 0; k < 4; ++k) {
+    out[k] = _mm512_shuffle_i64x2(u[k], u[4 + k], _MM_SHUFFLE(2, 0, 2, 0));
+    out[k + 4] = _mm512_shuffle_i64x2(u[k], u[4 + k], _MM_SHUFFLE(3, 1, 3, 1));
+  }
+}
+
+// The unsigned codes of one block of 16 rows: out[k] lane r = codes 4k .. 4k + 3 of
+// row r. `rows` point at each row's block; head[j] lane r = bytes 4j .. 4j + 3 of row
+// r's block (d in the low half of head[0]).
+template <typename Block>
+void panel_codes(const Block* const* rows, const __m512i* head, __m512i* out);
+
+template <>
+void panel_codes<BlockQ8_0>(const BlockQ8_0* const* rows, const __m512i*, __m512i* out) {
+  const uint8_t* src[kPanel];
+  for (int r = 0; r < kPanel; ++r) src[r] = reinterpret_cast<const uint8_t*>(rows[r]->qs);
+  transpose_16x32(src, out);
+  for (int k = 0; k < 8; ++k) out[k] = _mm512_xor_si512(out[k], _mm512_set1_epi8(static_cast<char>(0x80)));
+}
+
+// Q4_0 / Q5_0 nibbles: byte i of qs holds element i (low nibble) and 16 + i (high).
+void nibble_codes(const uint8_t* const* qs, __m512i* out) {
+  __m512i packed[4];
+  transpose_16x16(qs, packed);
+  const __m512i low_nibble = _mm512_set1_epi8(0x0f);
+  for (int j = 0; j < 4; ++j) {
+    out[j] = _mm512_and_si512(packed[j], low_nibble);
+    out[4 + j] = _mm512_and_si512(_mm512_srli_epi16(packed[j], 4), low_nibble);
+  }
+}
+
+template <>
+void panel_codes<BlockQ4_0>(const BlockQ4_0* const* rows, const __m512i*, __m512i* out) {
+  const uint8_t* src[kPanel];
+  for (int r = 0; r < kPanel; ++r) src[r] = rows[r]->qs;
+  nibble_codes(src, out);
+}
+
+// Q5_0: + 16 where bit e of qh is set (element e). qh is bytes 2 .. 5 of the block.
+// Codes 4k .. 4k + 3 take bits 4k .. 4k + 3, all in qh byte k / 2: that byte copied to
+// the four bytes of each lane, then byte i tested against bit (4k + i) % 8.
+template <>
+void panel_codes<BlockQ5_0>(const BlockQ5_0* const* rows, const __m512i* head, __m512i* out) {
+  static_assert(offsetof(BlockQ5_0, qh) == 2);
+  const uint8_t* src[kPanel];
+  for (int r = 0; r < kPanel; ++r) src[r] = rows[r]->qs;
+  nibble_codes(src, out);
+  const __m512i qh = _mm512_or_si512(_mm512_srli_epi32(head[0], 16), _mm512_slli_epi32(head[1], 16));
+  const __m512i sixteen = _mm512_set1_epi8(16);
+  for (int k = 0; k < 8; ++k) {
+    const int byte = k / 2;
+    const __m512i copy_index = _mm512_add_epi32(_mm512_set1_epi32(byte * 0x01010101),
+                                                _mm512_set4_epi32(0x0c0c0c0c, 0x08080808, 0x04040404, 0));
+    const __m512i bits = _mm512_set1_epi32(k % 2 == 0 ? 0x08040201 : static_cast<int>(0x80402010));
+    const __mmask64 set = _mm512_test_epi8_mask(_mm512_shuffle_epi8(qh, copy_index), bits);
+    out[k] = _mm512_mask_add_epi8(out[k], set, out[k], sixteen);
+  }
+}
+
 // Rows r0 .. r0 + 15 of the weights (rows past n_rows repeat the last one; their lanes
 // are computed and never stored), block by block into `panel`. Block b of the next
 // panel's rows (`next`, n_next rows, none when 0) is prefetched with block b of this one:
@@ -87,50 +226,24 @@ struct PanelBlock {
 template <typename Block>
 void transpose_panel(int64_t n_blocks, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* next,
                      int64_t n_next, PanelBlock* panel) {
-  const Block* rows[kPanel];
-  int offsets[kPanel];
-  for (int r = 0; r < kPanel; ++r) {
-    const int64_t row = r < n_rows ? r : n_rows - 1;
-    rows[r] = reinterpret_cast<const Block*>(w + row * w_stride);
-    offsets[r] = static_cast<int>(row * static_cast<int64_t>(w_stride));
-  }
-  const __m512i scale_offsets = _mm512_loadu_si512(offsets);
+  size_t offsets[kPanel];
+  for (int r = 0; r < kPanel; ++r) offsets[r] = static_cast<size_t>(r < n_rows ? r : n_rows - 1) * w_stride;
   for (int64_t b = 0; b < n_blocks; ++b) {
     for (int64_t r = 0; r < n_next; ++r) {
       _mm_prefetch(reinterpret_cast<const char*>(next + r * w_stride + b * sizeof(Block)), _MM_HINT_T0);
     }
-    // z[i] = [row i | row i + 4] for i < 4, [row i + 4 | row i + 8] for i >= 4: the lane
-    // order the last step below needs for lane r = row r.
-    __m512i z[8];
-    for (int i = 0; i < 4; ++i) {
-      z[i] = combine_256(Codes<Block>::row(rows[i][b]), Codes<Block>::row(rows[i + 4][b]));
-      z[i + 4] = combine_256(Codes<Block>::row(rows[i + 8][b]), Codes<Block>::row(rows[i + 12][b]));
+    const uint8_t* first = w + b * sizeof(Block);
+    const Block* rows[kPanel];
+    const uint8_t* starts[kPanel];
+    for (int r = 0; r < kPanel; ++r) {
+      starts[r] = first + offsets[r];
+      rows[r] = reinterpret_cast<const Block*>(starts[r]);
     }
-    // 4 x 4 dword transposes in every 128-bit lane: u[k] (k < 4) holds dword k of rows
-    // {0-3 | 4-7} in its low 128-bit pair for dwords 0..3 and 4..7 of each source half.
-    __m512i t[8];
-    for (int g = 0; g < 2; ++g) {
-      t[4 * g + 0] = _mm512_unpacklo_epi32(z[4 * g + 0], z[4 * g + 1]);
-      t[4 * g + 1] = _mm512_unpackhi_epi32(z[4 * g + 0], z[4 * g + 1]);
-      t[4 * g + 2] = _mm512_unpacklo_epi32(z[4 * g + 2], z[4 * g + 3]);
-      t[4 * g + 3] = _mm512_unpackhi_epi32(z[4 * g + 2], z[4 * g + 3]);
-    }
-    __m512i u[8];
-    for (int g = 0; g < 2; ++g) {
-      u[4 * g + 0] = _mm512_unpacklo_epi64(t[4 * g + 0], t[4 * g + 2]);
-      u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g + 0], t[4 * g + 2]);
-      u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
-      u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
-    }
-    // u[k] 128-bit lanes: [rows 0-3, dword k | rows 0-3, dword k + 4 | rows 4-7, dword k |
-    // rows 4-7, dword k + 4]; u[4 + k] the same for rows 8-15.
-    for (int k = 0; k < 4; ++k) {
-      panel[b].codes[k] = _mm512_shuffle_i64x2(u[k], u[4 + k], _MM_SHUFFLE(2, 0, 2, 0));
-      panel[b].codes[k + 4] = _mm512_shuffle_i64x2(u[k], u[4 + k], _MM_SHUFFLE(3, 1, 3, 1));
-    }
-    // d is the first field of every block: 32-bit gathers whose low halves are the scales.
-    const __m512i words = _mm512_i32gather_epi32(scale_offsets, w + b * sizeof(Block), 1);
-    panel[b].scales = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(words));
+    __m512i head[2];
+    transpose_16x8(starts, head);
+    panel_codes<Block>(rows, head, panel[b].codes);
+    static_assert(offsetof(Block, d) == 0);
+    panel[b].scales = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head[0]));
   }
 }
 
@@ -175,6 +288,82 @@ void dot_panel(int64_t n_blocks, const PanelBlock* panel, const uint8_t* a, size
   for (int t = 0; t < kTokens; ++t) _mm512_mask_storeu_ps(out + t * out_stride, keep, acc[t]);
 }
 
+// One token against 16 rows without transposing the weights (decode, where the weights
+// are read once and a transpose would cost more than the dot products): each row's
+// codes of two blocks are multiplied in place (lanes 0..7 block b, 8..15 block b + 1),
+// and the 16 rows' vectors are summed down to block b's and block b + 1's sums with
+// lane r = row r. Integer sums are exact in any order, so this gives the transposed
+// path's isum and, through the same float steps, its result bit for bit.
+//
+// The pair step of that sum: rows a and b's vectors to [a0+a2, b0+b2, a1+a3, b1+b3] per
+// 128-bit lane, which reduce_8_pairs finishes.
+__attribute__((always_inline)) inline __m512i add_row_pair(__m512i a, __m512i b) {
+  return _mm512_add_epi32(_mm512_unpacklo_epi32(a, b), _mm512_unpackhi_epi32(a, b));
+}
+
+// w[i] = add_row_pair(v[2i], v[2i + 1]) for 16 rows -> out[0] lane r = lanes 0..7 of
+// v[r] summed (block b), out[1] = lanes 8..15 (block b + 1).
+__attribute__((always_inline)) inline void reduce_8_pairs(const __m512i* w, __m512i* out) {
+  __m512i x[4];
+  for (int i = 0; i < 4; ++i) {  // rows 4i .. 4i + 3, one 128-bit lane per quarter of v
+    x[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(w[2 * i], w[2 * i + 1]), _mm512_unpackhi_epi64(w[2 * i], w[2 * i + 1]));
+  }
+  // Quarters 0 + 1 are block b, 2 + 3 block b + 1: [x0 b, x0 b+1, x1 b, x1 b+1] ...
+  const __m512i y01 = _mm512_add_epi32(_mm512_shuffle_i64x2(x[0], x[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                       _mm512_shuffle_i64x2(x[0], x[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512i y23 = _mm512_add_epi32(_mm512_shuffle_i64x2(x[2], x[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                                       _mm512_shuffle_i64x2(x[2], x[3], _MM_SHUFFLE(3, 1, 3, 1)));
+  out[0] = _mm512_shuffle_i64x2(y01, y23, _MM_SHUFFLE(2, 0, 2, 0));
+  out[1] = _mm512_shuffle_i64x2(y01, y23, _MM_SHUFFLE(3, 1, 3, 1));
+}
+
+template <typename Block>
+void dot_panel_single(int64_t n_blocks, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* next,
+                      int64_t n_next, const uint8_t* a, const TokenBlock* token, float* out) {
+  const auto* y = reinterpret_cast<const BlockQ8_0*>(a);
+  const Block* rows[kPanel];
+  for (int r = 0; r < kPanel; ++r) rows[r] = reinterpret_cast<const Block*>(w + (r < n_rows ? r : n_rows - 1) * w_stride);
+  __m512 acc = _mm512_setzero_ps();
+  // The float steps of dot_panel<1>, block by block.
+  auto accumulate = [&](int64_t b, __m512i sums) {
+    const uint8_t* starts[kPanel];
+    for (int r = 0; r < kPanel; ++r) starts[r] = reinterpret_cast<const uint8_t*>(rows[r] + b);
+    __m512i head[2];
+    transpose_16x8(starts, head);
+    const __m512 scales = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head[0]));
+    const __m512i isum = _mm512_add_epi32(_mm512_set1_epi32(token[b].start), sums);
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(scales, _mm512_set1_ps(token[b].d)), acc);
+  };
+  int64_t b = 0;
+  for (; b + 2 <= n_blocks; b += 2) {
+    for (int64_t r = 0; r < n_next; ++r) {
+      _mm_prefetch(reinterpret_cast<const char*>(next + r * w_stride + b * sizeof(Block)), _MM_HINT_T0);
+    }
+    const __m512i levels = combine_256(load_256(y[b].qs), load_256(y[b + 1].qs));
+    __m512i w[kPanel / 2];
+    for (int i = 0; i < kPanel / 2; ++i) {
+      w[i] = add_row_pair(_mm512_dpbusd_epi32(_mm512_setzero_si512(), Codes<Block>::pair(rows[2 * i] + b), levels),
+                          _mm512_dpbusd_epi32(_mm512_setzero_si512(), Codes<Block>::pair(rows[2 * i + 1] + b), levels));
+    }
+    __m512i sums[2];
+    reduce_8_pairs(w, sums);
+    accumulate(b, sums[0]);
+    accumulate(b + 1, sums[1]);
+  }
+  if (b < n_blocks) {  // an odd last block, in the lower halves
+    const __m256i levels = load_256(y[b].qs);
+    auto row_sums = [&](int r) {
+      return _mm512_zextsi256_si512(_mm256_dpbusd_epi32(_mm256_setzero_si256(), Codes<Block>::single(rows[r][b]), levels));
+    };
+    __m512i w[kPanel / 2];
+    for (int i = 0; i < kPanel / 2; ++i) w[i] = add_row_pair(row_sums(2 * i), row_sums(2 * i + 1));
+    __m512i sums[2];
+    reduce_8_pairs(w, sums);
+    accumulate(b, sums[0]);
+  }
+  _mm512_mask_storeu_ps(out, static_cast<__mmask16>((1u << n_rows) - 1), acc);
+}
+
 // A run of tokens (fewer than kTokenTile at the end) against one transposed panel.
 void dot_panel_tokens(int64_t n_blocks, const PanelBlock* panel, const uint8_t* a, size_t a_stride,
                       const TokenBlock* tokens, int64_t n_tokens, int64_t n_rows, float* out, int64_t out_stride) {
@@ -217,6 +406,11 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
     for (int64_t r0 = 0; r0 < n_w_rows; r0 += kPanel) {
       const int64_t n_rows = n_w_rows - r0 < kPanel ? n_w_rows - r0 : kPanel;
       const int64_t after = n_w_rows - r0 - n_rows;
+      if (n_tokens == 1) {
+        dot_panel_single<Block>(n_blocks, weights + r0 * w_stride, w_stride, n_rows, weights + (r0 + n_rows) * w_stride,
+                                after < kPanel ? after : kPanel, a_block, tokens, out + t0 * out_stride + r0);
+        continue;
+      }
       transpose_panel<Block>(n_blocks, weights + r0 * w_stride, w_stride, n_rows, weights + (r0 + n_rows) * w_stride,
                              after < kPanel ? after : kPanel, panel);
       dot_panel_tokens(n_blocks, panel, a_block, a_stride, tokens, n_tokens, n_rows, out + t0 * out_stride + r0,
