@@ -20,6 +20,9 @@ inline void cpu_relax() {
 #endif
 }
 
+// next_part of a job being set up: no part can be claimed.
+constexpr uint32_t kClosed = 0xffffffffu;
+
 constexpr uint64_t pack(uint32_t generation, uint32_t next_part) {
   return (static_cast<uint64_t>(generation) << 32) | next_part;
 }
@@ -46,7 +49,7 @@ void ThreadPool::run_parts(uint32_t generation) {
     const uint32_t part = next_part_of(state);
     // n_parts_ is read only while the job cannot have finished: `part` is unclaimed, so
     // n_done_ < n_parts_. A stale read of a finished job fails the exchange below.
-    if (part >= n_parts_.load(std::memory_order_relaxed)) return;
+    if (part >= n_parts_.load(std::memory_order_acquire)) return;
     if (state_.compare_exchange_weak(state, pack(generation, part + 1), std::memory_order_acquire)) {
       (*job_)(static_cast<int>(part));
       n_done_.fetch_add(1, std::memory_order_release);
@@ -79,8 +82,17 @@ void ThreadPool::worker_loop() {
 
 void ThreadPool::run_job(uint32_t n_parts, const std::function<void(int)>& fn) {
   const uint32_t generation = generation_of(state_.load(std::memory_order_relaxed)) + 1;
+  // Close the previous job before touching its fields. A worker that finished that job's
+  // last part may still hold its state (generation - 1, n_parts) and be about to read
+  // n_parts_: were the new, larger count visible while that state could still be
+  // swapped, it would claim a part of the new job under the old generation, run it twice
+  // and count it twice (seen as a hang: n_done_ past n_parts forever, when a 16-part
+  // sampling job followed 8-chunk matmuls). With the generation bumped first, its
+  // exchange fails; the release on n_parts_ makes the bump visible to whoever reads the
+  // new count (acquire in run_parts).
+  state_.store(pack(generation, kClosed), std::memory_order_relaxed);
   job_ = &fn;
-  n_parts_.store(n_parts, std::memory_order_relaxed);
+  n_parts_.store(n_parts, std::memory_order_release);
   n_done_.store(0, std::memory_order_relaxed);
   state_.store(pack(generation, 1), std::memory_order_release);  // part 0 is ours
   wake_.fetch_add(1);                                             // seq_cst

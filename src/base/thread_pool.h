@@ -59,13 +59,14 @@ class ThreadPool {
   int n_threads_;
   std::vector<std::thread> workers_;
   // The job word: generation (high 32 bits) | next unclaimed part (low 32 bits). A job is
-  // published by storing job_, n_parts_ and n_done_, then the word with a new generation
-  // and part 1 (part 0 is the caller's). A part is claimed by a compare-exchange that
-  // keeps the generation, so a late worker can never claim a part of a later job; once
+  // published by storing the word with a new generation and no claimable part (closing
+  // the previous job), then job_, n_parts_ and n_done_, then the word with part 1 (part 0
+  // is the caller's). A part is claimed by a compare-exchange that keeps the generation,
+  // so a late worker can never claim a part of a later job; once
   // it holds a claimed part, job_ stays valid until that part is counted in n_done_.
   std::atomic<uint64_t> state_{0};
   const std::function<void(int)>* job_ = nullptr;
-  std::atomic<uint32_t> n_parts_{0};  // relaxed: ordered by state_
+  std::atomic<uint32_t> n_parts_{0};  // release/acquire: orders the closing of the previous job
   std::atomic<uint32_t> n_done_{0};
   std::atomic<uint32_t> wake_{0};   // bumped with every job; sleepers wait on it
   std::atomic<int> n_sleeping_{0};  // workers blocked in wake_.wait(): notify only then

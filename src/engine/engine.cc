@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "base/log.h"
@@ -211,12 +212,17 @@ class Engine::Impl {
       kv_.commit(s->blocks, s->tokens, s->n_computed);
     }
     const int32_t n_vocab = model_.config().n_vocab;
+    auto row_of = [&](size_t i) { return std::span<float>(logits_.data() + i * n_vocab, n_vocab); };
     for (size_t i = 0; i < wants_sample.size(); ++i) {
       Sequence* s = wants_sample[i];
-      std::span<float> row(logits_.data() + i * n_vocab, n_vocab);
-      if (s->choice == 0 && s->state->request.n > 1 && !s->state->forked) fork_choices(*s, row);
-      sample_and_emit(*s, row);
+      if (s->choice == 0 && s->state->request.n > 1 && !s->state->forked) fork_choices(*s, row_of(i));
     }
+    // Each sequence draws from its own logits row with its own sampler: the draws (a few
+    // passes over the vocabulary each) run in parallel, the events go out in order.
+    std::vector<Draw> draws(wants_sample.size());
+    model_.backend().for_each_parallel(wants_sample.size(),
+                                       [&](size_t i) { draws[i] = draw(*wants_sample[i], row_of(i)); });
+    for (size_t i = 0; i < wants_sample.size(); ++i) emit(*wants_sample[i], std::move(draws[i]));
   }
 
   // The prompt is done: choices 1..n-1 share its blocks and sample from the same logits.
@@ -241,11 +247,26 @@ class Engine::Impl {
     }
   }
 
-  void sample_and_emit(Sequence& s, std::span<float> logits) {
+  // A sampled token and, when the request asks for them, its log-probabilities.
+  struct Draw {
+    int32_t token = -1;
+    std::optional<TokenLogprobs> logprobs;
+  };
+
+  Draw draw(Sequence& s, std::span<float> logits) {
+    Draw d;
+    d.token = s.sampler->sample(logits, std::span<const int32_t>(s.tokens));
+    const SamplingParams& sampling = s.state->request.sampling;
+    if (sampling.logprobs) d.logprobs = compute_logprobs(logits, d.token, sampling.top_logprobs);
+    return d;
+  }
+
+  void sample_and_emit(Sequence& s, std::span<float> logits) { emit(s, draw(s, logits)); }
+
+  void emit(Sequence& s, Draw drawn) {
     RequestState& state = *s.state;
     const Request& request = state.request;
-    std::span<const int32_t> history(s.tokens);
-    const int32_t token = s.sampler->sample(logits, history);
+    const int32_t token = drawn.token;
     const double now = state.since_submit.seconds();
     if (!state.first_token_seen) {
       state.first_token_seen = true;
@@ -262,7 +283,7 @@ class Engine::Impl {
     StreamEvent event;
     event.choice = s.choice;
     event.token_ids.push_back(token);
-    if (request.sampling.logprobs) event.logprobs.push_back(compute_logprobs(logits, token, request.sampling.top_logprobs));
+    if (drawn.logprobs) event.logprobs.push_back(std::move(*drawn.logprobs));
 
     const bool is_stop_token =
         (!request.ignore_eos && tokenizer_.is_end_of_generation(token)) ||

@@ -6,7 +6,9 @@
 // use its own worker threads inside a call.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 
 #include "ops/attention.h"
@@ -61,6 +63,13 @@ class Backend {
   // out: [n_tokens, n_heads * head_dim].
   virtual void attention(const KvStorage& kv, const AttentionBatch& batch, const AttentionParams& params,
                          const float* q, float* out) = 0;
+
+  // fn(i) for every i in [0, n), on the back end's threads when it has several: host
+  // work between forward passes (sampling every sequence of a step). fn must be safe to
+  // run concurrently for different i. Serial by default.
+  virtual void for_each_parallel(size_t n, const std::function<void(size_t)>& fn) {
+    for (size_t i = 0; i < n; ++i) fn(i);
+  }
 };
 
 }  // namespace tokenmill::ops

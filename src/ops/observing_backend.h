@@ -27,6 +27,9 @@ class ObservingBackend final : public Backend {
 
   const char* name() const override { return inner_->name(); }
   int n_threads() const override { return inner_->n_threads(); }
+  void for_each_parallel(size_t n, const std::function<void(size_t)>& fn) override {
+    inner_->for_each_parallel(n, fn);
+  }
 
   void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) override {
     observer_(w, x, n_tokens);

@@ -65,5 +65,23 @@ TEST(ThreadPoolTest, WakesSleepingWorkers) {
   }
 }
 
+// A job with more parts than the one before it: a worker still leaving the previous job
+// must not claim a part of the new one under the old generation (it once did, running a
+// part twice and leaving the caller waiting forever for a count it had passed). The race
+// window is a few instructions wide, so this runs many such pairs; every part of every
+// job must run exactly once.
+TEST(ThreadPoolTest, GrowingJobsRunEveryPartExactlyOnce) {
+  ThreadPool pool(2);
+  std::vector<std::atomic<int>> runs(48);
+  int64_t wrong = 0;
+  for (int64_t job = 0; job < 100000; ++job) {
+    const size_t n = job % 2 == 0 ? 2 : 3 + static_cast<size_t>(job / 2) % 40;
+    for (size_t i = 0; i < n; ++i) runs[i].store(0);
+    pool.parallel_chunks(n, [&](size_t chunk) { runs[chunk].fetch_add(1); });
+    for (size_t i = 0; i < n; ++i) wrong += runs[i].load() != 1;
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
 }  // namespace
 }  // namespace tokenmill

@@ -24,6 +24,14 @@ constexpr int64_t kMinMatmulChunkRows = 16;
 
 CpuBackend::CpuBackend(int n_threads) : pool_(n_threads) {}
 
+void CpuBackend::for_each_parallel(size_t n, const std::function<void(size_t)>& fn) {
+  if (n < 2) {
+    if (n == 1) fn(0);
+    return;
+  }
+  pool_.parallel_chunks(n, [&](size_t i) { fn(i); });
+}
+
 void CpuBackend::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
   const quant::TypeTraits& traits = quant::type_traits(w.type);
   // The fastest kernels this CPU runs, chosen once per process (quant/kernels/dispatch.h).

@@ -17,6 +17,7 @@ class CpuBackend final : public Backend {
 
   const char* name() const override { return "cpu"; }
   int n_threads() const override { return pool_.n_threads(); }
+  void for_each_parallel(size_t n, const std::function<void(size_t)>& fn) override;
   ThreadPool& pool() { return pool_; }
 
   void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) override;
