@@ -1,5 +1,5 @@
 // AVX-512 (VNNI) dot products of the legacy weight formats Q4_0, Q5_0 and Q8_0 with Q8_0
-// activation rows, sixteen weight rows at a time: int32 lane r of every vector belongs
+// activation rows, and of Q4_1 and Q5_1 with Q8_1 rows, sixteen weight rows at a time: int32 lane r of every vector belongs
 // to weight row r of a 16-row panel.
 //
 //   1. Transpose: for each 32-quant block, the panel's 16 rows are turned into eight
@@ -52,6 +52,8 @@ struct Codes;
 // order, in the two 256-bit halves (the single-token path below); single(b): one block.
 template <>
 struct Codes<BlockQ8_0> {
+  using Activation = BlockQ8_0;
+  static constexpr bool kHasMin = false;
   static constexpr int kOffset = 128;
   static __m512i pair(const BlockQ8_0* b) {
     return _mm512_xor_si512(combine_256(load_256(b[0].qs), load_256(b[1].qs)), _mm512_set1_epi8(static_cast<char>(0x80)));
@@ -72,6 +74,8 @@ __m512i unpack_nibbles_pair(const uint8_t* qs_0, const uint8_t* qs_1) {
 
 template <>
 struct Codes<BlockQ4_0> {
+  using Activation = BlockQ8_0;
+  static constexpr bool kHasMin = false;
   static constexpr int kOffset = 8;
   static __m512i pair(const BlockQ4_0* b) { return unpack_nibbles_pair(b[0].qs, b[1].qs); }
   static __m256i single(const BlockQ4_0& b) { return unpack_legacy_nibbles(b.qs); }
@@ -79,6 +83,8 @@ struct Codes<BlockQ4_0> {
 
 template <>
 struct Codes<BlockQ5_0> {
+  using Activation = BlockQ8_0;
+  static constexpr bool kHasMin = false;
   static constexpr int kOffset = 16;
   static __m512i pair(const BlockQ5_0* b) {
     const __m512i nibbles = unpack_nibbles_pair(b[0].qs, b[1].qs);
@@ -92,11 +98,41 @@ struct Codes<BlockQ5_0> {
   }
 };
 
+// The _1 formats: x = d * q + m with q the plain nibble (Q4_1) or 5-bit value (Q5_1),
+// against Q8_1 activations whose s = d_a * sum(a) pays for the minimum:
+// dot = d * d_a * sum(q * a) + m * s. The codes are q itself (k = 0).
+template <>
+struct Codes<BlockQ4_1> {
+  using Activation = BlockQ8_1;
+  static constexpr bool kHasMin = true;
+  static constexpr int kOffset = 0;
+  static __m512i pair(const BlockQ4_1* b) { return unpack_nibbles_pair(b[0].qs, b[1].qs); }
+  static __m256i single(const BlockQ4_1& b) { return unpack_legacy_nibbles(b.qs); }
+};
+
+template <>
+struct Codes<BlockQ5_1> {
+  using Activation = BlockQ8_1;
+  static constexpr bool kHasMin = true;
+  static constexpr int kOffset = 0;
+  static __m512i pair(const BlockQ5_1* b) {
+    const __m512i nibbles = unpack_nibbles_pair(b[0].qs, b[1].qs);
+    const __mmask64 bit4 =
+        static_cast<__mmask64>(load_u32(b[0].qh)) | (static_cast<__mmask64>(load_u32(b[1].qh)) << 32);
+    return _mm512_mask_add_epi8(nibbles, bit4, nibbles, _mm512_set1_epi8(16));
+  }
+  static __m256i single(const BlockQ5_1& b) {
+    const __m256i nibbles = unpack_legacy_nibbles(b.qs);
+    return _mm256_mask_add_epi8(nibbles, static_cast<__mmask32>(load_u32(b.qh)), nibbles, _mm256_set1_epi8(16));
+  }
+};
+
 // One block of a transposed panel: codes[k] lane r = codes 4k .. 4k + 3 of row r; scales
-// lane r = row r's d as a float.
+// lane r = row r's d as a float, mins its m (Q4_1, Q5_1).
 struct PanelBlock {
   __m512i codes[8];
   __m512 scales;
+  __m512 mins;  // the _1 formats' m; unused otherwise
 };
 
 // 16 x 16 bytes (the nibbles of one block of each row) as four vectors, lane r of vector
@@ -198,16 +234,10 @@ void panel_codes<BlockQ4_0>(const BlockQ4_0* const* rows, const __m512i*, __m512
   nibble_codes(src, out);
 }
 
-// Q5_0: + 16 where bit e of qh is set (element e). qh is bytes 2 .. 5 of the block.
+// + 16 where bit e of qh is set (element e), for Q5_0 and Q5_1; qh lane r = row r's qh.
 // Codes 4k .. 4k + 3 take bits 4k .. 4k + 3, all in qh byte k / 2: that byte copied to
 // the four bytes of each lane, then byte i tested against bit (4k + i) % 8.
-template <>
-void panel_codes<BlockQ5_0>(const BlockQ5_0* const* rows, const __m512i* head, __m512i* out) {
-  static_assert(offsetof(BlockQ5_0, qh) == 2);
-  const uint8_t* src[kPanel];
-  for (int r = 0; r < kPanel; ++r) src[r] = rows[r]->qs;
-  nibble_codes(src, out);
-  const __m512i qh = _mm512_or_si512(_mm512_srli_epi32(head[0], 16), _mm512_slli_epi32(head[1], 16));
+void add_fifth_bits(__m512i qh, __m512i* out) {
   const __m512i sixteen = _mm512_set1_epi8(16);
   for (int k = 0; k < 8; ++k) {
     const int byte = k / 2;
@@ -217,6 +247,33 @@ void panel_codes<BlockQ5_0>(const BlockQ5_0* const* rows, const __m512i* head, _
     const __mmask64 set = _mm512_test_epi8_mask(_mm512_shuffle_epi8(qh, copy_index), bits);
     out[k] = _mm512_mask_add_epi8(out[k], set, out[k], sixteen);
   }
+}
+
+// Q5_0: qh is bytes 2 .. 5 of the block.
+template <>
+void panel_codes<BlockQ5_0>(const BlockQ5_0* const* rows, const __m512i* head, __m512i* out) {
+  static_assert(offsetof(BlockQ5_0, qh) == 2);
+  const uint8_t* src[kPanel];
+  for (int r = 0; r < kPanel; ++r) src[r] = rows[r]->qs;
+  nibble_codes(src, out);
+  add_fifth_bits(_mm512_or_si512(_mm512_srli_epi32(head[0], 16), _mm512_slli_epi32(head[1], 16)), out);
+}
+
+template <>
+void panel_codes<BlockQ4_1>(const BlockQ4_1* const* rows, const __m512i*, __m512i* out) {
+  const uint8_t* src[kPanel];
+  for (int r = 0; r < kPanel; ++r) src[r] = rows[r]->qs;
+  nibble_codes(src, out);
+}
+
+// Q5_1: qh is bytes 4 .. 7 of the block.
+template <>
+void panel_codes<BlockQ5_1>(const BlockQ5_1* const* rows, const __m512i* head, __m512i* out) {
+  static_assert(offsetof(BlockQ5_1, qh) == 4);
+  const uint8_t* src[kPanel];
+  for (int r = 0; r < kPanel; ++r) src[r] = rows[r]->qs;
+  nibble_codes(src, out);
+  add_fifth_bits(head[1], out);
 }
 
 // Rows r0 .. r0 + 15 of the weights (rows past n_rows repeat the last one; their lanes
@@ -244,6 +301,10 @@ void transpose_panel(int64_t n_blocks, const uint8_t* w, size_t w_stride, int64_
     panel_codes<Block>(rows, head, panel[b].codes);
     static_assert(offsetof(Block, d) == 0);
     panel[b].scales = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head[0]));
+    if constexpr (Codes<Block>::kHasMin) {
+      static_assert(offsetof(Block, m) == 2);
+      panel[b].mins = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head[0], 16)));
+    }
   }
 }
 
@@ -251,37 +312,47 @@ void transpose_panel(int64_t n_blocks, const uint8_t* w, size_t w_stride, int64_
 struct TokenBlock {
   float d;
   int32_t start;
+  float s;  // Q8_1's d * sum(a), for the _1 formats' minimum
 };
 
 template <typename Block>
 void prepare_tokens(int64_t n_blocks, const uint8_t* a, size_t a_stride, int64_t n_tokens, TokenBlock* out) {
   const __m256i ones = _mm256_set1_epi8(1);
+  using Activation = typename Codes<Block>::Activation;
   for (int64_t t = 0; t < n_tokens; ++t) {
-    const auto* y = reinterpret_cast<const BlockQ8_0*>(a + t * a_stride);
+    const auto* y = reinterpret_cast<const Activation*>(a + t * a_stride);
     for (int64_t b = 0; b < n_blocks; ++b) {
-      const __m256i sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, load_256(y[b].qs));
-      out[t * n_blocks + b].d = half_to_float(y[b].d);
-      out[t * n_blocks + b].start = -Codes<Block>::kOffset * hsum_epi32(sums);
+      TokenBlock& token = out[t * n_blocks + b];
+      token.d = half_to_float(y[b].d);
+      token.start = 0;
+      token.s = 0.0f;
+      if constexpr (Codes<Block>::kOffset != 0) {
+        const __m256i sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, load_256(y[b].qs));
+        token.start = -Codes<Block>::kOffset * hsum_epi32(sums);
+      }
+      if constexpr (Codes<Block>::kHasMin) token.s = half_to_float(y[b].s);
     }
   }
 }
 
 // out[t * out_stride + r] for the panel's first n_rows rows and kTokens tokens.
-template <int kTokens>
+template <typename Block, int kTokens>
 void dot_panel(int64_t n_blocks, const PanelBlock* panel, const uint8_t* a, size_t a_stride,
                const TokenBlock* tokens, int64_t n_rows, float* out, int64_t out_stride) {
+  using Activation = typename Codes<Block>::Activation;
   __m512 acc[kTokens];
   for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
     const PanelBlock& p = panel[b];
     for (int t = 0; t < kTokens; ++t) {
       const TokenBlock& token = tokens[t * n_blocks + b];
-      const auto* q = reinterpret_cast<const uint8_t*>(reinterpret_cast<const BlockQ8_0*>(a + t * a_stride)[b].qs);
+      const auto* q = reinterpret_cast<const uint8_t*>(reinterpret_cast<const Activation*>(a + t * a_stride)[b].qs);
       __m512i isum = _mm512_set1_epi32(token.start);
       for (int k = 0; k < 8; ++k) {
         isum = _mm512_dpbusd_epi32(isum, p.codes[k], _mm512_set1_epi32(static_cast<int>(load_u32(q + 4 * k))));
       }
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(p.scales, _mm512_set1_ps(token.d)), acc[t]);
+      if constexpr (Codes<Block>::kHasMin) acc[t] = _mm512_fmadd_ps(p.mins, _mm512_set1_ps(token.s), acc[t]);
     }
   }
   const __mmask16 keep = static_cast<__mmask16>((1u << n_rows) - 1);
@@ -320,7 +391,7 @@ __attribute__((always_inline)) inline void reduce_8_pairs(const __m512i* w, __m5
 template <typename Block>
 void dot_panel_single(int64_t n_blocks, const uint8_t* w, size_t w_stride, int64_t n_rows, const uint8_t* next,
                       int64_t n_next, const uint8_t* a, const TokenBlock* token, float* out) {
-  const auto* y = reinterpret_cast<const BlockQ8_0*>(a);
+  const auto* y = reinterpret_cast<const typename Codes<Block>::Activation*>(a);
   const Block* rows[kPanel];
   for (int r = 0; r < kPanel; ++r) rows[r] = reinterpret_cast<const Block*>(w + (r < n_rows ? r : n_rows - 1) * w_stride);
   __m512 acc = _mm512_setzero_ps();
@@ -333,6 +404,10 @@ void dot_panel_single(int64_t n_blocks, const uint8_t* w, size_t w_stride, int64
     const __m512 scales = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head[0]));
     const __m512i isum = _mm512_add_epi32(_mm512_set1_epi32(token[b].start), sums);
     acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(scales, _mm512_set1_ps(token[b].d)), acc);
+    if constexpr (Codes<Block>::kHasMin) {
+      const __m512 mins = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head[0], 16)));
+      acc = _mm512_fmadd_ps(mins, _mm512_set1_ps(token[b].s), acc);
+    }
   };
   int64_t b = 0;
   for (; b + 2 <= n_blocks; b += 2) {
@@ -365,24 +440,25 @@ void dot_panel_single(int64_t n_blocks, const uint8_t* w, size_t w_stride, int64
 }
 
 // A run of tokens (fewer than kTokenTile at the end) against one transposed panel.
+template <typename Block>
 void dot_panel_tokens(int64_t n_blocks, const PanelBlock* panel, const uint8_t* a, size_t a_stride,
                       const TokenBlock* tokens, int64_t n_tokens, int64_t n_rows, float* out, int64_t out_stride) {
   int64_t t = 0;
   for (; t + kTokenTile <= n_tokens; t += kTokenTile) {
-    dot_panel<kTokenTile>(n_blocks, panel, a + t * a_stride, a_stride, tokens + t * n_blocks, n_rows,
+    dot_panel<Block, kTokenTile>(n_blocks, panel, a + t * a_stride, a_stride, tokens + t * n_blocks, n_rows,
                           out + t * out_stride, out_stride);
   }
   const uint8_t* a_rest = a + t * a_stride;
   const TokenBlock* tokens_rest = tokens + t * n_blocks;
   float* out_rest = out + t * out_stride;
   switch (n_tokens - t) {
-    case 7: dot_panel<7>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
-    case 6: dot_panel<6>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
-    case 5: dot_panel<5>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
-    case 4: dot_panel<4>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
-    case 3: dot_panel<3>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
-    case 2: dot_panel<2>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
-    case 1: dot_panel<1>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
+    case 7: dot_panel<Block, 7>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
+    case 6: dot_panel<Block, 6>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
+    case 5: dot_panel<Block, 5>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
+    case 4: dot_panel<Block, 4>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
+    case 3: dot_panel<Block, 3>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
+    case 2: dot_panel<Block, 2>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
+    case 1: dot_panel<Block, 1>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
     default: break;
   }
 }
@@ -413,7 +489,7 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
       }
       transpose_panel<Block>(n_blocks, weights + r0 * w_stride, w_stride, n_rows, weights + (r0 + n_rows) * w_stride,
                              after < kPanel ? after : kPanel, panel);
-      dot_panel_tokens(n_blocks, panel, a_block, a_stride, tokens, n_tokens, n_rows, out + t0 * out_stride + r0,
+      dot_panel_tokens<Block>(n_blocks, panel, a_block, a_stride, tokens, n_tokens, n_rows, out + t0 * out_stride + r0,
                        out_stride);
     }
   }
@@ -439,6 +515,8 @@ void dot_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t 
 float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* a) { return dot_row<BlockQ4_0>(n, w, a); }
 float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* a) { return dot_row<BlockQ5_0>(n, w, a); }
 float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* a) { return dot_row<BlockQ8_0>(n, w, a); }
+float vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* a) { return dot_row<BlockQ4_1>(n, w, a); }
+float vec_dot_q5_1_q8_1(int64_t n, const void* w, const void* a) { return dot_row<BlockQ5_1>(n, w, a); }
 
 void vec_dot_rows_q4_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
                             float* out, int64_t out_stride) {
@@ -453,6 +531,23 @@ void vec_dot_rows_q8_0_q8_0(int64_t n, const void* w, const void* a, size_t a_st
   dot_rows<BlockQ8_0>(n, w, a, a_stride, n_a_rows, out, out_stride);
 }
 
+void vec_dot_rows_q4_1_q8_1(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                            float* out, int64_t out_stride) {
+  dot_rows<BlockQ4_1>(n, w, a, a_stride, n_a_rows, out, out_stride);
+}
+void vec_dot_rows_q5_1_q8_1(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                            float* out, int64_t out_stride) {
+  dot_rows<BlockQ5_1>(n, w, a, a_stride, n_a_rows, out, out_stride);
+}
+
+void vec_dot_matrix_q4_1_q8_1(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
+                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
+  dot_matrix<BlockQ4_1>(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
+}
+void vec_dot_matrix_q5_1_q8_1(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
+                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
+  dot_matrix<BlockQ5_1>(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
+}
 void vec_dot_matrix_q4_0_q8_0(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
   dot_matrix<BlockQ4_0>(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
