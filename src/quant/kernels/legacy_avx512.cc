@@ -409,10 +409,17 @@ void dot_panel_single(int64_t n_blocks, const uint8_t* w, size_t w_stride, int64
       acc = _mm512_fmadd_ps(mins, _mm512_set1_ps(token[b].s), acc);
     }
   };
+  // The next panel's rows are contiguous: its cache lines are prefetched in order, an
+  // equal share with each pair of blocks.
+  const int64_t next_bytes = n_next * static_cast<int64_t>(w_stride);
+  const int64_t n_pairs = n_blocks / 2 > 0 ? n_blocks / 2 : 1;
+  const int64_t bytes_per_pair = (next_bytes / n_pairs + 127) / 64 * 64;
+  const char* prefetch = reinterpret_cast<const char*>(next);
+  const char* prefetch_end = prefetch + next_bytes;
   int64_t b = 0;
   for (; b + 2 <= n_blocks; b += 2) {
-    for (int64_t r = 0; r < n_next; ++r) {
-      _mm_prefetch(reinterpret_cast<const char*>(next + r * w_stride + b * sizeof(Block)), _MM_HINT_T0);
+    for (int64_t i = 0; i < bytes_per_pair && prefetch < prefetch_end; i += 64, prefetch += 64) {
+      _mm_prefetch(prefetch, _MM_HINT_T0);
     }
     const __m512i levels = combine_256(load_256(y[b].qs), load_256(y[b + 1].qs));
     __m512i w[kPanel / 2];
