@@ -70,6 +70,17 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
   return file;
 }
 
+void MappedFile::release(const uint8_t* p, size_t n) const {
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  if (end <= begin || begin < reinterpret_cast<uintptr_t>(data_) ||
+      end > reinterpret_cast<uintptr_t>(data_) + size_) {
+    return;
+  }
+  madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 void MappedFile::prefetch() const {
   if (size_ == 0) return;
   madvise(const_cast<uint8_t*>(data_), size_, MADV_WILLNEED);

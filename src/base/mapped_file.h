@@ -31,6 +31,11 @@ class MappedFile {
   // so decode never waits on page faults.
   void prefetch() const;
 
+  // Drops the whole pages inside [p, p + n) (a range of this mapping) from this
+  // process's memory; reading them again faults them back in from the file. For data
+  // that was copied elsewhere at load, so that it is not resident twice.
+  void release(const uint8_t* p, size_t n) const;
+
  private:
   void reset();
 

@@ -81,6 +81,9 @@ class File {
 
   // Reads the whole mapping in (see MappedFile::prefetch).
   void prefetch() const { mapping_.prefetch(); }
+  // Drops the pages of [p, p + n), bytes of this file's mapping, from memory
+  // (MappedFile::release); nothing when the file was parsed from caller-owned bytes.
+  void release(const uint8_t* p, size_t n) const { mapping_.release(p, n); }
 
  private:
   MappedFile mapping_;  // empty when parsed from caller-owned bytes

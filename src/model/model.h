@@ -22,6 +22,7 @@ namespace tokenmill::model {
 struct LoadOptions {
   int n_threads = 0;        // 0: every online CPU
   bool prefetch = true;     // read all weights into memory at load
+  bool repack = true;       // repack_for_kernels (weights.h); off: the file's layout everywhere
 };
 
 class Model {

@@ -1,7 +1,10 @@
 #include "model/weights.h"
 
+#include <algorithm>
 #include <string>
 
+#include "quant/kernels/dispatch.h"
+#include "quant/panel_layout.h"
 #include "quant/type_traits.h"
 
 namespace tokenmill::model {
@@ -109,6 +112,38 @@ int64_t weight_bytes_per_token(const ModelWeights& w) {
              bytes(L.ffn_down);
   }
   return total;
+}
+
+void repack_for_kernels(ModelWeights& weights, const gguf::File& file) {
+  auto repack = [&](ops::WeightMatrix& m) {
+    if (m.panels || quant::best_panel_kernel(m.type) == nullptr || m.n_rows % quant::kPanelRows != 0) return;
+    const size_t n_bytes = m.row_bytes * static_cast<size_t>(m.n_rows);
+    std::shared_ptr<uint8_t[]> buffer(new uint8_t[n_bytes]);
+    // A slab at a time, dropping the source pages behind it, so that the matrix is never
+    // resident twice, even for a moment (the 262,144-row output matrix is 178 MB).
+    constexpr int64_t kSlabRows = 64 * quant::kPanelRows;
+    for (int64_t r = 0; r < m.n_rows; r += kSlabRows) {
+      const int64_t n = std::min(kSlabRows, m.n_rows - r);
+      const size_t offset = static_cast<size_t>(r) * m.row_bytes;
+      quant::pack_panels(m.type, m.data + offset, n, m.row_bytes, buffer.get() + offset);
+      file.release(m.data, offset + static_cast<size_t>(n) * m.row_bytes);
+    }
+    m.data = buffer.get();
+    m.panels = true;
+    weights.repacked.push_back(std::move(buffer));
+  };
+  repack(weights.token_embd);
+  if (weights.tied_output) {
+    weights.output = weights.token_embd;
+  } else {
+    repack(weights.output);
+  }
+  for (LayerWeights& layer : weights.layers) {
+    for (ops::WeightMatrix* m : {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.ffn_gate, &layer.ffn_up,
+                                 &layer.ffn_down}) {
+      if (m->data != nullptr) repack(*m);
+    }
+  }
 }
 
 }  // namespace tokenmill::model

@@ -2,6 +2,7 @@
 // They point into the file's memory map: the File must outlive the weights.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "base/status.h"
@@ -36,9 +37,17 @@ struct ModelWeights {
   ops::WeightMatrix output;      // [n_vocab, n_embd]; token_embd when tied
   bool tied_output = false;
   std::vector<LayerWeights> layers;
+  // Buffers of matrices repacked at load (repack_for_kernels); the matrices point into them.
+  std::vector<std::shared_ptr<uint8_t[]>> repacked;
 };
 
 Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& config);
+
+// Moves every matrix that the CPU's kernels read faster in quant/panel_layout.h's layout
+// (AVX-512 Q8_0 with a multiple of 16 rows) into that layout, in buffers owned by
+// `weights`, and drops the file's pages of the originals (the same bytes, never resident
+// twice). A tied output matrix is repacked once. Results are bit-identical either way.
+void repack_for_kernels(ModelWeights& weights, const gguf::File& file);
 
 // Bytes of every weight a single decode step reads (for roofline figures).
 int64_t weight_bytes_per_token(const ModelWeights& weights);

@@ -15,6 +15,9 @@ struct WeightMatrix {
   int64_t n_cols = 0;             // input features (the contiguous dimension)
   int64_t n_rows = 0;             // output features
   size_t row_bytes = 0;
+  // Rows stored in quant/panel_layout.h's 16-row panels (repacked at load for the kernels
+  // that read them); row() does not apply then: read rows through the back end.
+  bool panels = false;
 
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
 };

@@ -10,6 +10,7 @@
 #include "ops/cpu/attention_kernels.h"
 #include "ops/cpu/elementwise.h"
 #include "quant/kernels/dispatch.h"
+#include "quant/panel_layout.h"
 #include "quant/quant.h"
 
 namespace tokenmill::ops {
@@ -52,6 +53,21 @@ void CpuBackend::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens,
   // each weight row is read (and unpacked) once and dotted with every token's input row:
   // y[t * n_rows + r] for all t. Chunks are multiples of 4 rows (the kernels' row tile).
   const int64_t n_rows = w.n_rows;
+  if (w.panels) {
+    // Whole 16-row panels per chunk, in the layout's own kernel.
+    const quant::VecDotPanelsFn panel_kernel = quant::best_panel_kernel(w.type);
+    const int64_t n_panels = n_rows / quant::kPanelRows;
+    const int64_t wanted = std::max<int64_t>(1, pool_.n_threads() * kMatmulChunksPerThread);
+    const int64_t chunk_panels = std::max<int64_t>(1, (n_panels + wanted - 1) / wanted);
+    const int64_t n_chunks = (n_panels + chunk_panels - 1) / chunk_panels;
+    pool_.parallel_chunks(static_cast<size_t>(n_chunks), [&](size_t chunk) {
+      const int64_t begin = static_cast<int64_t>(chunk) * chunk_panels * quant::kPanelRows;
+      const int64_t end = std::min(n_rows, begin + chunk_panels * quant::kPanelRows);
+      panel_kernel(k, w.data + static_cast<size_t>(begin) * w.row_bytes, end - begin, input, input_row_bytes, n_tokens,
+                   y + begin, n_rows);
+    });
+    return;
+  }
   const int64_t n_chunks_wanted = std::max<int64_t>(1, pool_.n_threads() * kMatmulChunksPerThread);
   const int64_t chunk_rows = std::max<int64_t>(kMinMatmulChunkRows, (n_rows / n_chunks_wanted + 3) / 4 * 4);
   const int64_t n_chunks = (n_rows + chunk_rows - 1) / chunk_rows;
@@ -65,7 +81,11 @@ void CpuBackend::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens,
 void CpuBackend::get_rows(const WeightMatrix& table, std::span<const int32_t> ids, float* out) {
   for (size_t i = 0; i < ids.size(); ++i) {
     assert(ids[i] >= 0 && ids[i] < table.n_rows);
-    quant::dequantize_row(table.type, table.row(ids[i]), out + i * table.n_cols, table.n_cols);
+    if (table.panels) {
+      quant::dequantize_panel_row(table.type, table.data, ids[i], table.n_cols, table.row_bytes, out + i * table.n_cols);
+    } else {
+      quant::dequantize_row(table.type, table.row(ids[i]), out + i * table.n_cols, table.n_cols);
+    }
   }
 }
 

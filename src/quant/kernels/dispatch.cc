@@ -2,8 +2,10 @@
 
 #include <array>
 #include <cassert>
+#include <string_view>
 
 #include "base/cpu_features.h"
+#include "quant/kernels/simd_kernels.h"
 
 namespace tokenmill::quant {
 
@@ -90,5 +92,10 @@ const DotKernel& best_dot_kernel(gguf::TensorType weight_type) { return choice_f
 VecDotFn best_vec_dot(gguf::TensorType weight_type) { return choice_for(weight_type).dot.vec_dot; }
 
 QuantizeRowFn best_quantize_activation(gguf::TensorType type) { return choice_for(type).quantize; }
+
+VecDotPanelsFn best_panel_kernel(gguf::TensorType weight_type) {
+  if (weight_type != gguf::TensorType::kQ8_0) return nullptr;
+  return std::string_view(best_dot_kernel(weight_type).isa) == "avx512" ? avx512::vec_dot_panels_q8_0_q8_0 : nullptr;
+}
 
 }  // namespace tokenmill::quant

@@ -504,6 +504,61 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
   std::free(panel);
 }
 
+// Q8_0 stored in quant/panel_layout.h's layout: the transposed blocks are read from
+// memory as they are; the float steps are dot_panel's, so the results are its bits.
+constexpr size_t kPackedBlockBytes = 8 * 64 + kPanel * sizeof(uint16_t);
+constexpr int64_t kPackedPrefetchBytes = 8192;  // decode streams the panels in order
+
+template <int kTokens>
+void dot_packed(int64_t n_blocks, const uint8_t* panel, const uint8_t* a, size_t a_stride, const TokenBlock* tokens,
+                float* out, int64_t out_stride) {
+  __m512 acc[kTokens];
+  for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* block = panel + b * kPackedBlockBytes;
+    if constexpr (kTokens <= 2) {
+      for (size_t line = 0; line < kPackedBlockBytes; line += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(block) + kPackedPrefetchBytes + line, _MM_HINT_T0);
+      }
+    }
+    __m512i codes[8];
+    for (int k = 0; k < 8; ++k) codes[k] = load_512(block + 64 * k);
+    const __m512 scales = _mm512_cvtph_ps(load_256(block + 8 * 64));
+    for (int t = 0; t < kTokens; ++t) {
+      const TokenBlock& token = tokens[t * n_blocks + b];
+      const auto* q = reinterpret_cast<const uint8_t*>(reinterpret_cast<const BlockQ8_0*>(a + t * a_stride)[b].qs);
+      __m512i isum = _mm512_set1_epi32(token.start);
+      for (int k = 0; k < 8; ++k) {
+        isum = _mm512_dpbusd_epi32(isum, codes[k], _mm512_set1_epi32(static_cast<int>(load_u32(q + 4 * k))));
+      }
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(scales, _mm512_set1_ps(token.d)), acc[t]);
+    }
+  }
+  for (int t = 0; t < kTokens; ++t) _mm512_storeu_ps(out + t * out_stride, acc[t]);
+}
+
+void dot_packed_tokens(int64_t n_blocks, const uint8_t* panel, const uint8_t* a, size_t a_stride,
+                       const TokenBlock* tokens, int64_t n_tokens, float* out, int64_t out_stride) {
+  int64_t t = 0;
+  for (; t + kTokenTile <= n_tokens; t += kTokenTile) {
+    dot_packed<kTokenTile>(n_blocks, panel, a + t * a_stride, a_stride, tokens + t * n_blocks, out + t * out_stride,
+                           out_stride);
+  }
+  const uint8_t* a_rest = a + t * a_stride;
+  const TokenBlock* tokens_rest = tokens + t * n_blocks;
+  float* out_rest = out + t * out_stride;
+  switch (n_tokens - t) {
+    case 7: dot_packed<7>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
+    case 6: dot_packed<6>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
+    case 5: dot_packed<5>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
+    case 4: dot_packed<4>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
+    case 3: dot_packed<3>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
+    case 2: dot_packed<2>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
+    case 1: dot_packed<1>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
+    default: break;
+  }
+}
+
 template <typename Block>
 float dot_row(int64_t n, const void* w, const void* a) {
   float result;
@@ -555,6 +610,25 @@ void vec_dot_matrix_q5_1_q8_1(int64_t n, const void* w, size_t w_stride, int64_t
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
   dot_matrix<BlockQ5_1>(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
 }
+void vec_dot_panels_q8_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                              int64_t n_a_rows, float* out, int64_t out_stride) {
+  const auto* panels = static_cast<const uint8_t*>(w);
+  const auto* activations = static_cast<const uint8_t*>(a);
+  const int64_t n_blocks = n / kLegacyBlockSize;
+  const size_t panel_bytes = static_cast<size_t>(n_blocks) * kPackedBlockBytes;
+  auto* tokens = static_cast<TokenBlock*>(std::malloc(sizeof(TokenBlock) * n_blocks * kTokenBlock));
+  for (int64_t t0 = 0; t0 < n_a_rows; t0 += kTokenBlock) {
+    const int64_t n_tokens = n_a_rows - t0 < kTokenBlock ? n_a_rows - t0 : kTokenBlock;
+    const uint8_t* a_block = activations + t0 * a_stride;
+    prepare_tokens<BlockQ8_0>(n_blocks, a_block, a_stride, n_tokens, tokens);
+    for (int64_t r0 = 0; r0 < n_w_rows; r0 += kPanel) {
+      dot_packed_tokens(n_blocks, panels + (r0 / kPanel) * panel_bytes, a_block, a_stride, tokens, n_tokens,
+                        out + t0 * out_stride + r0, out_stride);
+    }
+  }
+  std::free(tokens);
+}
+
 void vec_dot_matrix_q4_0_q8_0(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
   dot_matrix<BlockQ4_0>(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);

@@ -1,0 +1,34 @@
+// The 16-row panel layout of a weight matrix: the form the AVX-512 legacy kernels
+// transpose every block into at run time (quant/kernels/legacy_avx512.cc), stored once
+// at load instead, so that matmuls read it directly.
+//
+// Q8_0 only. A matrix of n_rows (a multiple of 16) rows is a sequence of panels of 16
+// rows, each 16 * row_bytes bytes (the same size as in the file); panel p holds rows
+// 16p .. 16p + 15 block by block. Block b of a panel is 544 bytes at b * 544:
+//   bytes 0 .. 511:   8 groups of 64: group k, bytes 4r .. 4r + 3 = quants 4k .. 4k + 3
+//                     of row r as unsigned codes (each quant xor 0x80)
+//   bytes 512 .. 543: the 16 rows' scales d (F16), row r at 512 + 2r
+// The kernels' results on this layout are bit-identical to theirs on the file's rows.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "gguf/tensor_type.h"
+
+namespace tokenmill::quant {
+
+inline constexpr int64_t kPanelRows = 16;
+
+// Whether `type` has a panel layout (and n_rows must still be a multiple of kPanelRows).
+bool has_panel_layout(gguf::TensorType type);
+
+// rows [n_rows, row_bytes] in the file's layout -> dst (n_rows * row_bytes bytes).
+// REQUIRES: has_panel_layout(type), n_rows % kPanelRows == 0.
+void pack_panels(gguf::TensorType type, const uint8_t* rows, int64_t n_rows, size_t row_bytes, uint8_t* dst);
+
+// Row `row` of a packed matrix as n_cols floats (what dequantize_row gives for the row).
+void dequantize_panel_row(gguf::TensorType type, const uint8_t* panels, int64_t row, int64_t n_cols,
+                          size_t row_bytes, float* out);
+
+}  // namespace tokenmill::quant
