@@ -19,6 +19,10 @@ constexpr SimdKernels kAvx2F32{avx2::vec_dot_f32, nullptr, nullptr};
 constexpr SimdKernels kAvx512F32{avx512::vec_dot_f32, nullptr, nullptr};
 constexpr SimdKernels kAvx2F16{avx2::vec_dot_f16, nullptr, nullptr};
 constexpr SimdKernels kAvx512F16{avx512::vec_dot_f16, nullptr, nullptr};
+constexpr SimdKernels kAvx2BF16{avx2::vec_dot_bf16, nullptr, nullptr};
+constexpr SimdKernels kAvx512BF16{avx512::vec_dot_bf16, nullptr, nullptr};
+constexpr SimdKernels kAvx2Q4_1{avx2::vec_dot_q4_1_q8_1, avx2::vec_dot_rows_q4_1_q8_1, nullptr};
+constexpr SimdKernels kAvx2Q5_1{avx2::vec_dot_q5_1_q8_1, avx2::vec_dot_rows_q5_1_q8_1, nullptr};
 constexpr SimdKernels kAvx2Q4_0{avx2::vec_dot_q4_0_q8_0, avx2::vec_dot_rows_q4_0_q8_0, nullptr};
 constexpr SimdKernels kAvx512Q4_0{avx512::vec_dot_q4_0_q8_0, avx512::vec_dot_rows_q4_0_q8_0, nullptr,
                                   avx512::vec_dot_matrix_q4_0_q8_0};
@@ -59,13 +63,13 @@ constexpr std::array<TypeTraits, 15> kTypeTraits = {{
      kAvx2Q4_0, kAvx512Q4_0},
     {TensorType::kQ4_1, "q4_1", kLegacyBlockSize, sizeof(BlockQ4_1), true, TensorType::kQ8_1,
      ref::dequantize_row_q4_1, ref::quantize_row_q4_1, ref::vec_dot_q4_1_q8_1,
-     kNoKernels, kAvx512Q4_1},
+     kAvx2Q4_1, kAvx512Q4_1},
     {TensorType::kQ5_0, "q5_0", kLegacyBlockSize, sizeof(BlockQ5_0), true, TensorType::kQ8_0,
      ref::dequantize_row_q5_0, ref::quantize_row_q5_0, ref::vec_dot_q5_0_q8_0,
      kAvx2Q5_0, kAvx512Q5_0},
     {TensorType::kQ5_1, "q5_1", kLegacyBlockSize, sizeof(BlockQ5_1), true, TensorType::kQ8_1,
      ref::dequantize_row_q5_1, ref::quantize_row_q5_1, ref::vec_dot_q5_1_q8_1,
-     kNoKernels, kAvx512Q5_1},
+     kAvx2Q5_1, kAvx512Q5_1},
     {TensorType::kQ8_0, "q8_0", kLegacyBlockSize, sizeof(BlockQ8_0), true, TensorType::kQ8_0,
      ref::dequantize_row_q8_0, ref::quantize_row_q8_0, ref::vec_dot_q8_0_q8_0,
      kAvx2Q8_0, kAvx512Q8_0},
@@ -92,7 +96,7 @@ constexpr std::array<TypeTraits, 15> kTypeTraits = {{
      kAvx2Q8_K, kAvx512Q8_K},
     {TensorType::kBF16, "bf16", 1, sizeof(uint16_t), false, TensorType::kBF16,
      ref::dequantize_row_bf16, ref::quantize_row_bf16, ref::vec_dot_bf16,
-     kNoKernels, kNoKernels},
+     kAvx2BF16, kAvx512BF16},
 }};
 
 }  // namespace

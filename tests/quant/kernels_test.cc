@@ -216,8 +216,7 @@ std::string type_name(const ::testing::TestParamInfo<TensorType>& info) {
 INSTANTIATE_TEST_SUITE_P(WeightTypes, KernelVecDot,
                          ::testing::Values(TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ8_0, TensorType::kQ4_K,
                                            TensorType::kQ6_K, TensorType::kQ4_1, TensorType::kQ5_1, TensorType::kQ5_K,
-                                           TensorType::kF16,
-                                           TensorType::kF32),
+                                           TensorType::kF16, TensorType::kBF16, TensorType::kF32),
                          type_name);
 
 // Inputs that probe the rounding: values landing exactly on .5 after scaling, ties for

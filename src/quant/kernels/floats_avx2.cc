@@ -5,6 +5,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "quant/kernels/simd_kernels.h"
 #include "quant/kernels/x86_helpers.h"
@@ -50,6 +51,27 @@ float vec_dot_f16(int64_t n, const void* w, const void* a) {
   }
   double sum = hsum_pd(_mm256_add_pd(acc_low, acc_high));
   for (; i < n; ++i) sum += static_cast<double>(half_to_float(x[i]) * half_to_float(y[i]));
+  return static_cast<float>(sum);
+}
+
+float vec_dot_bf16(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const uint16_t*>(w);
+  const auto* y = static_cast<const uint16_t*>(a);
+  // BF16 is the upper half of an F32: widen to 32 bits and shift.
+  auto to_f32 = [](const uint16_t* p) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load_128(p)), 16));
+  };
+  __m256d acc_low = _mm256_setzero_pd(), acc_high = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) acc_low = add_widened(acc_low, &acc_high, _mm256_mul_ps(to_f32(x + i), to_f32(y + i)));
+  double sum = hsum_pd(_mm256_add_pd(acc_low, acc_high));
+  for (; i < n; ++i) {
+    uint32_t xb = static_cast<uint32_t>(x[i]) << 16, yb = static_cast<uint32_t>(y[i]) << 16;
+    float xf, yf;
+    std::memcpy(&xf, &xb, sizeof xf);
+    std::memcpy(&yf, &yb, sizeof yf);
+    sum += static_cast<double>(xf * yf);
+  }
   return static_cast<float>(sum);
 }
 

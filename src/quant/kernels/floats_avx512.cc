@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "quant/kernels/simd_kernels.h"
 #include "quant/kernels/x86_helpers.h"
@@ -48,6 +49,27 @@ float vec_dot_f16(int64_t n, const void* w, const void* a) {
   }
   double sum = _mm512_reduce_add_pd(_mm512_add_pd(acc_low, acc_high));
   for (; i < n; ++i) sum += static_cast<double>(half_to_float(x[i]) * half_to_float(y[i]));
+  return static_cast<float>(sum);
+}
+
+float vec_dot_bf16(int64_t n, const void* w, const void* a) {
+  const auto* x = static_cast<const uint16_t*>(w);
+  const auto* y = static_cast<const uint16_t*>(a);
+  // BF16 is the upper half of an F32: widen to 32 bits and shift.
+  auto to_f32 = [](const uint16_t* p) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(load_256(p)), 16));
+  };
+  __m512d acc_low = _mm512_setzero_pd(), acc_high = _mm512_setzero_pd();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) acc_low = add_widened(acc_low, &acc_high, _mm512_mul_ps(to_f32(x + i), to_f32(y + i)));
+  double sum = _mm512_reduce_add_pd(_mm512_add_pd(acc_low, acc_high));
+  for (; i < n; ++i) {
+    uint32_t xb = static_cast<uint32_t>(x[i]) << 16, yb = static_cast<uint32_t>(y[i]) << 16;
+    float xf, yf;
+    std::memcpy(&xf, &xb, sizeof xf);
+    std::memcpy(&yf, &yb, sizeof yf);
+    sum += static_cast<double>(xf * yf);
+  }
   return static_cast<float>(sum);
 }
 

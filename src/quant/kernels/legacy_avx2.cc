@@ -1,5 +1,6 @@
-// AVX2 dot products of the 32-element legacy weight formats (Q4_0, Q5_0, Q8_0) with a
-// Q8_0 activation row.
+// AVX2 dot products of the 32-element legacy weight formats: Q4_0, Q5_0, Q8_0 with a Q8_0
+// activation row, Q4_1 and Q5_1 with a Q8_1 row (whose s = d_a * sum(a) pays for the
+// weight's minimum m: dot = d * d_a * sum(q * a) + m * s).
 //
 // Every weight block is first unpacked to 32 signed int8 levels in element order, so one
 // block kernel serves all three formats; the per-format part is only `unpack`. The
@@ -24,6 +25,24 @@ namespace {
 struct UnpackedBlock {
   __m256i levels;
   float d;
+  float m = 0.0f;  // the _1 formats' minimum
+};
+
+// The activation format each weight format is dotted with.
+template <typename Block>
+struct ActivationOf {
+  using type = BlockQ8_0;
+  static constexpr bool kHasMin = false;
+};
+template <>
+struct ActivationOf<BlockQ4_1> {
+  using type = BlockQ8_1;
+  static constexpr bool kHasMin = true;
+};
+template <>
+struct ActivationOf<BlockQ5_1> {
+  using type = BlockQ8_1;
+  static constexpr bool kHasMin = true;
 };
 
 UnpackedBlock unpack(const BlockQ8_0& block) { return {load_256(block.qs), half_to_float(block.d)}; }
@@ -47,23 +66,46 @@ UnpackedBlock unpack(const BlockQ5_0& block) {
   return {levels, half_to_float(block.d)};
 }
 
+// Q4_1: the nibble itself (0..15) is the level the scale multiplies.
+UnpackedBlock unpack(const BlockQ4_1& block) {
+  return {unpack_legacy_nibbles(block.qs), half_to_float(block.d), half_to_float(block.m)};
+}
+
+// Q5_1: nibble + 16 where qh has the element's bit (0..31).
+UnpackedBlock unpack(const BlockQ5_1& block) {
+  const __m256i spread = _mm256_shuffle_epi8(
+      _mm256_set1_epi32(static_cast<int>(load_u32(block.qh))),
+      _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
+  const __m256i bit_of_byte = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  const __m256i has_bit4 = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit_of_byte), bit_of_byte);
+  const __m256i levels =
+      _mm256_or_si256(unpack_legacy_nibbles(block.qs), _mm256_and_si256(has_bit4, _mm256_set1_epi8(0x10)));
+  return {levels, half_to_float(block.d), half_to_float(block.m)};
+}
+
 // out[t * out_stride] = dot(w, activation row t) for kTokens activation rows at once: each
 // weight block is unpacked once and dotted with kTokens activation blocks.
 template <typename Block, int kTokens>
 void dot_tile(int64_t n_blocks, const Block* w, const uint8_t* a, size_t a_stride, float* out,
               int64_t out_stride) {
+  using Activation = typename ActivationOf<Block>::type;
   __m256 acc[kTokens];
-  for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
+  float min_sum[kTokens];
+  for (int t = 0; t < kTokens; ++t) {
+    acc[t] = _mm256_setzero_ps();
+    min_sum[t] = 0.0f;
+  }
   for (int64_t b = 0; b < n_blocks; ++b) {
     const UnpackedBlock weights = unpack(w[b]);
     for (int t = 0; t < kTokens; ++t) {
-      const BlockQ8_0& activation = reinterpret_cast<const BlockQ8_0*>(a + t * a_stride)[b];
+      const Activation& activation = reinterpret_cast<const Activation*>(a + t * a_stride)[b];
       const __m256i isum = dot_i8_avx2(weights.levels, load_256(activation.qs));
       const __m256 d = _mm256_set1_ps(weights.d * half_to_float(activation.d));
       acc[t] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum), acc[t]);
+      if constexpr (ActivationOf<Block>::kHasMin) min_sum[t] += weights.m * half_to_float(activation.s);
     }
   }
-  for (int t = 0; t < kTokens; ++t) out[t * out_stride] = hsum_ps(acc[t]);
+  for (int t = 0; t < kTokens; ++t) out[t * out_stride] = hsum_ps(acc[t]) + min_sum[t];
 }
 
 template <typename Block>
@@ -99,6 +141,17 @@ void dot_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t 
 float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* a) { return dot_row<BlockQ4_0>(n, w, a); }
 float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* a) { return dot_row<BlockQ5_0>(n, w, a); }
 float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* a) { return dot_row<BlockQ8_0>(n, w, a); }
+float vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* a) { return dot_row<BlockQ4_1>(n, w, a); }
+float vec_dot_q5_1_q8_1(int64_t n, const void* w, const void* a) { return dot_row<BlockQ5_1>(n, w, a); }
+
+void vec_dot_rows_q4_1_q8_1(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                            float* out, int64_t out_stride) {
+  dot_rows<BlockQ4_1>(n, w, a, a_stride, n_a_rows, out, out_stride);
+}
+void vec_dot_rows_q5_1_q8_1(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                            float* out, int64_t out_stride) {
+  dot_rows<BlockQ5_1>(n, w, a, a_stride, n_a_rows, out, out_stride);
+}
 
 void vec_dot_rows_q4_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
                             float* out, int64_t out_stride) {
