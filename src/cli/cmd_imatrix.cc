@@ -37,7 +37,7 @@ std::string base_name(const std::string& path) {
 }
 
 int run_imatrix(const ImatrixOptions& o) {
-  auto m = load_eval_model(o.model, o.n_threads);
+  auto m = load_eval_model(o.model, o.n_threads, /*repack=*/false);
   if (!m.ok()) return fail(m.status().to_string());
   auto tokens = tokenize_text_file(*m, o.text_file);
   if (!tokens.ok()) return fail(tokens.status().to_string());

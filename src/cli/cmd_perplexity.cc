@@ -64,7 +64,7 @@ Status check_reference(const eval::LogitsFile& base, const eval::WindowPlan& pla
 }
 
 int run_perplexity(const PerplexityOptions& o) {
-  auto m = load_eval_model(o.model, o.n_threads);
+  auto m = load_eval_model(o.model, o.n_threads, /*repack=*/true);
   if (!m.ok()) return fail(m.status().to_string());
   auto tokens = tokenize_text_file(*m, o.text_file);
   if (!tokens.ok()) return fail(tokens.status().to_string());

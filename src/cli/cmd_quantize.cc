@@ -54,7 +54,7 @@ std::string shape_string(const std::vector<int64_t>& shape) {
 // and collects every weight matrix's input Gram matrix X^T X (eval/gptq_collector.h).
 Result<quant::GptqHessians> collect_gptq_statistics(const QuantizeCliOptions& o, int n_threads,
                                                     int64_t* n_tokens_out) {
-  auto m = load_eval_model(o.input, n_threads);
+  auto m = load_eval_model(o.input, n_threads, /*repack=*/false);
   if (!m.ok()) return Status(m.status().code(), "cannot load '" + o.input + "' for calibration: " + m.status().message());
   auto tokens = tokenize_text_file(*m, o.calib);
   if (!tokens.ok()) return Status(tokens.status().code(), "calibration text: " + tokens.status().message());

@@ -9,13 +9,14 @@
 
 namespace tokenmill::cli {
 
-Result<EvalModel> load_eval_model(const std::string& spec, int n_threads) {
+Result<EvalModel> load_eval_model(const std::string& spec, int n_threads, bool repack) {
   EvalModel m;
   auto path = resolve_model_path(spec);
   if (!path.ok()) return path.status();
   m.path = *path;
   model::LoadOptions load;
   load.n_threads = n_threads;
+  load.repack = repack;
   auto loaded = model::load_model(m.path, load);
   if (!loaded.ok()) return loaded.status();
   m.model = std::move(loaded).value();

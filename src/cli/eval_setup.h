@@ -21,7 +21,9 @@ struct EvalModel {
   int32_t bos_id = -1;  // put at the start of every window; -1 when the model adds none
 };
 
-Result<EvalModel> load_eval_model(const std::string& spec, int n_threads);
+// repack: model::LoadOptions::repack. Off for the commands whose matmul observers name a
+// weight by where the file holds it (imatrix, quantize with GPTQ).
+Result<EvalModel> load_eval_model(const std::string& spec, int n_threads, bool repack);
 
 // The file's tokens; fails for an unreadable or empty file.
 Result<std::vector<int32_t>> tokenize_text_file(const EvalModel& m, const std::string& path);

@@ -7,6 +7,8 @@
 //
 // Thread-safety: observe() runs on the model's calling thread; not for concurrent use.
 // The accumulation itself is split over the collector's own thread pool.
+// Weights are named by where the file holds them: load the model with
+// model::LoadOptions::repack = false (a repacked matrix lives elsewhere and is skipped).
 #pragma once
 
 #include <cstdint>

@@ -5,6 +5,8 @@
 // recorded under token_embd.weight, the tensor it is.
 //
 // Thread-safety: observe() runs on the model's calling thread; not for concurrent use.
+// Weights are named by where the file holds them: load the model with
+// model::LoadOptions::repack = false (a repacked matrix lives elsewhere and is skipped).
 #pragma once
 
 #include <cstdint>

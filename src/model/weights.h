@@ -44,7 +44,7 @@ struct ModelWeights {
 Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& config);
 
 // Moves every matrix that the CPU's kernels read faster in quant/panel_layout.h's layout
-// (AVX-512 Q8_0 with a multiple of 16 rows) into that layout, in buffers owned by
+// (AVX-512 Q8_0, Q4_0 and Q5_0 with a multiple of 16 rows) into that layout, in buffers owned by
 // `weights`, and drops the file's pages of the originals (the same bytes, never resident
 // twice). A tied output matrix is repacked once. Results are bit-identical either way.
 void repack_for_kernels(ModelWeights& weights, const gguf::File& file);

@@ -10,31 +10,72 @@ namespace tokenmill::quant {
 
 namespace {
 
-constexpr size_t kCodeBytes = 8 * 64;                                          // 8 groups x 16 rows x 4 bytes
-constexpr size_t kPanelBlockBytes = kCodeBytes + kPanelRows * sizeof(uint16_t);  // + 16 scales
-static_assert(kPanelBlockBytes == kPanelRows * sizeof(BlockQ8_0));
+// One block of a panel: `codes` bytes of transposed quants (group g, bytes 4r .. 4r + 3
+// for row r), then Q5_0's qh (4 bytes per row), then the 16 scales.
+struct Layout {
+  size_t block_bytes;  // of one row's block in the file
+  size_t codes;        // transposed bytes: Q8_0 8 groups of codes, Q4_0 / Q5_0 4 groups of nibbles
+  size_t qh;           // Q5_0: 64, else 0
+  size_t scales() const { return codes + qh; }
+  size_t panel_block() const { return kPanelRows * block_bytes; }
+};
+
+Layout layout_of(gguf::TensorType type) {
+  switch (type) {
+    case gguf::TensorType::kQ8_0: return {sizeof(BlockQ8_0), 8 * 64, 0};
+    case gguf::TensorType::kQ4_0: return {sizeof(BlockQ4_0), 4 * 64, 0};
+    case gguf::TensorType::kQ5_0: return {sizeof(BlockQ5_0), 4 * 64, 64};
+    default: return {0, 0, 0};
+  }
+}
+
+// Row r's quants of one block as the bytes to transpose (Q8_0: codes = qs ^ 0x80; the
+// others: their packed nibbles), its scale, and (Q5_0) qh.
+struct RowBlock {
+  const uint8_t* bytes;
+  uint16_t d;
+  const uint8_t* qh;
+};
+
+RowBlock row_block(gguf::TensorType type, const uint8_t* block) {
+  switch (type) {
+    case gguf::TensorType::kQ8_0: {
+      const auto* b = reinterpret_cast<const BlockQ8_0*>(block);
+      return {reinterpret_cast<const uint8_t*>(b->qs), b->d, nullptr};
+    }
+    case gguf::TensorType::kQ4_0: {
+      const auto* b = reinterpret_cast<const BlockQ4_0*>(block);
+      return {b->qs, b->d, nullptr};
+    }
+    default: {
+      const auto* b = reinterpret_cast<const BlockQ5_0*>(block);
+      return {b->qs, b->d, b->qh};
+    }
+  }
+}
 
 }  // namespace
 
-bool has_panel_layout(gguf::TensorType type) { return type == gguf::TensorType::kQ8_0; }
+bool has_panel_layout(gguf::TensorType type) { return layout_of(type).block_bytes != 0; }
 
 void pack_panels(gguf::TensorType type, const uint8_t* rows, int64_t n_rows, size_t row_bytes, uint8_t* dst) {
   assert(has_panel_layout(type) && n_rows % kPanelRows == 0);
-  (void)type;
-  const int64_t n_blocks = static_cast<int64_t>(row_bytes / sizeof(BlockQ8_0));
+  const Layout layout = layout_of(type);
+  assert(layout.scales() + kPanelRows * sizeof(uint16_t) == layout.panel_block());
+  const uint8_t flip = type == gguf::TensorType::kQ8_0 ? 0x80 : 0x00;
+  const int64_t n_blocks = static_cast<int64_t>(row_bytes / layout.block_bytes);
   for (int64_t p = 0; p < n_rows / kPanelRows; ++p) {
     uint8_t* panel = dst + static_cast<size_t>(p) * kPanelRows * row_bytes;
     for (int64_t b = 0; b < n_blocks; ++b) {
-      uint8_t* out = panel + static_cast<size_t>(b) * kPanelBlockBytes;
+      uint8_t* out = panel + static_cast<size_t>(b) * layout.panel_block();
       for (int64_t r = 0; r < kPanelRows; ++r) {
-        const auto& block =
-            reinterpret_cast<const BlockQ8_0*>(rows + static_cast<size_t>(p * kPanelRows + r) * row_bytes)[b];
-        for (int k = 0; k < 8; ++k) {
-          for (int i = 0; i < 4; ++i) {
-            out[64 * k + 4 * r + i] = static_cast<uint8_t>(block.qs[4 * k + i]) ^ 0x80;
-          }
+        const uint8_t* src_row = rows + static_cast<size_t>(p * kPanelRows + r) * row_bytes;
+        const RowBlock block = row_block(type, src_row + static_cast<size_t>(b) * layout.block_bytes);
+        for (size_t g = 0; g < layout.codes / 64; ++g) {
+          for (int i = 0; i < 4; ++i) out[64 * g + 4 * r + i] = block.bytes[4 * g + i] ^ flip;
         }
-        std::memcpy(out + kCodeBytes + 2 * r, &block.d, sizeof block.d);
+        if (block.qh != nullptr) std::memcpy(out + layout.codes + 4 * r, block.qh, 4);
+        std::memcpy(out + layout.scales() + 2 * r, &block.d, sizeof block.d);
       }
     }
   }
@@ -43,19 +84,31 @@ void pack_panels(gguf::TensorType type, const uint8_t* rows, int64_t n_rows, siz
 void dequantize_panel_row(gguf::TensorType type, const uint8_t* panels, int64_t row, int64_t n_cols,
                           size_t row_bytes, float* out) {
   assert(has_panel_layout(type));
-  (void)type;
+  const Layout layout = layout_of(type);
   const uint8_t* panel = panels + static_cast<size_t>(row / kPanelRows) * kPanelRows * row_bytes;
   const int64_t r = row % kPanelRows;
   for (int64_t b = 0; b < n_cols / 32; ++b) {
-    const uint8_t* block = panel + static_cast<size_t>(b) * kPanelBlockBytes;
+    const uint8_t* block = panel + static_cast<size_t>(b) * layout.panel_block();
     uint16_t d_bits;
-    std::memcpy(&d_bits, block + kCodeBytes + 2 * r, sizeof d_bits);
+    std::memcpy(&d_bits, block + layout.scales() + 2 * r, sizeof d_bits);
     const float d = f16_to_f32(d_bits);
-    for (int k = 0; k < 8; ++k) {
-      for (int i = 0; i < 4; ++i) {
-        const auto level = static_cast<int8_t>(block[64 * k + 4 * r + i] ^ 0x80);
-        out[32 * b + 4 * k + i] = static_cast<float>(level) * d;
+    float* x = out + 32 * b;
+    if (type == gguf::TensorType::kQ8_0) {
+      for (int k = 0; k < 8; ++k) {
+        for (int i = 0; i < 4; ++i) x[4 * k + i] = static_cast<float>(static_cast<int8_t>(block[64 * k + 4 * r + i] ^ 0x80)) * d;
       }
+      continue;
+    }
+    // Byte j of the nibbles: element j (low) and 16 + j (high), as in the file.
+    uint32_t qh = 0;
+    if (type == gguf::TensorType::kQ5_0) std::memcpy(&qh, block + layout.codes + 4 * r, sizeof qh);
+    const int offset = type == gguf::TensorType::kQ5_0 ? 16 : 8;
+    for (int j = 0; j < 16; ++j) {
+      const uint8_t byte = block[64 * (j / 4) + 4 * r + j % 4];
+      const int low = (byte & 0x0f) | (((qh >> j) & 1) << 4);
+      const int high = (byte >> 4) | (((qh >> (j + 16)) & 1) << 4);
+      x[j] = static_cast<float>(low - offset) * d;
+      x[j + 16] = static_cast<float>(high - offset) * d;
     }
   }
 }

@@ -1,13 +1,15 @@
 // The 16-row panel layout of a weight matrix: the form the AVX-512 legacy kernels
 // transpose every block into at run time (quant/kernels/legacy_avx512.cc), stored once
-// at load instead, so that matmuls read it directly.
+// at load instead, so that matmuls read it directly (in order, with no transposition).
 //
-// Q8_0 only. A matrix of n_rows (a multiple of 16) rows is a sequence of panels of 16
-// rows, each 16 * row_bytes bytes (the same size as in the file); panel p holds rows
-// 16p .. 16p + 15 block by block. Block b of a panel is 544 bytes at b * 544:
-//   bytes 0 .. 511:   8 groups of 64: group k, bytes 4r .. 4r + 3 = quants 4k .. 4k + 3
-//                     of row r as unsigned codes (each quant xor 0x80)
-//   bytes 512 .. 543: the 16 rows' scales d (F16), row r at 512 + 2r
+// Q8_0, Q4_0 and Q5_0. A matrix of n_rows (a multiple of 16) rows is a sequence of panels
+// of 16 rows, each 16 * row_bytes bytes (the same size as in the file); panel p holds rows
+// 16p .. 16p + 15 block by block, each block 16 * sizeof(block) bytes:
+//   Q8_0 (544 bytes): 8 groups of 64: group k, bytes 4r .. 4r + 3 = quants 4k .. 4k + 3 of
+//        row r as unsigned codes (each quant xor 0x80); then the 16 rows' d (F16, row r at
+//        512 + 2r)
+//   Q4_0 (288) / Q5_0 (352): 4 groups of 64: group j, bytes 4r .. 4r + 3 = bytes 4j .. 4j + 3
+//        of row r's packed nibbles; Q5_0 then the 16 rows' qh (4 bytes each); then the d's
 // The kernels' results on this layout are bit-identical to theirs on the file's rows.
 #pragma once
 

@@ -94,8 +94,13 @@ VecDotFn best_vec_dot(gguf::TensorType weight_type) { return choice_for(weight_t
 QuantizeRowFn best_quantize_activation(gguf::TensorType type) { return choice_for(type).quantize; }
 
 VecDotPanelsFn best_panel_kernel(gguf::TensorType weight_type) {
-  if (weight_type != gguf::TensorType::kQ8_0) return nullptr;
-  return std::string_view(best_dot_kernel(weight_type).isa) == "avx512" ? avx512::vec_dot_panels_q8_0_q8_0 : nullptr;
+  if (std::string_view(best_dot_kernel(weight_type).isa) != "avx512") return nullptr;
+  switch (weight_type) {
+    case gguf::TensorType::kQ8_0: return avx512::vec_dot_panels_q8_0_q8_0;
+    case gguf::TensorType::kQ4_0: return avx512::vec_dot_panels_q4_0_q8_0;
+    case gguf::TensorType::kQ5_0: return avx512::vec_dot_panels_q5_0_q8_0;
+    default: return nullptr;
+  }
 }
 
 }  // namespace tokenmill::quant

@@ -32,6 +32,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <type_traits>
 
 #include "quant/blocks.h"
 #include "quant/kernels/simd_kernels.h"
@@ -508,24 +509,62 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
   std::free(panel);
 }
 
-// Q8_0 stored in quant/panel_layout.h's layout: the transposed blocks are read from
-// memory as they are; the float steps are dot_panel's, so the results are its bits.
-constexpr size_t kPackedBlockBytes = 8 * 64 + kPanel * sizeof(uint16_t);
-constexpr int64_t kPackedPrefetchBytes = 8192;  // decode streams the panels in order
+// Weights stored in quant/panel_layout.h's layout: per block of a panel, Q8_0 keeps the
+// eight code vectors themselves; Q4_0 / Q5_0 keep their packed nibbles transposed (four
+// vectors) and, for Q5_0, the rows' qh, then the 16 scales. The codes are rebuilt from
+// them exactly as transpose_panel builds them from the file's rows, and the float steps
+// are dot_panel's, so the results are its bits.
+template <typename Block>
+struct Packed;
 
-template <int kTokens>
+template <>
+struct Packed<BlockQ8_0> {
+  static constexpr size_t kScales = 8 * 64;
+  static void codes(const uint8_t* block, __m512i* out) {
+    for (int k = 0; k < 8; ++k) out[k] = load_512(block + 64 * k);
+  }
+};
+
+template <>
+struct Packed<BlockQ4_0> {
+  static constexpr size_t kScales = 4 * 64;
+  static void codes(const uint8_t* block, __m512i* out) {
+    const __m512i low_nibble = _mm512_set1_epi8(0x0f);
+    for (int j = 0; j < 4; ++j) {
+      const __m512i packed = load_512(block + 64 * j);
+      out[j] = _mm512_and_si512(packed, low_nibble);
+      out[4 + j] = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low_nibble);
+    }
+  }
+};
+
+template <>
+struct Packed<BlockQ5_0> {
+  static constexpr size_t kScales = 5 * 64;
+  static void codes(const uint8_t* block, __m512i* out) {
+    Packed<BlockQ4_0>::codes(block, out);
+    add_fifth_bits(load_512(block + 4 * 64), out);
+  }
+};
+
+template <typename Block>
+constexpr size_t kPackedBlockBytes = kPanel * sizeof(Block);
+constexpr int64_t kPackedPrefetchBytes = 8192;  // the panels are streamed in order
+
+template <typename Block, int kTokens>
 void dot_packed(int64_t n_blocks, const uint8_t* panel, const uint8_t* a, size_t a_stride, const TokenBlock* tokens,
                 float* out, int64_t out_stride) {
+  static_assert(Packed<Block>::kScales + kPanel * sizeof(uint16_t) == kPackedBlockBytes<Block>);
   __m512 acc[kTokens];
   for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
-    const uint8_t* block = panel + b * kPackedBlockBytes;
-    for (size_t line = 0; line < kPackedBlockBytes; line += 64) {
+    const uint8_t* block = panel + b * kPackedBlockBytes<Block>;
+    for (size_t line = 0; line < kPackedBlockBytes<Block>; line += 64) {
       _mm_prefetch(reinterpret_cast<const char*>(block) + kPackedPrefetchBytes + line, _MM_HINT_T0);
     }
     __m512i codes[8];
-    for (int k = 0; k < 8; ++k) codes[k] = load_512(block + 64 * k);
-    const __m512 scales = _mm512_cvtph_ps(load_256(block + 8 * 64));
+    Packed<Block>::codes(block, codes);
+    const __m512 scales = _mm512_cvtph_ps(load_256(block + Packed<Block>::kScales));
     // Step k for every token before step k + 1: kTokens independent vpdpbusd chains in
     // flight instead of one chain of eight (integer sums: the order changes no bit).
     __m512i isum[kTokens];
@@ -544,26 +583,65 @@ void dot_packed(int64_t n_blocks, const uint8_t* panel, const uint8_t* a, size_t
   for (int t = 0; t < kTokens; ++t) _mm512_storeu_ps(out + t * out_stride, acc[t]);
 }
 
+template <typename Block>
 void dot_packed_tokens(int64_t n_blocks, const uint8_t* panel, const uint8_t* a, size_t a_stride,
                        const TokenBlock* tokens, int64_t n_tokens, float* out, int64_t out_stride) {
   int64_t t = 0;
   for (; t + kTokenTile <= n_tokens; t += kTokenTile) {
-    dot_packed<kTokenTile>(n_blocks, panel, a + t * a_stride, a_stride, tokens + t * n_blocks, out + t * out_stride,
-                           out_stride);
+    dot_packed<Block, kTokenTile>(n_blocks, panel, a + t * a_stride, a_stride, tokens + t * n_blocks,
+                                  out + t * out_stride, out_stride);
   }
   const uint8_t* a_rest = a + t * a_stride;
   const TokenBlock* tokens_rest = tokens + t * n_blocks;
   float* out_rest = out + t * out_stride;
   switch (n_tokens - t) {
-    case 7: dot_packed<7>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
-    case 6: dot_packed<6>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
-    case 5: dot_packed<5>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
-    case 4: dot_packed<4>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
-    case 3: dot_packed<3>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
-    case 2: dot_packed<2>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
-    case 1: dot_packed<1>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
+    case 7: dot_packed<Block, 7>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
+    case 6: dot_packed<Block, 6>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
+    case 5: dot_packed<Block, 5>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
+    case 4: dot_packed<Block, 4>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
+    case 3: dot_packed<Block, 3>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
+    case 2: dot_packed<Block, 2>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
+    case 1: dot_packed<Block, 1>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
     default: break;
   }
+}
+
+template <typename Block>
+void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride, int64_t n_a_rows,
+                float* out, int64_t out_stride) {
+  const auto* panels = static_cast<const uint8_t*>(w);
+  const auto* activations = static_cast<const uint8_t*>(a);
+  const int64_t n_blocks = n / kLegacyBlockSize;
+  const size_t panel_bytes = static_cast<size_t>(n_blocks) * kPackedBlockBytes<Block>;
+  auto* tokens = static_cast<TokenBlock*>(std::malloc(sizeof(TokenBlock) * n_blocks * kTokenBlock));
+  // Nibble formats with more than one tile of tokens: their codes are rebuilt once per
+  // panel into a buffer (as transpose_panel would) rather than once per tile.
+  constexpr bool kRebuildCodes = !std::is_same_v<Block, BlockQ8_0>;
+  PanelBlock* unpacked = nullptr;
+  if (kRebuildCodes && n_a_rows > kTokenTile) {
+    unpacked = static_cast<PanelBlock*>(std::aligned_alloc(64, sizeof(PanelBlock) * n_blocks));
+  }
+  for (int64_t t0 = 0; t0 < n_a_rows; t0 += kTokenBlock) {
+    const int64_t n_tokens = n_a_rows - t0 < kTokenBlock ? n_a_rows - t0 : kTokenBlock;
+    const uint8_t* a_block = activations + t0 * a_stride;
+    prepare_tokens<Block>(n_blocks, a_block, a_stride, n_tokens, tokens);
+    for (int64_t r0 = 0; r0 < n_w_rows; r0 += kPanel) {
+      const uint8_t* panel = panels + (r0 / kPanel) * panel_bytes;
+      float* panel_out = out + t0 * out_stride + r0;
+      if (unpacked != nullptr && n_tokens > kTokenTile) {
+        for (int64_t b = 0; b < n_blocks; ++b) {
+          const uint8_t* block = panel + b * kPackedBlockBytes<Block>;
+          Packed<Block>::codes(block, unpacked[b].codes);
+          unpacked[b].scales = _mm512_cvtph_ps(load_256(block + Packed<Block>::kScales));
+        }
+        dot_panel_tokens<Block>(n_blocks, unpacked, a_block, a_stride, tokens, n_tokens, kPanel, panel_out, out_stride);
+      } else {
+        dot_packed_tokens<Block>(n_blocks, panel, a_block, a_stride, tokens, n_tokens, panel_out, out_stride);
+      }
+    }
+  }
+  std::free(unpacked);
+  std::free(tokens);
 }
 
 template <typename Block>
@@ -619,21 +697,15 @@ void vec_dot_matrix_q5_1_q8_1(int64_t n, const void* w, size_t w_stride, int64_t
 }
 void vec_dot_panels_q8_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
                               int64_t n_a_rows, float* out, int64_t out_stride) {
-  const auto* panels = static_cast<const uint8_t*>(w);
-  const auto* activations = static_cast<const uint8_t*>(a);
-  const int64_t n_blocks = n / kLegacyBlockSize;
-  const size_t panel_bytes = static_cast<size_t>(n_blocks) * kPackedBlockBytes;
-  auto* tokens = static_cast<TokenBlock*>(std::malloc(sizeof(TokenBlock) * n_blocks * kTokenBlock));
-  for (int64_t t0 = 0; t0 < n_a_rows; t0 += kTokenBlock) {
-    const int64_t n_tokens = n_a_rows - t0 < kTokenBlock ? n_a_rows - t0 : kTokenBlock;
-    const uint8_t* a_block = activations + t0 * a_stride;
-    prepare_tokens<BlockQ8_0>(n_blocks, a_block, a_stride, n_tokens, tokens);
-    for (int64_t r0 = 0; r0 < n_w_rows; r0 += kPanel) {
-      dot_packed_tokens(n_blocks, panels + (r0 / kPanel) * panel_bytes, a_block, a_stride, tokens, n_tokens,
-                        out + t0 * out_stride + r0, out_stride);
-    }
-  }
-  std::free(tokens);
+  dot_panels<BlockQ8_0>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
+}
+void vec_dot_panels_q4_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                              int64_t n_a_rows, float* out, int64_t out_stride) {
+  dot_panels<BlockQ4_0>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
+}
+void vec_dot_panels_q5_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                              int64_t n_a_rows, float* out, int64_t out_stride) {
+  dot_panels<BlockQ5_0>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
 }
 
 void vec_dot_matrix_q4_0_q8_0(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,

@@ -44,9 +44,13 @@ void quantize_row_q8_K(const float* src, void* dst, int64_t n);
 namespace avx512 {
 float vec_dot_f32(int64_t n, const void* w, const void* a);
 float vec_dot_bf16(int64_t n, const void* w, const void* a);
-// Q8_0 weights in quant/panel_layout.h's layout (n_w_rows a multiple of 16), bit-identical
-// to vec_dot_matrix_q8_0_q8_0 on the same rows.
+// Weights in quant/panel_layout.h's layout (n_w_rows a multiple of 16), bit-identical to
+// the vec_dot_matrix kernel of the same type on the same rows.
 void vec_dot_panels_q8_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                              int64_t n_a_rows, float* out, int64_t out_stride);
+void vec_dot_panels_q4_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                              int64_t n_a_rows, float* out, int64_t out_stride);
+void vec_dot_panels_q5_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
                               int64_t n_a_rows, float* out, int64_t out_stride);
 float vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* a);
 float vec_dot_q5_1_q8_1(int64_t n, const void* w, const void* a);
