@@ -44,6 +44,11 @@ using VecDotMatrixFn = void (*)(int64_t n, const void* weights, size_t weight_st
                                 const void* activations, size_t activation_stride, int64_t n_activation_rows,
                                 float* out, int64_t out_stride);
 
+// The matrix kernel for weights in quant/panel_layout.h's 16-row panels: vec_dot_matrix's
+// contract with the weight stride implied (n_weight_rows a multiple of 16).
+using VecDotPanelsFn = void (*)(int64_t n, const void* weights, int64_t n_weight_rows, const void* activations,
+                                size_t activation_stride, int64_t n_activation_rows, float* out, int64_t out_stride);
+
 // Kernels for one instruction set. Each pointer is null where that set has no kernel
 // for the type (then the reference, or a lower set, is used). Call them only after a
 // run-time CPU check: quant/kernels/dispatch.h does that once and is the normal way in.
@@ -53,6 +58,7 @@ struct SimdKernels {
   // Only for activation types (Q8_0, Q8_K): bit-identical to quantize_row_ref.
   QuantizeRowFn quantize_row = nullptr;
   VecDotMatrixFn vec_dot_matrix = nullptr;  // many weight rows x many activation rows
+  VecDotPanelsFn vec_dot_panels = nullptr;  // the same on repacked panels (AVX-512 Q8_0, Q4_0, Q5_0)
 };
 
 struct TypeTraits {

@@ -26,11 +26,7 @@ constexpr int64_t kMinMatmulChunkRows = 16;
 CpuBackend::CpuBackend(int n_threads) : pool_(n_threads) {}
 
 void CpuBackend::for_each_parallel(size_t n, const std::function<void(size_t)>& fn) {
-  if (n < 2) {
-    if (n == 1) fn(0);
-    return;
-  }
-  pool_.parallel_chunks(n, [&](size_t i) { fn(i); });
+  pool_.parallel_chunks(n, fn);  // runs one part inline, none for n == 0
 }
 
 void CpuBackend::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {

@@ -2,10 +2,8 @@
 
 #include <array>
 #include <cassert>
-#include <string_view>
 
 #include "base/cpu_features.h"
-#include "quant/kernels/simd_kernels.h"
 
 namespace tokenmill::quant {
 
@@ -13,6 +11,7 @@ namespace {
 
 struct Choice {
   DotKernel dot;
+  VecDotPanelsFn panels = nullptr;
   QuantizeRowFn quantize = nullptr;
 };
 
@@ -45,6 +44,7 @@ ChoiceTable choose_kernels() {
         choice.dot.vec_dot = set.kernels.vec_dot;
         choice.dot.vec_dot_rows = set.kernels.vec_dot_rows;
         choice.dot.vec_dot_matrix = set.kernels.vec_dot_matrix;
+        choice.panels = set.kernels.vec_dot_panels;
         choice.dot.isa = set.name;
       }
       if (set.kernels.quantize_row != nullptr) choice.quantize = set.kernels.quantize_row;
@@ -93,14 +93,6 @@ VecDotFn best_vec_dot(gguf::TensorType weight_type) { return choice_for(weight_t
 
 QuantizeRowFn best_quantize_activation(gguf::TensorType type) { return choice_for(type).quantize; }
 
-VecDotPanelsFn best_panel_kernel(gguf::TensorType weight_type) {
-  if (std::string_view(best_dot_kernel(weight_type).isa) != "avx512") return nullptr;
-  switch (weight_type) {
-    case gguf::TensorType::kQ8_0: return avx512::vec_dot_panels_q8_0_q8_0;
-    case gguf::TensorType::kQ4_0: return avx512::vec_dot_panels_q4_0_q8_0;
-    case gguf::TensorType::kQ5_0: return avx512::vec_dot_panels_q5_0_q8_0;
-    default: return nullptr;
-  }
-}
+VecDotPanelsFn best_panel_kernel(gguf::TensorType weight_type) { return choice_for(weight_type).panels; }
 
 }  // namespace tokenmill::quant

@@ -44,11 +44,9 @@ const DotKernel& best_dot_kernel(gguf::TensorType weight_type);
 // best_dot_kernel(weight_type).vec_dot; nullptr for Q8_1 and Q8_K.
 VecDotFn best_vec_dot(gguf::TensorType weight_type);
 
-// The matrix kernel for weights in quant/panel_layout.h's layout, where the kernels this
-// CPU runs for weight_type have one (AVX-512 Q8_0, Q4_0, Q5_0); nullptr otherwise (keep the file's
-// layout then). Same contract as vec_dot_matrix with the weight stride implied.
-using VecDotPanelsFn = void (*)(int64_t n, const void* weights, int64_t n_weight_rows, const void* activations,
-                                size_t activation_stride, int64_t n_activation_rows, float* out, int64_t out_stride);
+// The matrix kernel for weights in quant/panel_layout.h's layout, where the kernel set
+// chosen for weight_type has one (AVX-512 Q8_0, Q4_0, Q5_0); nullptr otherwise (keep the
+// file's layout then). Chosen once per process with the others.
 VecDotPanelsFn best_panel_kernel(gguf::TensorType weight_type);
 
 // The fastest quantizer for rows of `type`, bit-identical to its quantize_row_ref (the

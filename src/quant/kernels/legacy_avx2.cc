@@ -52,13 +52,18 @@ UnpackedBlock unpack(const BlockQ4_0& block) {
   return {levels, half_to_float(block.d)};
 }
 
-UnpackedBlock unpack(const BlockQ5_0& block) {
-  // Byte i of `spread` is byte i / 8 of qh, so testing bit i % 8 of it tests bit i of qh.
+// 0xff in byte i where bit i of the 32-bit qh is set (Q5_0, Q5_1). Byte i of `spread` is
+// byte i / 8 of qh, so testing bit i % 8 of it tests bit i of qh.
+__m256i fifth_bit_bytes(const uint8_t* qh) {
   const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(static_cast<int>(load_u32(block.qh))),
+      _mm256_set1_epi32(static_cast<int>(load_u32(qh))),
       _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
   const __m256i bit_of_byte = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
-  const __m256i has_bit4 = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit_of_byte), bit_of_byte);
+  return _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit_of_byte), bit_of_byte);
+}
+
+UnpackedBlock unpack(const BlockQ5_0& block) {
+  const __m256i has_bit4 = fifth_bit_bytes(block.qh);
   // level = q - 16. With bit 4 set that is the low nibble; without, it is the nibble
   // minus 16, which as an int8 is the nibble with the top four bits set (0xF0).
   const __m256i levels = _mm256_or_si256(unpack_legacy_nibbles(block.qs),
@@ -73,11 +78,7 @@ UnpackedBlock unpack(const BlockQ4_1& block) {
 
 // Q5_1: nibble + 16 where qh has the element's bit (0..31).
 UnpackedBlock unpack(const BlockQ5_1& block) {
-  const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(static_cast<int>(load_u32(block.qh))),
-      _mm256_set_epi64x(0x0303030303030303, 0x0202020202020202, 0x0101010101010101, 0));
-  const __m256i bit_of_byte = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
-  const __m256i has_bit4 = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit_of_byte), bit_of_byte);
+  const __m256i has_bit4 = fifth_bit_bytes(block.qh);
   const __m256i levels =
       _mm256_or_si256(unpack_legacy_nibbles(block.qs), _mm256_and_si256(has_bit4, _mm256_set1_epi8(0x10)));
   return {levels, half_to_float(block.d), half_to_float(block.m)};

@@ -73,12 +73,31 @@ __m512i unpack_nibbles_pair(const uint8_t* qs_0, const uint8_t* qs_1) {
   return _mm512_and_si512(ordered, _mm512_set1_epi8(0x0f));
 }
 
+// The nibble formats' codes, shared by the _0 and _1 variants (the code is the same
+// 4-bit or 5-bit q; only the offset and the minimum differ).
+template <typename Block>
+__m512i nibble_pair(const Block* b) {
+  return unpack_nibbles_pair(b[0].qs, b[1].qs);
+}
+template <typename Block>
+__m512i five_bit_pair(const Block* b) {
+  const __mmask64 bit4 =
+      static_cast<__mmask64>(load_u32(b[0].qh)) | (static_cast<__mmask64>(load_u32(b[1].qh)) << 32);
+  const __m512i nibbles = nibble_pair(b);
+  return _mm512_mask_add_epi8(nibbles, bit4, nibbles, _mm512_set1_epi8(16));
+}
+template <typename Block>
+__m256i five_bit_single(const Block& b) {
+  const __m256i nibbles = unpack_legacy_nibbles(b.qs);
+  return _mm256_mask_add_epi8(nibbles, static_cast<__mmask32>(load_u32(b.qh)), nibbles, _mm256_set1_epi8(16));
+}
+
 template <>
 struct Codes<BlockQ4_0> {
   using Activation = BlockQ8_0;
   static constexpr bool kHasMin = false;
   static constexpr int kOffset = 8;
-  static __m512i pair(const BlockQ4_0* b) { return unpack_nibbles_pair(b[0].qs, b[1].qs); }
+  static __m512i pair(const BlockQ4_0* b) { return nibble_pair(b); }
   static __m256i single(const BlockQ4_0& b) { return unpack_legacy_nibbles(b.qs); }
 };
 
@@ -87,16 +106,8 @@ struct Codes<BlockQ5_0> {
   using Activation = BlockQ8_0;
   static constexpr bool kHasMin = false;
   static constexpr int kOffset = 16;
-  static __m512i pair(const BlockQ5_0* b) {
-    const __m512i nibbles = unpack_nibbles_pair(b[0].qs, b[1].qs);
-    const __mmask64 bit4 =
-        static_cast<__mmask64>(load_u32(b[0].qh)) | (static_cast<__mmask64>(load_u32(b[1].qh)) << 32);
-    return _mm512_mask_add_epi8(nibbles, bit4, nibbles, _mm512_set1_epi8(16));
-  }
-  static __m256i single(const BlockQ5_0& b) {
-    const __m256i nibbles = unpack_legacy_nibbles(b.qs);
-    return _mm256_mask_add_epi8(nibbles, static_cast<__mmask32>(load_u32(b.qh)), nibbles, _mm256_set1_epi8(16));
-  }
+  static __m512i pair(const BlockQ5_0* b) { return five_bit_pair(b); }
+  static __m256i single(const BlockQ5_0& b) { return five_bit_single(b); }
 };
 
 // The _1 formats: x = d * q + m with q the plain nibble (Q4_1) or 5-bit value (Q5_1),
@@ -107,7 +118,7 @@ struct Codes<BlockQ4_1> {
   using Activation = BlockQ8_1;
   static constexpr bool kHasMin = true;
   static constexpr int kOffset = 0;
-  static __m512i pair(const BlockQ4_1* b) { return unpack_nibbles_pair(b[0].qs, b[1].qs); }
+  static __m512i pair(const BlockQ4_1* b) { return nibble_pair(b); }
   static __m256i single(const BlockQ4_1& b) { return unpack_legacy_nibbles(b.qs); }
 };
 
@@ -116,16 +127,8 @@ struct Codes<BlockQ5_1> {
   using Activation = BlockQ8_1;
   static constexpr bool kHasMin = true;
   static constexpr int kOffset = 0;
-  static __m512i pair(const BlockQ5_1* b) {
-    const __m512i nibbles = unpack_nibbles_pair(b[0].qs, b[1].qs);
-    const __mmask64 bit4 =
-        static_cast<__mmask64>(load_u32(b[0].qh)) | (static_cast<__mmask64>(load_u32(b[1].qh)) << 32);
-    return _mm512_mask_add_epi8(nibbles, bit4, nibbles, _mm512_set1_epi8(16));
-  }
-  static __m256i single(const BlockQ5_1& b) {
-    const __m256i nibbles = unpack_legacy_nibbles(b.qs);
-    return _mm256_mask_add_epi8(nibbles, static_cast<__mmask32>(load_u32(b.qh)), nibbles, _mm256_set1_epi8(16));
-  }
+  static __m512i pair(const BlockQ5_1* b) { return five_bit_pair(b); }
+  static __m256i single(const BlockQ5_1& b) { return five_bit_single(b); }
 };
 
 // One block of a transposed panel: codes[k] lane r = codes 4k .. 4k + 3 of row r; scales
@@ -228,8 +231,9 @@ void nibble_codes(const uint8_t* const* qs, __m512i* out) {
   }
 }
 
-template <>
-void panel_codes<BlockQ4_0>(const BlockQ4_0* const* rows, const __m512i*, __m512i* out) {
+// The nibble formats' transposed codes: their qs of the 16 rows.
+template <typename Block>
+void panel_nibble_codes(const Block* const* rows, __m512i* out) {
   const uint8_t* src[kPanel];
   for (int r = 0; r < kPanel; ++r) src[r] = rows[r]->qs;
   nibble_codes(src, out);
@@ -250,30 +254,29 @@ void add_fifth_bits(__m512i qh, __m512i* out) {
   }
 }
 
-// Q5_0: qh is bytes 2 .. 5 of the block.
 template <>
-void panel_codes<BlockQ5_0>(const BlockQ5_0* const* rows, const __m512i* head, __m512i* out) {
-  static_assert(offsetof(BlockQ5_0, qh) == 2);
-  const uint8_t* src[kPanel];
-  for (int r = 0; r < kPanel; ++r) src[r] = rows[r]->qs;
-  nibble_codes(src, out);
-  add_fifth_bits(_mm512_or_si512(_mm512_srli_epi32(head[0], 16), _mm512_slli_epi32(head[1], 16)), out);
+void panel_codes<BlockQ4_0>(const BlockQ4_0* const* rows, const __m512i*, __m512i* out) {
+  panel_nibble_codes(rows, out);
 }
 
 template <>
 void panel_codes<BlockQ4_1>(const BlockQ4_1* const* rows, const __m512i*, __m512i* out) {
-  const uint8_t* src[kPanel];
-  for (int r = 0; r < kPanel; ++r) src[r] = rows[r]->qs;
-  nibble_codes(src, out);
+  panel_nibble_codes(rows, out);
+}
+
+// Q5_0: qh is bytes 2 .. 5 of the block.
+template <>
+void panel_codes<BlockQ5_0>(const BlockQ5_0* const* rows, const __m512i* head, __m512i* out) {
+  static_assert(offsetof(BlockQ5_0, qh) == 2);
+  panel_nibble_codes(rows, out);
+  add_fifth_bits(_mm512_or_si512(_mm512_srli_epi32(head[0], 16), _mm512_slli_epi32(head[1], 16)), out);
 }
 
 // Q5_1: qh is bytes 4 .. 7 of the block.
 template <>
 void panel_codes<BlockQ5_1>(const BlockQ5_1* const* rows, const __m512i* head, __m512i* out) {
   static_assert(offsetof(BlockQ5_1, qh) == 4);
-  const uint8_t* src[kPanel];
-  for (int r = 0; r < kPanel; ++r) src[r] = rows[r]->qs;
-  nibble_codes(src, out);
+  panel_nibble_codes(rows, out);
   add_fifth_bits(head[1], out);
 }
 
