@@ -126,7 +126,10 @@ void repack_for_kernels(ModelWeights& weights, const gguf::File& file) {
       const int64_t n = std::min(kSlabRows, m.n_rows - r);
       const size_t offset = static_cast<size_t>(r) * m.row_bytes;
       quant::pack_panels(m.type, m.data + offset, n, m.row_bytes, buffer.get() + offset);
-      file.release(m.data, offset + static_cast<size_t>(n) * m.row_bytes);
+      // From the previous slab's start: release() keeps a page that straddles a range's
+      // ends, and each such page lies inside the next call's range.
+      const size_t from = r >= kSlabRows ? offset - static_cast<size_t>(kSlabRows) * m.row_bytes : 0;
+      file.release(m.data + from, offset + static_cast<size_t>(n) * m.row_bytes - from);
     }
     m.data = buffer.get();
     m.panels = true;
