@@ -44,6 +44,8 @@ constexpr Shape kShapes[] = {
     {TensorType::kQ4_K, 2048, 8192, "1b_ffn_up"},
     {TensorType::kQ5_K, 2048, 8192, "1b_ffn_up"},
     {TensorType::kQ6_K, 2048, 8192, "1b_ffn_up"},
+    {TensorType::kQ3_K, 2048, 8192, "1b_ffn_up"},
+    {TensorType::kQ2_K, 2048, 8192, "1b_ffn_up"},
 };
 
 struct Path {

@@ -37,6 +37,12 @@ constexpr SimdKernels kAvx2Q8_0{avx2::vec_dot_q8_0_q8_0, avx2::vec_dot_rows_q8_0
 constexpr SimdKernels kAvx512Q8_0{avx512::vec_dot_q8_0_q8_0, avx512::vec_dot_rows_q8_0_q8_0,
                                   avx512::quantize_row_q8_0, avx512::vec_dot_matrix_q8_0_q8_0,
                                   avx512::vec_dot_panels_q8_0_q8_0};
+constexpr SimdKernels kAvx2Q2_K{avx2::vec_dot_q2_K_q8_K, nullptr, nullptr};
+constexpr SimdKernels kAvx512Q2_K{avx512::vec_dot_q2_K_q8_K, avx512::vec_dot_rows_q2_K_q8_K, nullptr,
+                                  avx512::vec_dot_matrix_q2_K_q8_K};
+constexpr SimdKernels kAvx2Q3_K{avx2::vec_dot_q3_K_q8_K, nullptr, nullptr};
+constexpr SimdKernels kAvx512Q3_K{avx512::vec_dot_q3_K_q8_K, avx512::vec_dot_rows_q3_K_q8_K, nullptr,
+                                  avx512::vec_dot_matrix_q3_K_q8_K};
 constexpr SimdKernels kAvx2Q4_K{avx2::vec_dot_q4_K_q8_K, nullptr, nullptr};
 constexpr SimdKernels kAvx512Q4_K{avx512::vec_dot_q4_K_q8_K, avx512::vec_dot_rows_q4_K_q8_K, nullptr,
                                   avx512::vec_dot_matrix_q4_K_q8_K};
@@ -79,10 +85,10 @@ constexpr std::array<TypeTraits, 15> kTypeTraits = {{
      kNoKernels, kNoKernels},
     {TensorType::kQ2_K, "q2_K", kSuperBlockSize, sizeof(BlockQ2_K), true, TensorType::kQ8_K,
      ref::dequantize_row_q2_K, ref::quantize_row_q2_K, ref::vec_dot_q2_K_q8_K,
-     kNoKernels, kNoKernels},
+     kAvx2Q2_K, kAvx512Q2_K},
     {TensorType::kQ3_K, "q3_K", kSuperBlockSize, sizeof(BlockQ3_K), true, TensorType::kQ8_K,
      ref::dequantize_row_q3_K, ref::quantize_row_q3_K, ref::vec_dot_q3_K_q8_K,
-     kNoKernels, kNoKernels},
+     kAvx2Q3_K, kAvx512Q3_K},
     {TensorType::kQ4_K, "q4_K", kSuperBlockSize, sizeof(BlockQ4_K), true, TensorType::kQ8_K,
      ref::dequantize_row_q4_K, ref::quantize_row_q4_K, ref::vec_dot_q4_K_q8_K,
      kAvx2Q4_K, kAvx512Q4_K},

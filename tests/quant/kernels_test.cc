@@ -6,12 +6,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "base/cpu_features.h"
+#include "base/half.h"
+#include "quant/blocks.h"
 #include "quant/kernels/dispatch.h"
 #include "quant/quant.h"
 #include "quant_test_util.h"
@@ -216,8 +220,52 @@ std::string type_name(const ::testing::TestParamInfo<TensorType>& info) {
 INSTANTIATE_TEST_SUITE_P(WeightTypes, KernelVecDot,
                          ::testing::Values(TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ8_0, TensorType::kQ4_K,
                                            TensorType::kQ6_K, TensorType::kQ4_1, TensorType::kQ5_1, TensorType::kQ5_K,
-                                           TensorType::kF16, TensorType::kBF16, TensorType::kF32),
+                                           TensorType::kQ3_K, TensorType::kQ2_K, TensorType::kF16,
+                                           TensorType::kBF16, TensorType::kF32),
                          type_name);
+
+// Q2_K and Q3_K rows of random bytes: every bit pattern of the 2-bit quants, the hmask and
+// the packed scales, where rows from the quantizer reach only some (a Q3_K sub-block
+// scale of -32 or +31, say). The f16 scales are set to finite values.
+std::vector<uint8_t> random_block_bytes(TensorType type, int64_t n_blocks, uint32_t seed) {
+  const TypeTraits& traits = type_traits(type);
+  std::vector<uint8_t> row(static_cast<size_t>(n_blocks) * traits.bytes_per_block);
+  std::mt19937 rng(seed);
+  for (uint8_t& byte : row) byte = static_cast<uint8_t>(rng());
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    uint8_t* block = row.data() + b * traits.bytes_per_block;
+    const uint16_t d = f32_to_f16(0.01f * static_cast<float>(1 + rng() % 100));
+    const uint16_t d_min = f32_to_f16(0.002f * static_cast<float>(1 + rng() % 100));
+    if (type == TensorType::kQ2_K) {
+      std::memcpy(block + offsetof(BlockQ2_K, d), &d, sizeof d);
+      std::memcpy(block + offsetof(BlockQ2_K, dmin), &d_min, sizeof d_min);
+    } else {
+      std::memcpy(block + offsetof(BlockQ3_K, d), &d, sizeof d);
+    }
+  }
+  return row;
+}
+
+TEST(Kernels, LowBitKQuantsMatchReferenceOnRandomBits) {
+  for (TensorType type : {TensorType::kQ2_K, TensorType::kQ3_K}) {
+    const TypeTraits& traits = type_traits(type);
+    for (const IsaPath& path : isa_paths()) {
+      const SimdKernels& kernels = path.kernels(traits);
+      ASSERT_NE(kernels.vec_dot, nullptr) << traits.name << " " << path.name;
+      if (!path.available) continue;
+      for (int64_t n_blocks : kBlockCounts) {
+        SCOPED_TRACE(std::string(traits.name) + " " + path.name + " n_blocks=" + std::to_string(n_blocks));
+        const size_t n = static_cast<size_t>(n_blocks * traits.block_size);
+        const uint32_t seed = static_cast<uint32_t>(n_blocks) * 104729u;
+        const std::vector<uint8_t> w = random_block_bytes(type, n_blocks, seed);
+        const std::vector<uint8_t> a = quantize(traits.vec_dot_type, random_normal(n, seed + 1, 3.0f));
+        const float expected = traits.vec_dot_ref(static_cast<int64_t>(n), w.data(), a.data());
+        const float actual = kernels.vec_dot(static_cast<int64_t>(n), w.data(), a.data());
+        EXPECT_NEAR(actual, expected, kKernelRelativeTolerance * magnitude(traits, w, a, n));
+      }
+    }
+  }
+}
 
 // Inputs that probe the rounding: values landing exactly on .5 after scaling, ties for
 // the largest magnitude with opposite signs, zero blocks, tiny and huge scales.

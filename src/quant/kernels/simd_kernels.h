@@ -13,7 +13,7 @@
 
 namespace tokenmill::quant {
 
-// floats_avx2.cc, legacy_avx2.cc, kquants_avx2.cc, activations_avx2.cc
+// floats_avx2.cc, legacy_avx2.cc, kquants_avx2.cc, kquants_low_avx2.cc, activations_avx2.cc
 namespace avx2 {
 float vec_dot_f32(int64_t n, const void* w, const void* a);
 float vec_dot_bf16(int64_t n, const void* w, const void* a);
@@ -30,6 +30,8 @@ float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* a);
 float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a);
 float vec_dot_q5_K_q8_K(int64_t n, const void* w, const void* a);
 float vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_q2_K_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_q3_K_q8_K(int64_t n, const void* w, const void* a);
 void vec_dot_rows_q4_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
                             float* out, int64_t out_stride);
 void vec_dot_rows_q5_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
@@ -40,7 +42,8 @@ void quantize_row_q8_0(const float* src, void* dst, int64_t n);
 void quantize_row_q8_K(const float* src, void* dst, int64_t n);
 }  // namespace avx2
 
-// floats_avx512.cc, legacy_avx512.cc, kquants_avx512.cc, activations_avx512.cc
+// floats_avx512.cc, legacy_avx512.cc, kquants_avx512.cc, kquants_low_avx512.cc,
+// activations_avx512.cc
 namespace avx512 {
 float vec_dot_f32(int64_t n, const void* w, const void* a);
 float vec_dot_bf16(int64_t n, const void* w, const void* a);
@@ -86,6 +89,17 @@ void vec_dot_matrix_q4_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t
 void vec_dot_matrix_q5_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
 void vec_dot_matrix_q6_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
+                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
+// Q2_K / Q3_K (kquants_low_avx512.cc): rows and matrix bit-identical to vec_dot.
+float vec_dot_q2_K_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_q3_K_q8_K(int64_t n, const void* w, const void* a);
+void vec_dot_rows_q2_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                            float* out, int64_t out_stride);
+void vec_dot_rows_q3_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                            float* out, int64_t out_stride);
+void vec_dot_matrix_q2_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
+                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
+void vec_dot_matrix_q3_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
 void vec_dot_matrix_q4_0_q8_0(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
