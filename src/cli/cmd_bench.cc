@@ -1,6 +1,8 @@
 // tokenmill bench: prompt-processing (pp) and generation (tg) speed, like llama-bench.
 // pp N: one forward pass over N prompt tokens. tg N: N single-token decode steps after
-// a one-token prompt. Token ids are random (speed does not depend on them).
+// a one-token prompt. With --parallel N, tg runs N sequences side by side, one forward
+// pass per step over all their next tokens (the serving engine's batched decode), and
+// reports their aggregate tok/s. Token ids are random (speed does not depend on them).
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -26,6 +28,8 @@ struct BenchOptions {
   std::string model = "default";
   int32_t n_prompt = 512;
   int32_t n_gen = 128;
+  int32_t n_parallel = 1;  // sequences decoded together in tg
+  int32_t n_depth = 0;     // tokens already in each sequence's cache before tg
   int n_threads = 0;
   int repetitions = 3;
   bool json = false;
@@ -88,11 +92,13 @@ int run_bench(const BenchOptions& o) {
     return 1;
   }
   model::Model& m = **loaded;
-  const int32_t n_ctx = std::max(o.n_prompt, o.n_gen + 1);
+  const int32_t n_ctx = std::max(o.n_prompt, o.n_depth + o.n_gen + 1);
   const int32_t n_blocks = (n_ctx + 15) / 16;
-  ops::KvStorage kv(m.kv_shape(n_blocks));
-  std::vector<int32_t> table(n_blocks);
-  std::iota(table.begin(), table.end(), 0);
+  ops::KvStorage kv(m.kv_shape(n_blocks * o.n_parallel));
+  // Sequence s owns blocks s * n_blocks .. (s + 1) * n_blocks - 1.
+  std::vector<std::vector<int32_t>> tables(o.n_parallel, std::vector<int32_t>(n_blocks));
+  for (int32_t s = 0; s < o.n_parallel; ++s) std::iota(tables[s].begin(), tables[s].end(), s * n_blocks);
+  const std::vector<int32_t>& table = tables[0];
   std::mt19937 rng(1234);
   std::uniform_int_distribution<int32_t> token(0, m.config().n_vocab - 1);
   std::vector<float> logits;
@@ -108,16 +114,21 @@ int run_bench(const BenchOptions& o) {
     return o.n_prompt / timer.seconds();
   };
   auto time_tg = [&]() {
+    // Each sequence's first n_depth + 1 tokens, in one untimed pass.
     model::Batch first;
-    first.add_sequence({token(rng)}, 0, table, true);
+    for (const auto& t : tables) {
+      std::vector<int32_t> prefix(o.n_depth + 1);
+      for (int32_t& id : prefix) id = token(rng);
+      first.add_sequence(prefix, 0, t, true);
+    }
     (void)m.forward(first, kv, logits);
     Timer timer;
     for (int32_t i = 0; i < o.n_gen; ++i) {
       model::Batch step;
-      step.add_sequence({token(rng)}, i + 1, table, true);
+      for (const auto& t : tables) step.add_sequence({token(rng)}, o.n_depth + i + 1, t, true);
       (void)m.forward(step, kv, logits);
     }
-    return o.n_gen / timer.seconds();
+    return static_cast<double>(o.n_gen) * o.n_parallel / timer.seconds();
   };
 
   // One untimed warm-up of each, then the repetitions.
@@ -146,13 +157,16 @@ int run_bench(const BenchOptions& o) {
                         {"n_threads", n_threads},
                         {"n_prompt", n_prompt},
                         {"n_gen", n_gen},
+                        {"n_parallel", n_gen > 0 ? o.n_parallel : 1},
+                        {"n_depth", n_gen > 0 ? o.n_depth : 0},
                         {"avg_ts", s.mean},
                         {"stddev_ts", s.stddev},
                         {"samples_ts", s.samples},
                         {"cpu_features", cpu_features().to_string()},
                         {"test", test},
                         {"weight_bytes_per_token", weight_bytes}};
-    if (n_gen > 0) {
+    const bool single_stream_decode = n_gen > 0 && o.n_parallel == 1;
+    if (single_stream_decode) {
       r["weights_gbs"] = s.mean * weight_bytes / 1e9;
       if (bandwidth > 0) {
         r["read_bandwidth_gbs"] = bandwidth;
@@ -164,7 +178,7 @@ int run_bench(const BenchOptions& o) {
     if (!o.json) {
       std::printf("%-28s %-8s %3d threads  %8.2f ± %6.2f tok/s", m.config().name.c_str(), test, n_threads, s.mean,
                   s.stddev);
-      if (n_gen > 0) {
+      if (single_stream_decode) {
         std::printf("  %6.1f GB/s of weights", s.mean * weight_bytes / 1e9);
         if (bandwidth > 0) {
           std::printf("  (roofline %.1f tok/s at %.1f GB/s measured: %.0f%%)", bandwidth * 1e9 / weight_bytes, bandwidth,
@@ -175,7 +189,10 @@ int run_bench(const BenchOptions& o) {
     }
   };
   emit(("pp" + std::to_string(o.n_prompt)).c_str(), o.n_prompt, 0, pp);
-  emit(("tg" + std::to_string(o.n_gen)).c_str(), 0, o.n_gen, tg);
+  std::string tg_name = "tg" + std::to_string(o.n_gen);
+  if (o.n_depth > 0) tg_name += " @ d" + std::to_string(o.n_depth);
+  if (o.n_parallel > 1) tg_name += " x" + std::to_string(o.n_parallel);
+  emit(tg_name.c_str(), 0, o.n_gen, tg);
   if (o.json) std::printf("%s\n", results.dump(2).c_str());
   return 0;
 }
@@ -190,6 +207,10 @@ void register_bench(CLI::App& app) {
       ->check(CLI::Range(0, 1 << 16));
   cmd->add_option("-n,--n-gen", o->n_gen, "Generated tokens per tg test (0 skips)")->capture_default_str()
       ->check(CLI::Range(0, 1 << 16));
+  cmd->add_option("--parallel", o->n_parallel, "Sequences decoded together in tg (aggregate tok/s)")
+      ->capture_default_str()->check(CLI::Range(1, 256));
+  cmd->add_option("-d,--depth", o->n_depth, "Tokens already in each sequence's cache before tg")
+      ->capture_default_str()->check(CLI::Range(0, 65536));
   cmd->add_option("-t,--threads", o->n_threads, "Threads (default: all CPUs)")->check(CLI::Range(0, 1024));
   cmd->add_option("-r,--repetitions", o->repetitions, "Repetitions of each test")->capture_default_str()
       ->check(CLI::Range(1, 1000));

@@ -29,10 +29,36 @@ bool more_likely(const C& a, const C& b) {
 double relative_weight(double x) { return std::exp(static_cast<float>(x)); }
 
 // Lowest id among the largest logits; 0 when every logit is -inf or NaN.
+// The first index of the largest logit (NaN never wins). kLanes running maxima, each
+// over every kLanes-th logit, so that the compiler vectorizes the scan (one dependent
+// compare per logit made this a few percent of a 16-sequence decode step); then the
+// lanes' results are merged, the smallest index winning ties as in a plain scan.
 int32_t argmax(std::span<const float> logits) {
+  constexpr size_t kLanes = 16;
+  const size_t n = logits.size();
+  float lane_max[kLanes];
+  int32_t lane_index[kLanes];
+  for (size_t j = 0; j < kLanes; ++j) {
+    lane_max[j] = kNegInf;
+    lane_index[j] = 0;
+  }
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (size_t j = 0; j < kLanes; ++j) {
+      const bool better = logits[i + j] > lane_max[j];
+      lane_max[j] = better ? logits[i + j] : lane_max[j];
+      lane_index[j] = better ? static_cast<int32_t>(i + j) : lane_index[j];
+    }
+  }
   int32_t best = 0;
   float best_logit = kNegInf;
-  for (size_t i = 0; i < logits.size(); ++i) {
+  for (size_t j = 0; j < kLanes; ++j) {
+    if (lane_max[j] > best_logit || (lane_max[j] == best_logit && lane_max[j] > kNegInf && lane_index[j] < best)) {
+      best_logit = lane_max[j];
+      best = lane_index[j];
+    }
+  }
+  for (; i < n; ++i) {
     if (logits[i] > best_logit) {
       best_logit = logits[i];
       best = static_cast<int32_t>(i);

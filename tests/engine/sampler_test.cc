@@ -102,6 +102,21 @@ TEST(SamplerTest, GreedyBreaksTiesByLowestId) {
   EXPECT_EQ(sampler.sample(logits, {}), 1);
 }
 
+TEST(SamplerTest, GreedyTiesAcrossAWholeVocabularyPickTheLowestId) {
+  SamplingParams params;
+  params.temperature = 0.0f;
+  Sampler sampler(params);
+  // Ties placed so that the later copy sits in an earlier position of a 16-wide stride,
+  // and in the part past the last full stride.
+  for (const auto& [first, second] : std::vector<std::pair<int, int>>{{37, 66}, {5, 1000}, {998, 1001}, {1000, 1002}}) {
+    std::vector<float> logits = random_logits(1003, static_cast<uint32_t>(first), 3.0f);
+    logits[first] = 50.0f;
+    logits[second] = 50.0f;
+    logits[3] = std::nanf("");
+    EXPECT_EQ(sampler.sample(logits, {}), first) << first << " and " << second;
+  }
+}
+
 TEST(SamplerTest, MaskedLogitsAreNeverChosen) {
   for (float temperature : {0.0f, 1.0f, 1000.0f}) {
     SamplingParams params = seeded(3);
