@@ -319,46 +319,81 @@ struct TokenBlock {
   float s;  // Q8_1's d * sum(a), for the _1 formats' minimum
 };
 
+// A run of activation rows staged block-major for the multi-token loops: block b of token
+// t at meta[b * stride + t] and its 32 quants at quants + (b * stride + t) * 32. A tile's
+// tokens then sit at fixed offsets from one pointer per block (with a pointer per token
+// the compiler ran out of registers and spilled: ~20% slower).
+struct StagedTokens {
+  const TokenBlock* meta;
+  const uint8_t* quants;
+  int64_t stride;  // tokens staged per block
+
+  StagedTokens from(int64_t t) const { return {meta + t, quants + t * kLegacyBlockSize, stride}; }
+  const TokenBlock& token(int64_t b, int t) const { return meta[b * stride + t]; }
+  const uint8_t* block_quants(int64_t b) const { return quants + b * stride * kLegacyBlockSize; }
+};
+
+// Stages n_tokens rows (at most kTokenBlock) into meta / quants (n_blocks * kTokenBlock
+// entries each).
 template <typename Block>
-void prepare_tokens(int64_t n_blocks, const uint8_t* a, size_t a_stride, int64_t n_tokens, TokenBlock* out) {
+StagedTokens prepare_tokens(int64_t n_blocks, const uint8_t* a, size_t a_stride, int64_t n_tokens, TokenBlock* meta,
+                            uint8_t* quants) {
   const __m256i ones = _mm256_set1_epi8(1);
   using Activation = typename Codes<Block>::Activation;
   for (int64_t t = 0; t < n_tokens; ++t) {
     const auto* y = reinterpret_cast<const Activation*>(a + t * a_stride);
     for (int64_t b = 0; b < n_blocks; ++b) {
-      TokenBlock& token = out[t * n_blocks + b];
+      TokenBlock& token = meta[b * n_tokens + t];
       token.d = half_to_float(y[b].d);
       token.start = 0;
       token.s = 0.0f;
+      const __m256i q = load_256(y[b].qs);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(quants + (b * n_tokens + t) * kLegacyBlockSize), q);
       if constexpr (Codes<Block>::kOffset != 0) {
-        const __m256i sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, load_256(y[b].qs));
+        const __m256i sums = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, q);
         token.start = -Codes<Block>::kOffset * hsum_epi32(sums);
       }
       if constexpr (Codes<Block>::kHasMin) token.s = half_to_float(y[b].s);
     }
   }
+  return {meta, quants, n_tokens};
 }
+
+// Scratch for staging up to kTokenBlock tokens of n_blocks blocks.
+struct StagingBuffers {
+  TokenBlock* meta;
+  uint8_t* quants;
+  explicit StagingBuffers(int64_t n_blocks)
+      : meta(static_cast<TokenBlock*>(std::malloc(sizeof(TokenBlock) * n_blocks * kTokenBlock))),
+        quants(static_cast<uint8_t*>(std::aligned_alloc(64, static_cast<size_t>(n_blocks) * kTokenBlock * kLegacyBlockSize))) {}
+  ~StagingBuffers() {
+    std::free(meta);
+    std::free(quants);
+  }
+  StagingBuffers(const StagingBuffers&) = delete;
+  StagingBuffers& operator=(const StagingBuffers&) = delete;
+};
 
 // out[t * out_stride + r] for the panel's first n_rows rows and kTokens tokens.
 template <typename Block, int kTokens>
-void dot_panel(int64_t n_blocks, const PanelBlock* panel, const uint8_t* a, size_t a_stride,
-               const TokenBlock* tokens, int64_t n_rows, float* out, int64_t out_stride) {
-  using Activation = typename Codes<Block>::Activation;
+void dot_panel(int64_t n_blocks, const PanelBlock* panel, StagedTokens tokens, int64_t n_rows, float* out,
+               int64_t out_stride) {
   __m512 acc[kTokens];
   for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
     const PanelBlock& p = panel[b];
+    const uint8_t* q = tokens.block_quants(b);
     // kTokens independent vpdpbusd chains in flight (see dot_packed).
     __m512i isum[kTokens];
-    for (int t = 0; t < kTokens; ++t) isum[t] = _mm512_set1_epi32(tokens[t * n_blocks + b].start);
+    for (int t = 0; t < kTokens; ++t) isum[t] = _mm512_set1_epi32(tokens.token(b, t).start);
     for (int k = 0; k < 8; ++k) {
       for (int t = 0; t < kTokens; ++t) {
-        const auto* q = reinterpret_cast<const uint8_t*>(reinterpret_cast<const Activation*>(a + t * a_stride)[b].qs);
-        isum[t] = _mm512_dpbusd_epi32(isum[t], p.codes[k], _mm512_set1_epi32(static_cast<int>(load_u32(q + 4 * k))));
+        isum[t] = _mm512_dpbusd_epi32(isum[t], p.codes[k],
+                                      _mm512_set1_epi32(static_cast<int>(load_u32(q + t * kLegacyBlockSize + 4 * k))));
       }
     }
     for (int t = 0; t < kTokens; ++t) {
-      const TokenBlock& token = tokens[t * n_blocks + b];
+      const TokenBlock& token = tokens.token(b, t);
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(p.scales, _mm512_set1_ps(token.d)), acc[t]);
       if constexpr (Codes<Block>::kHasMin) acc[t] = _mm512_fmadd_ps(p.mins, _mm512_set1_ps(token.s), acc[t]);
     }
@@ -454,28 +489,31 @@ void dot_panel_single(int64_t n_blocks, const uint8_t* w, size_t w_stride, int64
   _mm512_mask_storeu_ps(out, static_cast<__mmask16>((1u << n_rows) - 1), acc);
 }
 
-// A run of tokens (fewer than kTokenTile at the end) against one transposed panel.
-template <typename Block>
-void dot_panel_tokens(int64_t n_blocks, const PanelBlock* panel, const uint8_t* a, size_t a_stride,
-                      const TokenBlock* tokens, int64_t n_tokens, int64_t n_rows, float* out, int64_t out_stride) {
+// Calls tile<n>(first token, n) over n_tokens tokens: tiles of kTokenTile, then one of
+// the rest (the tile size must be a compile-time constant for the registers).
+template <typename Tile>
+void for_token_tiles(int64_t n_tokens, Tile&& tile) {
   int64_t t = 0;
-  for (; t + kTokenTile <= n_tokens; t += kTokenTile) {
-    dot_panel<Block, kTokenTile>(n_blocks, panel, a + t * a_stride, a_stride, tokens + t * n_blocks, n_rows,
-                          out + t * out_stride, out_stride);
-  }
-  const uint8_t* a_rest = a + t * a_stride;
-  const TokenBlock* tokens_rest = tokens + t * n_blocks;
-  float* out_rest = out + t * out_stride;
+  for (; t + kTokenTile <= n_tokens; t += kTokenTile) tile(std::integral_constant<int, kTokenTile>{}, t);
   switch (n_tokens - t) {
-    case 7: dot_panel<Block, 7>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
-    case 6: dot_panel<Block, 6>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
-    case 5: dot_panel<Block, 5>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
-    case 4: dot_panel<Block, 4>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
-    case 3: dot_panel<Block, 3>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
-    case 2: dot_panel<Block, 2>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
-    case 1: dot_panel<Block, 1>(n_blocks, panel, a_rest, a_stride, tokens_rest, n_rows, out_rest, out_stride); break;
+    case 7: tile(std::integral_constant<int, 7>{}, t); break;
+    case 6: tile(std::integral_constant<int, 6>{}, t); break;
+    case 5: tile(std::integral_constant<int, 5>{}, t); break;
+    case 4: tile(std::integral_constant<int, 4>{}, t); break;
+    case 3: tile(std::integral_constant<int, 3>{}, t); break;
+    case 2: tile(std::integral_constant<int, 2>{}, t); break;
+    case 1: tile(std::integral_constant<int, 1>{}, t); break;
     default: break;
   }
+}
+
+// A run of staged tokens against one transposed panel.
+template <typename Block>
+void dot_panel_tokens(int64_t n_blocks, const PanelBlock* panel, StagedTokens tokens, int64_t n_tokens, int64_t n_rows,
+                      float* out, int64_t out_stride) {
+  for_token_tiles(n_tokens, [&](auto n, int64_t t) {
+    dot_panel<Block, decltype(n)::value>(n_blocks, panel, tokens.from(t), n_rows, out + t * out_stride, out_stride);
+  });
 }
 
 // Every shape goes through here: for each block of kTokenBlock tokens, each 16-row panel
@@ -489,26 +527,24 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
   const auto* activations = static_cast<const uint8_t*>(a);
   const int64_t n_blocks = n / kLegacyBlockSize;
   auto* panel = static_cast<PanelBlock*>(std::aligned_alloc(64, sizeof(PanelBlock) * n_blocks));
-  auto* tokens = static_cast<TokenBlock*>(std::malloc(sizeof(TokenBlock) * n_blocks * kTokenBlock));
+  StagingBuffers staging(n_blocks);
   for (int64_t t0 = 0; t0 < n_a_rows; t0 += kTokenBlock) {
     const int64_t n_tokens = n_a_rows - t0 < kTokenBlock ? n_a_rows - t0 : kTokenBlock;
     const uint8_t* a_block = activations + t0 * a_stride;
-    prepare_tokens<Block>(n_blocks, a_block, a_stride, n_tokens, tokens);
+    const StagedTokens tokens = prepare_tokens<Block>(n_blocks, a_block, a_stride, n_tokens, staging.meta, staging.quants);
     for (int64_t r0 = 0; r0 < n_w_rows; r0 += kPanel) {
       const int64_t n_rows = n_w_rows - r0 < kPanel ? n_w_rows - r0 : kPanel;
       const int64_t after = n_w_rows - r0 - n_rows;
       if (n_tokens == 1) {
         dot_panel_single<Block>(n_blocks, weights + r0 * w_stride, w_stride, n_rows, weights + (r0 + n_rows) * w_stride,
-                                after < kPanel ? after : kPanel, a_block, tokens, out + t0 * out_stride + r0);
+                                after < kPanel ? after : kPanel, a_block, tokens.meta, out + t0 * out_stride + r0);
         continue;
       }
       transpose_panel<Block>(n_blocks, weights + r0 * w_stride, w_stride, n_rows, weights + (r0 + n_rows) * w_stride,
                              after < kPanel ? after : kPanel, panel);
-      dot_panel_tokens<Block>(n_blocks, panel, a_block, a_stride, tokens, n_tokens, n_rows, out + t0 * out_stride + r0,
-                       out_stride);
+      dot_panel_tokens<Block>(n_blocks, panel, tokens, n_tokens, n_rows, out + t0 * out_stride + r0, out_stride);
     }
   }
-  std::free(tokens);
   std::free(panel);
 }
 
@@ -555,8 +591,7 @@ constexpr size_t kPackedBlockBytes = kPanel * sizeof(Block);
 constexpr int64_t kPackedPrefetchBytes = 8192;  // the panels are streamed in order
 
 template <typename Block, int kTokens>
-void dot_packed(int64_t n_blocks, const uint8_t* panel, const uint8_t* a, size_t a_stride, const TokenBlock* tokens,
-                float* out, int64_t out_stride) {
+void dot_packed(int64_t n_blocks, const uint8_t* panel, StagedTokens tokens, float* out, int64_t out_stride) {
   static_assert(Packed<Block>::kScales + kPanel * sizeof(uint16_t) == kPackedBlockBytes<Block>);
   __m512 acc[kTokens];
   for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
@@ -565,21 +600,30 @@ void dot_packed(int64_t n_blocks, const uint8_t* panel, const uint8_t* a, size_t
     for (size_t line = 0; line < kPackedBlockBytes<Block>; line += 64) {
       _mm_prefetch(reinterpret_cast<const char*>(block) + kPackedPrefetchBytes + line, _MM_HINT_T0);
     }
-    __m512i codes[8];
-    Packed<Block>::codes(block, codes);
-    const __m512 scales = _mm512_cvtph_ps(load_256(block + Packed<Block>::kScales));
+    const uint8_t* q = tokens.block_quants(b);
+    auto broadcast = [&](int t, int k) {
+      return _mm512_set1_epi32(static_cast<int>(load_u32(q + t * kLegacyBlockSize + 4 * k)));
+    };
     // Step k for every token before step k + 1: kTokens independent vpdpbusd chains in
     // flight instead of one chain of eight (integer sums: the order changes no bit).
     __m512i isum[kTokens];
-    for (int t = 0; t < kTokens; ++t) isum[t] = _mm512_set1_epi32(tokens[t * n_blocks + b].start);
-    for (int k = 0; k < 8; ++k) {
-      for (int t = 0; t < kTokens; ++t) {
-        const auto* q = reinterpret_cast<const uint8_t*>(reinterpret_cast<const BlockQ8_0*>(a + t * a_stride)[b].qs);
-        isum[t] = _mm512_dpbusd_epi32(isum[t], codes[k], _mm512_set1_epi32(static_cast<int>(load_u32(q + 4 * k))));
+    for (int t = 0; t < kTokens; ++t) isum[t] = _mm512_set1_epi32(tokens.token(b, t).start);
+    if constexpr (std::is_same_v<Block, BlockQ8_0>) {
+      // Each step's codes loaded as they are used, not all eight held in registers.
+      for (int k = 0; k < 8; ++k) {
+        const __m512i codes = load_512(block + 64 * k);
+        for (int t = 0; t < kTokens; ++t) isum[t] = _mm512_dpbusd_epi32(isum[t], codes, broadcast(t, k));
+      }
+    } else {
+      __m512i codes[8];
+      Packed<Block>::codes(block, codes);
+      for (int k = 0; k < 8; ++k) {
+        for (int t = 0; t < kTokens; ++t) isum[t] = _mm512_dpbusd_epi32(isum[t], codes[k], broadcast(t, k));
       }
     }
+    const __m512 scales = _mm512_cvtph_ps(load_256(block + Packed<Block>::kScales));
     for (int t = 0; t < kTokens; ++t) {
-      const float d = tokens[t * n_blocks + b].d;
+      const float d = tokens.token(b, t).d;
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[t]), _mm512_mul_ps(scales, _mm512_set1_ps(d)), acc[t]);
     }
   }
@@ -587,26 +631,11 @@ void dot_packed(int64_t n_blocks, const uint8_t* panel, const uint8_t* a, size_t
 }
 
 template <typename Block>
-void dot_packed_tokens(int64_t n_blocks, const uint8_t* panel, const uint8_t* a, size_t a_stride,
-                       const TokenBlock* tokens, int64_t n_tokens, float* out, int64_t out_stride) {
-  int64_t t = 0;
-  for (; t + kTokenTile <= n_tokens; t += kTokenTile) {
-    dot_packed<Block, kTokenTile>(n_blocks, panel, a + t * a_stride, a_stride, tokens + t * n_blocks,
-                                  out + t * out_stride, out_stride);
-  }
-  const uint8_t* a_rest = a + t * a_stride;
-  const TokenBlock* tokens_rest = tokens + t * n_blocks;
-  float* out_rest = out + t * out_stride;
-  switch (n_tokens - t) {
-    case 7: dot_packed<Block, 7>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
-    case 6: dot_packed<Block, 6>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
-    case 5: dot_packed<Block, 5>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
-    case 4: dot_packed<Block, 4>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
-    case 3: dot_packed<Block, 3>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
-    case 2: dot_packed<Block, 2>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
-    case 1: dot_packed<Block, 1>(n_blocks, panel, a_rest, a_stride, tokens_rest, out_rest, out_stride); break;
-    default: break;
-  }
+void dot_packed_tokens(int64_t n_blocks, const uint8_t* panel, StagedTokens tokens, int64_t n_tokens, float* out,
+                       int64_t out_stride) {
+  for_token_tiles(n_tokens, [&](auto n, int64_t t) {
+    dot_packed<Block, decltype(n)::value>(n_blocks, panel, tokens.from(t), out + t * out_stride, out_stride);
+  });
 }
 
 template <typename Block>
@@ -616,7 +645,7 @@ void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_
   const auto* activations = static_cast<const uint8_t*>(a);
   const int64_t n_blocks = n / kLegacyBlockSize;
   const size_t panel_bytes = static_cast<size_t>(n_blocks) * kPackedBlockBytes<Block>;
-  auto* tokens = static_cast<TokenBlock*>(std::malloc(sizeof(TokenBlock) * n_blocks * kTokenBlock));
+  StagingBuffers staging(n_blocks);
   // Nibble formats with more than one tile of tokens: their codes are rebuilt once per
   // panel into a buffer (as transpose_panel would) rather than once per tile.
   constexpr bool kRebuildCodes = !std::is_same_v<Block, BlockQ8_0>;
@@ -627,24 +656,27 @@ void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_
   for (int64_t t0 = 0; t0 < n_a_rows; t0 += kTokenBlock) {
     const int64_t n_tokens = n_a_rows - t0 < kTokenBlock ? n_a_rows - t0 : kTokenBlock;
     const uint8_t* a_block = activations + t0 * a_stride;
-    prepare_tokens<Block>(n_blocks, a_block, a_stride, n_tokens, tokens);
+    const StagedTokens tokens = prepare_tokens<Block>(n_blocks, a_block, a_stride, n_tokens, staging.meta, staging.quants);
     for (int64_t r0 = 0; r0 < n_w_rows; r0 += kPanel) {
       const uint8_t* panel = panels + (r0 / kPanel) * panel_bytes;
       float* panel_out = out + t0 * out_stride + r0;
       if (unpacked != nullptr && n_tokens > kTokenTile) {
         for (int64_t b = 0; b < n_blocks; ++b) {
           const uint8_t* block = panel + b * kPackedBlockBytes<Block>;
+          // Streamed from memory in order: the loads run kPackedPrefetchBytes behind.
+          for (size_t line = 0; line < kPackedBlockBytes<Block>; line += 64) {
+            _mm_prefetch(reinterpret_cast<const char*>(block) + kPackedPrefetchBytes + line, _MM_HINT_T0);
+          }
           Packed<Block>::codes(block, unpacked[b].codes);
           unpacked[b].scales = _mm512_cvtph_ps(load_256(block + Packed<Block>::kScales));
         }
-        dot_panel_tokens<Block>(n_blocks, unpacked, a_block, a_stride, tokens, n_tokens, kPanel, panel_out, out_stride);
+        dot_panel_tokens<Block>(n_blocks, unpacked, tokens, n_tokens, kPanel, panel_out, out_stride);
       } else {
-        dot_packed_tokens<Block>(n_blocks, panel, a_block, a_stride, tokens, n_tokens, panel_out, out_stride);
+        dot_packed_tokens<Block>(n_blocks, panel, tokens, n_tokens, panel_out, out_stride);
       }
     }
   }
   std::free(unpacked);
-  std::free(tokens);
 }
 
 template <typename Block>
