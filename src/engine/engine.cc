@@ -19,11 +19,44 @@ namespace {
 
 constexpr int32_t kMaxChoices = 8;
 
-int32_t blocks_from_config(const EngineConfig& config, const ops::KvShape& one_block) {
+// How many blocks (all layers but the windowed ones) and window slots the cache has.
+struct KvSizing {
+  int32_t n_blocks = 0;
+  int32_t n_window_slots = 0;
+  int32_t window = 0;  // positions a windowed layer sees; 0: no windowed layers
+};
+
+KvSizing size_kv(const EngineConfig& config, const model::Model& model) {
+  KvSizing sizing;
+  const model::ModelConfig& c = model.config();
+  const bool windowed = config.window_kv && c.sliding_window > 0 &&
+                        std::find(c.layer_is_sliding.begin(), c.layer_is_sliding.end(), true) != c.layer_is_sliding.end();
+  if (windowed) sizing.window = c.sliding_window;
+  // Window slots every running sequence may hold at once (the blocks its window spans,
+  // plus one it is filling), and a prefill chunk's worth more: beyond that, more slots
+  // would never be used.
+  const int32_t slots_per_sequence = (sizing.window + config.block_size - 1) / config.block_size + 1;
+  const int64_t useful_slots =
+      static_cast<int64_t>(config.max_seqs) * slots_per_sequence + (config.max_batch_tokens + config.block_size - 1) / config.block_size;
   if (config.kv_memory_bytes > 0) {
-    return static_cast<int32_t>(std::max<int64_t>(1, config.kv_memory_bytes / one_block.total_bytes()));
+    const ops::KvShape one = model.kv_shape_windowed(1, windowed ? 1 : 0, config.block_size);
+    const int64_t per_block_and_slot = one.total_bytes();
+    if (!windowed) {
+      sizing.n_blocks = static_cast<int32_t>(std::max<int64_t>(1, config.kv_memory_bytes / per_block_and_slot));
+      return sizing;
+    }
+    const int64_t per_block = model.kv_shape_windowed(1, 0, config.block_size).total_bytes();
+    const int64_t per_slot = per_block_and_slot - per_block;
+    // A slot per block while the memory is small; past useful_slots, blocks alone.
+    int64_t n_blocks = config.kv_memory_bytes / per_block_and_slot;
+    if (n_blocks > useful_slots) n_blocks = (config.kv_memory_bytes - useful_slots * per_slot) / per_block;
+    sizing.n_blocks = static_cast<int32_t>(std::max<int64_t>(1, n_blocks));
+    sizing.n_window_slots = static_cast<int32_t>(std::min<int64_t>(sizing.n_blocks, useful_slots));
+    return sizing;
   }
-  return (config.ctx_total + config.block_size - 1) / config.block_size;
+  sizing.n_blocks = (config.ctx_total + config.block_size - 1) / config.block_size;
+  if (windowed) sizing.n_window_slots = static_cast<int32_t>(std::min<int64_t>(sizing.n_blocks, useful_slots));
+  return sizing;
 }
 
 }  // namespace
@@ -34,10 +67,13 @@ class Engine::Impl {
       : model_(model),
         tokenizer_(tokenizer),
         config_(config),
-        n_blocks_(blocks_from_config(config, model.kv_shape(1, config.block_size))),
-        kv_storage_(model.kv_shape(n_blocks_, config.block_size)),
-        kv_(n_blocks_, config.block_size, config.prefix_caching),
+        sizing_(size_kv(config, model)),
+        n_blocks_(sizing_.n_blocks),
+        kv_storage_(sizing_.window > 0 ? model.kv_shape_windowed(n_blocks_, sizing_.n_window_slots, config.block_size)
+                                       : model.kv_shape(n_blocks_, config.block_size)),
+        kv_(n_blocks_, config.block_size, config.prefix_caching, {sizing_.window, sizing_.n_window_slots}),
         scheduler_({config.max_batch_tokens, config.max_seqs}, kv_) {
+    if (kv_.has_window()) kv_storage_.bind_window_slots(&kv_.windows().slot_of_block());
     thread_ = std::thread([this] { loop(); });
   }
 
@@ -87,7 +123,8 @@ class Engine::Impl {
 
   PoolCounters pool_counters() {
     std::lock_guard<std::mutex> lock(state_mutex_);
-    return {kv_.pool().n_blocks(), kv_.pool().n_free(), kv_.pool().n_cached_free()};
+    return {kv_.pool().n_blocks(), kv_.pool().n_free(), kv_.pool().n_cached_free(), kv_.windows().n_slots(),
+            kv_.windows().n_held()};
   }
 
   void shutdown(std::chrono::milliseconds grace) {
@@ -374,6 +411,7 @@ class Engine::Impl {
   model::Model& model_;
   const tokenizer::Tokenizer& tokenizer_;
   EngineConfig config_;
+  KvSizing sizing_;
   int32_t n_blocks_;
   ops::KvStorage kv_storage_;
   kv::KvCacheManager kv_;

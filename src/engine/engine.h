@@ -30,6 +30,10 @@ struct EngineConfig {
   int32_t max_seqs = 64;          // sequences running at once
   int32_t max_context = 8192;     // prompt + generated tokens of one sequence
   bool prefix_caching = true;
+  // Sliding-window layers (Gemma 3) keep only the positions their window sees, not every
+  // position: the same memory holds several times more context. Off: every layer keeps
+  // every position (the results are the same either way).
+  bool window_kv = true;
 };
 
 class Engine {
@@ -50,6 +54,8 @@ class Engine {
     int32_t n_blocks = 0;
     int32_t n_free = 0;      // free, cached or not
     int32_t n_cached = 0;    // free blocks that still hold a reusable prefix
+    int32_t n_window_slots = 0;  // sliding-window layers' slots (0: every layer keeps every position)
+    int32_t n_window_held = 0;   // of those, held by sequences
   };
   PoolCounters pool_counters() const;
 

@@ -1,11 +1,21 @@
 #include "kv/kv_cache_manager.h"
 
+#include <algorithm>
 #include <cassert>
 
 namespace tokenmill::kv {
 
-KvCacheManager::KvCacheManager(int32_t n_blocks, int32_t block_size, bool prefix_caching)
-    : block_size_(block_size), prefix_caching_(prefix_caching), pool_(n_blocks) {}
+KvCacheManager::KvCacheManager(int32_t n_blocks, int32_t block_size, bool prefix_caching, WindowConfig window)
+    : block_size_(block_size),
+      prefix_caching_(prefix_caching),
+      pool_(n_blocks),
+      window_positions_(window.positions),
+      windows_(window.positions > 0 ? window.n_slots : 0, window.positions > 0 ? n_blocks : 0) {}
+
+int32_t KvCacheManager::first_visible_block(int32_t position) const {
+  if (!has_window()) return 0;
+  return std::max(0, position - window_positions_ + 1) / block_size_;
+}
 
 int32_t KvCacheManager::match_prefix(SequenceBlocks& seq, std::span<const int32_t> tokens, int32_t max_tokens) {
   assert(seq.table.empty());
@@ -21,6 +31,28 @@ int32_t KvCacheManager::match_prefix(SequenceBlocks& seq, std::span<const int32_
     seq.hashes.push_back(hash);
     parent = hash;
   }
+  if (has_window()) {
+    // The next token (at position n * block_size) sees blocks first_visible_block(..) ..
+    // n - 1, whose window slots must all still be attached; else the prefix ends before
+    // the last block that lost its slot, and that is checked again.
+    int32_t n = static_cast<int32_t>(seq.table.size());
+    for (;;) {
+      int32_t missing = -1;
+      for (int32_t i = n - 1; i >= first_visible_block(n * block_size_); --i) {
+        if (windows_.slot_of(seq.table[i]) < 0) {
+          missing = i;
+          break;
+        }
+      }
+      if (missing < 0) break;
+      n = missing;
+    }
+    for (int32_t i = static_cast<int32_t>(seq.table.size()) - 1; i >= n; --i) pool_.release(seq.table[i]);
+    seq.table.resize(n);
+    seq.hashes.resize(n);
+    seq.window_begin = first_visible_block(n * block_size_);
+    for (int32_t i = seq.window_begin; i < n; ++i) windows_.hold(seq.table[i]);
+  }
   return static_cast<int32_t>(seq.table.size()) * block_size_;
 }
 
@@ -31,13 +63,25 @@ int32_t KvCacheManager::blocks_needed(const SequenceBlocks& seq, int32_t n_posit
 bool KvCacheManager::grow(SequenceBlocks& seq, int32_t n_positions) {
   const int32_t n = blocks_needed(seq, n_positions);
   if (n == 0) return true;
+  if (!windows_fit(n)) return false;
   auto ids = pool_.allocate(n);
   if (!ids) return false;
+  if (has_window()) {
+    // A reused block's old contents are gone, and so is their window part.
+    for (int32_t id : *ids) windows_.detach(id);
+    const bool attached = windows_.attach(*ids);
+    assert(attached);
+    (void)attached;
+  }
   seq.table.insert(seq.table.end(), ids->begin(), ids->end());
   return true;
 }
 
 void KvCacheManager::commit(SequenceBlocks& seq, std::span<const int32_t> tokens, int32_t n_computed) {
+  if (has_window()) {
+    const int32_t first = std::min<int32_t>(first_visible_block(n_computed), static_cast<int32_t>(seq.table.size()));
+    for (; seq.window_begin < first; ++seq.window_begin) windows_.release(seq.table[seq.window_begin]);
+  }
   if (!prefix_caching_) return;
   const int32_t n_full = n_computed / block_size_;
   uint64_t parent = seq.hashes.empty() ? 0 : seq.hashes.back();
@@ -55,8 +99,19 @@ std::optional<std::pair<int32_t, int32_t>> KvCacheManager::make_writable(Sequenc
   assert(index < static_cast<int32_t>(seq.table.size()));
   const int32_t old_id = seq.table[index];
   if (pool_.ref_count(old_id) == 1) return std::nullopt;
+  if (!windows_fit(1)) return std::nullopt;
   auto fresh = pool_.allocate();
   if (!fresh) return std::nullopt;
+  if (has_window()) {
+    windows_.detach(*fresh);
+    const int32_t blocks[] = {*fresh};
+    const bool attached = windows_.attach(blocks);
+    assert(attached);
+    (void)attached;
+    // The block being written is visible, so its old window slot was held.
+    assert(index >= seq.window_begin);
+    windows_.release(old_id);
+  }
   seq.table[index] = *fresh;
   pool_.release(old_id);
   // A block being written is not full yet, so it was never registered: hashes stay valid.
@@ -65,13 +120,28 @@ std::optional<std::pair<int32_t, int32_t>> KvCacheManager::make_writable(Sequenc
 
 SequenceBlocks KvCacheManager::fork(const SequenceBlocks& seq) {
   for (int32_t id : seq.table) pool_.retain(id);
+  if (has_window()) {
+    for (size_t i = seq.window_begin; i < seq.table.size(); ++i) windows_.hold(seq.table[i]);
+  }
   return seq;
 }
 
 void KvCacheManager::free(SequenceBlocks& seq) {
+  if (has_window()) {
+    // Oldest first: attach() takes the least recently released slots first, so the
+    // slots at the end of the sequence (those a continuation of it needs) last longest.
+    for (size_t i = seq.window_begin; i < seq.table.size(); ++i) windows_.release(seq.table[i]);
+  }
   pool_.release(seq.table);
   seq.table.clear();
   seq.hashes.clear();
+  seq.window_begin = 0;
+}
+
+double KvCacheManager::usage() const {
+  double used = pool_.n_blocks() ? double(pool_.n_used()) / pool_.n_blocks() : 0.0;
+  if (has_window() && windows_.n_slots() > 0) used = std::max(used, double(windows_.n_held()) / windows_.n_slots());
+  return used;
 }
 
 }  // namespace tokenmill::kv

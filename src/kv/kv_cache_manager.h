@@ -3,6 +3,12 @@
 // full blocks so later sequences can reuse them, sharing blocks between the choices of
 // one prompt and copying a shared block before it is written (copy-on-write).
 //
+// With a window (a model with sliding-window layers), each block also has a window slot
+// (kv/window_slots.h) for those layers' keys and values while the sequence can still see
+// it: a sequence computed up to position p holds the slots of the blocks from the one
+// holding p - window + 1 on, and lets go of older ones as it grows (commit()). A cached
+// prefix is reused only as far as its last `window` positions still have their slots.
+//
 // Thread-safety: not thread-safe; owned by the engine thread.
 #pragma once
 
@@ -13,6 +19,7 @@
 #include <vector>
 
 #include "kv/block_pool.h"
+#include "kv/window_slots.h"
 
 namespace tokenmill::kv {
 
@@ -20,28 +27,40 @@ namespace tokenmill::kv {
 struct SequenceBlocks {
   std::vector<int32_t> table;    // block ids by position / block_size
   std::vector<uint64_t> hashes;  // chained hashes of the leading full blocks registered so far
+  int32_t window_begin = 0;      // with a window: table[window_begin ..] hold their window slots
+};
+
+// Sliding-window layers' memory: positions seen by a window (0: no window layers) and
+// the slots that hold them.
+struct WindowConfig {
+  int32_t positions = 0;
+  int32_t n_slots = 0;
 };
 
 class KvCacheManager {
  public:
-  KvCacheManager(int32_t n_blocks, int32_t block_size, bool prefix_caching);
+  KvCacheManager(int32_t n_blocks, int32_t block_size, bool prefix_caching, WindowConfig window = {});
 
   int32_t block_size() const { return block_size_; }
   const BlockPool& pool() const { return pool_; }
+  bool has_window() const { return window_positions_ > 0; }
+  const WindowSlots& windows() const { return windows_; }
   int32_t blocks_for(int32_t n_positions) const { return (n_positions + block_size_ - 1) / block_size_; }
 
   // For a sequence holding no blocks: takes the cached blocks that hold the longest
   // prefix of tokens made of whole blocks and no longer than max_tokens. Returns the
-  // number of tokens they cover (0 without prefix caching).
+  // number of tokens they cover (0 without prefix caching). With a window, the prefix
+  // ends where the blocks its next token sees all have their window slots.
   int32_t match_prefix(SequenceBlocks& seq, std::span<const int32_t> tokens, int32_t max_tokens);
 
-  // Grows the table to hold n_positions. All-or-nothing: false (and no change) when
-  // too few blocks are free.
+  // Grows the table to hold n_positions (each new block with its window slot). All-or-
+  // nothing: false (and no change) when too few blocks (or window slots) are free.
   bool grow(SequenceBlocks& seq, int32_t n_positions);
   // Blocks grow() would need to allocate.
   int32_t blocks_needed(const SequenceBlocks& seq, int32_t n_positions) const;
 
-  // Registers the full blocks among tokens[0, n_computed) that are not registered yet.
+  // Registers the full blocks among tokens[0, n_computed) that are not registered yet,
+  // and lets go of the window slots no token from n_computed on can see.
   void commit(SequenceBlocks& seq, std::span<const int32_t> tokens, int32_t n_computed);
 
   // If the block holding `position` is shared with another sequence, replaces it in
@@ -49,7 +68,7 @@ class KvCacheManager {
   // the KV contents. nullopt when the block is already private (or none is free: check
   // has_free_block() first).
   std::optional<std::pair<int32_t, int32_t>> make_writable(SequenceBlocks& seq, int32_t position);
-  bool has_free_block() const { return pool_.n_free() > 0; }
+  bool has_free_block() const { return pool_.n_free() > 0 && (!has_window() || windows_.n_free() > 0); }
 
   // Another sequence holding the same blocks (the choices of one prompt).
   SequenceBlocks fork(const SequenceBlocks& seq);
@@ -57,13 +76,20 @@ class KvCacheManager {
   // Returns every block of the sequence to the pool (cached ones stay findable).
   void free(SequenceBlocks& seq);
 
-  // Fraction of blocks held by sequences.
-  double usage() const { return pool_.n_blocks() ? double(pool_.n_used()) / pool_.n_blocks() : 0.0; }
+  // Fraction of blocks (or of window slots, if more) held by sequences.
+  double usage() const;
 
  private:
+  // The first table index a token at `position` sees (0 without a window).
+  int32_t first_visible_block(int32_t position) const;
+  // Window slots needed to grow by n blocks.
+  bool windows_fit(int32_t n) const { return !has_window() || windows_.n_free() >= n; }
+
   int32_t block_size_;
   bool prefix_caching_;
   BlockPool pool_;
+  int32_t window_positions_;
+  WindowSlots windows_;
 };
 
 }  // namespace tokenmill::kv

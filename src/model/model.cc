@@ -22,6 +22,16 @@ ops::KvShape Model::kv_shape(int32_t n_blocks, int32_t block_size) const {
   return shape;
 }
 
+ops::KvShape Model::kv_shape_windowed(int32_t n_blocks, int32_t n_window_slots, int32_t block_size) const {
+  ops::KvShape shape = kv_shape(n_blocks, block_size);
+  if (config_.sliding_window > 0 &&
+      std::find(config_.layer_is_sliding.begin(), config_.layer_is_sliding.end(), true) != config_.layer_is_sliding.end()) {
+    shape.windowed_layers = config_.layer_is_sliding;
+    shape.n_window_slots = n_window_slots;
+  }
+  return shape;
+}
+
 Status Model::forward(const Batch& batch, ops::KvStorage& kv, std::vector<float>& logits) {
   const ModelConfig& c = config_;
   TM_RETURN_IF_ERROR(batch.validate(c.n_vocab, kv.shape()));

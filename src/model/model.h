@@ -37,6 +37,10 @@ class Model {
 
   // The cache shape this model needs for n_blocks blocks of block_size positions.
   ops::KvShape kv_shape(int32_t n_blocks, int32_t block_size = 16) const;
+  // The same with the sliding-window layers' keys and values in n_window_slots slots
+  // (ops/kv_storage.h): for a cache that keeps only their window. As kv_shape() for a
+  // model without such layers.
+  ops::KvShape kv_shape_windowed(int32_t n_blocks, int32_t n_window_slots, int32_t block_size = 16) const;
 
   // Runs one forward pass. Keys and values of every batch token are written into kv at
   // the slots its block table names; logits receives [output_tokens.size(), n_vocab].

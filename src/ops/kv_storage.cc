@@ -4,11 +4,22 @@
 
 namespace tokenmill::ops {
 
+int32_t KvShape::n_windowed_layers() const {
+  return static_cast<int32_t>(std::count(windowed_layers.begin(), windowed_layers.end(), true));
+}
+
+int64_t KvShape::total_bytes() const {
+  const int64_t n_windowed = n_windowed_layers();
+  const int64_t slots = (n_layers - n_windowed) * static_cast<int64_t>(n_blocks) + n_windowed * n_window_slots;
+  return 2ll * slots * block_size * row_elements() * static_cast<int64_t>(sizeof(uint16_t));
+}
+
 KvStorage::KvStorage(const KvShape& shape) : shape_(shape) {
-  const size_t per_layer = static_cast<size_t>(shape.n_blocks) * shape.block_size * shape.row_elements();
   keys_.resize(shape.n_layers);
   values_.resize(shape.n_layers);
   for (int32_t l = 0; l < shape.n_layers; ++l) {
+    const int32_t n = shape.is_windowed(l) ? shape.n_window_slots : shape.n_blocks;
+    const size_t per_layer = static_cast<size_t>(n) * shape.block_size * shape.row_elements();
     keys_[l].assign(per_layer, 0);
     values_[l].assign(per_layer, 0);
   }
@@ -17,8 +28,8 @@ KvStorage::KvStorage(const KvShape& shape) : shape_(shape) {
 void KvStorage::copy_block(int32_t from, int32_t to) {
   const size_t n = static_cast<size_t>(shape_.block_size) * shape_.row_elements();
   for (int32_t l = 0; l < shape_.n_layers; ++l) {
-    std::copy_n(keys_[l].data() + offset(from, 0), n, keys_[l].data() + offset(to, 0));
-    std::copy_n(values_[l].data() + offset(from, 0), n, values_[l].data() + offset(to, 0));
+    std::copy_n(keys_[l].data() + offset(l, from, 0), n, keys_[l].data() + offset(l, to, 0));
+    std::copy_n(values_[l].data() + offset(l, from, 0), n, values_[l].data() + offset(l, to, 0));
   }
 }
 

@@ -4,10 +4,16 @@
 //   keys[layer]: [n_blocks, block_size, n_kv_heads * head_dim]   (F16)
 //   values[layer]: the same shape
 //
+// Layers marked windowed (sliding-window layers, when the cache keeps only their window)
+// have n_window_slots slots of block_size positions instead, and block b's positions of
+// such a layer live in slot slot_of_block[b] of a map bound by the owner of the cache
+// (kv/window_slots.h keeps it). Everything else addresses them by block as usual.
+//
 // Which block holds which positions of which sequence is decided above this layer (kv/):
 // here a block id is just an index.
 #pragma once
 
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -20,12 +26,14 @@ struct KvShape {
   int32_t block_size = 16;
   int32_t n_kv_heads = 0;
   int32_t head_dim = 0;
+  std::vector<bool> windowed_layers;  // [n_layers] or empty (none)
+  int32_t n_window_slots = 0;         // slots of the windowed layers
 
   int64_t row_elements() const { return static_cast<int64_t>(n_kv_heads) * head_dim; }
+  bool is_windowed(int32_t layer) const { return !windowed_layers.empty() && windowed_layers[layer]; }
+  int32_t n_windowed_layers() const;
   // Bytes of keys plus values over all layers.
-  int64_t total_bytes() const {
-    return 2ll * n_layers * n_blocks * block_size * row_elements() * static_cast<int64_t>(sizeof(uint16_t));
-  }
+  int64_t total_bytes() const;
 };
 
 class KvStorage {
@@ -34,27 +42,39 @@ class KvStorage {
 
   const KvShape& shape() const { return shape_; }
 
+  // The window slot of every block ([n_blocks], -1 where a block has none), owned by the
+  // caller and kept alive while this storage is used. REQUIRES: windowed layers.
+  void bind_window_slots(const std::vector<int32_t>* slot_of_block) { slot_of_block_ = slot_of_block; }
+
   // The F16 row [n_kv_heads * head_dim] for one position slot.
-  uint16_t* key_row(int32_t layer, int32_t block, int32_t slot) { return keys_[layer].data() + offset(block, slot); }
-  uint16_t* value_row(int32_t layer, int32_t block, int32_t slot) { return values_[layer].data() + offset(block, slot); }
+  uint16_t* key_row(int32_t layer, int32_t block, int32_t slot) { return keys_[layer].data() + offset(layer, block, slot); }
+  uint16_t* value_row(int32_t layer, int32_t block, int32_t slot) {
+    return values_[layer].data() + offset(layer, block, slot);
+  }
   const uint16_t* key_row(int32_t layer, int32_t block, int32_t slot) const {
-    return keys_[layer].data() + offset(block, slot);
+    return keys_[layer].data() + offset(layer, block, slot);
   }
   const uint16_t* value_row(int32_t layer, int32_t block, int32_t slot) const {
-    return values_[layer].data() + offset(block, slot);
+    return values_[layer].data() + offset(layer, block, slot);
   }
 
-  // Copies one block's keys and values in every layer (copy-on-write).
+  // Copies one block's keys and values in every layer (copy-on-write); in windowed
+  // layers, from's window slot to to's.
   void copy_block(int32_t from, int32_t to);
 
  private:
-  size_t offset(int32_t block, int32_t slot) const {
+  size_t offset(int32_t layer, int32_t block, int32_t slot) const {
+    if (shape_.is_windowed(layer)) {
+      assert(slot_of_block_ != nullptr && (*slot_of_block_)[block] >= 0);
+      block = (*slot_of_block_)[block];
+    }
     return (static_cast<size_t>(block) * shape_.block_size + slot) * shape_.row_elements();
   }
 
   KvShape shape_;
-  std::vector<std::vector<uint16_t>> keys_;    // [n_layers][n_blocks * block_size * row_elements]
+  std::vector<std::vector<uint16_t>> keys_;    // [n_layers][n_blocks (or n_window_slots) * block_size * row_elements]
   std::vector<std::vector<uint16_t>> values_;  // same
+  const std::vector<int32_t>* slot_of_block_ = nullptr;
 };
 
 }  // namespace tokenmill::ops

@@ -1,5 +1,6 @@
 // The serving engine on the real default model: 16 prompts generated greedily one at a
-// time and all together in one batch give identical tokens.
+// time and all together in one batch give identical tokens; a cache that keeps only the
+// sliding-window layers' window gives the tokens of one that keeps every position.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -81,6 +82,53 @@ TEST(EngineRealModel, BatchedGreedyEqualsOneAtATime) {
   std::printf("batch invariance on the real model: %d of %zu prompts identical\n", n_identical, streams.size());
   auto pool = engine.pool_counters();
   EXPECT_EQ(pool.n_free, pool.n_blocks);
+}
+
+// A prompt longer than Gemma 3's 512-position window, then 24 tokens: once with every
+// layer keeping every position, once with the sliding-window layers keeping only their
+// window in few slots (one sequence's worth), and once more reusing the cached prompt.
+TEST(EngineRealModel, WindowedCacheGivesTheTokensOfTheFullCache) {
+  auto model = model::load_model(model_path(), model::LoadOptions{});
+  ASSERT_TRUE(model.ok()) << model.status().to_string() << " (run scripts/setup to fetch the model)";
+  auto tokenizer = tokenizer::Tokenizer::from_gguf((*model)->file());
+  ASSERT_TRUE(tokenizer.ok());
+  ASSERT_EQ((*model)->config().sliding_window, 512);
+  std::string text;
+  for (int i = 0; text.size() < 3200; ++i) {
+    text += "Note " + std::to_string(i) + ": the river rose by " + std::to_string(3 * i % 17) +
+            " centimetres and the ferry kept to its timetable. ";
+  }
+  Request r;
+  r.prompt = (*tokenizer)->encode(text, true, true);
+  ASSERT_GT(r.prompt.size(), 640u);
+  r.sampling.temperature = 0;
+  r.max_tokens = 24;
+  r.ignore_eos = true;
+
+  EngineConfig config;
+  config.ctx_total = 4096;
+  config.max_context = 2048;
+  config.max_seqs = 1;  // 41 window slots for the 46 blocks the request fills: slots are reused
+  config.window_kv = false;
+  std::vector<int32_t> full;
+  {
+    Engine engine(**model, **tokenizer, config);
+    EXPECT_EQ(engine.pool_counters().n_window_slots, 0);
+    full = collect_tokens(*engine.submit(r));
+  }
+  config.window_kv = true;
+  Engine engine(**model, **tokenizer, config);
+  const auto pool = engine.pool_counters();
+  EXPECT_GT(pool.n_window_slots, 0);
+  EXPECT_LT(pool.n_window_slots, pool.n_blocks);  // windowed layers hold less than every position
+  auto first = *engine.submit(r);
+  EXPECT_EQ(collect_tokens(first), full);
+  auto again = *engine.submit(r);
+  EXPECT_EQ(collect_tokens(again), full);
+  EXPECT_GE(again->usage().cached_tokens, 512);  // the prompt came from the cache, window included
+  const auto after = engine.pool_counters();
+  EXPECT_EQ(after.n_free, after.n_blocks);
+  EXPECT_EQ(after.n_window_held, 0);
 }
 
 }  // namespace

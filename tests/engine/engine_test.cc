@@ -162,6 +162,65 @@ TEST_F(EngineTest, RejectsBadRequests) {
   EXPECT_FALSE(engine.submit(r).ok());
 }
 
+// The tiny Gemma 3's local layers see 4 positions: with window slots for two sequences
+// only (7 slots for 24 blocks), requests of random lengths, some with n = 2 (shared
+// blocks, copy-on-write), four at a time, give the tokens of a cache that keeps every
+// position, and prefixes are reused with their window slots.
+TEST_F(EngineTest, WindowedCacheGivesTheTokensOfTheFullCache) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int32_t> prompt_len(2, 90), gen_len(1, 40), coin(0, 3);
+  std::vector<Request> requests;
+  for (int i = 0; i < 24; ++i) {
+    auto prompt = random_prompt(rng, prompt_len(rng), n_vocab_);
+    if (i % 3 == 2) prompt.insert(prompt.begin(), requests.back().prompt.begin(), requests.back().prompt.end());
+    Request r = greedy_request(prompt, gen_len(rng));
+    if (coin(rng) == 0) {
+      r.sampling.temperature = 1.0f;
+      r.sampling.seed = 7 + i;
+      r.n = 2;
+    }
+    requests.push_back(r);
+  }
+  auto run = [&](bool window_kv, int64_t* cached) {
+    EngineConfig config = small_config();
+    config.ctx_total = 16 * 24;
+    config.max_context = 200;
+    config.max_batch_tokens = 48;
+    config.max_seqs = 2;
+    config.window_kv = window_kv;
+    Engine engine(*tiny_.model, *tiny_.tokenizer, config);
+    const auto pool = engine.pool_counters();
+    if (window_kv) EXPECT_LT(pool.n_window_slots, pool.n_blocks);
+    std::vector<std::vector<int32_t>> out;
+    for (size_t i = 0; i < requests.size(); i += 4) {
+      std::vector<std::shared_ptr<RequestStream>> streams;
+      for (size_t j = i; j < i + 4 && j < requests.size(); ++j) streams.push_back(*engine.submit(requests[j]));
+      for (auto& stream : streams) {
+        std::vector<int32_t> tokens;
+        StreamEvent e;
+        while (stream->wait_next(e, milliseconds(20000))) {
+          tokens.push_back(e.choice);
+          tokens.insert(tokens.end(), e.token_ids.begin(), e.token_ids.end());
+        }
+        out.push_back(tokens);
+        *cached += stream->usage().cached_tokens;
+      }
+    }
+    const auto after = engine.pool_counters();
+    EXPECT_EQ(after.n_free, after.n_blocks);
+    EXPECT_EQ(after.n_window_held, 0);
+    return out;
+  };
+  int64_t cached_full = 0, cached_windowed = 0;
+  const auto full = run(false, &cached_full);
+  const auto windowed = run(true, &cached_windowed);
+  ASSERT_EQ(full.size(), windowed.size());
+  for (size_t i = 0; i < full.size(); ++i) EXPECT_EQ(windowed[i], full[i]) << "request " << i;
+  EXPECT_GT(cached_windowed, 0);
+  std::printf("cached prompt tokens: %lld with every position kept, %lld with windows only\n",
+              static_cast<long long>(cached_full), static_cast<long long>(cached_windowed));
+}
+
 // Many requests of random lengths, some cancelled mid-way, through a pool too small for
 // all of them at once: every request ends, preemption happens, and every block returns.
 TEST_F(EngineTest, EveryBlockReturnsAfterChurn) {
@@ -212,6 +271,8 @@ TEST_F(EngineTest, EveryBlockReturnsAfterChurn) {
   }
   auto pool = engine.pool_counters();
   EXPECT_EQ(pool.n_free, pool.n_blocks) << "blocks leaked";
+  EXPECT_GT(pool.n_window_slots, 0);  // the tiny Gemma 3 has sliding-window layers
+  EXPECT_EQ(pool.n_window_held, 0) << "window slots leaked";
   const auto m = engine.metrics().snapshot();
   EXPECT_GT(m.preemptions_total, 0u);
   std::printf("churn: %d requests, %d cancelled choices, %llu preemptions, %d cached free blocks\n", kRequests,

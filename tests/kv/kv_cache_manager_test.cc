@@ -86,3 +86,110 @@ TEST(KvCacheManager, ForkSharesAndCopyOnWriteSeparates) {
 
 }  // namespace
 }  // namespace tokenmill::kv
+
+namespace tokenmill::kv {
+namespace {
+
+// Window of 6 positions, blocks of 4: a token at position p sees blocks (p - 5) / 4 ..
+constexpr int32_t kWindow = 6;
+
+TEST(KvCacheManagerWindow, GrowingSequenceLetsGoOfBlocksOutOfTheWindow) {
+  KvCacheManager kv(16, kBlock, true, {kWindow, 16});
+  const auto tokens = iota_tokens(40);
+  SequenceBlocks seq;
+  int32_t max_held = 0;
+  for (int32_t n = 1; n <= 40; ++n) {
+    ASSERT_TRUE(kv.grow(seq, n));
+    kv.commit(seq, tokens, n);  // computed up to n; the next token is at position n
+    EXPECT_EQ(seq.window_begin, std::max(0, n - kWindow + 1) / kBlock) << n;
+    max_held = std::max(max_held, kv.windows().n_held());
+  }
+  EXPECT_EQ(seq.table.size(), 10u);  // every block is kept for the full layers
+  EXPECT_LE(max_held, 3);            // but at most 3 window slots at once
+  for (int32_t i = 0; i < seq.window_begin; ++i) EXPECT_EQ(kv.windows().holders(seq.table[i]), 0);
+  kv.free(seq);
+  EXPECT_EQ(kv.windows().n_held(), 0);
+  EXPECT_EQ(kv.pool().n_free(), 16);
+}
+
+TEST(KvCacheManagerWindow, ALongSequenceNeedsFewSlots) {
+  // 4 slots for 16 blocks: one sequence of 64 positions still fits.
+  KvCacheManager kv(16, kBlock, true, {kWindow, 4});
+  const auto tokens = iota_tokens(64);
+  SequenceBlocks seq;
+  for (int32_t n = 1; n <= 64; ++n) {
+    ASSERT_TRUE(kv.grow(seq, n)) << n;
+    kv.commit(seq, tokens, n);
+  }
+  EXPECT_EQ(seq.table.size(), 16u);
+  kv.free(seq);
+}
+
+TEST(KvCacheManagerWindow, PrefixIsReusedWithItsWindowSlots) {
+  KvCacheManager kv(16, kBlock, true, {kWindow, 16});
+  const auto tokens = iota_tokens(20);
+  SequenceBlocks first;
+  ASSERT_TRUE(kv.grow(first, 20));
+  kv.commit(first, tokens, 20);
+  const auto table = first.table;
+  kv.free(first);
+  SequenceBlocks second;
+  EXPECT_EQ(kv.match_prefix(second, tokens, 19), 16);
+  // Position 16 sees positions 11..16: blocks 2 and 3 hold their slots again.
+  EXPECT_EQ(second.window_begin, 2);
+  EXPECT_EQ(kv.windows().holders(table[2]), 1);
+  EXPECT_EQ(kv.windows().holders(table[3]), 1);
+  EXPECT_EQ(kv.windows().holders(table[1]), 0);
+  kv.free(second);
+  EXPECT_EQ(kv.windows().n_held(), 0);
+}
+
+TEST(KvCacheManagerWindow, PrefixEndsBeforeABlockThatLostItsWindowSlot) {
+  KvCacheManager kv(16, kBlock, true, {kWindow, 5});
+  const auto tokens = iota_tokens(20);
+  SequenceBlocks first;
+  for (int32_t n = 1; n <= 20; ++n) {
+    ASSERT_TRUE(kv.grow(first, n));
+    kv.commit(first, tokens, n);
+  }
+  const auto table = first.table;  // 5 blocks; slots of blocks 0..2 released as it grew
+  kv.free(first);                  // then those of blocks 3 and 4
+  // Another sequence takes three slots: those released first (blocks 0, 1, 2) go.
+  SequenceBlocks other;
+  ASSERT_TRUE(kv.grow(other, 12));
+  EXPECT_EQ(kv.windows().slot_of(table[2]), -1);
+  EXPECT_GE(kv.windows().slot_of(table[3]), 0);
+  // A full match (16 positions) needs blocks 2 and 3; block 2 lost its slot, so the
+  // prefix stops before it... and a prefix of 8 positions needs blocks 0 and 1, also
+  // gone: nothing is reused.
+  SequenceBlocks second;
+  EXPECT_EQ(kv.match_prefix(second, tokens, 19), 0);
+  EXPECT_TRUE(second.table.empty());
+  EXPECT_EQ(kv.pool().n_cached_free(), 5);  // the full layers' blocks are all still cached
+  kv.free(other);
+  EXPECT_EQ(kv.windows().n_held(), 0);
+}
+
+TEST(KvCacheManagerWindow, ForkAndCopyOnWriteKeepSlotsBalanced) {
+  KvCacheManager kv(16, kBlock, true, {kWindow, 16});
+  const auto tokens = iota_tokens(10);
+  SequenceBlocks parent;
+  ASSERT_TRUE(kv.grow(parent, 10));
+  kv.commit(parent, tokens, 10);
+  SequenceBlocks child = kv.fork(parent);
+  const int32_t shared = parent.table[2];
+  EXPECT_EQ(kv.windows().holders(shared), 2);
+  auto copy = kv.make_writable(child, 10);
+  ASSERT_TRUE(copy.has_value());
+  EXPECT_EQ(copy->first, shared);
+  EXPECT_EQ(kv.windows().holders(shared), 1);
+  EXPECT_EQ(kv.windows().holders(copy->second), 1);
+  EXPECT_NE(kv.windows().slot_of(copy->second), kv.windows().slot_of(shared));
+  kv.free(child);
+  kv.free(parent);
+  EXPECT_EQ(kv.windows().n_held(), 0);
+  EXPECT_EQ(kv.pool().n_free(), 16);
+}
+
+}  // namespace
+}  // namespace tokenmill::kv
