@@ -31,6 +31,7 @@ struct ServeOptions {
   int32_t max_context = 0;
   std::string api_key;
   bool no_prefix_caching = false;
+  bool no_window_kv = false;
   int64_t max_body_bytes = 4 << 20;
   double grace_seconds = 30;
 };
@@ -72,7 +73,15 @@ int serve(ServeOptions options) {
   const int32_t trained_context = (*model)->config().context_length;
   if (options.max_context <= 0 && trained_context > 0) config.max_context = std::min(config.max_context, trained_context);
   config.prefix_caching = !options.no_prefix_caching;
+  config.window_kv = !options.no_window_kv;
   engine::Engine engine(**model, **tokenizer, config);
+  const engine::Engine::PoolCounters kv = engine.pool_counters();
+  std::fprintf(stderr, "KV cache: %.0f MiB, %d positions over all sequences", static_cast<double>(kv.kv_bytes) / (1 << 20),
+               kv.n_blocks * config.block_size);
+  if (kv.window > 0) {
+    std::fprintf(stderr, " (sliding-window layers keep only each sequence's last %d)", kv.window);
+  }
+  std::fprintf(stderr, "\n");
 
   server::ServedModel served(*path, **model, **tokenizer, engine);
   server::ServerConfig server_config;
@@ -122,6 +131,8 @@ void register_serve(CLI::App& app) {
       ->check(CLI::Range(16, 1 << 24));
   cmd->add_option("--api-key", o->api_key, "Require 'Authorization: Bearer KEY' (default: $TOKENMILL_API_KEY)");
   cmd->add_flag("--no-prefix-caching", o->no_prefix_caching, "Do not reuse KV blocks of shared prompt prefixes");
+  cmd->add_flag("--no-window-kv", o->no_window_kv,
+                "Keep every position in sliding-window layers too (default: only their window, same results)");
   cmd->add_option("--max-body-bytes", o->max_body_bytes, "Largest request body accepted (larger: 413)")
       ->capture_default_str()->check(CLI::Range(int64_t{1024}, int64_t{1} << 32));
   cmd->add_option("--grace-seconds", o->grace_seconds, "On SIGTERM, how long requests in flight may take to finish")

@@ -39,7 +39,7 @@ KvSizing size_kv(const EngineConfig& config, const model::Model& model) {
   const int64_t useful_slots =
       static_cast<int64_t>(config.max_seqs) * slots_per_sequence + (config.max_batch_tokens + config.block_size - 1) / config.block_size;
   if (config.kv_memory_bytes > 0) {
-    const ops::KvShape one = model.kv_shape_windowed(1, windowed ? 1 : 0, config.block_size);
+    const ops::KvShape one = windowed ? model.kv_shape_windowed(1, 1, config.block_size) : model.kv_shape(1, config.block_size);
     const int64_t per_block_and_slot = one.total_bytes();
     if (!windowed) {
       sizing.n_blocks = static_cast<int32_t>(std::max<int64_t>(1, config.kv_memory_bytes / per_block_and_slot));
@@ -123,8 +123,8 @@ class Engine::Impl {
 
   PoolCounters pool_counters() {
     std::lock_guard<std::mutex> lock(state_mutex_);
-    return {kv_.pool().n_blocks(), kv_.pool().n_free(), kv_.pool().n_cached_free(), kv_.windows().n_slots(),
-            kv_.windows().n_held()};
+    return {kv_.pool().n_blocks(), kv_.pool().n_free(),  kv_.pool().n_cached_free(),       kv_.windows().n_slots(),
+            kv_.windows().n_held(),  sizing_.window,       kv_storage_.shape().total_bytes()};
   }
 
   void shutdown(std::chrono::milliseconds grace) {

@@ -56,6 +56,8 @@ class Engine {
     int32_t n_cached = 0;    // free blocks that still hold a reusable prefix
     int32_t n_window_slots = 0;  // sliding-window layers' slots (0: every layer keeps every position)
     int32_t n_window_held = 0;   // of those, held by sequences
+    int32_t window = 0;          // positions a sliding-window layer sees (0: no window slots)
+    int64_t kv_bytes = 0;        // memory of the whole KV cache
   };
   PoolCounters pool_counters() const;
 
