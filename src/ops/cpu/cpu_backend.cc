@@ -1,6 +1,7 @@
 #include "ops/cpu/cpu_backend.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <cmath>
 #include <limits>
@@ -233,11 +234,16 @@ void CpuBackend::attention(const KvStorage& kv, const AttentionBatch& batch, con
   const bool simd = cpu_features().has_avx512_kernels() && head_dim % 16 == 0;
   attention_scratch_.resize(n_threads);
 
-  // Items are dealt round-robin, not in contiguous ranges: a causal batch's later tokens
-  // see more keys, and contiguous ranges would leave the first thread idle.
+  // Items are claimed one at a time by whichever thread is free (a causal batch's later
+  // tokens see more keys, and a thread the OS delays - the server's I/O threads share the
+  // cores - would otherwise hold the step back), the longest first: a causal batch's last
+  // tokens, so they are not left for the end.
+  std::atomic<int64_t> next_item{0};
   pool_.run_on_all([&](int part) {
     AttentionScratch& scratch = attention_scratch_[part];
-    for (int64_t item = part; item < n_items; item += n_threads) {
+    for (int64_t claimed = next_item.fetch_add(1, std::memory_order_relaxed); claimed < n_items;
+         claimed = next_item.fetch_add(1, std::memory_order_relaxed)) {
+      const int64_t item = n_items - 1 - claimed;
       const int64_t t = item / (params.n_kv_heads * n_splits);
       const int32_t kv_head = static_cast<int32_t>(item / n_splits % params.n_kv_heads);
       const int32_t first_head = kv_head * group + static_cast<int32_t>(item % n_splits) * heads_per_split;
