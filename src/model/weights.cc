@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "base/large_buffer.h"
 #include "quant/kernels/dispatch.h"
 #include "quant/panel_layout.h"
 #include "quant/type_traits.h"
@@ -118,7 +119,7 @@ void repack_for_kernels(ModelWeights& weights, const gguf::File& file) {
   auto repack = [&](ops::WeightMatrix& m) {
     if (m.panels || quant::best_panel_kernel(m.type) == nullptr || m.n_rows % quant::kPanelRows != 0) return;
     const size_t n_bytes = m.row_bytes * static_cast<size_t>(m.n_rows);
-    std::shared_ptr<uint8_t[]> buffer(new uint8_t[n_bytes]);
+    std::shared_ptr<uint8_t[]> buffer = allocate_large_buffer(n_bytes);
     // A slab at a time, dropping the source pages behind it, so that the matrix is never
     // resident twice, even for a moment (the 262,144-row output matrix is 178 MB).
     constexpr int64_t kSlabRows = 64 * quant::kPanelRows;
