@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/large_buffer.h"
+
 namespace tokenmill::ops {
 
 int32_t KvShape::n_windowed_layers() const {
@@ -15,21 +17,21 @@ int64_t KvShape::total_bytes() const {
 }
 
 KvStorage::KvStorage(const KvShape& shape) : shape_(shape) {
-  keys_.resize(shape.n_layers);
-  values_.resize(shape.n_layers);
   for (int32_t l = 0; l < shape.n_layers; ++l) {
     const int32_t n = shape.is_windowed(l) ? shape.n_window_slots : shape.n_blocks;
     const size_t per_layer = static_cast<size_t>(n) * shape.block_size * shape.row_elements();
-    keys_[l].assign(per_layer, 0);
-    values_[l].assign(per_layer, 0);
+    // Fresh anonymous memory reads as zeros: nothing is touched until a row is written.
+    memory_.push_back(allocate_large_buffer(2 * per_layer * sizeof(uint16_t)));
+    keys_.push_back(reinterpret_cast<uint16_t*>(memory_.back().get()));
+    values_.push_back(keys_.back() + per_layer);
   }
 }
 
 void KvStorage::copy_block(int32_t from, int32_t to) {
   const size_t n = static_cast<size_t>(shape_.block_size) * shape_.row_elements();
   for (int32_t l = 0; l < shape_.n_layers; ++l) {
-    std::copy_n(keys_[l].data() + offset(l, from, 0), n, keys_[l].data() + offset(l, to, 0));
-    std::copy_n(values_[l].data() + offset(l, from, 0), n, values_[l].data() + offset(l, to, 0));
+    std::copy_n(keys_[l] + offset(l, from, 0), n, keys_[l] + offset(l, to, 0));
+    std::copy_n(values_[l] + offset(l, from, 0), n, values_[l] + offset(l, to, 0));
   }
 }
 

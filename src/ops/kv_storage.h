@@ -16,6 +16,7 @@
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace tokenmill::ops {
@@ -39,6 +40,10 @@ struct KvShape {
 class KvStorage {
  public:
   explicit KvStorage(const KvShape& shape);
+  KvStorage(const KvStorage&) = delete;  // the memory is shared by pointers: no copies
+  KvStorage& operator=(const KvStorage&) = delete;
+  KvStorage(KvStorage&&) = default;
+  KvStorage& operator=(KvStorage&&) = default;
 
   const KvShape& shape() const { return shape_; }
 
@@ -47,15 +52,15 @@ class KvStorage {
   void bind_window_slots(const std::vector<int32_t>* slot_of_block) { slot_of_block_ = slot_of_block; }
 
   // The F16 row [n_kv_heads * head_dim] for one position slot.
-  uint16_t* key_row(int32_t layer, int32_t block, int32_t slot) { return keys_[layer].data() + offset(layer, block, slot); }
+  uint16_t* key_row(int32_t layer, int32_t block, int32_t slot) { return keys_[layer] + offset(layer, block, slot); }
   uint16_t* value_row(int32_t layer, int32_t block, int32_t slot) {
-    return values_[layer].data() + offset(layer, block, slot);
+    return values_[layer] + offset(layer, block, slot);
   }
   const uint16_t* key_row(int32_t layer, int32_t block, int32_t slot) const {
-    return keys_[layer].data() + offset(layer, block, slot);
+    return keys_[layer] + offset(layer, block, slot);
   }
   const uint16_t* value_row(int32_t layer, int32_t block, int32_t slot) const {
-    return values_[layer].data() + offset(layer, block, slot);
+    return values_[layer] + offset(layer, block, slot);
   }
 
   // Copies one block's keys and values in every layer (copy-on-write); in windowed
@@ -72,8 +77,11 @@ class KvStorage {
   }
 
   KvShape shape_;
-  std::vector<std::vector<uint16_t>> keys_;    // [n_layers][n_blocks (or n_window_slots) * block_size * row_elements]
-  std::vector<std::vector<uint16_t>> values_;  // same
+  // Per layer [n_blocks (or n_window_slots) * block_size * row_elements] F16, zeroed, in
+  // huge-page memory (base/large_buffer.h): attention streams it every step.
+  std::vector<std::shared_ptr<uint8_t[]>> memory_;
+  std::vector<uint16_t*> keys_;    // [n_layers]
+  std::vector<uint16_t*> values_;  // [n_layers]
   const std::vector<int32_t>* slot_of_block_ = nullptr;
 };
 
