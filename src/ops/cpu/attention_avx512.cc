@@ -54,11 +54,26 @@ __m128 reduce_4x16(__m512 a, __m512 b, __m512 c, __m512 d) {
       _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), s1));
 }
 
+// Keys and values sit in 16-position blocks scattered over the cache: the hardware
+// prefetcher follows a block's rows but restarts at every block boundary. Rows
+// kPrefetchRows ahead of the one being read are prefetched by hand.
+constexpr int32_t kPrefetchRows = 16;
+
+void prefetch_row(const uint16_t* row, int32_t n_bytes) {
+  const char* p = reinterpret_cast<const char*>(row);
+  for (int32_t line = 0; line < n_bytes; line += 64) _mm_prefetch(p + line, _MM_HINT_T0);
+}
+
 // Raw q·k (before the scale) of kHeads heads x kKeys keys starting at key j0:
 // scores[h * n_keys + j0 + k]. kHeads * kKeys is 8 (or 1 for the tails).
 template <int kHeads, int kKeys>
 void score_tile(const HeadGroupAttention& a, const float* q16, int32_t j0) {
   constexpr int kChains = kHeads * kKeys;
+  for (int j = 0; j < kKeys; ++j) {
+    if (j0 + j + kPrefetchRows < a.n_keys) {
+      prefetch_row(a.keys[j0 + j + kPrefetchRows], a.head_dim * static_cast<int32_t>(sizeof(uint16_t)));
+    }
+  }
   __m512 acc[kChains];
   for (int c = 0; c < kChains; ++c) acc[c] = _mm512_setzero_ps();
   for (int32_t d = 0; d < a.head_dim; d += 16) {
@@ -96,6 +111,9 @@ void value_tile(const HeadGroupAttention& a, const float* probabilities, float* 
     for (int c = 0; c < kChunks; ++c) acc[h][c] = _mm512_setzero_ps();
   }
   for (int32_t j = 0; j < a.n_keys; ++j) {
+    if (j + kPrefetchRows < a.n_keys) {
+      prefetch_row(a.values[j + kPrefetchRows] + d0, 16 * kChunks * static_cast<int32_t>(sizeof(uint16_t)));
+    }
     __m512 v[kChunks];
     for (int c = 0; c < kChunks; ++c) v[c] = load_f16(a.values[j] + d0 + 16 * c);
     for (int h = 0; h < kHeads; ++h) {
