@@ -229,13 +229,33 @@ class Engine::Impl {
 
     model::Batch batch;
     std::vector<Sequence*> wants_sample;
+    std::vector<int32_t> sample_rows;  // logits row of each wants_sample entry
+    struct PromptRow {
+      Sequence* sequence;
+      int32_t position;  // its logits give the log-probability of the prompt token after it
+      int32_t row;
+    };
+    std::vector<PromptRow> prompt_rows;
+    int32_t n_rows = 0;
     for (const ScheduledSequence& item : plan.scheduled) {
       Sequence* s = item.sequence;
-      const bool caught_up = s->n_computed + item.n_new == static_cast<int32_t>(s->tokens.size());
-      batch.add_sequence(std::vector<int32_t>(s->tokens.begin() + s->n_computed,
-                                              s->tokens.begin() + s->n_computed + item.n_new),
-                         s->n_computed, s->blocks.table, caught_up);
-      if (caught_up) wants_sample.push_back(s);
+      const int32_t first = s->n_computed, end = s->n_computed + item.n_new;
+      const bool caught_up = end == static_cast<int32_t>(s->tokens.size());
+      batch.add_sequence(std::vector<int32_t>(s->tokens.begin() + first, s->tokens.begin() + end), first,
+                         s->blocks.table, false);
+      const int32_t first_token = batch.n_tokens() - item.n_new;
+      if (s->wants_prompt_logprobs()) {
+        // Positions p whose next token p + 1 is a prompt token not scored yet.
+        for (int32_t p = std::max(first, s->next_prompt_logprob - 1); p < std::min(end, s->n_prompt - 1); ++p) {
+          batch.output_tokens.push_back(first_token + (p - first));
+          prompt_rows.push_back({s, p, n_rows++});
+        }
+      }
+      if (caught_up) {
+        batch.output_tokens.push_back(batch.n_tokens() - 1);
+        wants_sample.push_back(s);
+        sample_rows.push_back(n_rows++);
+      }
     }
     Status status = model_.forward(batch, kv_storage_, logits_);
     if (!status.ok()) {
@@ -249,7 +269,20 @@ class Engine::Impl {
       kv_.commit(s->blocks, s->tokens, s->n_computed);
     }
     const int32_t n_vocab = model_.config().n_vocab;
-    auto row_of = [&](size_t i) { return std::span<float>(logits_.data() + i * n_vocab, n_vocab); };
+    auto row_of = [&](size_t i) { return std::span<float>(logits_.data() + static_cast<size_t>(sample_rows[i]) * n_vocab, n_vocab); };
+    if (!prompt_rows.empty()) {
+      std::vector<TokenLogprobs> scored(prompt_rows.size());
+      model_.backend().for_each_parallel(prompt_rows.size(), [&](size_t i) {
+        const PromptRow& r = prompt_rows[i];
+        const std::span<const float> row(logits_.data() + static_cast<size_t>(r.row) * n_vocab, n_vocab);
+        scored[i] = compute_logprobs(row, r.sequence->tokens[r.position + 1], r.sequence->state->request.sampling.top_logprobs);
+      });
+      for (size_t i = 0; i < prompt_rows.size(); ++i) {
+        Sequence* s = prompt_rows[i].sequence;
+        s->pending_prompt_logprobs.push_back(std::move(scored[i]));
+        s->next_prompt_logprob = prompt_rows[i].position + 2;
+      }
+    }
     for (size_t i = 0; i < wants_sample.size(); ++i) {
       Sequence* s = wants_sample[i];
       if (s->choice == 0 && s->state->request.n > 1 && !s->state->forked) fork_choices(*s, row_of(i));
@@ -275,6 +308,8 @@ class Engine::Impl {
       seq->n_prompt = parent.n_prompt;
       seq->n_computed = parent.n_computed;
       seq->admitted_before = true;
+      seq->next_prompt_logprob = parent.next_prompt_logprob;
+      seq->pending_prompt_logprobs = parent.pending_prompt_logprobs;
       seq->blocks = kv_.fork(parent.blocks);
       init_choice(*seq, c);
       Sequence* raw = seq.get();
@@ -321,6 +356,8 @@ class Engine::Impl {
     event.choice = s.choice;
     event.token_ids.push_back(token);
     if (drawn.logprobs) event.logprobs.push_back(std::move(*drawn.logprobs));
+    event.prompt_logprobs = std::move(s.pending_prompt_logprobs);
+    s.pending_prompt_logprobs.clear();
 
     const bool is_stop_token =
         (!request.ignore_eos && tokenizer_.is_end_of_generation(token)) ||

@@ -21,6 +21,10 @@ struct Request {
   std::vector<std::string> stop;       // stop strings; never part of the output
   std::vector<int32_t> stop_token_ids; // extra tokens that end a choice
   bool ignore_eos = false;             // keep going past end-of-generation tokens
+  // Also the log-probabilities of prompt tokens 1 .. n - 1 (each given the ones before it),
+  // with sampling.top_logprobs alternatives: OpenAI's echo + logprobs, what evaluation
+  // harnesses score texts with. Such a prompt is computed whole (no cached prefix).
+  bool prompt_logprobs = false;
 };
 
 enum class FinishReason { kStop, kLength, kCancelled, kError };
@@ -33,6 +37,8 @@ struct StreamEvent {
   std::string text;
   std::vector<int32_t> token_ids;            // the tokens behind this text (may be empty)
   std::vector<TokenLogprobs> logprobs;       // one per token, when requested
+  // With Request::prompt_logprobs, on each choice's first event: prompt tokens 1 .. n - 1.
+  std::vector<TokenLogprobs> prompt_logprobs;
   std::optional<FinishReason> finish;        // set on the choice's last event
   std::string error;                         // with FinishReason::kError
 };

@@ -50,7 +50,7 @@ SchedulerOutput Scheduler::schedule() {
   // 1. Running sequences, oldest first.
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Sequence* seq = running_[i].get();
-    const int32_t n_new = std::min(seq->n_pending(), budget);
+    const int32_t n_new = std::min({seq->n_pending(), budget, seq->max_step_tokens()});
     if (n_new <= 0) continue;
     bool fits = kv_.grow(seq->blocks, seq->n_computed + n_new);
     while (!fits && preempt_newest(seq, out)) {
@@ -74,10 +74,9 @@ SchedulerOutput Scheduler::schedule() {
     Sequence* seq = waiting_.front().get();
     if (seq->n_computed == 0 && seq->blocks.table.empty()) {
       // At least one token is always computed, so the last position's logits exist.
-      const int32_t max_cached = static_cast<int32_t>(seq->tokens.size()) - 1;
-      seq->n_computed = kv_.match_prefix(seq->blocks, seq->tokens, max_cached);
+      seq->n_computed = kv_.match_prefix(seq->blocks, seq->tokens, seq->max_cached_tokens());
     }
-    const int32_t n_new = std::min(seq->n_pending(), budget);
+    const int32_t n_new = std::min({seq->n_pending(), budget, seq->max_step_tokens()});
     if (!kv_.grow(seq->blocks, seq->n_computed + n_new)) {
       // Not enough blocks: give back the cached prefix it took and try again next step.
       kv_.free(seq->blocks);

@@ -4,6 +4,7 @@
 // brings n_computed closer to tokens.size(), and when they meet, a token is sampled.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -46,6 +47,22 @@ struct Sequence {
   std::unique_ptr<tokenizer::IncrementalDecoder> decoder;
   std::unique_ptr<StopStringFilter> stop_filter;
   double last_token_time = 0;       // seconds since submit, for inter-token latency
+  // Request::prompt_logprobs: the next prompt token whose log-probability is due (from 1),
+  // and those computed but not sent yet (they go with the choice's first event).
+  int32_t next_prompt_logprob = 1;
+  std::vector<TokenLogprobs> pending_prompt_logprobs;
+
+  bool wants_prompt_logprobs() const { return state->request.prompt_logprobs && next_prompt_logprob < n_prompt; }
+  // Tokens one step may compute for this sequence: prompt positions whose logits are all
+  // kept (prompt logprobs) go kMaxLogitRows at a time, so that the logits stay small.
+  static constexpr int32_t kMaxLogitRows = 32;
+  int32_t max_step_tokens() const { return wants_prompt_logprobs() ? kMaxLogitRows : INT32_MAX; }
+  // Prompt tokens a cached prefix may cover: those before the first position whose
+  // logits are still needed.
+  int32_t max_cached_tokens() const {
+    const int32_t all = static_cast<int32_t>(tokens.size()) - 1;
+    return state->request.prompt_logprobs ? std::min(all, next_prompt_logprob - 1) : all;
+  }
 
   int32_t n_pending() const { return static_cast<int32_t>(tokens.size()) - n_computed; }
 };

@@ -190,9 +190,9 @@ OpenAiRequest parse_completion_request(const Json& body, const ServedModel& mode
   read_stream(f, out);
   out.echo = f.boolean("echo").value_or(false);
   if (auto top = f.integer("logprobs", 0, engine::kMaxTopLogprobs)) {
-    if (out.echo) throw bad_request("'echo' with 'logprobs' is not supported (no prompt logprobs)", "logprobs");
     out.request.sampling.logprobs = true;
     out.request.sampling.top_logprobs = static_cast<int32_t>(*top);
+    out.request.prompt_logprobs = out.echo;  // the echoed prompt's tokens get theirs too
   }
   check_sampling(out.request.sampling);
 

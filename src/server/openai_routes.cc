@@ -42,6 +42,7 @@ class OpenAiSink : public EventSink {
         include_usage_(request.include_usage),
         logprobs_(request.request.sampling.logprobs),
         echo_text_(request.echo ? request.prompt_text : ""),
+        prompt_tokens_(request.request.prompt_logprobs ? request.request.prompt : std::vector<int32_t>()),
         tokenizer_(model.tokenizer()),
         id_(new_response_id(chat ? "chatcmpl-" : "cmpl-")),
         model_name_(model.name()),
@@ -56,8 +57,9 @@ class OpenAiSink : public EventSink {
   void on_start(Responder& out) override {
     if (!stream_) return;
     out.begin_stream(200, "text/event-stream");
-    if (!echo_text_.empty()) {
-      // The echoed prompt goes first, as its own chunk per choice.
+    if (!echo_text_.empty() && prompt_tokens_.empty()) {
+      // The echoed prompt goes first, as its own chunk per choice (with prompt logprobs,
+      // when they come: on_events).
       std::string batch;
       for (size_t i = 0; i < choices_.size(); ++i) batch += sse(chunk(static_cast<int32_t>(i), echo_text_, nullptr, nullptr));
       out.write_chunk(std::move(batch));
@@ -69,6 +71,16 @@ class OpenAiSink : public EventSink {
     for (engine::StreamEvent& event : events) {
       if (event.choice < 0 || event.choice >= static_cast<int32_t>(choices_.size())) continue;
       Choice& c = choices_[event.choice];
+      if (!prompt_tokens_.empty() && !c.prompt_logprobs_done) {
+        // The echoed prompt with its tokens' logprobs, before the choice's first token.
+        c.prompt_logprobs_done = true;
+        Json prompt = prompt_logprobs_json(event.prompt_logprobs);
+        if (stream_) {
+          batch += sse(chunk(event.choice, Json(echo_text_), std::move(prompt), nullptr));
+        } else {
+          c.logprobs = std::move(prompt);
+        }
+      }
       Json logprobs = logprobs_ && !event.logprobs.empty() ? logprobs_json(c, event) : Json();
       if (stream_) {
         if (chat_ && !c.role_sent) {
@@ -144,8 +156,40 @@ class OpenAiSink : public EventSink {
     std::string finish_reason;
     std::string error;
     bool role_sent = false;
+    bool prompt_logprobs_done = false;
     int64_t next_offset = 0;  // completions: text_offset of the next token
   };
+
+  // The legacy logprobs columns for the echoed prompt: its first token has none (null),
+  // the others come from the engine; offsets count from the start of the echoed text.
+  Json prompt_logprobs_json(const std::vector<engine::TokenLogprobs>& scored) const {
+    Json tokens = Json::array(), token_logprobs = Json::array(), top_logprobs = Json::array(),
+         offsets = Json::array();
+    int64_t offset = 0;
+    for (size_t i = 0; i < prompt_tokens_.size(); ++i) {
+      const std::string& piece = tokenizer_.token_piece(prompt_tokens_[i], false);
+      tokens.push_back(piece);
+      offsets.push_back(offset);
+      offset += static_cast<int64_t>(piece.size());
+      if (i == 0 || i - 1 >= scored.size()) {
+        token_logprobs.push_back(nullptr);
+        top_logprobs.push_back(nullptr);
+        continue;
+      }
+      const engine::TokenLogprobs& lp = scored[i - 1];
+      token_logprobs.push_back(finite_logprob(lp.chosen.logprob));
+      Json top = Json::object();
+      for (const engine::TokenLogprob& t : lp.top) {
+        const std::string& p = tokenizer_.token_piece(t.token, false);
+        if (!top.contains(p)) top[p] = finite_logprob(t.logprob);
+      }
+      top_logprobs.push_back(std::move(top));
+    }
+    return {{"tokens", std::move(tokens)},
+            {"token_logprobs", std::move(token_logprobs)},
+            {"top_logprobs", std::move(top_logprobs)},
+            {"text_offset", std::move(offsets)}};
+  }
 
   Json chunk_envelope() const {
     Json c = {{"id", id_},
@@ -222,6 +266,7 @@ class OpenAiSink : public EventSink {
   const bool include_usage_;
   const bool logprobs_;
   const std::string echo_text_;
+  const std::vector<int32_t> prompt_tokens_;  // with prompt logprobs (echo + logprobs) only
   const tokenizer::Tokenizer& tokenizer_;
   const std::string id_;
   const std::string model_name_;

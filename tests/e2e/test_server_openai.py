@@ -196,3 +196,43 @@ def test_completion_prompt_as_token_ids(server, client):
     by_ids = client.completions.create(model=MODEL, prompt=ids, max_tokens=6, temperature=0)
     assert by_ids.usage.prompt_tokens == by_text.usage.prompt_tokens == len(ids)
     assert by_ids.choices[0].text == by_text.choices[0].text
+
+
+def test_completion_echo_with_prompt_logprobs(server, client):
+    # The scoring request of evaluation harnesses: echo + logprobs gives every prompt token
+    # (the first: none) its log-probability given the tokens before it.
+    import requests
+    prompt = "The capital of France is"
+    answer = requests.post(server.url + "/api/generate", json={
+        "model": MODEL, "prompt": prompt, "raw": True, "stream": False, "options": {"num_predict": 1}}).json()
+    ids = answer["context"][:answer["prompt_eval_count"]]
+    generated = client.completions.create(model=MODEL, prompt=ids, max_tokens=1, temperature=0, logprobs=3)
+    next_token = generated.choices[0].logprobs.tokens[0]
+    next_logprob = generated.choices[0].logprobs.token_logprobs[0]
+    next_id = requests.post(server.url + "/api/generate", json={
+        "model": MODEL, "prompt": prompt + next_token, "raw": True, "stream": False,
+        "options": {"num_predict": 1}}).json()["context"]
+
+    scored = client.completions.create(model=MODEL, prompt=ids, max_tokens=1, temperature=0, logprobs=3, echo=True)
+    lp = scored.choices[0].logprobs
+    n_prompt = scored.usage.prompt_tokens
+    assert len(lp.tokens) == len(lp.token_logprobs) == len(lp.top_logprobs) == len(lp.text_offset) == n_prompt + 1
+    assert lp.token_logprobs[0] is None and lp.top_logprobs[0] is None
+    assert all(x <= 0 for x in lp.token_logprobs[1:])
+    assert all(1 <= len(top) <= 3 for top in lp.top_logprobs[1:])
+    assert lp.text_offset == sorted(lp.text_offset)
+    assert scored.choices[0].text.startswith(prompt)
+    # The prompt's own continuation scores as it was generated.
+    assert lp.tokens[-1] == next_token and lp.token_logprobs[-1] == next_logprob
+
+    # The prompt plus that token, scored: its last token has the generated logprob.
+    if next_id[:n_prompt] == ids:
+        rescored = client.completions.create(model=MODEL, prompt=ids + [next_id[n_prompt]], max_tokens=1,
+                                             temperature=0, logprobs=1, echo=True)
+        assert rescored.choices[0].logprobs.token_logprobs[n_prompt] == next_logprob
+
+    chunks = list(client.completions.create(model=MODEL, prompt=ids, max_tokens=1, temperature=0, logprobs=3,
+                                            echo=True, stream=True))
+    first = chunks[0].choices[0]
+    assert first.text == scored.choices[0].text[:len(first.text)]
+    assert first.logprobs.token_logprobs == lp.token_logprobs[:n_prompt]

@@ -162,6 +162,65 @@ TEST_F(EngineTest, RejectsBadRequests) {
   EXPECT_FALSE(engine.submit(r).ok());
 }
 
+// Echo + logprobs: every prompt token after the first gets its log-probability given the
+// ones before it. Each equals what the same position yields as a generated token: the
+// greedy token after prompt[0, k) and its logprob, then prompt[0, k) + that token with
+// prompt logprobs, scores the appended token exactly so (batch invariance), across the
+// 32-position chunks such prompts are computed in, and with n = 2.
+TEST_F(EngineTest, PromptLogprobsScoreEachPromptTokenAsGenerationWould) {
+  Engine engine(*tiny_.model, *tiny_.tokenizer, small_config());
+  std::mt19937 rng(3);
+  const std::vector<int32_t> base = random_prompt(rng, 70, n_vocab_);
+  Request first = greedy_request(base, 1);
+  first.sampling.logprobs = true;
+  first.sampling.top_logprobs = 3;
+  auto generated = *engine.submit(first);
+  StreamEvent e;
+  ASSERT_TRUE(generated->wait_next(e, milliseconds(20000)));
+  ASSERT_EQ(e.logprobs.size(), 1u);
+  EXPECT_TRUE(e.prompt_logprobs.empty());  // not asked for
+  const TokenLogprobs expected = e.logprobs[0];
+  while (generated->wait_next(e, milliseconds(20000))) {
+  }
+
+  std::vector<int32_t> scored_prompt = base;
+  scored_prompt.push_back(expected.chosen.token);
+  Request echo = greedy_request(scored_prompt, 2);
+  echo.sampling.logprobs = true;
+  echo.sampling.top_logprobs = 3;
+  echo.sampling.temperature = 1.0f;
+  echo.sampling.seed = 9;
+  echo.n = 2;
+  echo.prompt_logprobs = true;
+  auto stream = *engine.submit(echo);
+  std::vector<bool> first_event(2, true);
+  while (stream->wait_next(e, milliseconds(20000))) {
+    ASSERT_TRUE(e.choice == 0 || e.choice == 1);
+    if (!first_event[e.choice]) {
+      EXPECT_TRUE(e.prompt_logprobs.empty());
+      continue;
+    }
+    first_event[e.choice] = false;
+    ASSERT_EQ(e.prompt_logprobs.size(), scored_prompt.size() - 1) << "choice " << e.choice;
+    for (size_t k = 1; k < scored_prompt.size(); ++k) {
+      const TokenLogprobs& lp = e.prompt_logprobs[k - 1];
+      EXPECT_EQ(lp.chosen.token, scored_prompt[k]);
+      EXPECT_LE(lp.chosen.logprob, 0.0f);
+      ASSERT_EQ(lp.top.size(), 3u);
+      EXPECT_GE(lp.top[0].logprob, lp.chosen.logprob);
+    }
+    const TokenLogprobs& last = e.prompt_logprobs.back();
+    EXPECT_EQ(last.chosen.logprob, expected.chosen.logprob);
+    ASSERT_EQ(last.top.size(), expected.top.size());
+    for (size_t i = 0; i < last.top.size(); ++i) {
+      EXPECT_EQ(last.top[i].token, expected.top[i].token);
+      EXPECT_EQ(last.top[i].logprob, expected.top[i].logprob);
+    }
+  }
+  EXPECT_FALSE(first_event[0] || first_event[1]);
+  EXPECT_EQ(stream->usage().cached_tokens, 0);  // a scored prompt is computed whole
+}
+
 // The tiny Gemma 3's local layers see 4 positions: with window slots for two sequences
 // only (7 slots for 24 blocks), requests of random lengths, some with n = 2 (shared
 // blocks, copy-on-write), four at a time, give the tokens of a cache that keeps every
