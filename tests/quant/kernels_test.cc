@@ -213,6 +213,44 @@ TEST_P(KernelVecDot, MatrixMatchesSingleRowKernel) {
   }
 }
 
+// The shapes past the small ones above: several 16-row panels with a partial last one,
+// full 8-token tiles with remainders, the switch between the in-place and the panel
+// paths (2 .. 5 tokens), and more than one 64-token block.
+TEST_P(KernelVecDot, MatrixMatchesSingleRowKernelOnLargeShapes) {
+  const TypeTraits& traits = type_traits(GetParam());
+  const int64_t block = traits.block_size == 1 ? 32 : traits.block_size;
+  const int64_t n = 3 * block;
+  const size_t w_row_bytes = row_size(traits.type, n);
+  const size_t a_row_bytes = row_size(traits.vec_dot_type, n);
+  const size_t w_stride = w_row_bytes + 16, a_stride = a_row_bytes + 64;
+  constexpr int64_t kRows = 37, kMaxTokens = 70;
+  std::vector<uint8_t> w(kRows * w_stride), a(kMaxTokens * a_stride);
+  for (int64_t r = 0; r < kRows; ++r) {
+    const std::vector<uint8_t> row = quantize(traits.type, random_normal(static_cast<size_t>(n), 500 + r));
+    std::memcpy(w.data() + r * w_stride, row.data(), w_row_bytes);
+  }
+  for (int64_t t = 0; t < kMaxTokens; ++t) {
+    const std::vector<uint8_t> row = quantize(traits.vec_dot_type, random_normal(static_cast<size_t>(n), 600 + t));
+    std::memcpy(a.data() + t * a_stride, row.data(), a_row_bytes);
+  }
+  const DotKernel& best = best_dot_kernel(traits.type);
+  for (int64_t n_rows : {16, 33, 37}) {
+    for (int64_t n_tokens : {3, 4, 5, 8, 9, 16, 17, 70}) {
+      SCOPED_TRACE("rows=" + std::to_string(n_rows) + " tokens=" + std::to_string(n_tokens));
+      const int64_t out_stride = n_rows + 1;
+      std::vector<float> out(static_cast<size_t>(n_tokens * out_stride), -1.0f);
+      best.dot_matrix(n, w.data(), w_stride, n_rows, a.data(), a_stride, n_tokens, out.data(), out_stride);
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        for (int64_t r = 0; r < n_rows; ++r) {
+          const float expected = best.vec_dot(n, w.data() + r * w_stride, a.data() + t * a_stride);
+          ASSERT_EQ(testing::bits_of(out[t * out_stride + r]), testing::bits_of(expected))
+              << "row " << r << " token " << t;
+        }
+      }
+    }
+  }
+}
+
 std::string type_name(const ::testing::TestParamInfo<TensorType>& info) {
   return std::string(type_traits(info.param).name);
 }

@@ -1,7 +1,36 @@
-// AVX-512 dot products of Q4_K, Q5_K and Q6_K with Q8_K activation rows. Q5_K and Q6_K:
-// the scheme of kquants_avx2.cc, 64 quants per step, with vpdpwssd (VNNI) applying the
-// sub-block scales to the int16 pair sums; Q4_K: vpdpbusd on regrouped quants (below). Each weight super-block is unpacked once and dotted
-// with up to kTokenTile activation rows (prefill, batched decode).
+// AVX-512 (VNNI) dot products of Q4_K, Q5_K and Q6_K with Q8_K activation rows, sixteen
+// weight rows at a time: int32 lane r of every vector below belongs to weight row r of a
+// 16-row group (the scheme of legacy_avx512.cc, with the K-quants' sub-block scales).
+//
+// Per (row, token) and super-block b everything up to the float steps is an exact
+// integer: T = sum_j sc_j * isum_j (isum_j = sum of code * a over sub-block j) split in
+// two halves T_lo, T_hi by sub-block (Format::kSubBlockOrder), and for Q4_K / Q5_K
+// M = sum_j mn_j * (a's sum over sub-block j). Q6_K folds its "- 32" into T_lo. Each fits
+// in int32 (Q6_K, the largest: 16 * 128 * 194,560 < 2^31), so it is the same integer
+// however it was summed. The float steps, per super-block in this order, are
+//   acc = fnmadd(float(M), dmin * y.d, acc)     (Q4_K, Q5_K)
+//   acc = fma(float(T_lo), d * y.d, acc)
+//   acc = fma(float(T_hi), d * y.d, acc)
+// and the result is acc. (Any fixed order gives batch invariance; this one keeps the
+// Gemma 3 golden test against llama.cpp inside its budget: with T unsplit the worst gap
+// change there was 1.51-1.69 against a budget of 1.5.) Two paths compute the integers:
+//
+//   Many tokens (prefill, batched decode): each 16-row panel's super-blocks are
+//   transposed once into a buffer (transpose_panel), code vectors with lane r = four
+//   codes of row r, sub-block scales as int32 lanes. Per token and sub-block a chain of
+//   vpdpbusd against the token's broadcast quant dwords gives isum_j in every lane at
+//   once, one vpmulld + vpaddd applies sc_j; the min (or -32) terms are vpdpwssd of
+//   int16 pairs. No horizontal sums.
+//
+//   Up to a few tokens (decode): each row is read once, in order, and multiplied in place
+//   with the single-row scheme (64 quants per step, kquants_avx2.cc's layout), each
+//   super-block unpacked once for all the tokens; its 16 int32 partial sums per
+//   super-block and token are kept, and the 16 rows' partial sums are then added down to
+//   vectors with lane r = row r (reduce_rows).
+//
+// Both then run the same float steps on the same integers, so every (row, token) result
+// has the same bits whatever the number of rows or tokens in the call: a token's logits
+// do not depend on its batch.
 
 // GCC 12's AVX-512 headers seed some intrinsics with _mm512_undefined_*(), which
 // -Wuninitialized then reports at every use: a known false positive.
@@ -10,6 +39,7 @@
 
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -23,11 +53,146 @@ namespace tokenmill::quant::avx512 {
 
 namespace {
 
-// A vector of 32 int16 whose lanes 0..15 are index `lo` and lanes 16..31 index `hi` of
-// the 16 int16 held in a 256-bit register (for permutexvar).
-__m512i split_index(int lo, int hi) {
-  return combine_256(_mm256_set1_epi16(static_cast<int16_t>(lo)), _mm256_set1_epi16(static_cast<int16_t>(hi)));
+constexpr int kPanel = 16;       // weight rows per panel: one int32 lane each
+constexpr int kTokenTile = 8;    // tokens whose accumulators stay in registers
+constexpr int kTokenBlock = 64;  // tokens per pass over the weights (their activations stay in L2)
+// With fewer tokens than Format::kMinPanelTokens a call reads the rows in place, each
+// super-block unpacked once for up to kRowTokens tokens; from there on transposing
+// 16-row panels pays (measured from DRAM on the reference machine: at 3 tokens the
+// in-place path is 20-40% faster, at 5 the panels are; Q6_K's costlier transposition
+// moves its crossing one token up).
+constexpr int kRowTokens = 4;
+
+// Decode streams each weight once from memory; the hardware prefetcher alone leaves
+// bandwidth unused on this machine (a plain read of 1 GiB: 45 GB/s, with prefetches a
+// few KB ahead: 50), so the single-token path prefetches kPrefetchBytes ahead of the
+// super-block it reads (past a row's end that is the next row: rows are contiguous;
+// past the matrix's end a prefetch is harmless).
+constexpr int64_t kPrefetchBytes = 8192;
+template <typename Block>
+inline void prefetch_ahead(const Block* block) {
+  const char* p = reinterpret_cast<const char*>(block) + kPrefetchBytes;
+  for (size_t line = 0; line < sizeof(Block); line += 64) _mm_prefetch(p + line, _MM_HINT_T0);
 }
+
+// ---------------------------------------------------------------------------------------
+// Transposes: 16 rows side by side, lane r = row r.
+
+// 16 x 16 bytes as four vectors, lane r of vector j = bytes 4j .. 4j + 3 of row r.
+void transpose_16x16(const uint8_t* const* src, __m512i* out) {
+  __m512i z[4];  // z[q] 128-bit lanes: rows q, 4 + q, 8 + q, 12 + q
+  for (int q = 0; q < 4; ++q) {
+    __m512i v = _mm512_castsi128_si512(load_128(src[q]));
+    v = _mm512_inserti32x4(v, load_128(src[4 + q]), 1);
+    v = _mm512_inserti32x4(v, load_128(src[8 + q]), 2);
+    z[q] = _mm512_inserti32x4(v, load_128(src[12 + q]), 3);
+  }
+  const __m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]);
+  const __m512i t1 = _mm512_unpackhi_epi32(z[0], z[1]);
+  const __m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]);
+  const __m512i t3 = _mm512_unpackhi_epi32(z[2], z[3]);
+  out[0] = _mm512_unpacklo_epi64(t0, t2);
+  out[1] = _mm512_unpackhi_epi64(t0, t2);
+  out[2] = _mm512_unpacklo_epi64(t1, t3);
+  out[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+// 16 x 32 bytes as eight vectors, lane r of vector k = bytes 4k .. 4k + 3 of row r: an
+// 8 x 8 dword transpose in each 256-bit half.
+void transpose_16x32(const uint8_t* const* src, __m512i* out) {
+  // z[i] = [row i | row i + 4], z[4 + i] = [row i + 8 | row i + 12] (i < 4).
+  __m512i z[8];
+  for (int i = 0; i < 4; ++i) {
+    z[i] = combine_256(load_256(src[i]), load_256(src[i + 4]));
+    z[i + 4] = combine_256(load_256(src[i + 8]), load_256(src[i + 12]));
+  }
+  __m512i u[8];
+  for (int g = 0; g < 2; ++g) {
+    const __m512i t0 = _mm512_unpacklo_epi32(z[4 * g + 0], z[4 * g + 1]);
+    const __m512i t1 = _mm512_unpackhi_epi32(z[4 * g + 0], z[4 * g + 1]);
+    const __m512i t2 = _mm512_unpacklo_epi32(z[4 * g + 2], z[4 * g + 3]);
+    const __m512i t3 = _mm512_unpackhi_epi32(z[4 * g + 2], z[4 * g + 3]);
+    u[4 * g + 0] = _mm512_unpacklo_epi64(t0, t2);
+    u[4 * g + 1] = _mm512_unpackhi_epi64(t0, t2);
+    u[4 * g + 2] = _mm512_unpacklo_epi64(t1, t3);
+    u[4 * g + 3] = _mm512_unpackhi_epi64(t1, t3);
+  }
+  // u[k] 128-bit lanes: [rows 0-3 dword k | rows 0-3 dword k + 4 | rows 4-7 dword k |
+  // rows 4-7 dword k + 4]; u[4 + k] the same for rows 8-15.
+  for (int k = 0; k < 4; ++k) {
+    out[k] = _mm512_shuffle_i64x2(u[k], u[4 + k], _MM_SHUFFLE(2, 0, 2, 0));
+    out[k + 4] = _mm512_shuffle_i64x2(u[k], u[4 + k], _MM_SHUFFLE(3, 1, 3, 1));
+  }
+}
+
+// The other direction, summed: v[r] (16 int32 lanes of row r) -> out[q] lane r = the sum
+// of lanes 4q .. 4q + 3 of v[r], for q < kQuarters. Integer adds: exact.
+template <int kQuarters>
+__attribute__((always_inline)) inline void reduce_rows(const __m512i* v, __m512i* out) {
+  __m512i w[8];
+  for (int i = 0; i < 8; ++i) {  // per 128-bit lane: [a0 + a2, b0 + b2, a1 + a3, b1 + b3]
+    w[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]), _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
+  }
+  __m512i x[4];
+  for (int i = 0; i < 4; ++i) {  // per 128-bit lane q: rows 4i .. 4i + 3, quarter q of each summed
+    x[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(w[2 * i], w[2 * i + 1]), _mm512_unpackhi_epi64(w[2 * i], w[2 * i + 1]));
+  }
+  auto quarter = [&](auto q) {  // [x0, x1, x2, x3] 128-bit lane q
+    constexpr int kQ = decltype(q)::value;
+    const __m512i x01 = _mm512_shuffle_i64x2(x[0], x[1], _MM_SHUFFLE(kQ, kQ, kQ, kQ));
+    const __m512i x23 = _mm512_shuffle_i64x2(x[2], x[3], _MM_SHUFFLE(kQ, kQ, kQ, kQ));
+    return _mm512_shuffle_i64x2(x01, x23, _MM_SHUFFLE(2, 0, 2, 0));
+  };
+  out[0] = quarter(std::integral_constant<int, 0>{});
+  out[1] = quarter(std::integral_constant<int, 1>{});
+  out[2] = quarter(std::integral_constant<int, 2>{});
+  if constexpr (kQuarters == 4) out[3] = quarter(std::integral_constant<int, 3>{});
+}
+
+// Two super-blocks of a row without a minimum (Q6_K) in one vector for reduce_rows:
+// quarters 0, 1 sum to T_lo, T_hi of `first`, quarters 2, 3 to those of `second`.
+__attribute__((always_inline)) inline __m512i pack_pair(__m512i first, __m512i second) {
+  return _mm512_add_epi32(_mm512_shuffle_i64x2(first, second, _MM_SHUFFLE(2, 0, 2, 0)),
+                          _mm512_shuffle_i64x2(first, second, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// One row's super-block for reduce_rows: quarter 0 sums to T_lo (lanes 0..7 of `total`),
+// quarter 1 to T_hi (lanes 8..15), quarter 2 to M (the 8 lanes of `min_total`).
+__attribute__((always_inline)) inline __m512i pack_sums(__m512i total, __m256i min_total) {
+  const __m512i mins = _mm512_castsi256_si512(min_total);
+  return _mm512_add_epi32(_mm512_shuffle_i64x2(total, mins, _MM_SHUFFLE(0, 0, 2, 0)),
+                          _mm512_shuffle_i64x2(total, mins, _MM_SHUFFLE(1, 1, 3, 1)));
+}
+
+// Bytes i and i + 1 of every int32 lane as an int16 pair (zero-extended).
+__m512i byte_pair(__m512i v, int i) {
+  const __m512i low = _mm512_and_si512(_mm512_srli_epi32(v, 8 * i), _mm512_set1_epi32(0xff));
+  const __m512i high = _mm512_and_si512(_mm512_srli_epi32(v, 8 * i + 8), _mm512_set1_epi32(0xff));
+  return _mm512_or_si512(low, _mm512_slli_epi32(high, 16));
+}
+
+// ---------------------------------------------------------------------------------------
+// Formats. Each one has
+//   kSubBlocks, kDwords (4-code dwords per sub-block), kPairs, kHasMin
+//   Panel: one super-block of 16 rows, transposed (see Panel below)
+//   transpose(rows, panel): fill it from 16 row pointers at the super-block
+//   head(block): a 32-bit word whose f16 halves are d (low) and dmin (high, Q4_K/Q5_K)
+//   RowSums::of(x, y): one row's super-block against one token in place, 16 int32 lanes:
+//     Q4_K / Q5_K [8 lanes summing to T | 8 lanes summing to M], Q6_K 16 summing to T.
+//   token_pairs(y, pairs): the token's int16 pairs that the panel's `pairs` multiply.
+
+// A transposed super-block of 16 rows: codes[i] lane r = codes 4i .. 4i + 3 of row r
+// (element order, unsigned), scales[j] lane r = sc_j of row r (int32), pairs[i] lane r =
+// an int16 pair per row that the token's pairs[i] multiply (the min terms or the -32
+// offsets), d / dmin lane r = row r's scales as floats.
+template <int kSubBlocks, int kPairs>
+struct PanelOf {
+  __m512i codes[kSuperBlockSize / 4];
+  __m512i scales[kSubBlocks];
+  __m512i pairs[kPairs];
+  __m512 d;
+  __m512 dmin;
+};
 
 // Q4_K / Q5_K sub-block scales and mins as bytes [sc0 .. sc7, mn0 .. mn7] (the layout of
 // unpack_k4_scales), in vector registers: the 12 packed bytes are read as words
@@ -43,33 +208,70 @@ __m128i unpack_k4_scales_vector(const uint8_t* packed) {
                       _mm_and_si128(high, _mm_setr_epi32(0, 0x30303030, 0, 0x30303030)));
 }
 
-// The per-row part of each format, unpacked once per super-block and shared by every
-// activation row of a tile; `dot_tile` below runs any of them against kTokens
-// activation rows. Per (row, token) the operations and their order are those of the
-// single dot product (kTokens = 1), so every tile shape gives the same bits.
-
-constexpr int kTokenTile = 4;
-
-// Decode streams each weight once from memory; the hardware prefetcher alone leaves
-// bandwidth unused on this machine (a plain read of 1 GiB: 45 GB/s, with prefetches a
-// few KB ahead: 50), so the single-token kernels prefetch kPrefetchBytes ahead of the
-// super-block they read (past a row's end that is the next row: rows are contiguous;
-// past the matrix's end a prefetch is harmless).
-constexpr int64_t kPrefetchBytes = 8192;
-template <typename Block>
-inline void prefetch_ahead(const Block* block) {
-  const char* p = reinterpret_cast<const char*>(block) + kPrefetchBytes;
-  for (size_t line = 0; line < sizeof(Block); line += 64) _mm_prefetch(p + line, _MM_HINT_T0);
+// The same for 16 rows at once: in = the transposed words w0, w1, w2 (lane r = row r's),
+// out = scales[8] and the min pairs (mn_2i, mn_2i+1) of Q4_K / Q5_K's Panel.
+void unpack_k4_scales_panel(const __m512i* words, __m512i* scales, __m512i* min_pairs) {
+  const __m512i six_bits = _mm512_set1_epi8(0x3f);
+  const __m512i low_nibble = _mm512_set1_epi8(0x0f);
+  const __m512i bits_4_5 = _mm512_set1_epi8(0x30);
+  const __m512i sc_0_3 = _mm512_and_si512(words[0], six_bits);
+  const __m512i mn_0_3 = _mm512_and_si512(words[1], six_bits);
+  const __m512i sc_4_7 = _mm512_or_si512(_mm512_and_si512(words[2], low_nibble),
+                                         _mm512_and_si512(_mm512_srli_epi32(words[0], 2), bits_4_5));
+  const __m512i mn_4_7 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(words[2], 4), low_nibble),
+                                         _mm512_and_si512(_mm512_srli_epi32(words[1], 2), bits_4_5));
+  for (int j = 0; j < 4; ++j) {
+    scales[j] = _mm512_and_si512(_mm512_srli_epi32(sc_0_3, 8 * j), _mm512_set1_epi32(0xff));
+    scales[4 + j] = _mm512_and_si512(_mm512_srli_epi32(sc_4_7, 8 * j), _mm512_set1_epi32(0xff));
+  }
+  min_pairs[0] = byte_pair(mn_0_3, 0);
+  min_pairs[1] = byte_pair(mn_0_3, 2);
+  min_pairs[2] = byte_pair(mn_4_7, 0);
+  min_pairs[3] = byte_pair(mn_4_7, 2);
 }
 
-// Q4_K runs against activation rows whose quants are regrouped (permute_for_q4_K) so
-// that one vpdpbusd of four steps serves each sub-block: in step s (0..3) of a
-// super-block, int32 lanes 2j and 2j + 1 hold quants 32j + 8s .. 32j + 8s + 7 of
-// sub-block j. Four vpdpbusd (u4 weights x s8 activations) then leave in lanes 2j, 2j+1
-// integer sums of sub-block j alone (|sum| <= 4 * 4 * 15 * 128 < 2^15), and one
-// vpmaddwd against (scale_j, 0) int16 pairs applies the 6-bit scales: five multiplies
-// per 256 quants and token where maddubs + dpwssd need eight. The weights are regrouped
-// to match once per super-block and shared by every token of a tile.
+// Q4_K / Q5_K tokens: pairs[i] = (s_2i, s_2i+1), s_j = the sum of sub-block j's 32 quants
+// (|s_j| <= 32 * 128: an int16).
+void k4_token_pairs(const BlockQ8_K& y, int32_t* pairs) {
+  const __m256i sums = _mm256_madd_epi16(load_256(y.bsums), _mm256_set1_epi16(1));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(pairs), _mm256_cvtepi32_epi16(sums));
+}
+
+// The transposed head and scales of Q4_K / Q5_K (the first 16 bytes of each row's block:
+// d, dmin, 12 scale bytes).
+template <typename Panel>
+void transpose_k4_head(const uint8_t* const* rows, Panel& panel) {
+  __m512i head[4];  // [d | dmin], w0, w1, w2
+  transpose_16x16(rows, head);
+  panel.d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head[0]));
+  panel.dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head[0], 16)));
+  unpack_k4_scales_panel(head + 1, panel.scales, panel.pairs);
+}
+
+// Q4_K's 128 nibble bytes at `qs` of 16 rows into its 64 code vectors: chunk m (32
+// bytes) holds sub-block 2m in its low nibbles and 2m + 1 in its high ones.
+template <typename Panel>
+void transpose_k4_nibbles(const uint8_t* const* rows, size_t qs_offset, Panel& panel) {
+  const __m512i low_nibble = _mm512_set1_epi8(0x0f);
+  for (int m = 0; m < 4; ++m) {
+    const uint8_t* src[kPanel];
+    for (int r = 0; r < kPanel; ++r) src[r] = rows[r] + qs_offset + 32 * m;
+    __m512i packed[8];
+    transpose_16x32(src, packed);
+    for (int k = 0; k < 8; ++k) {
+      panel.codes[16 * m + k] = _mm512_and_si512(packed[k], low_nibble);
+      panel.codes[16 * m + 8 + k] = _mm512_and_si512(_mm512_srli_epi32(packed[k], 4), low_nibble);
+    }
+  }
+}
+
+// Q4_K. The single-row scheme runs against activation rows whose quants are regrouped
+// (permute_for_q4_K) so that one vpdpbusd of four steps serves each sub-block: in step s
+// (0..3) of a super-block, int32 lanes 2j and 2j + 1 hold quants 32j + 8s .. 32j + 8s + 7
+// of sub-block j. Four vpdpbusd (u4 weights x s8 activations) then leave in lanes 2j,
+// 2j+1 integer sums of sub-block j alone (|sum| <= 4 * 4 * 15 * 128 < 2^15), and one
+// vpmaddwd against (scale_j, 0) int16 pairs applies the 6-bit scales. The weights are
+// regrouped to match with one vpermt2q + shift + mask per step.
 //
 // Activation layout: step s occupies qs[64s .. 64s + 63]; its 8-byte group j is
 // elements 32j + 8s .. 32j + 8s + 7. d and bsums are unchanged.
@@ -83,313 +285,654 @@ void permute_for_q4_K(const BlockQ8_K* src, BlockQ8_K* dst, int64_t n_blocks) {
   }
 }
 
-// acc[t] collects d * (scaled integer sums) in 16 lanes, acc_min[t] the dmin * min terms
-// in 8; result = reduce_add(acc) - hsum(acc_min). `a` rows are in permute_for_q4_K's layout.
-template <int kTokens>
-void q4_K_row(int64_t n, const BlockQ4_K* x, const uint8_t* a, size_t a_stride, float* out, int64_t out_stride) {
-  const __m512i low_nibble = _mm512_set1_epi8(0x0f);
-  // bsums group j (16 quants) pairs with min j / 2 (scale byte 8 + j / 2), as int16.
-  const __m512i min_index = _mm512_castsi256_si512(_mm256_setr_epi16(
-      0xff08, 0xff08, 0xff09, 0xff09, 0xff0a, 0xff0a, 0xff0b, 0xff0b,
-      0xff0c, 0xff0c, 0xff0d, 0xff0d, 0xff0e, 0xff0e, 0xff0f, 0xff0f));
-  // int32 lane L = scale byte L / 2, zero-extended (lanes 4q .. 4q + 3 sit in 128-bit lane q).
-  const __m512i scale_index = _mm512_set_epi32(
-      static_cast<int>(0x80808007), static_cast<int>(0x80808007), static_cast<int>(0x80808006),
-      static_cast<int>(0x80808006), static_cast<int>(0x80808005), static_cast<int>(0x80808005),
-      static_cast<int>(0x80808004), static_cast<int>(0x80808004), static_cast<int>(0x80808003),
-      static_cast<int>(0x80808003), static_cast<int>(0x80808002), static_cast<int>(0x80808002),
-      static_cast<int>(0x80808001), static_cast<int>(0x80808001), static_cast<int>(0x80808000),
-      static_cast<int>(0x80808000));
-  // Step s: 128-bit lane m = 8-byte group s of the 32-byte chunk m, twice; the first copy
-  // gives its low nibbles (sub-block 2m), the second its high nibbles (sub-block 2m + 1).
-  __m512i step_index[4];
-  for (int step = 0; step < 4; ++step) {
-    step_index[step] = _mm512_add_epi64(_mm512_set1_epi64(step), _mm512_set_epi64(12, 12, 8, 8, 4, 4, 0, 0));
+struct Q4K {
+  using Block = BlockQ4_K;
+  static constexpr int kSubBlocks = 8;
+  static constexpr int kDwords = 8;
+  static constexpr int kPairs = 4;
+  static constexpr bool kHasMin = true;
+  static constexpr bool kRegroupsTokens = true;  // the single-row path reads permute_for_q4_K's layout
+  // The sub-blocks whose sums the single-row scheme leaves in lanes 0..7 (T_lo), then
+  // those in lanes 8..15 (T_hi): int32 lanes 2j, 2j + 1 hold sub-block j.
+  static constexpr int kSubBlockOrder[kSubBlocks] = {0, 1, 2, 3, 4, 5, 6, 7};
+  static constexpr int64_t kMinPanelTokens = 4;
+  using Panel = PanelOf<kSubBlocks, kPairs>;
+
+  static uint32_t head(const Block& x) { return load_u32(reinterpret_cast<const uint8_t*>(&x.d)); }
+  static void token_pairs(const BlockQ8_K& y, int32_t* pairs) { k4_token_pairs(y, pairs); }
+  static void transpose(const uint8_t* const* rows, Panel& panel) {
+    transpose_k4_head(rows, panel);
+    transpose_k4_nibbles(rows, offsetof(Block, qs), panel);
   }
-  const __m512i nibble_shift = _mm512_set_epi64(4, 0, 4, 0, 4, 0, 4, 0);
-  __m512 acc[kTokens];
-  __m256 acc_min[kTokens];
-  for (int t = 0; t < kTokens; ++t) {
-    acc[t] = _mm512_setzero_ps();
-    acc_min[t] = _mm256_setzero_ps();
-  }
-  auto activations = [&](int t) { return reinterpret_cast<const BlockQ8_K*>(a + t * a_stride); };
-  for (int64_t b = 0; b < n / kSuperBlockSize; ++b) {
-    if constexpr (kTokens == 1) prefetch_ahead(x + b);
-    // [d, dmin] (adjacent halves) as floats in one conversion.
-    const __m128 x_d_dmin = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(load_u32(
-        reinterpret_cast<const uint8_t*>(&x[b].d)))));
-    // Bytes [sc0 .. sc7, mn0 .. mn7] in every 128-bit lane.
-    const __m512i scale_bytes = _mm512_broadcast_i32x4(unpack_k4_scales_vector(x[b].scales));
-    const __m256i mins = _mm512_castsi512_si256(_mm512_shuffle_epi8(scale_bytes, min_index));
-    const __m512i scales = _mm512_shuffle_epi8(scale_bytes, scale_index);
-    const __m512i packed_0 = load_512(x[b].qs);
-    const __m512i packed_1 = load_512(x[b].qs + 64);
-    __m512i q[4];
-    for (int step = 0; step < 4; ++step) {
-      const __m512i groups = _mm512_permutex2var_epi64(packed_0, step_index[step], packed_1);
-      q[step] = _mm512_and_si512(_mm512_srlv_epi64(groups, nibble_shift), low_nibble);
+
+  struct RowSums {
+    __m512i low_nibble = _mm512_set1_epi8(0x0f);
+    // bsums group j (16 quants) pairs with min j / 2 (scale byte 8 + j / 2), as int16.
+    __m512i min_index = _mm512_castsi256_si512(_mm256_setr_epi16(
+        0xff08, 0xff08, 0xff09, 0xff09, 0xff0a, 0xff0a, 0xff0b, 0xff0b,
+        0xff0c, 0xff0c, 0xff0d, 0xff0d, 0xff0e, 0xff0e, 0xff0f, 0xff0f));
+    // int32 lane L = scale byte L / 2, zero-extended (lanes 4q .. 4q + 3 sit in 128-bit lane q).
+    __m512i scale_index = _mm512_set_epi32(
+        static_cast<int>(0x80808007), static_cast<int>(0x80808007), static_cast<int>(0x80808006),
+        static_cast<int>(0x80808006), static_cast<int>(0x80808005), static_cast<int>(0x80808005),
+        static_cast<int>(0x80808004), static_cast<int>(0x80808004), static_cast<int>(0x80808003),
+        static_cast<int>(0x80808003), static_cast<int>(0x80808002), static_cast<int>(0x80808002),
+        static_cast<int>(0x80808001), static_cast<int>(0x80808001), static_cast<int>(0x80808000),
+        static_cast<int>(0x80808000));
+    // Step s: 128-bit lane m = 8-byte group s of the 32-byte chunk m, twice; the first copy
+    // gives its low nibbles (sub-block 2m), the second its high nibbles (sub-block 2m + 1).
+    __m512i step_index[4];
+    __m512i nibble_shift = _mm512_set_epi64(4, 0, 4, 0, 4, 0, 4, 0);
+    RowSums() {
+      for (int step = 0; step < 4; ++step) {
+        step_index[step] = _mm512_add_epi64(_mm512_set1_epi64(step), _mm512_set_epi64(12, 12, 8, 8, 4, 4, 0, 0));
+      }
     }
-    for (int t = 0; t < kTokens; ++t) {
-      const BlockQ8_K& y = activations(t)[b];
-      const __m128 d_dmin = _mm_mul_ps(_mm_set1_ps(y.d), x_d_dmin);  // [y.d * d, y.d * dmin]
-      const __m256i min_products = _mm256_madd_epi16(load_256(y.bsums), mins);
-      acc_min[t] = _mm256_fmadd_ps(_mm256_permutexvar_ps(_mm256_set1_epi32(1), _mm256_castps128_ps256(d_dmin)),
-                                   _mm256_cvtepi32_ps(min_products), acc_min[t]);
-      __m512i sums = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[0], load_512(y.qs));
-      sums = _mm512_dpbusd_epi32(sums, q[1], load_512(y.qs + 64));
-      sums = _mm512_dpbusd_epi32(sums, q[2], load_512(y.qs + 128));
-      sums = _mm512_dpbusd_epi32(sums, q[3], load_512(y.qs + 192));
-      acc[t] = _mm512_fmadd_ps(_mm512_broadcastss_ps(d_dmin), _mm512_cvtepi32_ps(_mm512_madd_epi16(sums, scales)),
-                               acc[t]);
+
+    // The row's part, shared by every token.
+    struct Unpacked {
+      __m512i q[4];     // step s's codes in the regrouped order
+      __m512i scales;   // (sc_L/2, 0) int16 pairs
+      __m256i mins;     // mn_j/2 for bsums group j
+    };
+    __attribute__((always_inline)) Unpacked unpack(const Block& x) const {
+      Unpacked u;
+      // Bytes [sc0 .. sc7, mn0 .. mn7] in every 128-bit lane.
+      const __m512i scale_bytes = _mm512_broadcast_i32x4(unpack_k4_scales_vector(x.scales));
+      u.mins = _mm512_castsi512_si256(_mm512_shuffle_epi8(scale_bytes, min_index));
+      u.scales = _mm512_shuffle_epi8(scale_bytes, scale_index);
+      const __m512i packed_0 = load_512(x.qs);
+      const __m512i packed_1 = load_512(x.qs + 64);
+      for (int step = 0; step < 4; ++step) {
+        const __m512i groups = _mm512_permutex2var_epi64(packed_0, step_index[step], packed_1);
+        u.q[step] = _mm512_and_si512(_mm512_srlv_epi64(groups, nibble_shift), low_nibble);
+      }
+      return u;
     }
-  }
-  for (int t = 0; t < kTokens; ++t) out[t * out_stride] = _mm512_reduce_add_ps(acc[t]) - hsum_ps(acc_min[t]);
+    __attribute__((always_inline)) __m512i of(const Unpacked& u, const BlockQ8_K& y) const {
+      __m512i sums = _mm512_setzero_si512();
+      for (int step = 0; step < 4; ++step) sums = _mm512_dpbusd_epi32(sums, u.q[step], load_512(y.qs + 64 * step));
+      return pack_sums(_mm512_madd_epi16(sums, u.scales), _mm256_madd_epi16(load_256(y.bsums), u.mins));
+    }
+  };
+};
+
+// A vector of 32 int16 whose lanes 0..15 are index `lo` and lanes 16..31 index `hi` of
+// the 16 int16 held in a 256-bit register (for permutexvar).
+__m512i split_index(int lo, int hi) {
+  return combine_256(_mm256_set1_epi16(static_cast<int16_t>(lo)), _mm256_set1_epi16(static_cast<int16_t>(hi)));
 }
 
-template <int kTokens>
-void q5_K_row(int64_t n, const BlockQ5_K* x, const uint8_t* a, size_t a_stride, float* out, int64_t out_stride) {
-  const __m512i low_nibble = _mm512_set1_epi8(0x0f);
-  const __m512i sixteen = _mm512_set1_epi8(16);
-  const __m256i min_index = _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
-  __m512 acc[kTokens];
-  __m256 acc_min[kTokens];
-  for (int t = 0; t < kTokens; ++t) {
-    acc[t] = _mm512_setzero_ps();
-    acc_min[t] = _mm256_setzero_ps();
-  }
-  auto activations = [&](int t) { return reinterpret_cast<const BlockQ8_K*>(a + t * a_stride); };
-  for (int64_t b = 0; b < n / kSuperBlockSize; ++b) {
-    if constexpr (kTokens == 1) prefetch_ahead(x + b);
-    const float x_d = half_to_float(x[b].d);
-    const float x_dmin = half_to_float(x[b].dmin);
-    const __m256i scales_16 = _mm256_cvtepu8_epi16(unpack_k4_scales(x[b].scales));
-    const __m512i scales_512 = _mm512_castsi256_si512(scales_16);  // upper half unused by the indices
-    const __m256i mins = _mm256_permutexvar_epi16(min_index, scales_16);
-    __m512i isum[kTokens];
-    for (int t = 0; t < kTokens; ++t) {
-      const BlockQ8_K& y = activations(t)[b];
-      const __m256i min_products = _mm256_madd_epi16(load_256(y.bsums), mins);
-      acc_min[t] = _mm256_fmadd_ps(_mm256_set1_ps(y.d * x_dmin), _mm256_cvtepi32_ps(min_products), acc_min[t]);
-      isum[t] = _mm512_setzero_si512();
+// Q5_K: Q4_K's nibbles plus 16 where bit j of qh[l] is set (element 32j + l).
+struct Q5K {
+  using Block = BlockQ5_K;
+  static constexpr int kSubBlocks = 8;
+  static constexpr int kDwords = 8;
+  static constexpr int kPairs = 4;
+  static constexpr bool kHasMin = true;
+  static constexpr bool kRegroupsTokens = false;
+  static constexpr int64_t kMinPanelTokens = 4;
+  // T_lo, then T_hi (see Q4K): bytes 0..31 of step p are sub-blocks 4p, 4p + 1.
+  static constexpr int kSubBlockOrder[kSubBlocks] = {0, 1, 4, 5, 2, 3, 6, 7};
+  using Panel = PanelOf<kSubBlocks, kPairs>;
+
+  static uint32_t head(const Block& x) { return load_u32(reinterpret_cast<const uint8_t*>(&x.d)); }
+  static void token_pairs(const BlockQ8_K& y, int32_t* pairs) { k4_token_pairs(y, pairs); }
+  static void transpose(const uint8_t* const* rows, Panel& panel) {
+    transpose_k4_head(rows, panel);
+    transpose_k4_nibbles(rows, offsetof(Block, qs), panel);
+    const uint8_t* src[kPanel];
+    for (int r = 0; r < kPanel; ++r) src[r] = rows[r] + offsetof(Block, qh);
+    __m512i qh[8];  // lane r of qh[k] = qh bytes 4k .. 4k + 3: the fifth bits of codes dword k of every sub-block
+    transpose_16x32(src, qh);
+    const __m512i ones = _mm512_set1_epi8(1);
+    for (int j = 0; j < 8; ++j) {
+      for (int k = 0; k < 8; ++k) {
+        const __m512i bit = _mm512_and_si512(_mm512_srli_epi32(qh[k], j), ones);
+        panel.codes[8 * j + k] = _mm512_or_si512(panel.codes[8 * j + k], _mm512_slli_epi32(bit, 4));
+      }
     }
-    // Sub-block s takes its fifth bits from bit s of the qh bytes. Bytes 0..31 of a step
-    // are sub-blocks 4p (low nibbles) / 4p + 1 (high), bytes 32..63 are 4p + 2 / 4p + 3:
-    // with qh >> 2 in the upper half, both halves test bits 4p and 4p + 1.
-    const __m256i qh_256 = load_256(x[b].qh);
-    const __m512i qh = combine_256(qh_256, _mm256_srli_epi16(qh_256, 2));
-    for (int p = 0; p < 2; ++p) {
-      const __m512i packed = load_512(x[b].qs + 64 * p);
-      const __m512i low_nibbles = _mm512_and_si512(packed, low_nibble);
-      const __m512i high_nibbles = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low_nibble);
-      const __mmask64 low_bit4 = _mm512_test_epi8_mask(qh, _mm512_set1_epi8(static_cast<char>(1 << (4 * p))));
-      const __mmask64 high_bit4 = _mm512_test_epi8_mask(qh, _mm512_set1_epi8(static_cast<char>(2 << (4 * p))));
-      const __m512i low = _mm512_mask_add_epi8(low_nibbles, low_bit4, low_nibbles, sixteen);
-      const __m512i high = _mm512_mask_add_epi8(high_nibbles, high_bit4, high_nibbles, sixteen);
-      const __m512i low_scales = _mm512_permutexvar_epi16(split_index(4 * p, 4 * p + 2), scales_512);
-      const __m512i high_scales = _mm512_permutexvar_epi16(split_index(4 * p + 1, 4 * p + 3), scales_512);
-      for (int t = 0; t < kTokens; ++t) {
-        const BlockQ8_K& y = activations(t)[b];
+  }
+
+  struct RowSums {
+    __m512i low_nibble = _mm512_set1_epi8(0x0f);
+    __m512i sixteen = _mm512_set1_epi8(16);
+    __m256i min_index = _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+
+    // 64 quants per step (p), maddubs pair sums scaled by vpdpwssd. The row's part:
+    struct Unpacked {
+      __m512i low[2], high[2];                // codes of step p: low / high nibbles with their fifth bits
+      __m512i low_scales[2], high_scales[2];  // the int16 scale of each pair sum
+      __m256i mins;                           // mn_j/2 for bsums group j
+    };
+    __attribute__((always_inline)) Unpacked unpack(const Block& x) const {
+      Unpacked u;
+      const __m256i scales_16 = _mm256_cvtepu8_epi16(unpack_k4_scales(x.scales));
+      const __m512i scales_512 = _mm512_castsi256_si512(scales_16);  // upper half unused by the indices
+      u.mins = _mm256_permutexvar_epi16(min_index, scales_16);
+      // Sub-block s takes its fifth bits from bit s of the qh bytes. Bytes 0..31 of a step
+      // are sub-blocks 4p (low nibbles) / 4p + 1 (high), bytes 32..63 are 4p + 2 / 4p + 3:
+      // with qh >> 2 in the upper half, both halves test bits 4p and 4p + 1.
+      const __m256i qh_256 = load_256(x.qh);
+      const __m512i qh = combine_256(qh_256, _mm256_srli_epi16(qh_256, 2));
+      for (int p = 0; p < 2; ++p) {
+        const __m512i packed = load_512(x.qs + 64 * p);
+        const __m512i low_nibbles = _mm512_and_si512(packed, low_nibble);
+        const __m512i high_nibbles = _mm512_and_si512(_mm512_srli_epi16(packed, 4), low_nibble);
+        const __mmask64 low_bit4 = _mm512_test_epi8_mask(qh, _mm512_set1_epi8(static_cast<char>(1 << (4 * p))));
+        const __mmask64 high_bit4 = _mm512_test_epi8_mask(qh, _mm512_set1_epi8(static_cast<char>(2 << (4 * p))));
+        u.low[p] = _mm512_mask_add_epi8(low_nibbles, low_bit4, low_nibbles, sixteen);
+        u.high[p] = _mm512_mask_add_epi8(high_nibbles, high_bit4, high_nibbles, sixteen);
+        u.low_scales[p] = _mm512_permutexvar_epi16(split_index(4 * p, 4 * p + 2), scales_512);
+        u.high_scales[p] = _mm512_permutexvar_epi16(split_index(4 * p + 1, 4 * p + 3), scales_512);
+      }
+      return u;
+    }
+    __attribute__((always_inline)) __m512i of(const Unpacked& u, const BlockQ8_K& y) const {
+      __m512i isum = _mm512_setzero_si512();
+      for (int p = 0; p < 2; ++p) {
         const __m512i y_0 = load_512(y.qs + 128 * p);
         const __m512i y_1 = load_512(y.qs + 128 * p + 64);
         const __m512i y_low = _mm512_shuffle_i64x2(y_0, y_1, _MM_SHUFFLE(1, 0, 1, 0));
         const __m512i y_high = _mm512_shuffle_i64x2(y_0, y_1, _MM_SHUFFLE(3, 2, 3, 2));
-        isum[t] = _mm512_dpwssd_epi32(isum[t], _mm512_maddubs_epi16(low, y_low), low_scales);
-        isum[t] = _mm512_dpwssd_epi32(isum[t], _mm512_maddubs_epi16(high, y_high), high_scales);
+        isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(u.low[p], y_low), u.low_scales[p]);
+        isum = _mm512_dpwssd_epi32(isum, _mm512_maddubs_epi16(u.high[p], y_high), u.high_scales[p]);
       }
+      return pack_sums(isum, _mm256_madd_epi16(load_256(y.bsums), u.mins));
     }
-    for (int t = 0; t < kTokens; ++t) {
-      acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(activations(t)[b].d * x_d), _mm512_cvtepi32_ps(isum[t]), acc[t]);
-    }
-  }
-  for (int t = 0; t < kTokens; ++t) out[t * out_stride] = _mm512_reduce_add_ps(acc[t]) - hsum_ps(acc_min[t]);
-}
+  };
+};
 
-template <int kTokens>
-void q6_K_row(int64_t n, const BlockQ6_K* x, const uint8_t* a, size_t a_stride, float* out, int64_t out_stride) {
-  const __m512i low_nibble = _mm512_set1_epi8(0x0f);
-  const __m512i bits_4_5 = _mm512_set1_epi8(0x30);
-  // int16 pair-sum lane l of a 64-quant step covers group (16 quants) l / 8 of that step.
-  __m512i group_index[4];
-  for (int s = 0; s < 4; ++s) {
-    group_index[s] = _mm512_add_epi16(
-        _mm512_set1_epi16(static_cast<int16_t>(4 * s)),
-        _mm512_srli_epi16(_mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14,
-                                           13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                          3));
+// Q6_K: codes q in [0, 63], level q - 32; sixteen int8 scales of 16 quants each.
+struct Q6K {
+  using Block = BlockQ6_K;
+  static constexpr int kSubBlocks = 16;
+  static constexpr int kDwords = 4;
+  static constexpr int kPairs = 8;
+  static constexpr bool kHasMin = false;
+  static constexpr bool kRegroupsTokens = false;
+  static constexpr int64_t kMinPanelTokens = 5;
+  // T_lo (with every sub-block's -32 term), then T_hi (see Q4K): bytes 0..31 of the
+  // 64-quant steps are sub-blocks j with bit 1 of j clear.
+  static constexpr int kSubBlockOrder[kSubBlocks] = {0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15};
+  using Panel = PanelOf<kSubBlocks, kPairs>;
+
+  // d is the block's last two bytes: read with the two before it, shifted down.
+  static uint32_t head(const Block& x) {
+    return load_u32(reinterpret_cast<const uint8_t*>(&x.d) - 2) >> 16;
   }
-  __m512 acc[kTokens];
-  for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
-  auto activations = [&](int t) { return reinterpret_cast<const BlockQ8_K*>(a + t * a_stride); };
-  for (int64_t b = 0; b < n / kSuperBlockSize; ++b) {
-    if constexpr (kTokens == 1) prefetch_ahead(x + b);
-    const float x_d = half_to_float(x[b].d);
-    const __m256i scales_16 = _mm256_cvtepi8_epi16(load_128(x[b].scales));
-    const __m512i scales_512 = _mm512_castsi256_si512(scales_16);  // upper half unused by the indices
-    __m512i isum[kTokens];
-    for (int t = 0; t < kTokens; ++t) isum[t] = _mm512_setzero_si512();
-    for (int half = 0; half < 2; ++half) {
-      // Bytes 0..31 of ql hold elements 0..31 (low nibble) and 64..95 (high), bytes
-      // 32..63 elements 32..63 and 96..127; qh bits 2k, 2k+1 go with element 32k + l.
-      // With qh in bytes 0..31 and qh >> 2 in bytes 32..63, the low-nibble step needs
-      // bits 0-1 of each and the high-nibble step bits 4-5.
-      const __m512i ql = load_512(x[b].ql + 64 * half);
-      const __m256i qh_256 = load_256(x[b].qh + 32 * half);
-      const __m512i qh = combine_256(qh_256, _mm256_srli_epi16(qh_256, 2));
-      const __m512i q_first = _mm512_or_si512(_mm512_and_si512(ql, low_nibble),
-                                              _mm512_and_si512(_mm512_slli_epi16(qh, 4), bits_4_5));
-      const __m512i q_second = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low_nibble),
-                                               _mm512_and_si512(qh, bits_4_5));
-      const __m512i scales_first = _mm512_permutexvar_epi16(group_index[2 * half], scales_512);
-      const __m512i scales_second = _mm512_permutexvar_epi16(group_index[2 * half + 1], scales_512);
-      for (int t = 0; t < kTokens; ++t) {
-        const BlockQ8_K& y = activations(t)[b];
-        const __m512i pairs_first = _mm512_maddubs_epi16(q_first, load_512(y.qs + 128 * half));
-        const __m512i pairs_second = _mm512_maddubs_epi16(q_second, load_512(y.qs + 128 * half + 64));
-        isum[t] = _mm512_dpwssd_epi32(isum[t], pairs_first, scales_first);
-        isum[t] = _mm512_dpwssd_epi32(isum[t], pairs_second, scales_second);
+  // The token's group sums as they are, pairs (bsums_2i, bsums_2i+1).
+  static void token_pairs(const BlockQ8_K& y, int32_t* pairs) { std::memcpy(pairs, y.bsums, sizeof y.bsums); }
+
+  // Element 128h + 32g + 4k .. + 3 (h, g, k < 2, 4, 8) is codes[32h + 8g + k]: its low
+  // four bits are nibble g / 2 of ql[64h + 32 (g % 2) + 4k ..], its high two bits
+  // 2g, 2g + 1 of qh[32h + 4k ..] (blocks.h).
+  static void transpose(const uint8_t* const* rows, Panel& panel) {
+    const __m512i low_nibble = _mm512_set1_epi8(0x0f);
+    const __m512i two_bits = _mm512_set1_epi8(0x03);
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* src[kPanel];
+      __m512i ql[2][8];
+      __m512i qh[8];
+      for (int c = 0; c < 2; ++c) {
+        for (int r = 0; r < kPanel; ++r) src[r] = rows[r] + offsetof(Block, ql) + 64 * h + 32 * c;
+        transpose_16x32(src, ql[c]);
+      }
+      for (int r = 0; r < kPanel; ++r) src[r] = rows[r] + offsetof(Block, qh) + 32 * h;
+      transpose_16x32(src, qh);
+      for (int g = 0; g < 4; ++g) {
+        for (int k = 0; k < 8; ++k) {
+          const __m512i low = _mm512_and_si512(_mm512_srli_epi32(ql[g % 2][k], 4 * (g / 2)), low_nibble);
+          const __m512i high = _mm512_and_si512(_mm512_srli_epi32(qh[k], 2 * g), two_bits);
+          panel.codes[32 * h + 8 * g + k] = _mm512_or_si512(low, _mm512_slli_epi32(high, 4));
+        }
       }
     }
-    for (int t = 0; t < kTokens; ++t) {
-      const BlockQ8_K& y = activations(t)[b];
+    const uint8_t* src[kPanel];
+    for (int r = 0; r < kPanel; ++r) src[r] = rows[r] + offsetof(Block, scales);
+    __m512i packed[4];  // lane r of packed[i] = scales 4i .. 4i + 3 of row r
+    transpose_16x16(src, packed);
+    for (int j = 0; j < 16; ++j) {
+      panel.scales[j] = _mm512_srai_epi32(_mm512_slli_epi32(packed[j / 4], 24 - 8 * (j % 4)), 24);
+    }
+    // The -32 of every level: pairs (-32 sc_2i, -32 sc_2i+1) against the token's bsums.
+    for (int i = 0; i < 8; ++i) {
+      const __m512i low = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(panel.scales[2 * i], 5));
+      const __m512i high = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(panel.scales[2 * i + 1], 5));
+      panel.pairs[i] = _mm512_or_si512(_mm512_and_si512(low, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(high, 16));
+    }
+    __m512i heads[4];
+    for (int r = 0; r < kPanel; ++r) src[r] = rows[r] + offsetof(Block, d) - 14;  // the last 16 bytes
+    transpose_16x16(src, heads);
+    panel.d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(heads[3], 16)));
+    panel.dmin = _mm512_setzero_ps();
+  }
+
+  struct RowSums {
+    __m512i low_nibble = _mm512_set1_epi8(0x0f);
+    __m512i bits_4_5 = _mm512_set1_epi8(0x30);
+    // int16 pair-sum lane l of a 64-quant step covers group (16 quants) l / 8 of that step.
+    __m512i group_index[4];
+    RowSums() {
+      for (int s = 0; s < 4; ++s) {
+        group_index[s] = _mm512_add_epi16(
+            _mm512_set1_epi16(static_cast<int16_t>(4 * s)),
+            _mm512_srli_epi16(_mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15,
+                                               14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                              3));
+      }
+    }
+
+    // The row's part, shared by every token.
+    struct Unpacked {
+      __m512i first[2], second[2];                // codes of the two 64-quant steps of half h
+      __m512i scales_first[2], scales_second[2];  // the int16 scale of each pair sum
+      __m256i scales_16;                          // sc_0 .. sc_15
+    };
+    __attribute__((always_inline)) Unpacked unpack(const Block& x) const {
+      Unpacked u;
+      u.scales_16 = _mm256_cvtepi8_epi16(load_128(x.scales));
+      const __m512i scales_512 = _mm512_castsi256_si512(u.scales_16);  // upper half unused by the indices
+      for (int half = 0; half < 2; ++half) {
+        // Bytes 0..31 of ql hold elements 0..31 (low nibble) and 64..95 (high), bytes
+        // 32..63 elements 32..63 and 96..127; qh bits 2k, 2k+1 go with element 32k + l.
+        // With qh in bytes 0..31 and qh >> 2 in bytes 32..63, the low-nibble step needs
+        // bits 0-1 of each and the high-nibble step bits 4-5.
+        const __m512i ql = load_512(x.ql + 64 * half);
+        const __m256i qh_256 = load_256(x.qh + 32 * half);
+        const __m512i qh = combine_256(qh_256, _mm256_srli_epi16(qh_256, 2));
+        u.first[half] = _mm512_or_si512(_mm512_and_si512(ql, low_nibble),
+                                        _mm512_and_si512(_mm512_slli_epi16(qh, 4), bits_4_5));
+        u.second[half] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low_nibble),
+                                         _mm512_and_si512(qh, bits_4_5));
+        u.scales_first[half] = _mm512_permutexvar_epi16(group_index[2 * half], scales_512);
+        u.scales_second[half] = _mm512_permutexvar_epi16(group_index[2 * half + 1], scales_512);
+      }
+      return u;
+    }
+    __attribute__((always_inline)) __m512i of(const Unpacked& u, const BlockQ8_K& y) const {
+      __m512i isum = _mm512_setzero_si512();
+      for (int half = 0; half < 2; ++half) {
+        const __m512i pairs_first = _mm512_maddubs_epi16(u.first[half], load_512(y.qs + 128 * half));
+        const __m512i pairs_second = _mm512_maddubs_epi16(u.second[half], load_512(y.qs + 128 * half + 64));
+        isum = _mm512_dpwssd_epi32(isum, pairs_first, u.scales_first[half]);
+        isum = _mm512_dpwssd_epi32(isum, pairs_second, u.scales_second[half]);
+      }
       // The -32 of every level: 32 * sum_j scale_j * bsums[j].
-      const __m256i offset_products = _mm256_madd_epi16(load_256(y.bsums), scales_16);
-      isum[t] = _mm512_sub_epi32(isum[t], _mm512_zextsi256_si512(_mm256_slli_epi32(offset_products, 5)));
-      acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(y.d * x_d), _mm512_cvtepi32_ps(isum[t]), acc[t]);
+      const __m256i offset_products = _mm256_madd_epi16(load_256(y.bsums), u.scales_16);
+      // No minimum: T's 16 lanes as they are (lanes 0..7 T_lo, 8..15 T_hi), for pack_pair.
+      return _mm512_sub_epi32(isum, _mm512_zextsi256_si512(_mm256_slli_epi32(offset_products, 5)));
     }
+  };
+};
+
+// ---------------------------------------------------------------------------------------
+// The float steps (see the top of the file), shared by both paths: per (row, token) one
+// float sum, and per super-block first its minimum term, then T's two halves.
+
+struct Accumulator {
+  __m512 sum = _mm512_setzero_ps();
+
+  __attribute__((always_inline)) void add_min(__m512i m, __m512 dmin, float token_d) {
+    sum = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(dmin, _mm512_set1_ps(token_d)), sum);
   }
-  for (int t = 0; t < kTokens; ++t) out[t * out_stride] = _mm512_reduce_add_ps(acc[t]);
-}
-
-template <typename Block, int kTokens>
-void row_kernel(int64_t n, const Block* x, const uint8_t* a, size_t a_stride, float* out, int64_t out_stride) {
-  if constexpr (std::is_same_v<Block, BlockQ4_K>) {
-    q4_K_row<kTokens>(n, x, a, a_stride, out, out_stride);
-  } else if constexpr (std::is_same_v<Block, BlockQ5_K>) {
-    q5_K_row<kTokens>(n, x, a, a_stride, out, out_stride);
-  } else {
-    q6_K_row<kTokens>(n, x, a, a_stride, out, out_stride);
+  __attribute__((always_inline)) void add_total(__m512i t_lo, __m512i t_hi, __m512 d, float token_d) {
+    const __m512 scale = _mm512_mul_ps(d, _mm512_set1_ps(token_d));
+    sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t_lo), scale, sum);
+    sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t_hi), scale, sum);
   }
-}
+};
 
-// Activation rows as row_kernel<Block> reads them: Q4_K wants permute_for_q4_K's layout,
-// written here into a buffer (kStageTokens rows at a time); the others read the rows as
-// they are.
-constexpr int kStageTokens = kTokenTile;
+// ---------------------------------------------------------------------------------------
+// A few tokens: rows [0, n_rows) of a 16-row group (n_rows <= 16), each read once in
+// order and unpacked once for the kTokens tokens. `sums` and `heads` are scratch of
+// kTokens * n_blocks * 16 and n_blocks * 16 entries; y[t] is token t's row as Format's
+// RowSums reads it.
 
-template <typename Block>
-class StagedActivations {
- public:
-  StagedActivations(int64_t n, const uint8_t* a, size_t a_stride) : n_blocks_(n / kSuperBlockSize), a_(a), a_stride_(a_stride) {
-    if constexpr (std::is_same_v<Block, BlockQ4_K>) {
-      buffer_ = static_cast<BlockQ8_K*>(std::malloc(sizeof(BlockQ8_K) * kStageTokens * n_blocks_));
-    }
+template <typename Format, int kTokens>
+void dot_group_rows(int64_t n_blocks, const uint8_t* w, size_t w_stride, int64_t n_rows, const BlockQ8_K* const* y,
+                    __m512i* sums, uint32_t* heads, float* out, int64_t out_stride) {
+  // Its constants local (not behind a reference the stores below might alias: reloads).
+  const typename Format::RowSums row_sums;
+  using Block = typename Format::Block;
+  const int64_t token_sums = n_blocks * kPanel;  // entries per token in `sums`
+  // Local copies: the stores below could otherwise alias them, forcing reloads.
+  const BlockQ8_K* tokens[kTokens];
+  __m512i* token_out[kTokens];
+  for (int t = 0; t < kTokens; ++t) {
+    tokens[t] = y[t];
+    token_out[t] = sums + t * token_sums;
   }
-  ~StagedActivations() { std::free(buffer_); }
-  StagedActivations(const StagedActivations&) = delete;
-  StagedActivations& operator=(const StagedActivations&) = delete;
-
-  // Rows t .. t + count - 1 (count <= kStageTokens), readable until the next call.
-  const uint8_t* rows(int64_t t, int count) {
-    if constexpr (!std::is_same_v<Block, BlockQ4_K>) {
-      (void)count;
-      return a_ + t * a_stride_;
-    } else {
-      for (int i = 0; i < count; ++i) {
-        permute_for_q4_K(reinterpret_cast<const BlockQ8_K*>(a_ + (t + i) * a_stride_), buffer_ + i * n_blocks_,
-                         n_blocks_);
+  // Q6_K (no minimum): two super-blocks per stored vector (pack_pair), entry b / 2.
+  constexpr int64_t kPerEntry = Format::kHasMin ? 1 : 2;
+  const int64_t n_entries = (n_blocks + kPerEntry - 1) / kPerEntry;
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const auto* x = reinterpret_cast<const Block*>(w + r * w_stride);
+    for (int64_t b = 0; b < n_blocks; b += kPerEntry) {
+      prefetch_ahead(x + b);
+      const typename Format::RowSums::Unpacked unpacked = row_sums.unpack(x[b]);
+      heads[b * kPanel + r] = Format::head(x[b]);
+      if constexpr (kPerEntry == 1) {
+        for (int t = 0; t < kTokens; ++t) {
+          _mm512_store_si512(token_out[t] + b * kPanel + r, row_sums.of(unpacked, tokens[t][b]));
+        }
+      } else {
+        const bool two = b + 1 < n_blocks;
+        if (two) {
+          prefetch_ahead(x + b + 1);
+          heads[(b + 1) * kPanel + r] = Format::head(x[b + 1]);
+        }
+        const typename Format::RowSums::Unpacked next = row_sums.unpack(x[two ? b + 1 : b]);
+        for (int t = 0; t < kTokens; ++t) {
+          const __m512i second = two ? row_sums.of(next, tokens[t][b + 1]) : _mm512_setzero_si512();
+          _mm512_store_si512(token_out[t] + (b / 2) * kPanel + r, pack_pair(row_sums.of(unpacked, tokens[t][b]), second));
+        }
       }
-      return reinterpret_cast<const uint8_t*>(buffer_);
     }
   }
-  size_t stride() const {
-    return std::is_same_v<Block, BlockQ4_K> ? sizeof(BlockQ8_K) * n_blocks_ : a_stride_;
+  for (int64_t r = n_rows; r < kPanel; ++r) {  // lanes computed and never stored
+    for (int64_t e = 0; e < n_entries; ++e) {
+      for (int t = 0; t < kTokens; ++t) _mm512_store_si512(sums + t * token_sums + e * kPanel + r, _mm512_setzero_si512());
+    }
+    for (int64_t b = 0; b < n_blocks; ++b) heads[b * kPanel + r] = 0;
+  }
+  for (int t = 0; t < kTokens; ++t) {
+    Accumulator acc;
+    auto head_of = [&](int64_t b) { return _mm512_loadu_si512(heads + b * kPanel); };
+    if constexpr (Format::kHasMin) {
+      for (int64_t b = 0; b < n_blocks; ++b) {
+        const __m512i head = head_of(b);
+        __m512i quarters[3];  // T_lo, T_hi, M
+        reduce_rows<3>(sums + t * token_sums + b * kPanel, quarters);
+        acc.add_min(quarters[2], _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16))), y[t][b].d);
+        acc.add_total(quarters[0], quarters[1], _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head)), y[t][b].d);
+      }
+    } else {
+      for (int64_t b = 0; b < n_blocks; b += 2) {
+        __m512i quarters[4];  // T_lo, T_hi of b, then of b + 1
+        reduce_rows<4>(sums + t * token_sums + (b / 2) * kPanel, quarters);
+        acc.add_total(quarters[0], quarters[1], _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head_of(b))), y[t][b].d);
+        if (b + 1 < n_blocks) {
+          acc.add_total(quarters[2], quarters[3], _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head_of(b + 1))), y[t][b + 1].d);
+        }
+      }
+    }
+    _mm512_mask_storeu_ps(out + t * out_stride, static_cast<__mmask16>((1u << n_rows) - 1), acc.sum);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Many tokens.
+
+// Per token and super-block: its scale and the int16 pairs that the panel's pairs multiply.
+struct TokenBlock {
+  float d;
+  int32_t pairs[8];
+};
+
+// A run of activation rows staged block-major: super-block b of token t at
+// meta[b * stride + t] and its 256 quants at quants + (b * stride + t) * 256. A tile's
+// tokens then sit at fixed offsets from one pointer per super-block.
+struct StagedTokens {
+  const TokenBlock* meta;
+  const int8_t* quants;
+  int64_t stride;  // tokens staged per super-block
+
+  StagedTokens from(int64_t t) const { return {meta + t, quants + t * kSuperBlockSize, stride}; }
+  const TokenBlock* block_meta(int64_t b) const { return meta + b * stride; }
+  const int8_t* block_quants(int64_t b) const { return quants + b * stride * kSuperBlockSize; }
+};
+
+// Scratch for staging up to kTokenBlock tokens of n_blocks super-blocks.
+struct StagingBuffers {
+  TokenBlock* meta;
+  int8_t* quants;
+  explicit StagingBuffers(int64_t n_blocks)
+      : meta(static_cast<TokenBlock*>(std::malloc(sizeof(TokenBlock) * n_blocks * kTokenBlock))),
+        quants(static_cast<int8_t*>(
+            std::aligned_alloc(64, static_cast<size_t>(n_blocks) * kTokenBlock * kSuperBlockSize))) {}
+  ~StagingBuffers() {
+    std::free(meta);
+    std::free(quants);
+  }
+  StagingBuffers(const StagingBuffers&) = delete;
+  StagingBuffers& operator=(const StagingBuffers&) = delete;
+};
+
+template <typename Format>
+StagedTokens stage_tokens(int64_t n_blocks, const uint8_t* a, size_t a_stride, int64_t n_tokens,
+                          const StagingBuffers& staging) {
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const auto* y = reinterpret_cast<const BlockQ8_K*>(a + t * a_stride);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      TokenBlock& token = staging.meta[b * n_tokens + t];
+      token.d = y[b].d;
+      Format::token_pairs(y[b], token.pairs);
+      std::memcpy(staging.quants + (b * n_tokens + t) * kSuperBlockSize, y[b].qs, kSuperBlockSize);
+    }
+  }
+  return {staging.meta, staging.quants, n_tokens};
+}
+
+// The next panel's rows (contiguous) are prefetched in order while this one is computed,
+// an equal share with every super-block transposed and every super-block of every tile:
+// 16 rows side by side are 16 streams, which the hardware prefetcher does not follow
+// well, and prefetches issued in one phase only leave the memory idle in the other.
+class PanelPrefetch {
+ public:
+  PanelPrefetch(const uint8_t* next, int64_t n_bytes, int64_t n_steps)
+      : next_(reinterpret_cast<const char*>(next)), end_(next_ + n_bytes),
+        bytes_per_step_((n_bytes / (n_steps > 0 ? n_steps : 1) + 127) / 64 * 64) {}
+  void step() {
+    for (int64_t i = 0; i < bytes_per_step_ && next_ < end_; i += 64, next_ += 64) _mm_prefetch(next_, _MM_HINT_T0);
   }
 
  private:
-  int64_t n_blocks_;
-  const uint8_t* a_;
-  size_t a_stride_;
-  BlockQ8_K* buffer_ = nullptr;
+  const char* next_;
+  const char* end_;
+  int64_t bytes_per_step_;
 };
 
-template <typename Block>
+// Rows r0 .. r0 + 15 of the weights (rows past n_rows repeat the last one; their lanes are
+// computed and never stored), super-block by super-block into `panel`.
+template <typename Format>
+void transpose_panel(int64_t n_blocks, const uint8_t* w, size_t w_stride, int64_t n_rows,
+                     typename Format::Panel* panel, PanelPrefetch& prefetch) {
+  using Block = typename Format::Block;
+  size_t offsets[kPanel];
+  for (int r = 0; r < kPanel; ++r) offsets[r] = static_cast<size_t>(r < n_rows ? r : n_rows - 1) * w_stride;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    prefetch.step();
+    const uint8_t* rows[kPanel];
+    for (int r = 0; r < kPanel; ++r) rows[r] = w + offsets[r] + b * sizeof(Block);
+    Format::transpose(rows, panel[b]);
+  }
+}
+
+// out[t * out_stride + r] for the panel's first n_rows rows and kTokens tokens.
+template <typename Format, int kTokens>
+void dot_panel(int64_t n_blocks, const typename Format::Panel* panel, StagedTokens tokens, int64_t n_rows, float* out,
+               int64_t out_stride, PanelPrefetch& prefetch) {
+  Accumulator acc[kTokens];
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    prefetch.step();
+    const typename Format::Panel& p = panel[b];
+    const int8_t* q = tokens.block_quants(b);
+    const TokenBlock* meta = tokens.block_meta(b);
+    __m512i total[kTokens];
+    for (int t = 0; t < kTokens; ++t) total[t] = _mm512_setzero_si512();
+    for (int i = 0; i < Format::kPairs; ++i) {
+      for (int t = 0; t < kTokens; ++t) total[t] = _mm512_dpwssd_epi32(total[t], p.pairs[i], _mm512_set1_epi32(meta[t].pairs[i]));
+    }
+    if constexpr (Format::kHasMin) {  // that was M; T_lo starts from zero (Q6_K: from its -32 terms)
+      for (int t = 0; t < kTokens; ++t) {
+        acc[t].add_min(total[t], p.dmin, meta[t].d);
+        total[t] = _mm512_setzero_si512();
+      }
+    }
+    // T_lo's sub-blocks, then T_hi's; kTokens independent vpdpbusd chains in flight.
+    // (Unrolled: the vpdpbusd chains must stay in registers.)
+    __m512i total_lo[kTokens];
+#pragma GCC unroll 2
+    for (int half = 0; half < 2; ++half) {
+#pragma GCC unroll 8
+      for (int s = 0; s < Format::kSubBlocks / 2; ++s) {
+        const int j = Format::kSubBlockOrder[half * Format::kSubBlocks / 2 + s];
+        __m512i isum[kTokens];
+        for (int t = 0; t < kTokens; ++t) isum[t] = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int k = 0; k < Format::kDwords; ++k) {
+          const int dword = j * Format::kDwords + k;
+          const __m512i codes = p.codes[dword];
+          for (int t = 0; t < kTokens; ++t) {
+            isum[t] = _mm512_dpbusd_epi32(
+                isum[t], codes,
+                _mm512_set1_epi32(static_cast<int>(load_u32(reinterpret_cast<const uint8_t*>(q + t * kSuperBlockSize + 4 * dword)))));
+          }
+        }
+        for (int t = 0; t < kTokens; ++t) total[t] = _mm512_add_epi32(total[t], _mm512_mullo_epi32(isum[t], p.scales[j]));
+      }
+      if (half == 0) {
+        for (int t = 0; t < kTokens; ++t) {
+          total_lo[t] = total[t];
+          total[t] = _mm512_setzero_si512();
+        }
+      }
+    }
+    for (int t = 0; t < kTokens; ++t) acc[t].add_total(total_lo[t], total[t], p.d, meta[t].d);
+  }
+  const __mmask16 keep = static_cast<__mmask16>((1u << n_rows) - 1);
+  for (int t = 0; t < kTokens; ++t) _mm512_mask_storeu_ps(out + t * out_stride, keep, acc[t].sum);
+}
+
+// Calls tile<n>(first token, n) over n_tokens tokens: tiles of kTokenTile, then one of
+// the rest (the tile size must be a compile-time constant for the registers).
+template <typename Tile>
+void for_token_tiles(int64_t n_tokens, Tile&& tile) {
+  int64_t t = 0;
+  for (; t + kTokenTile <= n_tokens; t += kTokenTile) tile(std::integral_constant<int, kTokenTile>{}, t);
+  switch (n_tokens - t) {
+    case 7: tile(std::integral_constant<int, 7>{}, t); break;
+    case 6: tile(std::integral_constant<int, 6>{}, t); break;
+    case 5: tile(std::integral_constant<int, 5>{}, t); break;
+    case 4: tile(std::integral_constant<int, 4>{}, t); break;
+    case 3: tile(std::integral_constant<int, 3>{}, t); break;
+    case 2: tile(std::integral_constant<int, 2>{}, t); break;
+    case 1: tile(std::integral_constant<int, 1>{}, t); break;
+    default: break;
+  }
+}
+
+// Every shape goes through here.
+template <typename Format>
+void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a, size_t a_stride,
+                int64_t n_a_rows, float* out, int64_t out_stride) {
+  using Panel = typename Format::Panel;
+  const auto* weights = static_cast<const uint8_t*>(w);
+  const auto* activations = static_cast<const uint8_t*>(a);
+  const int64_t n_blocks = n / kSuperBlockSize;
+  if (n_a_rows < Format::kMinPanelTokens) {
+    // Per 16 rows, up to kRowTokens tokens at a time: partial sums [kRowTokens][n_blocks][16], heads [n_blocks][16].
+    auto* sums = static_cast<__m512i*>(std::aligned_alloc(64, sizeof(__m512i) * kRowTokens * kPanel * n_blocks));
+    auto* heads = static_cast<uint32_t*>(std::malloc(sizeof(uint32_t) * kPanel * n_blocks));
+    const BlockQ8_K* y[Format::kMinPanelTokens];
+    BlockQ8_K* regrouped = nullptr;  // Q4_K: the tokens in permute_for_q4_K's layout
+    if constexpr (Format::kRegroupsTokens) {
+      regrouped = static_cast<BlockQ8_K*>(std::malloc(sizeof(BlockQ8_K) * n_blocks * n_a_rows));
+    }
+    for (int64_t t = 0; t < n_a_rows; ++t) {
+      const auto* row = reinterpret_cast<const BlockQ8_K*>(activations + t * a_stride);
+      y[t] = row;
+      if constexpr (Format::kRegroupsTokens) {
+        permute_for_q4_K(row, regrouped + t * n_blocks, n_blocks);
+        y[t] = regrouped + t * n_blocks;
+      }
+    }
+    for (int64_t r0 = 0; r0 < n_w_rows; r0 += kPanel) {
+      const int64_t n_rows = n_w_rows - r0 < kPanel ? n_w_rows - r0 : kPanel;
+      for (int64_t t = 0; t < n_a_rows; t += kRowTokens) {
+        auto group = [&](auto tokens) {
+          dot_group_rows<Format, decltype(tokens)::value>(n_blocks, weights + r0 * w_stride, w_stride, n_rows, y + t,
+                                                          sums, heads, out + t * out_stride + r0, out_stride);
+        };
+        switch (n_a_rows - t < kRowTokens ? n_a_rows - t : kRowTokens) {
+          case 1: group(std::integral_constant<int, 1>{}); break;
+          case 2: group(std::integral_constant<int, 2>{}); break;
+          case 3: group(std::integral_constant<int, 3>{}); break;
+          default: group(std::integral_constant<int, kRowTokens>{}); break;
+        }
+      }
+    }
+    std::free(regrouped);
+    std::free(heads);
+    std::free(sums);
+    return;
+  }
+  auto* panel = static_cast<Panel*>(std::aligned_alloc(64, sizeof(Panel) * n_blocks));
+  StagingBuffers staging(n_blocks);
+  for (int64_t t0 = 0; t0 < n_a_rows; t0 += kTokenBlock) {
+    const int64_t n_tokens = n_a_rows - t0 < kTokenBlock ? n_a_rows - t0 : kTokenBlock;
+    const StagedTokens tokens = stage_tokens<Format>(n_blocks, activations + t0 * a_stride, a_stride, n_tokens, staging);
+    for (int64_t r0 = 0; r0 < n_w_rows; r0 += kPanel) {
+      const int64_t n_rows = n_w_rows - r0 < kPanel ? n_w_rows - r0 : kPanel;
+      const int64_t after = n_w_rows - r0 - n_rows;
+      const int64_t n_next = after < kPanel ? after : kPanel;
+      const int64_t n_tiles = (n_tokens + kTokenTile - 1) / kTokenTile;
+      PanelPrefetch prefetch(weights + (r0 + n_rows) * w_stride, n_next * static_cast<int64_t>(w_stride),
+                             n_blocks * (1 + n_tiles));
+      transpose_panel<Format>(n_blocks, weights + r0 * w_stride, w_stride, n_rows, panel, prefetch);
+      for_token_tiles(n_tokens, [&](auto tile, int64_t t) {
+        dot_panel<Format, decltype(tile)::value>(n_blocks, panel, tokens.from(t), n_rows,
+                                                 out + (t0 + t) * out_stride + r0, out_stride, prefetch);
+      });
+    }
+  }
+  std::free(panel);
+}
+
+template <typename Format>
 float dot_row(int64_t n, const void* w, const void* a) {
-  StagedActivations<Block> staged(n, static_cast<const uint8_t*>(a), 0);
   float result;
-  row_kernel<Block, 1>(n, static_cast<const Block*>(w), staged.rows(0, 1), 0, &result, 0);
+  dot_matrix<Format>(n, w, 0, 1, a, 0, 1, &result, 0);
   return result;
 }
 
-// One weight row against n_a_rows activation rows, kTokenTile at a time.
-template <typename Block>
+template <typename Format>
 void dot_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
               int64_t out_stride) {
-  const auto* x = static_cast<const Block*>(w);
-  StagedActivations<Block> staged(n, static_cast<const uint8_t*>(a), a_stride);
-  int64_t t = 0;
-  for (; t + kTokenTile <= n_a_rows; t += kTokenTile) {
-    row_kernel<Block, kTokenTile>(n, x, staged.rows(t, kTokenTile), staged.stride(), out + t * out_stride,
-                                  out_stride);
-  }
-  for (; t < n_a_rows; ++t) row_kernel<Block, 1>(n, x, staged.rows(t, 1), 0, out + t * out_stride, 0);
-}
-
-// Weight rows in cache panels (x86_helpers.h): for each panel, every tile of kTokenTile
-// activation rows against each row of the panel.
-template <typename Block>
-void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a, size_t a_stride,
-                int64_t n_a_rows, float* out, int64_t out_stride) {
-  const auto* weights = static_cast<const uint8_t*>(w);
-  StagedActivations<Block> staged(n, static_cast<const uint8_t*>(a), a_stride);
-  auto row = [&](int64_t r) { return reinterpret_cast<const Block*>(weights + r * w_stride); };
-  const int64_t panel = panel_rows(w_stride, 1);
-  for (int64_t r0 = 0; r0 < n_w_rows; r0 += panel) {
-    const int64_t r1 = r0 + panel < n_w_rows ? r0 + panel : n_w_rows;
-    int64_t t = 0;
-    for (; t + kTokenTile <= n_a_rows; t += kTokenTile) {
-      const uint8_t* tile = staged.rows(t, kTokenTile);
-      for (int64_t r = r0; r < r1; ++r) {
-        row_kernel<Block, kTokenTile>(n, row(r), tile, staged.stride(), out + t * out_stride + r, out_stride);
-      }
-    }
-    for (; t < n_a_rows; ++t) {
-      const uint8_t* single = staged.rows(t, 1);
-      for (int64_t r = r0; r < r1; ++r) row_kernel<Block, 1>(n, row(r), single, 0, out + t * out_stride + r, 0);
-    }
-  }
+  dot_matrix<Format>(n, w, 0, 1, a, a_stride, n_a_rows, out, out_stride);
 }
 
 }  // namespace
 
-float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a) { return dot_row<BlockQ4_K>(n, w, a); }
-float vec_dot_q5_K_q8_K(int64_t n, const void* w, const void* a) { return dot_row<BlockQ5_K>(n, w, a); }
-float vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a) { return dot_row<BlockQ6_K>(n, w, a); }
+float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a) { return dot_row<Q4K>(n, w, a); }
+float vec_dot_q5_K_q8_K(int64_t n, const void* w, const void* a) { return dot_row<Q5K>(n, w, a); }
+float vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a) { return dot_row<Q6K>(n, w, a); }
 
 void vec_dot_rows_q4_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
                             int64_t out_stride) {
-  dot_rows<BlockQ4_K>(n, w, a, a_stride, n_a_rows, out, out_stride);
+  dot_rows<Q4K>(n, w, a, a_stride, n_a_rows, out, out_stride);
 }
 void vec_dot_rows_q5_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
                             int64_t out_stride) {
-  dot_rows<BlockQ5_K>(n, w, a, a_stride, n_a_rows, out, out_stride);
+  dot_rows<Q5K>(n, w, a, a_stride, n_a_rows, out, out_stride);
 }
 void vec_dot_rows_q6_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
                             int64_t out_stride) {
-  dot_rows<BlockQ6_K>(n, w, a, a_stride, n_a_rows, out, out_stride);
+  dot_rows<Q6K>(n, w, a, a_stride, n_a_rows, out, out_stride);
 }
 
 void vec_dot_matrix_q4_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
-  dot_matrix<BlockQ4_K>(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
+  dot_matrix<Q4K>(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
 }
 void vec_dot_matrix_q5_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
-  dot_matrix<BlockQ5_K>(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
+  dot_matrix<Q5K>(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
 }
 void vec_dot_matrix_q6_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
-  dot_matrix<BlockQ6_K>(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
+  dot_matrix<Q6K>(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
 }
 
 }  // namespace tokenmill::quant::avx512
