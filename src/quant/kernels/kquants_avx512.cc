@@ -832,14 +832,22 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
   const auto* activations = static_cast<const uint8_t*>(a);
   const int64_t n_blocks = n / kSuperBlockSize;
   if (n_a_rows < Format::kMinPanelTokens) {
-    // Per 16 rows, up to kRowTokens tokens at a time: partial sums [kRowTokens][n_blocks][16], heads [n_blocks][16].
-    auto* sums = static_cast<__m512i*>(std::aligned_alloc(64, sizeof(__m512i) * kRowTokens * kPanel * n_blocks));
-    auto* heads = static_cast<uint32_t*>(std::malloc(sizeof(uint32_t) * kPanel * n_blocks));
+    // Scratch: per 16 rows, partial sums [n_a_rows][n_blocks][16] and heads [n_blocks][16];
+    // Q4_K's regrouped tokens [n_a_rows][n_blocks]. On the stack when it fits (decode of
+    // rows up to 8192 wide): an allocation per call costs decode about a percent, and
+    // one over malloc's mmap threshold (128 KB) a page fault per page every call.
+    const size_t sums_bytes = sizeof(__m512i) * kPanel * static_cast<size_t>(n_blocks * n_a_rows);
+    const size_t heads_bytes = (sizeof(uint32_t) * kPanel * static_cast<size_t>(n_blocks) + 63) / 64 * 64;
+    const size_t regrouped_bytes = Format::kRegroupsTokens ? sizeof(BlockQ8_K) * static_cast<size_t>(n_blocks * n_a_rows) : 0;
+    const size_t scratch_bytes = sums_bytes + heads_bytes + regrouped_bytes;
+    constexpr size_t kStackScratch = 64 * 1024;
+    alignas(64) uint8_t stack_scratch[kStackScratch];
+    uint8_t* allocated = scratch_bytes > kStackScratch ? static_cast<uint8_t*>(std::aligned_alloc(64, (scratch_bytes + 63) / 64 * 64)) : nullptr;
+    uint8_t* scratch = allocated != nullptr ? allocated : stack_scratch;
+    auto* sums = reinterpret_cast<__m512i*>(scratch);
+    auto* heads = reinterpret_cast<uint32_t*>(scratch + sums_bytes);
+    auto* regrouped = reinterpret_cast<BlockQ8_K*>(scratch + sums_bytes + heads_bytes);  // Q4_K only
     const BlockQ8_K* y[Format::kMinPanelTokens];
-    BlockQ8_K* regrouped = nullptr;  // Q4_K: the tokens in permute_for_q4_K's layout
-    if constexpr (Format::kRegroupsTokens) {
-      regrouped = static_cast<BlockQ8_K*>(std::malloc(sizeof(BlockQ8_K) * n_blocks * n_a_rows));
-    }
     for (int64_t t = 0; t < n_a_rows; ++t) {
       const auto* row = reinterpret_cast<const BlockQ8_K*>(activations + t * a_stride);
       y[t] = row;
@@ -863,9 +871,7 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
         }
       }
     }
-    std::free(regrouped);
-    std::free(heads);
-    std::free(sums);
+    std::free(allocated);
     return;
   }
   auto* panel = static_cast<Panel*>(std::aligned_alloc(64, sizeof(Panel) * n_blocks));
