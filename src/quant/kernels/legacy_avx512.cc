@@ -36,6 +36,7 @@
 
 #include "quant/blocks.h"
 #include "quant/kernels/simd_kernels.h"
+#include "quant/kernels/panel_transpose_avx512.h"
 #include "quant/kernels/x86_helpers.h"
 
 namespace tokenmill::quant::avx512 {
@@ -138,73 +139,6 @@ struct PanelBlock {
   __m512 scales;
   __m512 mins;  // the _1 formats' m; unused otherwise
 };
-
-// 16 x 16 bytes (the nibbles of one block of each row) as four vectors, lane r of vector
-// j = bytes 4j .. 4j + 3 of row r: rows in 128-bit lanes (z[q] = rows q, 4 + q, 8 + q,
-// 12 + q), then a 4 x 4 dword transpose in every 128-bit lane.
-void transpose_16x16(const uint8_t* const* src, __m512i* out) {
-  __m512i z[4];
-  for (int q = 0; q < 4; ++q) {
-    __m512i v = _mm512_castsi128_si512(load_128(src[q]));
-    v = _mm512_inserti32x4(v, load_128(src[4 + q]), 1);
-    v = _mm512_inserti32x4(v, load_128(src[8 + q]), 2);
-    z[q] = _mm512_inserti32x4(v, load_128(src[12 + q]), 3);
-  }
-  const __m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]);
-  const __m512i t1 = _mm512_unpackhi_epi32(z[0], z[1]);
-  const __m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]);
-  const __m512i t3 = _mm512_unpackhi_epi32(z[2], z[3]);
-  out[0] = _mm512_unpacklo_epi64(t0, t2);
-  out[1] = _mm512_unpackhi_epi64(t0, t2);
-  out[2] = _mm512_unpacklo_epi64(t1, t3);
-  out[3] = _mm512_unpackhi_epi64(t1, t3);
-}
-
-// The first 8 bytes of one block of each row as two vectors, lane r of vector j = bytes
-// 4j .. 4j + 3 of row r (transpose_16x16's first two outputs; 8-byte loads).
-__attribute__((always_inline)) inline void transpose_16x8(const uint8_t* const* src, __m512i* out) {
-  __m512i z[4];
-  for (int q = 0; q < 4; ++q) {
-    __m512i v = _mm512_castsi128_si512(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(src[q])));
-    v = _mm512_inserti32x4(v, _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src[4 + q])), 1);
-    v = _mm512_inserti32x4(v, _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src[8 + q])), 2);
-    z[q] = _mm512_inserti32x4(v, _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src[12 + q])), 3);
-  }
-  const __m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]);
-  const __m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]);
-  out[0] = _mm512_unpacklo_epi64(t0, t2);
-  out[1] = _mm512_unpackhi_epi64(t0, t2);
-}
-
-// 16 x 32 bytes (the quants of one Q8_0 block of each row) as eight vectors, lane r of
-// vector k = bytes 4k .. 4k + 3 of row r: an 8 x 8 dword transpose in each 256-bit half.
-void transpose_16x32(const uint8_t* const* src, __m512i* out) {
-  // z[i] = [row i | row i + 4] for i < 4, [row i + 4 | row i + 8] for i >= 4: the lane
-  // order the last step needs for lane r = row r.
-  __m512i z[8];
-  for (int i = 0; i < 4; ++i) {
-    z[i] = combine_256(load_256(src[i]), load_256(src[i + 4]));
-    z[i + 4] = combine_256(load_256(src[i + 8]), load_256(src[i + 12]));
-  }
-  __m512i t[8];
-  __m512i u[8];
-  for (int g = 0; g < 2; ++g) {
-    t[4 * g + 0] = _mm512_unpacklo_epi32(z[4 * g + 0], z[4 * g + 1]);
-    t[4 * g + 1] = _mm512_unpackhi_epi32(z[4 * g + 0], z[4 * g + 1]);
-    t[4 * g + 2] = _mm512_unpacklo_epi32(z[4 * g + 2], z[4 * g + 3]);
-    t[4 * g + 3] = _mm512_unpackhi_epi32(z[4 * g + 2], z[4 * g + 3]);
-    u[4 * g + 0] = _mm512_unpacklo_epi64(t[4 * g + 0], t[4 * g + 2]);
-    u[4 * g + 1] = _mm512_unpackhi_epi64(t[4 * g + 0], t[4 * g + 2]);
-    u[4 * g + 2] = _mm512_unpacklo_epi64(t[4 * g + 1], t[4 * g + 3]);
-    u[4 * g + 3] = _mm512_unpackhi_epi64(t[4 * g + 1], t[4 * g + 3]);
-  }
-  // u[k] 128-bit lanes: [rows 0-3, dword k | rows 0-3, dword k + 4 | rows 4-7, dword k |
-  // rows 4-7, dword k + 4]; u[4 + k] the same for rows 8-15.
-  for (int k = 0; k < 4; ++k) {
-    out[k] = _mm512_shuffle_i64x2(u[k], u[4 + k], _MM_SHUFFLE(2, 0, 2, 0));
-    out[k + 4] = _mm512_shuffle_i64x2(u[k], u[4 + k], _MM_SHUFFLE(3, 1, 3, 1));
-  }
-}
 
 // The unsigned codes of one block of 16 rows: out[k] lane r = codes 4k .. 4k + 3 of
 // row r. `rows` point at each row's block; head[j] lane r = bytes 4j .. 4j + 3 of row
