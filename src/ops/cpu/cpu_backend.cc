@@ -86,8 +86,26 @@ void CpuBackend::get_rows(const WeightMatrix& table, std::span<const int32_t> id
   }
 }
 
+namespace {
+
+// Below this many values a row-wise op (RMS norm, RoPE) runs on the calling thread alone.
+// Above it, rows are split between the threads: run alone, the six norms and two RoPEs
+// of each layer were ~4% of a 16-sequence decode step, with the other thread waiting.
+constexpr int64_t kParallelRows = 1 << 13;
+
+}  // namespace
+
 void CpuBackend::rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n_cols, float eps, float* y) {
-  for (int64_t r = 0; r < n_rows; ++r) cpu::rms_norm_row(x + r * n_cols, weight, n_cols, eps, y + r * n_cols);
+  auto rows = [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) cpu::rms_norm_row(x + r * n_cols, weight, n_cols, eps, y + r * n_cols);
+  };
+  if (n_rows < 2 || n_rows * n_cols < kParallelRows) {
+    rows(0, n_rows);
+    return;
+  }
+  pool_.parallel_for(static_cast<size_t>(n_rows), [&](int, size_t begin, size_t end) {
+    rows(static_cast<int64_t>(begin), static_cast<int64_t>(end));
+  });
 }
 
 const CpuBackend::RopeTable& CpuBackend::rope_table(std::span<const int32_t> positions, int32_t head_dim,
@@ -127,21 +145,37 @@ void CpuBackend::rope(float* x, std::span<const int32_t> positions, int32_t n_he
   // q and k of a layer, and every layer with the same base, share one table.
   const RopeTable& table = rope_table(positions, head_dim, freq_base, freq_scale);
   const int32_t n_pairs = head_dim / 2;
-  for (size_t t = 0; t < positions.size(); ++t) {
-    const float* cos_t = table.cos.data() + t * n_pairs;
-    const float* sin_t = table.sin.data() + t * n_pairs;
-    for (int32_t h = 0; h < n_heads; ++h) {
-      float* v = x + (t * n_heads + h) * static_cast<size_t>(head_dim);
-      for (int32_t i = 0; i < n_pairs; ++i) {
+  auto tokens = [&](size_t begin, size_t end) {
+    for (size_t t = begin; t < end; ++t) {
+      const float* cos_t = table.cos.data() + t * n_pairs;
+      const float* sin_t = table.sin.data() + t * n_pairs;
+      for (int32_t h = 0; h < n_heads; ++h) {
+        float* v = x + (t * n_heads + h) * static_cast<size_t>(head_dim);
         // NeoX pairs element i with i + head_dim/2; the original layout pairs 2i, 2i+1.
-        const int32_t a = style == RopeStyle::kNeox ? i : 2 * i;
-        const int32_t b = style == RopeStyle::kNeox ? i + n_pairs : 2 * i + 1;
-        const float x0 = v[a], x1 = v[b];
-        v[a] = x0 * cos_t[i] - x1 * sin_t[i];
-        v[b] = x0 * sin_t[i] + x1 * cos_t[i];
+        // One loop per layout, so that each vectorizes.
+        if (style == RopeStyle::kNeox) {
+          float* lo = v;
+          float* hi = v + n_pairs;
+          for (int32_t i = 0; i < n_pairs; ++i) {
+            const float x0 = lo[i], x1 = hi[i];
+            lo[i] = x0 * cos_t[i] - x1 * sin_t[i];
+            hi[i] = x0 * sin_t[i] + x1 * cos_t[i];
+          }
+        } else {
+          for (int32_t i = 0; i < n_pairs; ++i) {
+            const float x0 = v[2 * i], x1 = v[2 * i + 1];
+            v[2 * i] = x0 * cos_t[i] - x1 * sin_t[i];
+            v[2 * i + 1] = x0 * sin_t[i] + x1 * cos_t[i];
+          }
+        }
       }
     }
+  };
+  if (positions.size() < 2 || static_cast<int64_t>(positions.size()) * n_heads * head_dim < kParallelRows) {
+    tokens(0, positions.size());
+    return;
   }
+  pool_.parallel_for(positions.size(), [&](int, size_t begin, size_t end) { tokens(begin, end); });
 }
 
 namespace {
