@@ -3,6 +3,7 @@
 // a one-token prompt. With --parallel N, tg runs N sequences side by side, one forward
 // pass per step over all their next tokens (the serving engine's batched decode), and
 // reports their aggregate tok/s. Token ids are random (speed does not depend on them).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/cpu_features.h"
+#include "base/large_buffer.h"
 #include "base/timer.h"
 #include "cli/commands.h"
 #include "cli/model_path.h"
@@ -51,10 +53,13 @@ Series summarize(std::vector<double> samples) {
   return s;
 }
 
-// Read bandwidth: sums a 1 GiB buffer with every thread, best of 3.
+// Read bandwidth: sums a 1 GiB buffer with every thread, best of 3. The buffer sits on
+// huge pages where the kernel gives them, as the repacked weights do (base/large_buffer.h).
 double measure_read_bandwidth_gbs(ThreadPool& pool) {
   const size_t n = (1ull << 30) / sizeof(uint64_t);
-  std::vector<uint64_t> buffer(n, 1);
+  const std::shared_ptr<uint8_t[]> memory = allocate_large_buffer(n * sizeof(uint64_t));
+  uint64_t* buffer = reinterpret_cast<uint64_t*>(memory.get());
+  std::fill(buffer, buffer + n, uint64_t{1});
   double best = 0;
   for (int rep = 0; rep < 3; ++rep) {
     std::vector<uint64_t> partial(pool.n_threads(), 0);
