@@ -759,24 +759,6 @@ void dot_panel(int64_t n_blocks, const typename Format::Panel* panel, StagedToke
   for (int t = 0; t < kTokens; ++t) _mm512_mask_storeu_ps(out + t * out_stride, keep, acc[t].sum);
 }
 
-// Calls tile<n>(first token, n) over n_tokens tokens: tiles of kTokenTile, then one of
-// the rest (the tile size must be a compile-time constant for the registers).
-template <typename Tile>
-void for_token_tiles(int64_t n_tokens, Tile&& tile) {
-  int64_t t = 0;
-  for (; t + kTokenTile <= n_tokens; t += kTokenTile) tile(std::integral_constant<int, kTokenTile>{}, t);
-  switch (n_tokens - t) {
-    case 7: tile(std::integral_constant<int, 7>{}, t); break;
-    case 6: tile(std::integral_constant<int, 6>{}, t); break;
-    case 5: tile(std::integral_constant<int, 5>{}, t); break;
-    case 4: tile(std::integral_constant<int, 4>{}, t); break;
-    case 3: tile(std::integral_constant<int, 3>{}, t); break;
-    case 2: tile(std::integral_constant<int, 2>{}, t); break;
-    case 1: tile(std::integral_constant<int, 1>{}, t); break;
-    default: break;
-  }
-}
-
 // Every shape goes through here.
 template <typename Format>
 void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a, size_t a_stride,
@@ -841,7 +823,7 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
       PanelPrefetch prefetch(weights + (r0 + n_rows) * w_stride, n_next * static_cast<int64_t>(w_stride),
                              n_blocks * (1 + n_tiles));
       transpose_panel<Format>(n_blocks, weights + r0 * w_stride, w_stride, n_rows, panel, prefetch);
-      for_token_tiles(n_tokens, [&](auto tile, int64_t t) {
+      for_token_tiles<kTokenTile>(n_tokens, [&](auto tile, int64_t t) {
         dot_panel<Format, decltype(tile)::value>(n_blocks, panel, tokens.from(t), n_rows,
                                                  out + (t0 + t) * out_stride + r0, out_stride, prefetch);
       });

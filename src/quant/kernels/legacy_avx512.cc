@@ -423,29 +423,11 @@ void dot_panel_single(int64_t n_blocks, const uint8_t* w, size_t w_stride, int64
   _mm512_mask_storeu_ps(out, static_cast<__mmask16>((1u << n_rows) - 1), acc);
 }
 
-// Calls tile<n>(first token, n) over n_tokens tokens: tiles of kTokenTile, then one of
-// the rest (the tile size must be a compile-time constant for the registers).
-template <typename Tile>
-void for_token_tiles(int64_t n_tokens, Tile&& tile) {
-  int64_t t = 0;
-  for (; t + kTokenTile <= n_tokens; t += kTokenTile) tile(std::integral_constant<int, kTokenTile>{}, t);
-  switch (n_tokens - t) {
-    case 7: tile(std::integral_constant<int, 7>{}, t); break;
-    case 6: tile(std::integral_constant<int, 6>{}, t); break;
-    case 5: tile(std::integral_constant<int, 5>{}, t); break;
-    case 4: tile(std::integral_constant<int, 4>{}, t); break;
-    case 3: tile(std::integral_constant<int, 3>{}, t); break;
-    case 2: tile(std::integral_constant<int, 2>{}, t); break;
-    case 1: tile(std::integral_constant<int, 1>{}, t); break;
-    default: break;
-  }
-}
-
 // A run of staged tokens against one transposed panel.
 template <typename Block>
 void dot_panel_tokens(int64_t n_blocks, const PanelBlock* panel, StagedTokens tokens, int64_t n_tokens, int64_t n_rows,
                       float* out, int64_t out_stride) {
-  for_token_tiles(n_tokens, [&](auto n, int64_t t) {
+  for_token_tiles<kTokenTile>(n_tokens, [&](auto n, int64_t t) {
     dot_panel<Block, decltype(n)::value>(n_blocks, panel, tokens.from(t), n_rows, out + t * out_stride, out_stride);
   });
 }
@@ -567,7 +549,7 @@ void dot_packed(int64_t n_blocks, const uint8_t* panel, StagedTokens tokens, flo
 template <typename Block>
 void dot_packed_tokens(int64_t n_blocks, const uint8_t* panel, StagedTokens tokens, int64_t n_tokens, float* out,
                        int64_t out_stride) {
-  for_token_tiles(n_tokens, [&](auto n, int64_t t) {
+  for_token_tiles<kTokenTile>(n_tokens, [&](auto n, int64_t t) {
     dot_packed<Block, decltype(n)::value>(n_blocks, panel, tokens.from(t), out + t * out_stride, out_stride);
   });
 }

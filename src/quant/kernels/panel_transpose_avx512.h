@@ -1,5 +1,5 @@
 // 16 rows side by side turned into vectors with one int32 lane per row (lane r = row r),
-// for the AVX-512 panel kernels (legacy_avx512.cc, kquants_avx512.cc).
+// and the token tiling, for the AVX-512 panel kernels (legacy_avx512.cc, kquants_avx512.cc).
 //
 // For *_avx512.cc files only: internal linkage, as x86_helpers.h explains.
 #pragma once
@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "quant/kernels/x86_helpers.h"
 
@@ -77,6 +78,26 @@ inline void transpose_16x32(const uint8_t* const* src, __m512i* out) {
   for (int k = 0; k < 4; ++k) {
     out[k] = _mm512_shuffle_i64x2(u[k], u[4 + k], _MM_SHUFFLE(2, 0, 2, 0));
     out[k + 4] = _mm512_shuffle_i64x2(u[k], u[4 + k], _MM_SHUFFLE(3, 1, 3, 1));
+  }
+}
+
+// Calls tile(n, first token) over n_tokens tokens: tiles of kTile (8), then one of the
+// rest, n as a std::integral_constant (a tile's accumulators live in registers, so its
+// size must be known at compile time).
+template <int kTile, typename Tile>
+void for_token_tiles(int64_t n_tokens, Tile&& tile) {
+  static_assert(kTile == 8, "the remainder cases below are written for tiles of 8");
+  int64_t t = 0;
+  for (; t + kTile <= n_tokens; t += kTile) tile(std::integral_constant<int, kTile>{}, t);
+  switch (n_tokens - t) {
+    case 7: tile(std::integral_constant<int, 7>{}, t); break;
+    case 6: tile(std::integral_constant<int, 6>{}, t); break;
+    case 5: tile(std::integral_constant<int, 5>{}, t); break;
+    case 4: tile(std::integral_constant<int, 4>{}, t); break;
+    case 3: tile(std::integral_constant<int, 3>{}, t); break;
+    case 2: tile(std::integral_constant<int, 2>{}, t); break;
+    case 1: tile(std::integral_constant<int, 1>{}, t); break;
+    default: break;
   }
 }
 
