@@ -68,10 +68,9 @@ class Engine::Impl {
         tokenizer_(tokenizer),
         config_(config),
         sizing_(size_kv(config, model)),
-        n_blocks_(sizing_.n_blocks),
-        kv_storage_(sizing_.window > 0 ? model.kv_shape_windowed(n_blocks_, sizing_.n_window_slots, config.block_size)
-                                       : model.kv_shape(n_blocks_, config.block_size)),
-        kv_(n_blocks_, config.block_size, config.prefix_caching, {sizing_.window, sizing_.n_window_slots}),
+        kv_storage_(sizing_.window > 0 ? model.kv_shape_windowed(sizing_.n_blocks, sizing_.n_window_slots, config.block_size)
+                                       : model.kv_shape(sizing_.n_blocks, config.block_size)),
+        kv_(sizing_.n_blocks, config.block_size, config.prefix_caching, {sizing_.window, sizing_.n_window_slots}),
         scheduler_({config.max_batch_tokens, config.max_seqs}, kv_) {
     if (kv_.has_window()) kv_storage_.bind_window_slots(&kv_.windows().slot_of_block());
     thread_ = std::thread([this] { loop(); });
@@ -103,9 +102,9 @@ class Engine::Impl {
                               std::to_string(request.max_tokens) + ") exceeds the context of " +
                               std::to_string(config_.max_context) + " tokens");
     }
-    if (kv_.blocks_for(static_cast<int32_t>(n_prompt) + 1) > n_blocks_) {
+    if (kv_.blocks_for(static_cast<int32_t>(n_prompt) + 1) > sizing_.n_blocks) {
       return invalid_argument("the prompt (" + std::to_string(n_prompt) + " tokens) needs more KV cache than the " +
-                              std::to_string(n_blocks_ * config_.block_size) + " positions the server has");
+                              std::to_string(sizing_.n_blocks * config_.block_size) + " positions the server has");
     }
     auto state = std::make_shared<RequestState>();
     state->stream = std::make_shared<RequestStream>(request.n);
@@ -449,7 +448,6 @@ class Engine::Impl {
   const tokenizer::Tokenizer& tokenizer_;
   EngineConfig config_;
   KvSizing sizing_;
-  int32_t n_blocks_;
   ops::KvStorage kv_storage_;
   kv::KvCacheManager kv_;
   Scheduler scheduler_;

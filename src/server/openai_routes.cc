@@ -160,6 +160,16 @@ class OpenAiSink : public EventSink {
     int64_t next_offset = 0;  // completions: text_offset of the next token
   };
 
+  // A token's alternatives in the completions' legacy shape: piece -> logprob.
+  Json legacy_top(const engine::TokenLogprobs& lp) const {
+    Json top = Json::object();
+    for (const engine::TokenLogprob& t : lp.top) {
+      const std::string& p = tokenizer_.token_piece(t.token, false);
+      if (!top.contains(p)) top[p] = finite_logprob(t.logprob);  // pieces may repeat; keep the likeliest
+    }
+    return top;
+  }
+
   // The legacy logprobs columns for the echoed prompt: its first token has none (null),
   // the others come from the engine; offsets count from the start of the echoed text.
   Json prompt_logprobs_json(const std::vector<engine::TokenLogprobs>& scored) const {
@@ -178,12 +188,7 @@ class OpenAiSink : public EventSink {
       }
       const engine::TokenLogprobs& lp = scored[i - 1];
       token_logprobs.push_back(finite_logprob(lp.chosen.logprob));
-      Json top = Json::object();
-      for (const engine::TokenLogprob& t : lp.top) {
-        const std::string& p = tokenizer_.token_piece(t.token, false);
-        if (!top.contains(p)) top[p] = finite_logprob(t.logprob);
-      }
-      top_logprobs.push_back(std::move(top));
+      top_logprobs.push_back(legacy_top(lp));
     }
     return {{"tokens", std::move(tokens)},
             {"token_logprobs", std::move(token_logprobs)},
@@ -236,12 +241,7 @@ class OpenAiSink : public EventSink {
       const std::string& piece = tokenizer_.token_piece(lp.chosen.token, false);
       tokens.push_back(piece);
       token_logprobs.push_back(finite_logprob(lp.chosen.logprob));
-      Json top = Json::object();
-      for (const engine::TokenLogprob& t : lp.top) {
-        const std::string& p = tokenizer_.token_piece(t.token, false);
-        if (!top.contains(p)) top[p] = finite_logprob(t.logprob);  // pieces may repeat; keep the likeliest
-      }
-      top_logprobs.push_back(std::move(top));
+      top_logprobs.push_back(legacy_top(lp));
       offsets.push_back(c.next_offset);
       c.next_offset += static_cast<int64_t>(piece.size());
     }

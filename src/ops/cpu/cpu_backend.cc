@@ -290,11 +290,19 @@ void CpuBackend::attention(const KvStorage& kv, const AttentionBatch& batch, con
 
       scratch.keys.resize(n_keys);
       scratch.values.resize(n_keys);
+      // A block's slots are consecutive rows: the storage is asked once per block.
       const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
-      for (int32_t j = 0; j < n_keys; ++j) {
+      const int64_t row = kv.shape().row_elements();
+      for (int32_t j = 0; j < n_keys;) {
         const int32_t p = first + j;
-        scratch.keys[j] = kv.key_row(params.layer, table[p / block_size], p % block_size) + head_offset;
-        scratch.values[j] = kv.value_row(params.layer, table[p / block_size], p % block_size) + head_offset;
+        const int32_t slot = p % block_size;
+        const int32_t n_slots = std::min(block_size - slot, n_keys - j);
+        const uint16_t* keys = kv.key_row(params.layer, table[p / block_size], slot) + head_offset;
+        const uint16_t* values = kv.value_row(params.layer, table[p / block_size], slot) + head_offset;
+        for (int32_t s = 0; s < n_slots; ++s, ++j) {
+          scratch.keys[j] = keys + s * row;
+          scratch.values[j] = values + s * row;
+        }
       }
       scratch.q.resize(static_cast<size_t>(n_heads) * head_dim);
       scratch.scores.resize(static_cast<size_t>(n_heads) * n_keys);
