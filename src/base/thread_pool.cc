@@ -1,6 +1,7 @@
 #include "base/thread_pool.h"
 
 #include <algorithm>
+#include <cassert>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -32,6 +33,7 @@ constexpr uint32_t next_part_of(uint64_t state) { return static_cast<uint32_t>(s
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
+  regions_ = std::vector<RegionCursor>(static_cast<size_t>(n_threads_));
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
@@ -124,6 +126,57 @@ void ThreadPool::parallel_chunks(size_t n_chunks, const std::function<void(size_
     return;
   }
   run_job(static_cast<uint32_t>(n_chunks), [&](int chunk) { fn(static_cast<size_t>(chunk)); });
+}
+
+namespace {
+
+constexpr uint64_t pack_range(uint32_t front, uint32_t back) { return static_cast<uint64_t>(back) << 32 | front; }
+constexpr uint32_t front_of(uint64_t bounds) { return static_cast<uint32_t>(bounds); }
+constexpr uint32_t back_of(uint64_t bounds) { return static_cast<uint32_t>(bounds >> 32); }
+
+}  // namespace
+
+void ThreadPool::parallel_ranges(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn) {
+  if (n == 0) return;
+  grain = std::max<size_t>(grain, 1);
+  if (n_threads_ == 1 || n <= grain) {
+    for (size_t begin = 0; begin < n; begin += grain) fn(begin, std::min(n, begin + grain));
+    return;
+  }
+  assert(n <= UINT32_MAX);
+  const int n_regions = n_threads_;
+  for (int r = 0; r < n_regions; ++r) {
+    const size_t begin = n * r / n_regions;
+    const size_t end = n * (r + 1) / n_regions;
+    regions_[r].bounds.store(pack_range(static_cast<uint32_t>(begin), static_cast<uint32_t>(end)),
+                             std::memory_order_relaxed);
+  }
+  run_on_all([&](int part) {
+    // Own region, front to back.
+    std::atomic<uint64_t>& own = regions_[part].bounds;
+    for (uint64_t b = own.load(std::memory_order_relaxed);;) {
+      const uint32_t front = front_of(b), back = back_of(b);
+      if (front >= back) break;
+      const uint32_t next = static_cast<uint32_t>(std::min<size_t>(front + grain, back));
+      if (own.compare_exchange_weak(b, pack_range(next, back), std::memory_order_relaxed)) {
+        fn(front, next);
+        b = own.load(std::memory_order_relaxed);
+      }
+    }
+    // Then the others', back to front.
+    for (int i = 1; i < n_regions; ++i) {
+      std::atomic<uint64_t>& other = regions_[(part + i) % n_regions].bounds;
+      for (uint64_t b = other.load(std::memory_order_relaxed);;) {
+        const uint32_t front = front_of(b), back = back_of(b);
+        if (front >= back) break;
+        const uint32_t next = static_cast<uint32_t>(back - std::min<size_t>(grain, back - front));
+        if (other.compare_exchange_weak(b, pack_range(front, next), std::memory_order_relaxed)) {
+          fn(next, back);
+          b = other.load(std::memory_order_relaxed);
+        }
+      }
+    }
+  });
 }
 
 void ThreadPool::parallel_for(size_t n, const std::function<void(int, size_t, size_t)>& fn) {

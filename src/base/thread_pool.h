@@ -48,6 +48,15 @@ class ThreadPool {
   // chunks instead of holding everyone back. Chunk numbers are not thread indices.
   void parallel_chunks(size_t n_chunks, const std::function<void(size_t)>& fn);
 
+  // Runs fn(begin, end) over [0, n) in pieces of at most `grain` items. Each thread owns
+  // one contiguous region (n / n_threads items) and walks it front to back; a thread
+  // done with its own region takes pieces from the back of another's. Streaming
+  // kernels keep their memory streams going from one piece to the next this way (the
+  // chunks of parallel_chunks go round-robin, so each one started cold: a 16-sequence
+  // decode step ran 12% faster with one chunk per thread), while a thread the OS slows
+  // down still hands the end of its region to the others.
+  void parallel_ranges(size_t n, size_t grain, const std::function<void(size_t, size_t)>& fn);
+
  private:
   void worker_loop();
   // Publishes fn as a job of n_parts parts, runs parts until none is left unclaimed and
@@ -71,6 +80,12 @@ class ThreadPool {
   std::atomic<uint32_t> wake_{0};   // bumped with every job; sleepers wait on it
   std::atomic<int> n_sleeping_{0};  // workers blocked in wake_.wait(): notify only then
   std::atomic<bool> stopping_{false};
+  // parallel_ranges: per thread region, front (low 32 bits) and back (high 32 bits) of
+  // what is left of it, each on its own cache line.
+  struct alignas(64) RegionCursor {
+    std::atomic<uint64_t> bounds{0};
+  };
+  std::vector<RegionCursor> regions_;
 };
 
 // Default thread count: the number of online CPUs.

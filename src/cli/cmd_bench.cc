@@ -36,6 +36,7 @@ struct BenchOptions {
   int repetitions = 3;
   bool json = false;
   bool roofline = false;
+  bool profile = false;  // time every back-end operation of the timed runs
 };
 
 struct Series {
@@ -83,6 +84,32 @@ double measure_read_bandwidth_gbs(ThreadPool& pool) {
   return best;
 }
 
+// Operations by time per forward pass, largest first.
+std::vector<std::pair<std::string, ops::OpTime>> by_time(const ops::OpTimes& times) {
+  std::vector<std::pair<std::string, ops::OpTime>> rows(times.times().begin(), times.times().end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+  return rows;
+}
+
+void print_profile(const char* test, const ops::OpTimes& times, int64_t n_passes) {
+  const double total = times.total_seconds();
+  std::printf("  profile of %s, per forward pass (%.3f ms in back-end operations):\n", test, 1e3 * total / n_passes);
+  for (const auto& [label, t] : by_time(times)) {
+    std::printf("    %-34s %6.1f calls  %8.3f ms  %5.1f%%\n", label.c_str(), static_cast<double>(t.calls) / n_passes,
+                1e3 * t.seconds / n_passes, 100.0 * t.seconds / total);
+  }
+}
+
+nlohmann::json profile_json(const ops::OpTimes& times, int64_t n_passes) {
+  nlohmann::json ops = nlohmann::json::array();
+  for (const auto& [label, t] : by_time(times)) {
+    ops.push_back({{"op", label},
+                   {"calls_per_pass", static_cast<double>(t.calls) / n_passes},
+                   {"ms_per_pass", 1e3 * t.seconds / n_passes}});
+  }
+  return ops;
+}
+
 int run_bench(const BenchOptions& o) {
   auto path = resolve_model_path(o.model);
   if (!path.ok()) {
@@ -108,17 +135,21 @@ int run_bench(const BenchOptions& o) {
   std::uniform_int_distribution<int32_t> token(0, m.config().n_vocab - 1);
   std::vector<float> logits;
 
-  auto time_pp = [&]() {
+  // Each timed run; with `times`, the back end's operations in its timed part are added.
+  auto time_pp = [&](ops::OpTimes* times) {
     std::vector<int32_t> prompt(o.n_prompt);
     for (int32_t& t : prompt) t = token(rng);
     model::Batch batch;
     batch.add_sequence(prompt, 0, table, true);
+    m.set_op_times(times);
     Timer timer;
     Status s = m.forward(batch, kv, logits);
+    const double seconds = timer.seconds();
+    m.set_op_times(nullptr);
     if (!s.ok()) std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
-    return o.n_prompt / timer.seconds();
+    return o.n_prompt / seconds;
   };
-  auto time_tg = [&]() {
+  auto time_tg = [&](ops::OpTimes* times) {
     // Each sequence's first n_depth + 1 tokens, in one untimed pass.
     model::Batch first;
     for (const auto& t : tables) {
@@ -127,22 +158,26 @@ int run_bench(const BenchOptions& o) {
       first.add_sequence(prefix, 0, t, true);
     }
     (void)m.forward(first, kv, logits);
+    m.set_op_times(times);
     Timer timer;
     for (int32_t i = 0; i < o.n_gen; ++i) {
       model::Batch step;
       for (const auto& t : tables) step.add_sequence({token(rng)}, o.n_depth + i + 1, t, true);
       (void)m.forward(step, kv, logits);
     }
-    return static_cast<double>(o.n_gen) * o.n_parallel / timer.seconds();
+    const double seconds = timer.seconds();
+    m.set_op_times(nullptr);
+    return static_cast<double>(o.n_gen) * o.n_parallel / seconds;
   };
 
-  // One untimed warm-up of each, then the repetitions.
+  // One untimed warm-up of each, then the repetitions (profiled with --profile).
   std::vector<double> pp, tg;
-  if (o.n_prompt > 0) time_pp();
-  if (o.n_gen > 0) time_tg();
+  ops::OpTimes pp_times, tg_times;
+  if (o.n_prompt > 0) time_pp(nullptr);
+  if (o.n_gen > 0) time_tg(nullptr);
   for (int r = 0; r < o.repetitions; ++r) {
-    if (o.n_prompt > 0) pp.push_back(time_pp());
-    if (o.n_gen > 0) tg.push_back(time_tg());
+    if (o.n_prompt > 0) pp.push_back(time_pp(o.profile ? &pp_times : nullptr));
+    if (o.n_gen > 0) tg.push_back(time_tg(o.profile ? &tg_times : nullptr));
   }
 
   const double weight_bytes = static_cast<double>(model::weight_bytes_per_token(m.weights()));
@@ -153,7 +188,8 @@ int run_bench(const BenchOptions& o) {
   }
   const int n_threads = m.backend().n_threads();
   nlohmann::json results = nlohmann::json::array();
-  auto emit = [&](const char* test, int32_t n_prompt, int32_t n_gen, const std::vector<double>& samples) {
+  auto emit = [&](const char* test, int32_t n_prompt, int32_t n_gen, const std::vector<double>& samples,
+                  const ops::OpTimes& times) {
     if (samples.empty()) return;
     Series s = summarize(samples);
     nlohmann::json r = {{"model_filename", *path},
@@ -179,6 +215,9 @@ int run_bench(const BenchOptions& o) {
         r["roofline_fraction"] = s.mean / (bandwidth * 1e9 / weight_bytes);
       }
     }
+    // Forward passes timed: one per pp repetition, n_gen per tg repetition.
+    const int64_t n_passes = static_cast<int64_t>(samples.size()) * (n_gen > 0 ? n_gen : 1);
+    if (o.profile) r["profile"] = profile_json(times, n_passes);
     results.push_back(r);
     if (!o.json) {
       std::printf("%-28s %-8s %3d threads  %8.2f ± %6.2f tok/s", m.config().name.c_str(), test, n_threads, s.mean,
@@ -191,13 +230,14 @@ int run_bench(const BenchOptions& o) {
         }
       }
       std::printf("\n");
+      if (o.profile) print_profile(test, times, n_passes);
     }
   };
-  emit(("pp" + std::to_string(o.n_prompt)).c_str(), o.n_prompt, 0, pp);
+  emit(("pp" + std::to_string(o.n_prompt)).c_str(), o.n_prompt, 0, pp, pp_times);
   std::string tg_name = "tg" + std::to_string(o.n_gen);
   if (o.n_depth > 0) tg_name += " @ d" + std::to_string(o.n_depth);
   if (o.n_parallel > 1) tg_name += " x" + std::to_string(o.n_parallel);
-  emit(tg_name.c_str(), 0, o.n_gen, tg);
+  emit(tg_name.c_str(), 0, o.n_gen, tg, tg_times);
   if (o.json) std::printf("%s\n", results.dump(2).c_str());
   return 0;
 }
@@ -221,6 +261,7 @@ void register_bench(CLI::App& app) {
       ->check(CLI::Range(1, 1000));
   cmd->add_flag("--json", o->json, "Print results as JSON (llama-bench field names)");
   cmd->add_flag("--roofline", o->roofline, "Measure memory read bandwidth and report the decode roofline");
+  cmd->add_flag("--profile", o->profile, "Time each back-end operation of the timed runs and print where a pass goes");
   cmd->callback([o] { exit_code() = run_bench(*o); });
 }
 

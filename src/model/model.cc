@@ -66,8 +66,19 @@ Status Model::forward(const Batch& batch, ops::KvStorage& kv, std::vector<float>
 }
 
 void Model::set_matmul_observer(ops::MatmulObserver observer) {
-  if (auto* observing = dynamic_cast<ops::ObservingBackend*>(backend_.get())) backend_ = observing->release_inner();
-  if (observer) backend_ = std::make_unique<ops::ObservingBackend>(std::move(backend_), std::move(observer));
+  matmul_observer_ = std::move(observer);
+  rewrap_backend();
+}
+
+void Model::set_op_times(ops::OpTimes* times) {
+  op_times_ = times;
+  rewrap_backend();
+}
+
+void Model::rewrap_backend() {
+  while (auto* wrapper = dynamic_cast<ops::ForwardingBackend*>(backend_.get())) backend_ = wrapper->release_inner();
+  if (matmul_observer_) backend_ = std::make_unique<ops::ObservingBackend>(std::move(backend_), matmul_observer_);
+  if (op_times_ != nullptr) backend_ = std::make_unique<ops::TimingBackend>(std::move(backend_), op_times_);
 }
 
 Result<std::unique_ptr<Model>> load_model(const std::string& path, const LoadOptions& options) {

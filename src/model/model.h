@@ -16,6 +16,7 @@
 #include "ops/backend.h"
 #include "ops/kv_storage.h"
 #include "ops/observing_backend.h"
+#include "ops/timing_backend.h"
 
 namespace tokenmill::model {
 
@@ -51,6 +52,11 @@ class Model {
   // observer is set, so inference without one is unchanged.
   void set_matmul_observer(ops::MatmulObserver observer);
 
+  // Adds the wall time of every back-end operation to *times from now on (tokenmill
+  // bench --profile); nullptr stops. As with the observer, the back end is wrapped only
+  // while this is set.
+  void set_op_times(ops::OpTimes* times);
+
   // For the architecture files, which inherit it (`using Model::Model;`). Model itself is
   // abstract; everyone else gets a model from load_model().
   Model(std::shared_ptr<const gguf::File> file, ModelConfig config, ModelWeights weights,
@@ -65,6 +71,13 @@ class Model {
   ModelConfig config_;
   ModelWeights weights_;
   std::unique_ptr<ops::Backend> backend_;
+
+ private:
+  // Unwraps backend_ down to the real back end and wraps it again in what is set.
+  void rewrap_backend();
+
+  ops::MatmulObserver matmul_observer_;
+  ops::OpTimes* op_times_ = nullptr;
 };
 
 // Opens, validates and binds a model file; picks the architecture from its metadata.

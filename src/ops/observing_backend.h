@@ -10,58 +10,24 @@
 #include <memory>
 #include <utility>
 
-#include "ops/backend.h"
+#include "ops/forwarding_backend.h"
 
 namespace tokenmill::ops {
 
 // x: [n_tokens, w.n_cols], the activations about to be multiplied by w.
 using MatmulObserver = std::function<void(const WeightMatrix& w, const float* x, int64_t n_tokens)>;
 
-class ObservingBackend final : public Backend {
+class ObservingBackend final : public ForwardingBackend {
  public:
   ObservingBackend(std::unique_ptr<Backend> inner, MatmulObserver observer)
-      : inner_(std::move(inner)), observer_(std::move(observer)) {}
-
-  // Gives the wrapped back end back (the wrapper is unusable afterwards).
-  std::unique_ptr<Backend> release_inner() { return std::move(inner_); }
-
-  const char* name() const override { return inner_->name(); }
-  int n_threads() const override { return inner_->n_threads(); }
-  void for_each_parallel(size_t n, const std::function<void(size_t)>& fn) override {
-    inner_->for_each_parallel(n, fn);
-  }
+      : ForwardingBackend(std::move(inner)), observer_(std::move(observer)) {}
 
   void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) override {
     observer_(w, x, n_tokens);
-    inner_->matmul(w, x, n_tokens, y);
-  }
-  void get_rows(const WeightMatrix& table, std::span<const int32_t> ids, float* out) override {
-    inner_->get_rows(table, ids, out);
-  }
-  void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n_cols, float eps, float* y) override {
-    inner_->rms_norm(x, weight, n_rows, n_cols, eps, y);
-  }
-  void rope(float* x, std::span<const int32_t> positions, int32_t n_heads, int32_t head_dim, float freq_base,
-            float freq_scale, RopeStyle style) override {
-    inner_->rope(x, positions, n_heads, head_dim, freq_base, freq_scale, style);
-  }
-  void geglu(const float* gate, const float* up, int64_t n, float* y) override { inner_->geglu(gate, up, n, y); }
-  void swiglu(const float* gate, const float* up, int64_t n, float* y) override { inner_->swiglu(gate, up, n, y); }
-  void add(const float* a, const float* b, int64_t n, float* y) override { inner_->add(a, b, n, y); }
-  void add_bias(float* x, const float* bias, int64_t n_rows, int64_t n_cols) override {
-    inner_->add_bias(x, bias, n_rows, n_cols);
-  }
-  void scale(float* x, float factor, int64_t n) override { inner_->scale(x, factor, n); }
-  void store_kv(KvStorage& kv, int32_t layer, const AttentionBatch& batch, const float* k, const float* v) override {
-    inner_->store_kv(kv, layer, batch, k, v);
-  }
-  void attention(const KvStorage& kv, const AttentionBatch& batch, const AttentionParams& params, const float* q,
-                 float* out) override {
-    inner_->attention(kv, batch, params, q, out);
+    inner().matmul(w, x, n_tokens, y);
   }
 
  private:
-  std::unique_ptr<Backend> inner_;
   MatmulObserver observer_;
 };
 

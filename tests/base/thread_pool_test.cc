@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 namespace tokenmill {
@@ -41,6 +43,54 @@ TEST(ThreadPoolTest, ParallelChunksRunsEveryChunkOnce) {
       for (size_t i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 1) << "n_threads " << n_threads << " n " << n;
     }
   }
+}
+
+TEST(ThreadPoolTest, ParallelRangesCoverEveryIndexOnceInPiecesOfAtMostGrain) {
+  for (int n_threads : {1, 2, 3, 8}) {
+    ThreadPool pool(n_threads);
+    for (size_t n : {0, 1, 2, 7, 31, 1000}) {
+      for (size_t grain : {0, 1, 3, 16, 5000}) {
+        std::vector<std::atomic<int>> hits(n);
+        std::atomic<bool> too_big{false};
+        pool.parallel_ranges(n, grain, [&](size_t begin, size_t end) {
+          if (end <= begin || end - begin > std::max<size_t>(grain, 1)) too_big = true;
+          for (size_t i = begin; i < end; ++i) hits[i].fetch_add(1);
+        });
+        EXPECT_FALSE(too_big.load()) << "n_threads " << n_threads << " n " << n << " grain " << grain;
+        for (size_t i = 0; i < n; ++i) {
+          EXPECT_EQ(hits[i].load(), 1) << "n_threads " << n_threads << " n " << n << " grain " << grain;
+        }
+      }
+    }
+  }
+}
+
+// A thread walks its own region front to back: the pieces one thread runs there come in
+// increasing order and adjacent. And when one thread is held up, the other takes the
+// rest of its region from the back, so the slow one runs fewer pieces than its share.
+TEST(ThreadPoolTest, ParallelRangesWalkRegionsInOrderAndShareTheSlowThreadsWork) {
+  ThreadPool pool(2);
+  const size_t n = 64;
+  std::vector<std::atomic<int>> owner(n);
+  std::vector<std::thread::id> ids(n);
+  std::atomic<int> slow_pieces{0};
+  const std::thread::id caller = std::this_thread::get_id();
+  pool.parallel_ranges(n, 1, [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      owner[i].fetch_add(1);
+      ids[i] = std::this_thread::get_id();
+    }
+    if (std::this_thread::get_id() != caller) {
+      slow_pieces.fetch_add(1);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the worker is slow
+    }
+  });
+  for (size_t i = 0; i < n; ++i) EXPECT_EQ(owner[i].load(), 1);
+  // The caller owns region 0 = [0, 32) and finishes it first, then takes from region 1's
+  // back: the slow worker ran far fewer than its 32.
+  for (size_t i = 0; i < n / 2; ++i) EXPECT_EQ(ids[i], caller) << i;
+  EXPECT_LT(slow_pieces.load(), 16);
+  EXPECT_EQ(ids[n - 1], caller);  // the very last piece was taken from the back
 }
 
 // Many tiny jobs in a row (the decode pattern): each returns only after all its work is

@@ -50,5 +50,43 @@ TEST(MatmulObserver, SeesEveryMatmulAndChangesNothing) {
   EXPECT_EQ(run_once(model, tokens), plain);
 }
 
+// Model::set_op_times: every operation of a pass is counted under its label (each
+// matmul by type and shape), the logits do not change, it stacks with a matmul observer,
+// and clearing both leaves the original back end.
+TEST(OpTimes, CountsEveryOperationAndChangesNothing) {
+  auto loaded = testing::load_tiny_model(testing::tiny_llama_spec());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
+  Model& model = **loaded;
+  const std::vector<int32_t> tokens = {1, 5, 9, 13, 17};
+  const std::vector<float> plain = run_once(model, tokens);
+  ops::Backend* original = &model.backend();
+
+  ops::OpTimes times;
+  int64_t observed = 0;
+  model.set_op_times(&times);
+  model.set_matmul_observer([&](const ops::WeightMatrix&, const float*, int64_t) { ++observed; });
+  EXPECT_EQ(run_once(model, tokens), plain);
+
+  const int64_t n_layers = static_cast<int64_t>(model.weights().layers.size());
+  EXPECT_EQ(observed, 7 * n_layers + 1);
+  int64_t matmuls = 0;
+  for (const auto& [label, t] : times.times()) {
+    EXPECT_GT(t.calls, 0) << label;
+    EXPECT_GE(t.seconds, 0.0) << label;
+    if (label.rfind("matmul ", 0) == 0) matmuls += t.calls;
+  }
+  EXPECT_EQ(matmuls, 7 * n_layers + 1);
+  EXPECT_EQ(times.times().count("attention"), 1u);
+  EXPECT_EQ(times.times().at("attention").calls, n_layers);
+  EXPECT_GT(times.total_seconds(), 0.0);
+
+  model.set_op_times(nullptr);
+  model.set_matmul_observer(nullptr);
+  EXPECT_EQ(&model.backend(), original);
+  times.clear();
+  EXPECT_EQ(run_once(model, tokens), plain);
+  EXPECT_TRUE(times.times().empty());  // no longer timed
+}
+
 }  // namespace
 }  // namespace tokenmill::model

@@ -46,6 +46,7 @@
 #include <type_traits>
 
 #include "quant/blocks.h"
+#include "quant/kernels/scratch.h"
 #include "quant/kernels/simd_kernels.h"
 #include "quant/kernels/panel_transpose_avx512.h"
 #include "quant/kernels/x86_helpers.h"
@@ -642,15 +643,10 @@ struct StagingBuffers {
   TokenBlock* meta;
   int8_t* quants;
   explicit StagingBuffers(int64_t n_blocks)
-      : meta(static_cast<TokenBlock*>(std::malloc(sizeof(TokenBlock) * n_blocks * kTokenBlock))),
+      : meta(static_cast<TokenBlock*>(
+            thread_scratch(ScratchSlot::kStagedMeta, sizeof(TokenBlock) * static_cast<size_t>(n_blocks) * kTokenBlock))),
         quants(static_cast<int8_t*>(
-            std::aligned_alloc(64, static_cast<size_t>(n_blocks) * kTokenBlock * kSuperBlockSize))) {}
-  ~StagingBuffers() {
-    std::free(meta);
-    std::free(quants);
-  }
-  StagingBuffers(const StagingBuffers&) = delete;
-  StagingBuffers& operator=(const StagingBuffers&) = delete;
+            thread_scratch(ScratchSlot::kStagedQuants, static_cast<size_t>(n_blocks) * kTokenBlock * kSuperBlockSize))) {}
 };
 
 template <typename Format>
@@ -810,7 +806,7 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
     std::free(allocated);
     return;
   }
-  auto* panel = static_cast<Panel*>(std::aligned_alloc(64, sizeof(Panel) * n_blocks));
+  auto* panel = static_cast<Panel*>(thread_scratch(ScratchSlot::kPanel, sizeof(Panel) * n_blocks));
   StagingBuffers staging(n_blocks);
   for (int64_t t0 = 0; t0 < n_a_rows; t0 += kTokenBlock) {
     const int64_t n_tokens = n_a_rows - t0 < kTokenBlock ? n_a_rows - t0 : kTokenBlock;
@@ -829,7 +825,6 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
       });
     }
   }
-  std::free(panel);
 }
 
 template <typename Format>

@@ -35,6 +35,7 @@
 #include <type_traits>
 
 #include "quant/blocks.h"
+#include "quant/kernels/scratch.h"
 #include "quant/kernels/simd_kernels.h"
 #include "quant/kernels/panel_transpose_avx512.h"
 #include "quant/kernels/x86_helpers.h"
@@ -298,14 +299,10 @@ struct StagingBuffers {
   TokenBlock* meta;
   uint8_t* quants;
   explicit StagingBuffers(int64_t n_blocks)
-      : meta(static_cast<TokenBlock*>(std::malloc(sizeof(TokenBlock) * n_blocks * kTokenBlock))),
-        quants(static_cast<uint8_t*>(std::aligned_alloc(64, static_cast<size_t>(n_blocks) * kTokenBlock * kLegacyBlockSize))) {}
-  ~StagingBuffers() {
-    std::free(meta);
-    std::free(quants);
-  }
-  StagingBuffers(const StagingBuffers&) = delete;
-  StagingBuffers& operator=(const StagingBuffers&) = delete;
+      : meta(static_cast<TokenBlock*>(
+            thread_scratch(ScratchSlot::kStagedMeta, sizeof(TokenBlock) * static_cast<size_t>(n_blocks) * kTokenBlock))),
+        quants(static_cast<uint8_t*>(
+            thread_scratch(ScratchSlot::kStagedQuants, static_cast<size_t>(n_blocks) * kTokenBlock * kLegacyBlockSize))) {}
 };
 
 // out[t * out_stride + r] for the panel's first n_rows rows and kTokens tokens.
@@ -442,7 +439,7 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
   const auto* weights = static_cast<const uint8_t*>(w);
   const auto* activations = static_cast<const uint8_t*>(a);
   const int64_t n_blocks = n / kLegacyBlockSize;
-  auto* panel = static_cast<PanelBlock*>(std::aligned_alloc(64, sizeof(PanelBlock) * n_blocks));
+  auto* panel = static_cast<PanelBlock*>(thread_scratch(ScratchSlot::kPanel, sizeof(PanelBlock) * n_blocks));
   StagingBuffers staging(n_blocks);
   for (int64_t t0 = 0; t0 < n_a_rows; t0 += kTokenBlock) {
     const int64_t n_tokens = n_a_rows - t0 < kTokenBlock ? n_a_rows - t0 : kTokenBlock;
@@ -461,7 +458,6 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
       dot_panel_tokens<Block>(n_blocks, panel, tokens, n_tokens, n_rows, out + t0 * out_stride + r0, out_stride);
     }
   }
-  std::free(panel);
 }
 
 // Weights stored in quant/panel_layout.h's layout: per block of a panel, Q8_0 keeps the
@@ -567,7 +563,7 @@ void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_
   constexpr bool kRebuildCodes = !std::is_same_v<Block, BlockQ8_0>;
   PanelBlock* unpacked = nullptr;
   if (kRebuildCodes && n_a_rows > kTokenTile) {
-    unpacked = static_cast<PanelBlock*>(std::aligned_alloc(64, sizeof(PanelBlock) * n_blocks));
+    unpacked = static_cast<PanelBlock*>(thread_scratch(ScratchSlot::kPanel, sizeof(PanelBlock) * n_blocks));
   }
   for (int64_t t0 = 0; t0 < n_a_rows; t0 += kTokenBlock) {
     const int64_t n_tokens = n_a_rows - t0 < kTokenBlock ? n_a_rows - t0 : kTokenBlock;
@@ -592,7 +588,6 @@ void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_
       }
     }
   }
-  std::free(unpacked);
 }
 
 template <typename Block>
