@@ -1,10 +1,11 @@
 // AVX-512 attention for one query token and one group of query heads (attention_kernels.h).
 //
 //   scores:  for each key j, every head's q·k_j: 16 dims per FMA, one accumulator per
-//            (head, key), eight (head, key) chains in flight, then the fixed horizontal
+//            (head, key), sixteen (head, key) chains in flight, then the fixed horizontal
 //            sum reduce_16 (reduce_4x16 reproduces it exactly for four at a time)
-//   softmax: as the reference (float exp, double sum, probabilities rounded to F16)
-//   values:  out[h] += p[h][j] * v_j for j in order, 64 dims x up to 4 heads per pass
+//   softmax: vectorized (exp to ~1 ulp, a double sum), probabilities rounded to F16
+//   values:  out[h] += p[h][j] * v_j for j in order, 64 dims x up to 4 heads per pass,
+//            16 keys at a time
 //
 // Only intrinsics and C library calls here: this file is compiled with -mavx512*, and an
 // inline function shared with other files could be merged into theirs (see
@@ -65,7 +66,8 @@ void prefetch_row(const uint16_t* row, int32_t n_bytes) {
 }
 
 // Raw q·k (before the scale) of kHeads heads x kKeys keys starting at key j0:
-// scores[h * n_keys + j0 + k]. kHeads * kKeys is 8 (or 1 for the tails).
+// scores[h * n_keys + j0 + k]. kHeads * kKeys is 16 (kHeads for the tails): each key row
+// loaded and converted once serves every head, each query vector every key.
 template <int kHeads, int kKeys>
 void score_tile(const HeadGroupAttention& a, const float* q16, int32_t j0) {
   constexpr int kChains = kHeads * kKeys;
@@ -97,23 +99,31 @@ void score_tile(const HeadGroupAttention& a, const float* q16, int32_t j0) {
 
 template <int kHeads>
 void score_heads(const HeadGroupAttention& a, const float* q16) {
-  constexpr int kKeys = 8 / kHeads;
+  constexpr int kKeys = 16 / kHeads;
   int32_t j = 0;
   for (; j + kKeys <= a.n_keys; j += kKeys) score_tile<kHeads, kKeys>(a, q16, j);
   for (; j < a.n_keys; ++j) score_tile<kHeads, 1>(a, q16, j);
 }
 
-// out[h][d0 .. d0 + 16 kChunks) = sum_j p[h][j] * v_j, j in order, for kHeads heads.
+// Values are read in blocks of kValueKeys keys: each block's rows (8 KB at head_dim 256)
+// are read from memory once, by the first 64-dim chunk, and stay in L1 for the others.
+// (Chunk by chunk over every key, each pass had read other cache lines of every row: four
+// cold passes over the values.)
+constexpr int32_t kValueKeys = 16;
+
+// out[h][d0 .. d0 + 16 kChunks) += sum_j p[h][j] * v_j for keys j0 .. j1 - 1 in order, for
+// kHeads heads; `first`: out starts at zero. Each output element is one chain of FMAs over
+// j = 0, 1, ... whatever the blocks (a float stored and loaded back is unchanged).
 template <int kHeads, int kChunks>
-void value_tile(const HeadGroupAttention& a, const float* probabilities, float* out, int32_t d0) {
+void value_tile(const HeadGroupAttention& a, const float* probabilities, float* out, int32_t d0, int32_t j0,
+                int32_t j1, bool first) {
   __m512 acc[kHeads][kChunks];
   for (int h = 0; h < kHeads; ++h) {
-    for (int c = 0; c < kChunks; ++c) acc[h][c] = _mm512_setzero_ps();
-  }
-  for (int32_t j = 0; j < a.n_keys; ++j) {
-    if (j + kPrefetchRows < a.n_keys) {
-      prefetch_row(a.values[j + kPrefetchRows] + d0, 16 * kChunks * static_cast<int32_t>(sizeof(uint16_t)));
+    for (int c = 0; c < kChunks; ++c) {
+      acc[h][c] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(out + static_cast<int64_t>(h) * a.head_dim + d0 + 16 * c);
     }
+  }
+  for (int32_t j = j0; j < j1; ++j) {
     __m512 v[kChunks];
     for (int c = 0; c < kChunks; ++c) v[c] = load_f16(a.values[j] + d0 + 16 * c);
     for (int h = 0; h < kHeads; ++h) {
@@ -128,30 +138,71 @@ void value_tile(const HeadGroupAttention& a, const float* probabilities, float* 
 
 template <int kHeads>
 void value_heads(const HeadGroupAttention& a, const float* probabilities, float* out) {
-  int32_t d = 0;
-  for (; d + 64 <= a.head_dim; d += 64) value_tile<kHeads, 4>(a, probabilities, out, d);
-  for (; d < a.head_dim; d += 16) value_tile<kHeads, 1>(a, probabilities, out, d);
+  const int32_t row_bytes = a.head_dim * static_cast<int32_t>(sizeof(uint16_t));
+  for (int32_t j0 = 0; j0 < a.n_keys; j0 += kValueKeys) {
+    const int32_t j1 = j0 + kValueKeys < a.n_keys ? j0 + kValueKeys : a.n_keys;
+    for (int32_t j = j1; j < j1 + kValueKeys && j < a.n_keys; ++j) prefetch_row(a.values[j], row_bytes);
+    const bool first = j0 == 0;
+    int32_t d = 0;
+    for (; d + 64 <= a.head_dim; d += 64) value_tile<kHeads, 4>(a, probabilities, out, d, j0, j1, first);
+    for (; d < a.head_dim; d += 16) value_tile<kHeads, 1>(a, probabilities, out, d, j0, j1, first);
+  }
 }
 
-// scores (raw dots) -> F16-rounded probabilities, in place, for one head.
+// e^x for x <= 0, 16 lanes: x = n ln 2 + r with |r| <= ln 2 / 2 (ln 2 split in two so
+// that r is exact), e^r by its Taylor series to r^7 (truncation < 0.06 ulp at |r| = 0.35),
+// times 2^n by vscalefps. Within about 1 ulp of expf; lanes below -88 give 0, as the
+// scalar path does (their probability rounds to 0 in F16 anyway).
+__m512 exp_nonpositive(__m512 x) {
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), kRound);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  const __mmask16 live = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-88.0f), _CMP_GE_OQ);
+  return _mm512_maskz_scalef_ps(live, p, n);
+}
+
+// scores (raw dots) -> F16-rounded probabilities, in place, for one head: scaled (and
+// soft-capped), e^(s - max) summed in double in a fixed order (16 running sums, lane by
+// lane, then added in order), normalized and rounded to F16. The order depends only on
+// the number of keys, so a token's probabilities do not depend on its batch.
 void softmax(const HeadGroupAttention& a, float* scores) {
   const int32_t n = a.n_keys;
-  float max_score = -INFINITY;
-  for (int32_t j = 0; j < n; ++j) {
-    float s = scores[j] * a.scale;
-    if (a.softcap > 0.0f) s = a.softcap * tanhf(s / a.softcap);
-    scores[j] = s;
-    if (s > max_score) max_score = s;
+  const __m512 scale = _mm512_set1_ps(a.scale);
+  __m512 max_v = _mm512_set1_ps(-INFINITY);
+  for (int32_t j = 0; j < n; j += 16) {
+    const __mmask16 m = n - j >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (n - j)) - 1);
+    __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, scores + j), scale);
+    if (a.softcap > 0.0f) {
+      alignas(64) float lanes[16];
+      _mm512_store_ps(lanes, v);
+      for (float& x : lanes) x = a.softcap * tanhf(x / a.softcap);
+      v = _mm512_load_ps(lanes);
+    }
+    _mm512_mask_storeu_ps(scores + j, m, v);
+    max_v = _mm512_mask_max_ps(max_v, m, max_v, v);
   }
-  // Below -88, e^x < 1e-38: it cannot change a double sum that is >= 1 (the maximum
-  // contributes 1), and its probability rounds to 0 in F16 anyway, so it is set to 0
-  // without calling expf, whose underflow path is slow (5% of a random-weight prefill).
+  const __m512 max_score = _mm512_set1_ps(_mm512_reduce_max_ps(max_v));
+  __m512d sum_lo = _mm512_setzero_pd(), sum_hi = _mm512_setzero_pd();
+  for (int32_t j = 0; j < n; j += 16) {
+    const __mmask16 m = n - j >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (n - j)) - 1);
+    const __m512 e = _mm512_maskz_mov_ps(m, exp_nonpositive(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, scores + j), max_score)));
+    _mm512_mask_storeu_ps(scores + j, m, e);
+    sum_lo = _mm512_add_pd(sum_lo, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+    sum_hi = _mm512_add_pd(sum_hi, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1)));
+  }
+  alignas(64) double lanes[16];
+  _mm512_store_pd(lanes, sum_lo);
+  _mm512_store_pd(lanes + 8, sum_hi);
   double sum = 0.0;
-  for (int32_t j = 0; j < n; ++j) {
-    const float x = scores[j] - max_score;
-    scores[j] = x < -88.0f ? 0.0f : expf(x);
-    sum += scores[j];
-  }
+  for (double lane : lanes) sum += lane;
   const __m512 inv_sum = _mm512_set1_ps(static_cast<float>(1.0 / sum));
   int32_t j = 0;
   for (; j + 16 <= n; j += 16) _mm512_storeu_ps(scores + j, round_f16(_mm512_mul_ps(_mm512_loadu_ps(scores + j), inv_sum)));
@@ -176,6 +227,8 @@ void for_head_chunks(int32_t n_heads, Fn&& fn) {
 
 void attend_head_group_avx512(const HeadGroupAttention& a) {
   const int32_t hd = a.head_dim;
+  // The first block of values arrives while the scores are computed.
+  for (int32_t j = 0; j < kValueKeys && j < a.n_keys; ++j) prefetch_row(a.values[j], hd * static_cast<int32_t>(sizeof(uint16_t)));
   for (int64_t i = 0; i < static_cast<int64_t>(a.n_heads) * hd; i += 16) {
     _mm512_storeu_ps(a.scratch_q + i, round_f16(_mm512_loadu_ps(a.q + i)));
   }
