@@ -121,8 +121,9 @@ def main():
     # 1. Throughput: one stream vs 16, and llama-server -np 16.
     server = tokenmill_server(args.model)
     try:
-        single = bench_serve(server.port, 1, 4, 64, args.gen_len)
-        sixteen = bench_serve(server.port, 16, 32, 64, args.gen_len)
+        # Distinct prompt seeds: no run finds another's prompts in the prefix cache.
+        single = bench_serve(server.port, 1, 4, 64, args.gen_len, extra=("--seed", "11"))
+        sixteen = bench_serve(server.port, 16, 32, 64, args.gen_len, extra=("--seed", "12"))
     finally:
         server.stop()
     results["tokenmill_single_stream_tok_s"] = single["output_throughput"]
@@ -137,8 +138,8 @@ def main():
         llama = Server([args.llama_server, "-m", args.model, "--port", str(port), "-np", "16", "-t", "2",
                         "-c", str(ctx), "--no-webui"], port)
         try:
-            llama16 = bench_serve(port, 16, 32, 64, args.gen_len, extra=("--model", "default"))
-            llama1 = bench_serve(port, 1, 4, 64, args.gen_len, extra=("--model", "default"))
+            llama16 = bench_serve(port, 16, 32, 64, args.gen_len, extra=("--model", "default", "--seed", "13"))
+            llama1 = bench_serve(port, 1, 4, 64, args.gen_len, extra=("--model", "default", "--seed", "14"))
         finally:
             llama.stop()
         results["llama_server_16_streams_tok_s"] = llama16["output_throughput"]
