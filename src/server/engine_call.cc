@@ -9,12 +9,20 @@ namespace tokenmill::server {
 
 namespace {
 
+// One HTTP request's engine requests (several for a completions request with a list of
+// prompts), their events merged into one sink: request i's choice j as choice
+// offset_i + j, where offset_i counts the choices of the requests before it.
 class EngineCall : public std::enable_shared_from_this<EngineCall> {
  public:
-  EngineCall(std::shared_ptr<engine::RequestStream> stream, std::shared_ptr<Responder> out,
-             std::unique_ptr<EventSink> sink, CallTracker& tracker, int32_t n_prompt_tokens,
-             std::chrono::steady_clock::time_point submitted)
-      : stream_(std::move(stream)), out_(std::move(out)), sink_(std::move(sink)), tracker_(tracker) {
+  EngineCall(std::vector<std::shared_ptr<engine::RequestStream>> streams, std::vector<int32_t> choice_offsets,
+             std::shared_ptr<Responder> out, std::unique_ptr<EventSink> sink, CallTracker& tracker,
+             int32_t n_prompt_tokens, std::chrono::steady_clock::time_point submitted)
+      : streams_(std::move(streams)),
+        choice_offsets_(std::move(choice_offsets)),
+        done_(streams_.size(), false),
+        out_(std::move(out)),
+        sink_(std::move(sink)),
+        tracker_(tracker) {
     stats_.prompt_tokens = n_prompt_tokens;
     stats_.submitted = submitted;
     tracker_.add();
@@ -22,12 +30,14 @@ class EngineCall : public std::enable_shared_from_this<EngineCall> {
   ~EngineCall() { tracker_.remove(); }
 
   void start() {
-    std::weak_ptr<engine::RequestStream> weak_stream = stream_;
-    out_->watch_disconnect([weak_stream] {
-      if (auto stream = weak_stream.lock()) stream->cancel();
+    std::vector<std::weak_ptr<engine::RequestStream>> weak_streams(streams_.begin(), streams_.end());
+    out_->watch_disconnect([weak_streams] {
+      for (const auto& weak : weak_streams) {
+        if (auto stream = weak.lock()) stream->cancel();
+      }
     });
     sink_->on_start(*out_);
-    stream_->set_notify([self = shared_from_this()] { self->schedule_drain(); });
+    for (const auto& stream : streams_) stream->set_notify([self = shared_from_this()] { self->schedule_drain(); });
     schedule_drain();  // events pushed before the notify was set
   }
 
@@ -45,8 +55,15 @@ class EngineCall : public std::enable_shared_from_this<EngineCall> {
   void drain() {
     if (completed_) return;
     events_.clear();
-    const bool done = stream_->drain(events_);
     const auto now = std::chrono::steady_clock::now();
+    bool all_done = true;
+    for (size_t i = 0; i < streams_.size(); ++i) {
+      if (done_[i]) continue;
+      const size_t first = events_.size();
+      done_[i] = streams_[i]->drain(events_);
+      all_done = all_done && done_[i];
+      for (size_t e = first; e < events_.size(); ++e) events_[e].choice += choice_offsets_[i];
+    }
     for (const auto& event : events_) {
       stats_.completion_tokens += static_cast<int32_t>(event.token_ids.size());
       if (!saw_token_ && (!event.token_ids.empty() || !event.text.empty())) {
@@ -55,18 +72,24 @@ class EngineCall : public std::enable_shared_from_this<EngineCall> {
       }
     }
     if (!events_.empty()) sink_->on_events(events_, *out_);
-    if (!done) return;
+    if (!all_done) return;
     completed_ = true;
-    const engine::Usage usage = stream_->usage();
-    stats_.cached_tokens = usage.cached_tokens;
-    stats_.completion_tokens = std::max(stats_.completion_tokens, usage.completion_tokens);
+    int32_t completion_tokens = 0;
+    for (const auto& stream : streams_) {
+      const engine::Usage usage = stream->usage();
+      stats_.cached_tokens += usage.cached_tokens;
+      completion_tokens += usage.completion_tokens;
+    }
+    stats_.completion_tokens = std::max(stats_.completion_tokens, completion_tokens);
     stats_.finished = now;
     if (!saw_token_) stats_.first_token = now;
     sink_->on_complete(stats_, *out_);
-    stream_->set_notify(nullptr);  // drops the stream's reference to this call
+    for (const auto& stream : streams_) stream->set_notify(nullptr);  // drops the streams' references to this call
   }
 
-  std::shared_ptr<engine::RequestStream> stream_;
+  std::vector<std::shared_ptr<engine::RequestStream>> streams_;
+  const std::vector<int32_t> choice_offsets_;
+  std::vector<bool> done_;  // strand only
   std::shared_ptr<Responder> out_;
   std::unique_ptr<EventSink> sink_;
   CallTracker& tracker_;
@@ -78,28 +101,48 @@ class EngineCall : public std::enable_shared_from_this<EngineCall> {
   bool completed_ = false;
 };
 
+// The ApiError for an engine's refusal.
+ApiError refusal(const Status& status, const CallTracker& tracker) {
+  switch (status.code()) {
+    case ErrorCode::kInvalidArgument: return bad_request(status.message());
+    case ErrorCode::kResourceExhausted: return ApiError{429, status.message(), "server_error", "", "resource_exhausted"};
+    default:
+      if (tracker.draining()) return unavailable("The server is shutting down");
+      return server_error(status.to_string());
+  }
+}
+
 }  // namespace
 
-void start_engine_call(engine::Engine& engine, engine::Request request, std::shared_ptr<Responder> out,
+void start_engine_call(engine::Engine& engine, std::vector<engine::Request> requests, std::shared_ptr<Responder> out,
                        std::unique_ptr<EventSink> sink, CallTracker& tracker) {
   if (tracker.draining()) throw unavailable("The server is shutting down");
   const auto submitted = std::chrono::steady_clock::now();
-  const auto n_prompt_tokens = static_cast<int32_t>(request.prompt.size());
-  auto stream = engine.submit(std::move(request));
-  if (!stream.ok()) {
-    const Status& status = stream.status();
-    switch (status.code()) {
-      case ErrorCode::kInvalidArgument: throw bad_request(status.message());
-      case ErrorCode::kResourceExhausted:
-        throw ApiError{429, status.message(), "server_error", "", "resource_exhausted"};
-      default:
-        if (tracker.draining()) throw unavailable("The server is shutting down");
-        throw server_error(status.to_string());
+  int32_t n_prompt_tokens = 0;
+  std::vector<std::shared_ptr<engine::RequestStream>> streams;
+  std::vector<int32_t> choice_offsets;
+  int32_t n_choices = 0;
+  for (engine::Request& request : requests) {
+    n_prompt_tokens += static_cast<int32_t>(request.prompt.size());
+    choice_offsets.push_back(n_choices);
+    n_choices += request.n;
+    auto stream = engine.submit(std::move(request));
+    if (!stream.ok()) {
+      for (const auto& submitted_stream : streams) submitted_stream->cancel();  // all or nothing
+      throw refusal(stream.status(), tracker);
     }
+    streams.push_back(std::move(stream).value());
   }
-  auto call = std::make_shared<EngineCall>(std::move(stream).value(), std::move(out), std::move(sink), tracker,
-                                           n_prompt_tokens, submitted);
+  auto call = std::make_shared<EngineCall>(std::move(streams), std::move(choice_offsets), std::move(out),
+                                           std::move(sink), tracker, n_prompt_tokens, submitted);
   call->start();
+}
+
+void start_engine_call(engine::Engine& engine, engine::Request request, std::shared_ptr<Responder> out,
+                       std::unique_ptr<EventSink> sink, CallTracker& tracker) {
+  std::vector<engine::Request> requests;
+  requests.push_back(std::move(request));
+  start_engine_call(engine, std::move(requests), std::move(out), std::move(sink), tracker);
 }
 
 }  // namespace tokenmill::server

@@ -66,4 +66,11 @@ class EventSink {
 void start_engine_call(engine::Engine& engine, engine::Request request, std::shared_ptr<Responder> out,
                        std::unique_ptr<EventSink> sink, CallTracker& tracker);
 
+// The same for several requests answered together (a completions request's list of
+// prompts): request i's choice j reaches the sink as choice (choices of requests 0..i-1)
+// + j; usage adds up; the sink completes when every request has. All are submitted or
+// none (the ones already submitted are cancelled when one is refused).
+void start_engine_call(engine::Engine& engine, std::vector<engine::Request> requests, std::shared_ptr<Responder> out,
+                       std::unique_ptr<EventSink> sink, CallTracker& tracker);
+
 }  // namespace tokenmill::server

@@ -101,6 +101,7 @@ int32_t resolve_max_tokens(int64_t requested, size_t n_prompt, int32_t max_conte
 OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
   Fields f(body);
   OpenAiRequest out;
+  engine::Request& request = out.requests.emplace_back();
   check_model_name(f.string("model").value_or(model.name()), model);
 
   const Json* messages = f.array("messages");
@@ -127,18 +128,18 @@ OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
   }
   auto prompt = model.chat_prompt(chat);
   if (!prompt.ok()) throw bad_request("Cannot apply the chat template: " + prompt.status().message(), "messages");
-  out.request.prompt = std::move(prompt).value();
+  request.prompt = std::move(prompt).value();
 
-  read_sampling(f, model, out.request);
+  read_sampling(f, model, request);
   read_stream(f, out);
-  out.request.sampling.logprobs = f.boolean("logprobs").value_or(false);
+  request.sampling.logprobs = f.boolean("logprobs").value_or(false);
   if (auto top = f.integer("top_logprobs", 0, engine::kMaxTopLogprobs)) {
-    if (!out.request.sampling.logprobs) {
+    if (!request.sampling.logprobs) {
       throw bad_request("'top_logprobs' requires 'logprobs' to be true", "top_logprobs");
     }
-    out.request.sampling.top_logprobs = static_cast<int32_t>(*top);
+    request.sampling.top_logprobs = static_cast<int32_t>(*top);
   }
-  check_sampling(out.request.sampling);
+  check_sampling(request.sampling);
 
   auto max_tokens = f.integer("max_completion_tokens", 1, INT32_MAX);
   const char* max_param = "max_completion_tokens";
@@ -146,59 +147,88 @@ OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
     max_tokens = f.integer("max_tokens", 1, INT32_MAX);
     max_param = "max_tokens";
   }
-  out.request.max_tokens =
-      resolve_max_tokens(max_tokens.value_or(-1), out.request.prompt.size(), model.max_context(), "messages", max_param);
+  request.max_tokens =
+      resolve_max_tokens(max_tokens.value_or(-1), request.prompt.size(), model.max_context(), "messages", max_param);
   return out;
 }
+
+namespace {
+
+// One prompt of a completions request: a string, or an array of token ids. `where` names
+// it in errors ("prompt" or "prompt[i]").
+std::vector<int32_t> read_prompt(const Json& prompt, const ServedModel& model, const std::string& where,
+                                 std::string& text) {
+  if (prompt.is_string()) {
+    text = prompt.get<std::string>();
+    return model.text_prompt(text);
+  }
+  if (prompt.is_array() && !prompt.empty() && prompt[0].is_number_integer()) {
+    const int32_t n_vocab = model.tokenizer().n_vocab();
+    std::vector<int32_t> tokens;
+    for (const Json& id : prompt) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= n_vocab) {
+        throw bad_request("'" + where + "' token ids must be integers in [0, " + std::to_string(n_vocab) +
+                              "), found " + dump_json(id),
+                          where);
+      }
+      tokens.push_back(id.get<int32_t>());
+    }
+    text = model.tokenizer().decode(tokens, /*render_special=*/false);
+    return tokens;
+  }
+  throw bad_request("'" + where + "' must be a string or an array of token ids, found " + json_kind(prompt), where);
+}
+
+}  // namespace
 
 OpenAiRequest parse_completion_request(const Json& body, const ServedModel& model) {
   Fields f(body);
   OpenAiRequest out;
   check_model_name(f.string("model").value_or(model.name()), model);
 
-  // The prompt: a string, or token ids; an array of one of either is accepted too.
+  // The prompt: a string or token ids, or a list of prompts (each a string or token ids).
   auto it = body.find("prompt");
   if (it == body.end() || it->is_null()) throw bad_request("'prompt' is required", "prompt");
-  const Json* prompt = &*it;
-  if (prompt->is_array() && prompt->size() == 1 && ((*prompt)[0].is_string() || (*prompt)[0].is_array())) {
-    prompt = &(*prompt)[0];
-  }
-  if (prompt->is_string()) {
-    out.prompt_text = prompt->get<std::string>();
-    out.request.prompt = model.text_prompt(out.prompt_text);
-  } else if (prompt->is_array() && !prompt->empty() && (*prompt)[0].is_number_integer()) {
-    const int32_t n_vocab = model.tokenizer().n_vocab();
-    for (const Json& id : *prompt) {
-      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= n_vocab) {
-        throw bad_request("'prompt' token ids must be integers in [0, " + std::to_string(n_vocab) + "), found " +
-                              dump_json(id),
-                          "prompt");
-      }
-      out.request.prompt.push_back(id.get<int32_t>());
+  std::vector<const Json*> prompts;
+  const bool is_list = it->is_array() && !it->empty() && ((*it)[0].is_string() || (*it)[0].is_array());
+  if (is_list) {
+    if (it->size() > kMaxPrompts) {
+      throw bad_request("'prompt' lists at most " + std::to_string(kMaxPrompts) + " prompts, found " +
+                            std::to_string(it->size()),
+                        "prompt");
     }
-    out.prompt_text = model.tokenizer().decode(out.request.prompt, /*render_special=*/false);
-  } else if (prompt->is_array() && prompt->size() > 1) {
-    throw bad_request("'prompt' as a list of several prompts is not supported; send one prompt per request", "prompt");
+    for (const Json& p : *it) prompts.push_back(&p);
   } else {
-    throw bad_request("'prompt' must be a string or an array of token ids, found " + json_kind(*prompt), "prompt");
+    prompts.push_back(&*it);
   }
   if (auto suffix = f.string("suffix"); suffix && !suffix->empty()) {
     throw bad_request("'suffix' is not supported", "suffix");
   }
 
-  read_sampling(f, model, out.request);
+  engine::Request shared;
+  read_sampling(f, model, shared);
   read_stream(f, out);
   out.echo = f.boolean("echo").value_or(false);
   if (auto top = f.integer("logprobs", 0, engine::kMaxTopLogprobs)) {
-    out.request.sampling.logprobs = true;
-    out.request.sampling.top_logprobs = static_cast<int32_t>(*top);
-    out.request.prompt_logprobs = out.echo;  // the echoed prompt's tokens get theirs too
+    shared.sampling.logprobs = true;
+    shared.sampling.top_logprobs = static_cast<int32_t>(*top);
+    shared.prompt_logprobs = out.echo;  // the echoed prompt's tokens get theirs too
   }
-  check_sampling(out.request.sampling);
-
+  check_sampling(shared.sampling);
+  if (static_cast<int64_t>(prompts.size()) * shared.n > kMaxChoicesPerRequest) {
+    throw bad_request("'n' x the number of prompts may be at most " + std::to_string(kMaxChoicesPerRequest) +
+                          ", found " + std::to_string(shared.n) + " x " + std::to_string(prompts.size()),
+                      "n");
+  }
   // OpenAI's completions default is 16 tokens.
-  out.request.max_tokens = resolve_max_tokens(f.integer("max_tokens", 1, INT32_MAX).value_or(16),
-                                              out.request.prompt.size(), model.max_context(), "prompt", "max_tokens");
+  const int64_t max_tokens = f.integer("max_tokens", 1, INT32_MAX).value_or(16);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const std::string where = is_list ? "prompt[" + std::to_string(i) + "]" : "prompt";
+    engine::Request& request = out.requests.emplace_back(shared);
+    request.prompt = read_prompt(*prompts[i], model, where, out.prompt_texts.emplace_back());
+    request.max_tokens =
+        resolve_max_tokens(max_tokens, request.prompt.size(), model.max_context(), where.c_str(), "max_tokens");
+  }
   return out;
 }
 

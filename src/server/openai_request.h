@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "engine/request.h"
 #include "server/json_fields.h"
@@ -14,14 +15,19 @@ namespace tokenmill::server {
 
 inline constexpr int32_t kMaxChoices = 8;
 inline constexpr size_t kMaxStopStrings = 16;
+// /v1/completions: prompts in one request (a list), and their choices in all.
+inline constexpr size_t kMaxPrompts = 64;
+inline constexpr int64_t kMaxChoicesPerRequest = 128;
 
 struct OpenAiRequest {
-  engine::Request request;
+  // One engine request per prompt (chat: one), the same but for the prompt and its
+  // max_tokens. Choice j of prompt i answers as index i * n + j.
+  std::vector<engine::Request> requests;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   // /v1/completions only:
-  bool echo = false;           // put the prompt text before each choice's text
-  std::string prompt_text;     // the prompt as text, for echo
+  bool echo = false;                      // put the prompt text before each choice's text
+  std::vector<std::string> prompt_texts;  // each prompt as text, for echo
 };
 
 // Throws ApiError.

@@ -40,30 +40,36 @@ class OpenAiSink : public EventSink {
       : chat_(chat),
         stream_(request.stream),
         include_usage_(request.include_usage),
-        logprobs_(request.request.sampling.logprobs),
-        echo_text_(request.echo ? request.prompt_text : ""),
-        prompt_tokens_(request.request.prompt_logprobs ? request.request.prompt : std::vector<int32_t>()),
+        logprobs_(request.requests.front().sampling.logprobs),
         tokenizer_(model.tokenizer()),
         id_(new_response_id(chat ? "chatcmpl-" : "cmpl-")),
         model_name_(model.name()),
-        created_(unix_now()),
-        choices_(request.request.n) {
-    for (Choice& c : choices_) {
-      c.text = echo_text_;
-      c.next_offset = static_cast<int64_t>(echo_text_.size());
+        created_(unix_now()) {
+    // Prompt i's choices are i * n .. i * n + n - 1, each with that prompt's echo.
+    for (size_t i = 0; i < request.requests.size(); ++i) {
+      const engine::Request& r = request.requests[i];
+      prompts_.push_back({request.echo ? request.prompt_texts[i] : "",
+                          r.prompt_logprobs ? r.prompt : std::vector<int32_t>()});
+      for (int32_t j = 0; j < r.n; ++j) {
+        Choice& c = choices_.emplace_back();
+        c.prompt = static_cast<int32_t>(i);
+        c.text = prompts_[i].echo_text;
+        c.next_offset = static_cast<int64_t>(c.text.size());
+      }
     }
   }
 
   void on_start(Responder& out) override {
     if (!stream_) return;
     out.begin_stream(200, "text/event-stream");
-    if (!echo_text_.empty() && prompt_tokens_.empty()) {
-      // The echoed prompt goes first, as its own chunk per choice (with prompt logprobs,
-      // when they come: on_events).
-      std::string batch;
-      for (size_t i = 0; i < choices_.size(); ++i) batch += sse(chunk(static_cast<int32_t>(i), echo_text_, nullptr, nullptr));
-      out.write_chunk(std::move(batch));
+    // Echoed prompts go first, as their own chunk per choice (with prompt logprobs, when
+    // they come: on_events).
+    std::string batch;
+    for (size_t i = 0; i < choices_.size(); ++i) {
+      const PromptEcho& p = prompts_[choices_[i].prompt];
+      if (!p.echo_text.empty() && p.tokens.empty()) batch += sse(chunk(static_cast<int32_t>(i), p.echo_text, nullptr, nullptr));
     }
+    if (!batch.empty()) out.write_chunk(std::move(batch));
   }
 
   void on_events(std::vector<engine::StreamEvent>& events, Responder& out) override {
@@ -71,12 +77,13 @@ class OpenAiSink : public EventSink {
     for (engine::StreamEvent& event : events) {
       if (event.choice < 0 || event.choice >= static_cast<int32_t>(choices_.size())) continue;
       Choice& c = choices_[event.choice];
-      if (!prompt_tokens_.empty() && !c.prompt_logprobs_done) {
+      const PromptEcho& echo = prompts_[c.prompt];
+      if (!echo.tokens.empty() && !c.prompt_logprobs_done) {
         // The echoed prompt with its tokens' logprobs, before the choice's first token.
         c.prompt_logprobs_done = true;
-        Json prompt = prompt_logprobs_json(event.prompt_logprobs);
+        Json prompt = prompt_logprobs_json(echo.tokens, event.prompt_logprobs);
         if (stream_) {
-          batch += sse(chunk(event.choice, Json(echo_text_), std::move(prompt), nullptr));
+          batch += sse(chunk(event.choice, Json(echo.echo_text), std::move(prompt), nullptr));
         } else {
           c.logprobs = std::move(prompt);
         }
@@ -150,7 +157,14 @@ class OpenAiSink : public EventSink {
   }
 
  private:
+  // What a prompt's choices repeat: its text (echo) and tokens (prompt logprobs).
+  struct PromptEcho {
+    std::string echo_text;        // empty without echo
+    std::vector<int32_t> tokens;  // with prompt logprobs (echo + logprobs) only
+  };
+
   struct Choice {
+    int32_t prompt = 0;  // index into prompts_
     std::string text;
     Json logprobs;          // chat: {"content": [...]}; completions: the legacy columns
     std::string finish_reason;
@@ -172,12 +186,13 @@ class OpenAiSink : public EventSink {
 
   // The legacy logprobs columns for the echoed prompt: its first token has none (null),
   // the others come from the engine; offsets count from the start of the echoed text.
-  Json prompt_logprobs_json(const std::vector<engine::TokenLogprobs>& scored) const {
+  Json prompt_logprobs_json(const std::vector<int32_t>& prompt_tokens,
+                            const std::vector<engine::TokenLogprobs>& scored) const {
     Json tokens = Json::array(), token_logprobs = Json::array(), top_logprobs = Json::array(),
          offsets = Json::array();
     int64_t offset = 0;
-    for (size_t i = 0; i < prompt_tokens_.size(); ++i) {
-      const std::string& piece = tokenizer_.token_piece(prompt_tokens_[i], false);
+    for (size_t i = 0; i < prompt_tokens.size(); ++i) {
+      const std::string& piece = tokenizer_.token_piece(prompt_tokens[i], false);
       tokens.push_back(piece);
       offsets.push_back(offset);
       offset += static_cast<int64_t>(piece.size());
@@ -265,8 +280,7 @@ class OpenAiSink : public EventSink {
   const bool stream_;
   const bool include_usage_;
   const bool logprobs_;
-  const std::string echo_text_;
-  const std::vector<int32_t> prompt_tokens_;  // with prompt logprobs (echo + logprobs) only
+  std::vector<PromptEcho> prompts_;  // one per prompt of the request
   const tokenizer::Tokenizer& tokenizer_;
   const std::string id_;
   const std::string model_name_;
@@ -291,11 +305,14 @@ void handle_generation(bool chat, const RouteContext& context, const HttpRequest
     const Json json = parse_json_object(body);
     auto parsed = std::make_shared<OpenAiRequest>(chat ? parse_chat_request(json, context.model)
                                                        : parse_completion_request(json, context.model));
-    parsed->request.id = new_response_id(chat ? "chatcmpl-" : "cmpl-");
+    const std::string id = new_response_id(chat ? "chatcmpl-" : "cmpl-");
+    for (size_t i = 0; i < parsed->requests.size(); ++i) {
+      parsed->requests[i].id = parsed->requests.size() == 1 ? id : id + "-" + std::to_string(i);
+    }
     return [chat, &context, out, parsed] {
       if (!out->connected()) return;
       auto sink = std::make_unique<OpenAiSink>(chat, *parsed, context.model);
-      start_engine_call(context.model.engine(), std::move(parsed->request), out, std::move(sink), context.calls);
+      start_engine_call(context.model.engine(), std::move(parsed->requests), out, std::move(sink), context.calls);
     };
   });
 }

@@ -236,3 +236,41 @@ def test_completion_echo_with_prompt_logprobs(server, client):
     first = chunks[0].choices[0]
     assert first.text == scored.choices[0].text[:len(first.text)]
     assert first.logprobs.token_logprobs == lp.token_logprobs[:n_prompt]
+
+
+def test_completion_with_a_list_of_prompts(client):
+    # OpenAI's list form (evaluation harnesses batch their prompts this way): prompt i's
+    # choice j answers as index i * n + j, each the same as that prompt alone.
+    prompts = ["The capital of France is", "Two plus two equals", "Roses are red,"]
+    alone = [client.completions.create(model=MODEL, prompt=p, max_tokens=6, temperature=0) for p in prompts]
+    together = client.completions.create(model=MODEL, prompt=prompts, max_tokens=6, temperature=0, n=2)
+    assert sorted(c.index for c in together.choices) == list(range(6))
+    by_index = {c.index: c for c in together.choices}
+    for i, single in enumerate(alone):
+        for j in range(2):
+            assert by_index[i * 2 + j].text == single.choices[0].text
+            assert by_index[i * 2 + j].finish_reason == single.choices[0].finish_reason
+    assert together.usage.prompt_tokens == sum(a.usage.prompt_tokens for a in alone)
+    assert together.usage.completion_tokens == 2 * sum(a.usage.completion_tokens for a in alone)
+
+    # Streamed, with echo: each choice starts with its own prompt.
+    chunks = list(client.completions.create(model=MODEL, prompt=prompts, max_tokens=6, temperature=0, echo=True,
+                                            stream=True, stream_options={"include_usage": True}))
+    texts = {}
+    for chunk in chunks:
+        for choice in chunk.choices:
+            texts[choice.index] = texts.get(choice.index, "") + choice.text
+    assert texts == {i: prompts[i] + alone[i].choices[0].text for i in range(3)}
+    assert chunks[-1].usage.prompt_tokens == together.usage.prompt_tokens
+
+
+def test_completion_list_limits(client):
+    with pytest.raises(openai.BadRequestError) as error:
+        client.completions.create(model=MODEL, prompt=["a"] * 65, max_tokens=1)
+    assert "at most 64" in str(error.value)
+    with pytest.raises(openai.BadRequestError) as error:
+        client.completions.create(model=MODEL, prompt=["a"] * 20, max_tokens=1, n=8)
+    assert "'n' x the number of prompts" in str(error.value)
+    with pytest.raises(openai.BadRequestError) as error:
+        client.completions.create(model=MODEL, prompt=[[2, 818], [2, -5]], max_tokens=1)
+    assert "'prompt[1]' token ids must be integers" in str(error.value)
