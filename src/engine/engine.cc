@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "engine/json_constraint.h"
 #include "engine/scheduler.h"
 #include "kv/kv_cache_manager.h"
 #include "ops/kv_storage.h"
@@ -188,6 +189,7 @@ class Engine::Impl {
     seq.sampler = std::make_unique<Sampler>(params);
     seq.decoder = std::make_unique<tokenizer::IncrementalDecoder>(tokenizer_);
     seq.stop_filter = std::make_unique<StopStringFilter>(seq.state->request.stop);
+    if (seq.state->request.json_object) seq.json = std::make_unique<JsonGrammar>();
   }
 
   void drop_cancelled(bool all) {
@@ -326,7 +328,14 @@ class Engine::Impl {
 
   Draw draw(Sequence& s, std::span<float> logits) {
     Draw d;
-    d.token = s.sampler->sample(logits, std::span<const int32_t>(s.tokens));
+    if (s.json) {
+      // JSON mode: the draw is among the tokens that keep the output valid JSON.
+      thread_local std::vector<float> masked;
+      if (!mask_to_json(*s.json, logits, tokenizer_, masked)) return d;  // token -1: no token fits
+      d.token = s.sampler->sample(masked, std::span<const int32_t>(s.tokens));
+    } else {
+      d.token = s.sampler->sample(logits, std::span<const int32_t>(s.tokens));
+    }
     const SamplingParams& sampling = s.state->request.sampling;
     if (sampling.logprobs) d.logprobs = compute_logprobs(logits, d.token, sampling.top_logprobs);
     return d;
@@ -338,6 +347,10 @@ class Engine::Impl {
     RequestState& state = *s.state;
     const Request& request = state.request;
     const int32_t token = drawn.token;
+    if (token < 0) {
+      finish(&s, FinishReason::kError, "no token can continue the JSON output");
+      return;
+    }
     const double now = state.since_submit.seconds();
     if (!state.first_token_seen) {
       state.first_token_seen = true;
@@ -372,6 +385,14 @@ class Engine::Impl {
     if (filtered.stopped) {
       emit_final(s, std::move(event), FinishReason::kStop);
       return;
+    }
+    if (s.json) {
+      s.json->advance(tokenizer_.token_piece(token, /*render_special=*/false));
+      if (s.json->complete()) {  // the object is closed: nothing may follow
+        event.text += flush_text(s);
+        emit_final(s, std::move(event), FinishReason::kStop);
+        return;
+      }
     }
     const bool out_of_tokens = s.n_generated >= request.max_tokens ||
                                static_cast<int32_t>(s.tokens.size()) >= config_.max_context;

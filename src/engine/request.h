@@ -25,6 +25,9 @@ struct Request {
   // with sampling.top_logprobs alternatives: OpenAI's echo + logprobs, what evaluation
   // harnesses score texts with. Such a prompt is computed whole (no cached prefix).
   bool prompt_logprobs = false;
+  // JSON mode: every choice is one JSON object (engine/json_grammar.h); it ends, with
+  // finish reason stop, when the object closes.
+  bool json_object = false;
 };
 
 enum class FinishReason { kStop, kLength, kCancelled, kError };

@@ -59,10 +59,17 @@ void read_options(const Json& body, const ServedModel& model, OllamaRequest& out
   (void)model;
 }
 
+// Ollama's format: "json" asks for one JSON object (JSON mode); "" for none.
+bool read_format(const Fields& f) {
+  const Json* format = f.raw("format");
+  if (format == nullptr || format->is_null()) return false;
+  if (format->is_string() && format->get<std::string>().empty()) return false;
+  if (format->is_string() && format->get<std::string>() == "json") return true;
+  throw bad_request("'format' must be \"json\"; JSON schemas are not supported, found " + dump_json(*format),
+                    "format");
+}
+
 void reject_unsupported(const Fields& f) {
-  if (const Json* format = f.raw("format"); format && !(format->is_string() && format->get<std::string>().empty())) {
-    throw bad_request("'format' (constrained JSON output) is not supported", "format");
-  }
   if (const Json* images = f.array("images"); images && !images->empty()) {
     throw bad_request("this model reads text only; 'images' are not supported", "images");
   }
@@ -82,6 +89,7 @@ OllamaRequest parse_ollama_request(bool chat, const Json& body, const ServedMode
   if (!name) throw bad_request("'model' is required", "model");
   check_model_name(*name, model);
   reject_unsupported(f);
+  out.request.json_object = read_format(f);
   out.stream = f.boolean("stream").value_or(true);
 
   int64_t num_predict = -1;

@@ -122,8 +122,13 @@ OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
     }
   }
   if (const Json* format = f.object("response_format")) {
-    if (format->value("type", "text") != "text") {
-      throw bad_request("'response_format' other than {\"type\": \"text\"} is not supported", "response_format");
+    const Json type = format->contains("type") ? (*format)["type"] : Json("text");
+    if (type == "json_object") {
+      request.json_object = true;  // JSON mode: the reply is one JSON object
+    } else if (type != "text") {
+      throw bad_request("'response_format' must be {\"type\": \"text\"} or {\"type\": \"json_object\"}; "
+                        "JSON schemas are not supported, found " + dump_json(*format),
+                        "response_format");
     }
   }
   auto prompt = model.chat_prompt(chat);

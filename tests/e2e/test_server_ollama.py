@@ -133,3 +133,19 @@ def test_root_heartbeat(server):
     head = requests.head(server.url + "/")  # the ollama CLI's heartbeat
     assert head.status_code == 200 and head.content == b""
     assert int(head.headers["Content-Length"]) > 0
+
+
+def test_format_json(client):
+    # Ollama's format "json": the reply is one JSON object (or valid JSON up to the limit).
+    closed = 0
+    for seed in (1, 2, 3):
+        response = client.chat(model=MODEL, messages=[{"role": "user", "content": "Give a JSON object with a name."}],
+                               format="json", options={"temperature": 1.0, "seed": seed, "num_predict": 200})
+        assert response.message.content.lstrip().startswith("{")
+        if response.done_reason == "stop":
+            assert isinstance(json.loads(response.message.content), dict)
+            closed += 1
+    assert closed >= 1
+    with pytest.raises(ollama.ResponseError) as error:
+        client.generate(model=MODEL, prompt="x", format={"type": "object"}, options={"num_predict": 2})
+    assert "JSON schemas are not supported" in str(error.value)

@@ -1,6 +1,7 @@
 """`tokenmill serve` through the official openai client: chat and completions, streaming
 and not, usage with cached tokens, stop strings, logprobs, n > 1. Greedy and short, so
 the whole file runs in seconds on the default model."""
+import json
 import math
 
 import openai
@@ -274,3 +275,24 @@ def test_completion_list_limits(client):
     with pytest.raises(openai.BadRequestError) as error:
         client.completions.create(model=MODEL, prompt=[[2, 818], [2, -5]], max_tokens=1)
     assert "'prompt[1]' token ids must be integers" in str(error.value)
+
+
+def test_json_mode(client):
+    # response_format json_object: the reply is JSON from its first byte; choices that end
+    # with "stop" parse as one object (this small model's greedy answers may run to the
+    # token limit instead, still valid JSON as far as they go).
+    messages = [{"role": "user", "content": "Describe a cat as JSON with the fields name, age and colors."}]
+    response = client.chat.completions.create(model=MODEL, messages=messages, max_tokens=300, temperature=1.0,
+                                              seed=42, n=4, response_format={"type": "json_object"})
+    closed = 0
+    for choice in response.choices:
+        assert choice.message.content.lstrip().startswith("{")
+        assert choice.finish_reason in ("stop", "length")
+        if choice.finish_reason == "stop":
+            assert isinstance(json.loads(choice.message.content), dict)
+            closed += 1
+    assert closed >= 1
+    with pytest.raises(openai.BadRequestError) as error:
+        client.chat.completions.create(model=MODEL, messages=messages, max_tokens=4, response_format={
+            "type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}})
+    assert "JSON schemas are not supported" in str(error.value)
