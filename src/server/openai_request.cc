@@ -98,6 +98,23 @@ int32_t resolve_max_tokens(int64_t requested, size_t n_prompt, int32_t max_conte
   return static_cast<int32_t>(requested);
 }
 
+namespace {
+
+// response_format: {"type": "text"} (or absent) or {"type": "json_object"} (JSON mode:
+// true). A JSON schema is refused.
+bool read_response_format(const Fields& f) {
+  const Json* format = f.object("response_format");
+  if (format == nullptr) return false;
+  const Json type = format->contains("type") ? (*format)["type"] : Json("text");
+  if (type == "json_object") return true;
+  if (type == "text") return false;
+  throw bad_request("'response_format' must be {\"type\": \"text\"} or {\"type\": \"json_object\"}; "
+                    "JSON schemas are not supported, found " + dump_json(*format),
+                    "response_format");
+}
+
+}  // namespace
+
 OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
   Fields f(body);
   OpenAiRequest out;
@@ -121,16 +138,7 @@ OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
       throw bad_request("'" + std::string(name) + "' (tool calling) is not supported by this server", name);
     }
   }
-  if (const Json* format = f.object("response_format")) {
-    const Json type = format->contains("type") ? (*format)["type"] : Json("text");
-    if (type == "json_object") {
-      request.json_object = true;  // JSON mode: the reply is one JSON object
-    } else if (type != "text") {
-      throw bad_request("'response_format' must be {\"type\": \"text\"} or {\"type\": \"json_object\"}; "
-                        "JSON schemas are not supported, found " + dump_json(*format),
-                        "response_format");
-    }
-  }
+  request.json_object = read_response_format(f);
   auto prompt = model.chat_prompt(chat);
   if (!prompt.ok()) throw bad_request("Cannot apply the chat template: " + prompt.status().message(), "messages");
   request.prompt = std::move(prompt).value();
@@ -211,6 +219,7 @@ OpenAiRequest parse_completion_request(const Json& body, const ServedModel& mode
   }
 
   engine::Request shared;
+  shared.json_object = read_response_format(f);  // an extension here, as in vLLM
   read_sampling(f, model, shared);
   read_stream(f, out);
   out.echo = f.boolean("echo").value_or(false);

@@ -292,6 +292,10 @@ def test_json_mode(client):
             assert isinstance(json.loads(choice.message.content), dict)
             closed += 1
     assert closed >= 1
+    # The same on /v1/completions (an extension there, as in vLLM).
+    completion = client.completions.create(model=MODEL, prompt="A JSON object describing a dog:", max_tokens=40,
+                                           temperature=0, extra_body={"response_format": {"type": "json_object"}})
+    assert completion.choices[0].text.startswith("{")
     with pytest.raises(openai.BadRequestError) as error:
         client.chat.completions.create(model=MODEL, messages=messages, max_tokens=4, response_format={
             "type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}})
