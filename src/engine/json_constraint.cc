@@ -7,7 +7,7 @@
 namespace tokenmill::engine {
 
 bool mask_to_json(const JsonGrammar& grammar, std::span<const float> logits, const tokenizer::Tokenizer& tokenizer,
-                  std::vector<float>& masked) {
+                  bool greedy_only, std::vector<float>& masked) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const auto n = static_cast<int32_t>(logits.size());
   masked.assign(logits.size(), kNegInf);
@@ -16,23 +16,43 @@ bool mask_to_json(const JsonGrammar& grammar, std::span<const float> logits, con
     return !piece.empty() && grammar.allows(piece);
   };
   float best = kNegInf;
-  for (float v : logits) best = std::max(best, v);
-  // The candidates near the top, best first (ties by id: a fixed order).
+  int32_t best_id = 0;
+  for (int32_t id = 0; id < n; ++id) {
+    if (logits[id] > best) {
+      best = logits[id];
+      best_id = id;
+    }
+  }
+  if (greedy_only && std::isfinite(best) && allowed(best_id)) {  // the usual case: the model writes JSON
+    masked[best_id] = best;
+    return true;
+  }
+  // The candidates near the top, best first (ties by id: a fixed order). A histogram of the window (kBins bins, one pass) finds
+  // the lowest bin edge with at most kJsonMaxCandidates tokens above it, so no pass has to
+  // sort or select among the whole vocabulary.
+  constexpr int kBins = 512;
+  if (!std::isfinite(best)) return false;  // nothing a sampler could draw
+  const float low = best - kJsonLogitWindow;
+  const float bin_width = kJsonLogitWindow / kBins;
+  std::vector<int32_t> counts(kBins + 1, 0);
+  for (int32_t id = 0; id < n; ++id) {
+    if (logits[id] >= low) ++counts[std::min(kBins, static_cast<int>((logits[id] - low) / bin_width))];
+  }
+  int edge = kBins + 1;  // tokens in bins >= edge are candidates
+  for (size_t above = 0; edge > 0 && above + counts[edge - 1] <= kJsonMaxCandidates;) above += counts[--edge];
+  if (edge == kBins + 1) edge = kBins;  // the top bin alone is over the cap: take it anyway
+  const float cut = low + static_cast<float>(edge) * bin_width;
   std::vector<int32_t> candidates;
   for (int32_t id = 0; id < n; ++id) {
-    if (logits[id] >= best - kJsonLogitWindow) candidates.push_back(id);
+    if (logits[id] >= cut || id == best_id) candidates.push_back(id);
   }
   auto better = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
-  if (candidates.size() > kJsonMaxCandidates) {
-    std::nth_element(candidates.begin(), candidates.begin() + kJsonMaxCandidates, candidates.end(), better);
-    candidates.resize(kJsonMaxCandidates);
-  }
   std::sort(candidates.begin(), candidates.end(), better);
   size_t n_allowed = 0;
   for (int32_t id : candidates) {
     if (!allowed(id)) continue;
     masked[id] = logits[id];
-    if (++n_allowed == kJsonMaxAllowed) break;
+    if (++n_allowed == (greedy_only ? 1 : kJsonMaxAllowed)) break;
   }
   if (n_allowed > 0) return true;
   for (int32_t id = 0; id < n; ++id) {  // nothing near the top fits: anything that does

@@ -15,12 +15,15 @@ namespace tokenmill::engine {
 // with an empty piece, control tokens among them, are never allowed). Only the tokens
 // within kJsonLogitWindow of the largest logit are tried, best first, until
 // kJsonMaxAllowed are found; all others are -inf too (together they weigh less than
-// e^-kJsonLogitWindow of the best one each: nothing a sampler would draw). If none of
-// those is allowed, every token is tried. Returns false when no token is allowed.
-inline constexpr float kJsonLogitWindow = 30.0f;
-inline constexpr size_t kJsonMaxCandidates = 4096;
+// e^-kJsonLogitWindow (1e-7) of the best one each). If none of
+// those is allowed, every token is tried. greedy_only: only the best allowed token is
+// needed (a temperature-0 draw without penalties); the search stops there, and when the
+// most likely token is allowed it is the only one looked at. Returns false when no
+// token is allowed.
+inline constexpr float kJsonLogitWindow = 16.0f;
+inline constexpr size_t kJsonMaxCandidates = 1024;
 inline constexpr size_t kJsonMaxAllowed = 256;
 bool mask_to_json(const JsonGrammar& grammar, std::span<const float> logits, const tokenizer::Tokenizer& tokenizer,
-                  std::vector<float>& masked);
+                  bool greedy_only, std::vector<float>& masked);
 
 }  // namespace tokenmill::engine
