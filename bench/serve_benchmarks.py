@@ -143,7 +143,6 @@ def main():
     results["tokenmill_single_stream_tok_s"] = median_pair[0]
     results["tokenmill_16_streams_tok_s"] = median_pair[1]
     results["tokenmill_16_vs_1"] = ratios[len(ratios) // 2]
-    sixteen = {"output_throughput": median_pair[1]}
     print(f"tokenmill: median of {len(pairs)} pairs: 1 stream {median_pair[0]:.1f} tok/s, 16 streams "
           f"{median_pair[1]:.1f} tok/s ({results['tokenmill_16_vs_1']:.2f}x; all: "
           f"{', '.join(f'{r:.2f}' for r in ratios)})", flush=True)
@@ -160,7 +159,7 @@ def main():
             llama.stop()
         results["llama_server_16_streams_tok_s"] = llama16["output_throughput"]
         results["llama_server_single_stream_tok_s"] = llama1["output_throughput"]
-        results["tokenmill_vs_llama_server_16"] = sixteen["output_throughput"] / llama16["output_throughput"]
+        results["tokenmill_vs_llama_server_16"] = median_pair[1] / llama16["output_throughput"]
         print(f"llama-server -np 16: 1 stream {llama1['output_throughput']:.1f} tok/s, 16 streams "
               f"{llama16['output_throughput']:.1f} tok/s; tokenmill/llama.cpp at 16 = "
               f"{results['tokenmill_vs_llama_server_16']:.2f}x", flush=True)

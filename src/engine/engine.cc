@@ -328,18 +328,16 @@ class Engine::Impl {
 
   Draw draw(Sequence& s, std::span<float> logits) {
     Draw d;
+    const SamplingParams& sampling = s.state->request.sampling;
     if (s.json) {
       // JSON mode: the draw is among the tokens that keep the output valid JSON.
       thread_local std::vector<float> masked;
-      const SamplingParams& p = s.state->request.sampling;
-      const bool greedy_only = p.is_greedy() && p.repetition_penalty == 1.0f && p.presence_penalty == 0.0f &&
-                               p.frequency_penalty == 0.0f;
+      const bool greedy_only = sampling.is_greedy() && !sampling.has_penalties();
       if (!mask_to_json(*s.json, logits, tokenizer_, greedy_only, masked)) return d;  // token -1: no token fits
       d.token = s.sampler->sample(masked, std::span<const int32_t>(s.tokens));
     } else {
       d.token = s.sampler->sample(logits, std::span<const int32_t>(s.tokens));
     }
-    const SamplingParams& sampling = s.state->request.sampling;
     if (sampling.logprobs) d.logprobs = compute_logprobs(logits, d.token, sampling.top_logprobs);
     return d;
   }

@@ -27,11 +27,12 @@ bool mask_to_json(const JsonGrammar& grammar, std::span<const float> logits, con
     masked[best_id] = best;
     return true;
   }
-  // The candidates near the top, best first (ties by id: a fixed order). A histogram of the window (kBins bins, one pass) finds
-  // the lowest bin edge with at most kJsonMaxCandidates tokens above it, so no pass has to
-  // sort or select among the whole vocabulary.
-  constexpr int kBins = 512;
   if (!std::isfinite(best)) return false;  // nothing a sampler could draw
+  // The candidates near the top, best first (ties by id: a fixed order). A histogram of
+  // the window (kBins bins, one pass) finds the lowest bin edge with at most
+  // kJsonMaxCandidates tokens above it, so no pass sorts or selects among the whole
+  // vocabulary.
+  constexpr int kBins = 512;
   const float low = best - kJsonLogitWindow;
   const float bin_width = kJsonLogitWindow / kBins;
   std::vector<int32_t> counts(kBins + 1, 0);
@@ -44,7 +45,7 @@ bool mask_to_json(const JsonGrammar& grammar, std::span<const float> logits, con
   const float cut = low + static_cast<float>(edge) * bin_width;
   std::vector<int32_t> candidates;
   for (int32_t id = 0; id < n; ++id) {
-    if (logits[id] >= cut || id == best_id) candidates.push_back(id);
+    if (logits[id] >= cut || id == best_id) candidates.push_back(id);  // cut may round above the best
   }
   auto better = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
   std::sort(candidates.begin(), candidates.end(), better);

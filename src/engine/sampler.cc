@@ -94,8 +94,8 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> previo
 void Sampler::apply_penalties(std::span<float> logits,
                               std::span<const int32_t> previous_tokens) {
   penalty_undo_.clear();
-  const bool repetition = params_.repetition_penalty != 1.0f && params_.penalty_last_n != 0;
-  const bool openai = params_.presence_penalty != 0.0f || params_.frequency_penalty != 0.0f;
+  const bool repetition = params_.repetition_penalty_active();
+  const bool openai = params_.openai_penalties_active();
   if (!repetition && !openai) return;
 
   // The repetition penalty looks at the last `window` tokens; the OpenAI penalties at all.

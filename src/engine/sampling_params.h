@@ -45,6 +45,11 @@ struct SamplingParams {
   int32_t top_logprobs = 0;
 
   bool is_greedy() const { return temperature == 0.0f; }
+  // Whether the penalties change any logit: the repetition penalty (when it looks back at
+  // all) and OpenAI's presence / frequency penalties.
+  bool repetition_penalty_active() const { return repetition_penalty != 1.0f && penalty_last_n != 0; }
+  bool openai_penalties_active() const { return presence_penalty != 0.0f || frequency_penalty != 0.0f; }
+  bool has_penalties() const { return repetition_penalty_active() || openai_penalties_active(); }
 
   // InvalidArgument naming the first field out of range, its allowed range and the value
   // found; OK otherwise. Rejects NaN and infinities in every float field.

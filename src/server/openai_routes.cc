@@ -36,13 +36,14 @@ Json usage_json(const CallStats& stats) {
 // Turns engine events into chat.completion(.chunk) or text_completion objects.
 class OpenAiSink : public EventSink {
  public:
-  OpenAiSink(bool chat, const OpenAiRequest& request, const ServedModel& model)
+  // id: the response's, which the engine requests' ids start with.
+  OpenAiSink(bool chat, const OpenAiRequest& request, const ServedModel& model, std::string id)
       : chat_(chat),
         stream_(request.stream),
         include_usage_(request.include_usage),
         logprobs_(request.requests.front().sampling.logprobs),
         tokenizer_(model.tokenizer()),
-        id_(new_response_id(chat ? "chatcmpl-" : "cmpl-")),
+        id_(std::move(id)),
         model_name_(model.name()),
         created_(unix_now()) {
     // Prompt i's choices are i * n .. i * n + n - 1, each with that prompt's echo.
@@ -309,9 +310,9 @@ void handle_generation(bool chat, const RouteContext& context, const HttpRequest
     for (size_t i = 0; i < parsed->requests.size(); ++i) {
       parsed->requests[i].id = parsed->requests.size() == 1 ? id : id + "-" + std::to_string(i);
     }
-    return [chat, &context, out, parsed] {
+    return [chat, &context, out, parsed, id] {
       if (!out->connected()) return;
-      auto sink = std::make_unique<OpenAiSink>(chat, *parsed, context.model);
+      auto sink = std::make_unique<OpenAiSink>(chat, *parsed, context.model, id);
       start_engine_call(context.model.engine(), std::move(parsed->requests), out, std::move(sink), context.calls);
     };
   });
