@@ -12,8 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "base/cpu_features.h"
 #include "base/half.h"
 #include "ops/cpu/cpu_backend.h"
+#include "ops/cpu/elementwise.h"
 #include "quant/quant.h"
 #include "quant/type_traits.h"
 
@@ -64,6 +66,28 @@ TEST(CpuRmsNorm, MatchesDoubleReference) {
     std::vector<float> in_place = x;
     backend.rms_norm(in_place.data(), weight.data(), kRows, n_cols, kEps, in_place.data());
     EXPECT_EQ(in_place, y) << "n_cols " << n_cols;
+  }
+}
+
+// The AVX2 path (four rows at a time) sums in the scalar path's order: the same bits for
+// every row count and length, tails included, in place too.
+TEST(CpuRmsNorm, VectorPathGivesTheScalarBits) {
+  if (!detect_cpu_features().has_avx2_kernels()) GTEST_SKIP() << "CPU lacks avx2/fma/f16c";
+  constexpr float kEps = 1e-6f;
+  for (int64_t n_rows : {1, 3, 4, 5, 9}) {
+    for (int64_t n_cols : {1, 7, 8, 31, 64, 255, 640}) {
+      const std::vector<float> x = random_normal(n_rows * n_cols, static_cast<uint32_t>(7 * n_rows + n_cols), 2.0f);
+      const std::vector<float> weight = random_normal(n_cols, static_cast<uint32_t>(3 + n_cols));
+      std::vector<float> expected(x.size()), y(x.size());
+      for (int64_t r = 0; r < n_rows; ++r) {
+        cpu::rms_norm_row(x.data() + r * n_cols, weight.data(), n_cols, kEps, expected.data() + r * n_cols);
+      }
+      cpu::rms_norm_avx2(x.data(), weight.data(), n_rows, n_cols, kEps, y.data());
+      EXPECT_EQ(y, expected) << n_rows << " x " << n_cols;
+      std::vector<float> in_place = x;
+      cpu::rms_norm_avx2(in_place.data(), weight.data(), n_rows, n_cols, kEps, in_place.data());
+      EXPECT_EQ(in_place, expected) << n_rows << " x " << n_cols << " in place";
+    }
   }
 }
 

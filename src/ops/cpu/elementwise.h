@@ -24,4 +24,8 @@ const float* gelu_f32_table();
 void geglu_avx2(const float* gate, const float* up, int64_t n, float* y, const float* gelu_table);
 void swiglu_avx2(const float* gate, const float* up, int64_t n, float* y);
 
+// rms_norm_row over n_rows rows [n_rows, n_cols], bit for bit (the same double sums in
+// the same order), 8 lanes and 4 rows at a time. REQUIRES: has_avx2_kernels().
+void rms_norm_avx2(const float* x, const float* weight, int64_t n_rows, int64_t n_cols, float eps, float* y);
+
 }  // namespace tokenmill::ops::cpu

@@ -5,6 +5,7 @@
 // Only intrinsics and plain arithmetic here: this file is compiled with -mavx2, and an
 // inline function shared with other files could be merged into theirs.
 #include <immintrin.h>
+#include <math.h>
 
 #include <cstdint>
 
@@ -74,6 +75,53 @@ void geglu_avx2(const float* gate, const float* up, int64_t n, float* y, const f
 
 void swiglu_avx2(const float* gate, const float* up, int64_t n, float* y) {
   gated(gate, up, n, y, [](__m256 x) { return silu(x); });
+}
+
+namespace {
+
+// kRows rows of rms_norm_row at once: their sums are independent chains, so the adds of
+// one row wait on their own previous adds while the other rows' run.
+template <int kRows>
+void rms_norm_rows_avx2(const float* x, const float* weight, int64_t n, float eps, float* y) {
+  // rms_norm_row's sums exactly: eight double lanes, lane j adding the float squares of
+  // x[i + j] in order (lanes 0-3 in `low`, 4-7 in `high`), then the lanes in order.
+  __m256d low[kRows], high[kRows];
+  for (int r = 0; r < kRows; ++r) low[r] = high[r] = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int r = 0; r < kRows; ++r) {
+      const __m256 v = _mm256_loadu_ps(x + r * n + i);
+      const __m256 squares = _mm256_mul_ps(v, v);
+      low[r] = _mm256_add_pd(low[r], _mm256_cvtps_pd(_mm256_castps256_ps128(squares)));
+      high[r] = _mm256_add_pd(high[r], _mm256_cvtps_pd(_mm256_extractf128_ps(squares, 1)));
+    }
+  }
+  for (int r = 0; r < kRows; ++r) {
+    const float* row = x + r * n;
+    alignas(32) double lanes[8];
+    _mm256_store_pd(lanes, low[r]);
+    _mm256_store_pd(lanes + 4, high[r]);
+    for (int64_t k = i; k < n; ++k) lanes[0] += static_cast<double>(row[k] * row[k]);
+    double sum = 0.0;
+    for (double lane : lanes) sum += lane;
+    const float mean = static_cast<float>(sum / static_cast<double>(n));
+    const float scale_value = 1.0f / sqrtf(mean + eps);
+    const __m256 scale = _mm256_set1_ps(scale_value);
+    float* out = y + r * n;
+    int64_t k = 0;
+    for (; k + 8 <= n; k += 8) {
+      _mm256_storeu_ps(out + k, _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(row + k), scale), _mm256_loadu_ps(weight + k)));
+    }
+    for (; k < n; ++k) out[k] = (row[k] * scale_value) * weight[k];
+  }
+}
+
+}  // namespace
+
+void rms_norm_avx2(const float* x, const float* weight, int64_t n_rows, int64_t n_cols, float eps, float* y) {
+  int64_t r = 0;
+  for (; r + 4 <= n_rows; r += 4) rms_norm_rows_avx2<4>(x + r * n_cols, weight, n_cols, eps, y + r * n_cols);
+  for (; r < n_rows; ++r) rms_norm_rows_avx2<1>(x + r * n_cols, weight, n_cols, eps, y + r * n_cols);
 }
 
 }  // namespace tokenmill::ops::cpu
