@@ -502,16 +502,34 @@ template <typename Block>
 constexpr size_t kPackedBlockBytes = kPanel * sizeof(Block);
 constexpr int64_t kPackedPrefetchBytes = 8192;  // the panels are streamed in order
 
+// The weight stream ahead of the kernels: with several token tiles per panel, only the
+// first reads the panel from memory, so the next panel's bytes are requested evenly over
+// all of them (each block step of each tile asks for its share of lines) instead of in
+// a burst during the first tile with the memory idle during the others.
+struct PanelPrefetch {
+  const uint8_t* base = nullptr;  // the matrix's first panel (line-aligned)
+  int64_t start = 0;              // byte offset, from base, of this tile's first share
+  int64_t total = 0;              // bytes this tile asks for over its n_steps shares
+  int64_t n_steps = 1;
+
+  // Lines whose start lies in share `step`'s bytes, each line in exactly one share.
+  void fetch(int64_t step) const {
+    const int64_t from = start + total * step / n_steps, to = start + total * (step + 1) / n_steps;
+    for (int64_t line = (from + 63) / 64 * 64; line < to; line += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(base) + line, _MM_HINT_T0);
+    }
+  }
+};
+
 template <typename Block, int kTokens>
-void dot_packed(int64_t n_blocks, const uint8_t* panel, StagedTokens tokens, float* out, int64_t out_stride) {
+void dot_packed(int64_t n_blocks, const uint8_t* panel, StagedTokens tokens, float* out, int64_t out_stride,
+                const PanelPrefetch& prefetch) {
   static_assert(Packed<Block>::kScales + kPanel * sizeof(uint16_t) == kPackedBlockBytes<Block>);
   __m512 acc[kTokens];
   for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* block = panel + b * kPackedBlockBytes<Block>;
-    for (size_t line = 0; line < kPackedBlockBytes<Block>; line += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(block) + kPackedPrefetchBytes + line, _MM_HINT_T0);
-    }
+    prefetch.fetch(b);
     const uint8_t* q = tokens.block_quants(b);
     auto broadcast = [&](int t, int k) {
       return _mm512_set1_epi32(static_cast<int>(load_u32(q + t * kLegacyBlockSize + 4 * k)));
@@ -542,11 +560,24 @@ void dot_packed(int64_t n_blocks, const uint8_t* panel, StagedTokens tokens, flo
   for (int t = 0; t < kTokens; ++t) _mm512_storeu_ps(out + t * out_stride, acc[t]);
 }
 
+// panels: the matrix's first panel, for the prefetches (panel is one of its panels).
 template <typename Block>
-void dot_packed_tokens(int64_t n_blocks, const uint8_t* panel, StagedTokens tokens, int64_t n_tokens, float* out,
-                       int64_t out_stride) {
+void dot_packed_tokens(int64_t n_blocks, const uint8_t* panels, const uint8_t* panel, StagedTokens tokens,
+                       int64_t n_tokens, float* out, int64_t out_stride) {
+  const int64_t panel_bytes = n_blocks * static_cast<int64_t>(kPackedBlockBytes<Block>);
+  const int64_t n_tiles = (n_tokens + kTokenTile - 1) / kTokenTile;
+  // One tile: kPackedPrefetchBytes ahead of its own loads. Several: the prefetch point
+  // moves one panel over all of them, from the same place.
+  PanelPrefetch prefetch;
+  prefetch.base = panels;
+  prefetch.total = panel_bytes / n_tiles;
+  prefetch.n_steps = n_blocks;
+  const int64_t first = (panel - panels) + kPackedPrefetchBytes;
   for_token_tiles<kTokenTile>(n_tokens, [&](auto n, int64_t t) {
-    dot_packed<Block, decltype(n)::value>(n_blocks, panel, tokens.from(t), out + t * out_stride, out_stride);
+    const int64_t tile = t / kTokenTile;
+    prefetch.start = first + panel_bytes * tile / n_tiles;
+    prefetch.total = first + panel_bytes * (tile + 1) / n_tiles - prefetch.start;
+    dot_packed<Block, decltype(n)::value>(n_blocks, panel, tokens.from(t), out + t * out_stride, out_stride, prefetch);
   });
 }
 
@@ -584,7 +615,7 @@ void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_
         }
         dot_panel_tokens<Block>(n_blocks, unpacked, tokens, n_tokens, kPanel, panel_out, out_stride);
       } else {
-        dot_packed_tokens<Block>(n_blocks, panel, tokens, n_tokens, panel_out, out_stride);
+        dot_packed_tokens<Block>(n_blocks, panels, panel, tokens, n_tokens, panel_out, out_stride);
       }
     }
   }
