@@ -21,6 +21,7 @@
 #include "cli/model_path.h"
 #include "model/model.h"
 #include "ops/cpu/cpu_backend.h"
+#include "ops/kv_storage.h"
 
 namespace tokenmill::cli {
 
@@ -37,6 +38,7 @@ struct BenchOptions {
   bool json = false;
   bool roofline = false;
   bool profile = false;  // time every back-end operation of the timed runs
+  std::string kv_type = "f16";
 };
 
 struct Series {
@@ -124,9 +126,14 @@ int run_bench(const BenchOptions& o) {
     return 1;
   }
   model::Model& m = **loaded;
+  const ops::KvType kv_type = *ops::parse_kv_type(o.kv_type);  // checked by the option
+  if (Status s = m.check_kv_type(kv_type); !s.ok()) {
+    std::fprintf(stderr, "error: %s\n", s.message().c_str());
+    return 1;
+  }
   const int32_t n_ctx = std::max(o.n_prompt, o.n_depth + o.n_gen + 1);
   const int32_t n_blocks = (n_ctx + 15) / 16;
-  ops::KvStorage kv(m.kv_shape(n_blocks * o.n_parallel));
+  ops::KvStorage kv(m.kv_shape(n_blocks * o.n_parallel, 16, kv_type));
   // Sequence s owns blocks s * n_blocks .. (s + 1) * n_blocks - 1.
   std::vector<std::vector<int32_t>> tables(o.n_parallel, std::vector<int32_t>(n_blocks));
   for (int32_t s = 0; s < o.n_parallel; ++s) std::iota(tables[s].begin(), tables[s].end(), s * n_blocks);
@@ -205,6 +212,7 @@ int run_bench(const BenchOptions& o) {
                         {"samples_ts", s.samples},
                         {"cpu_features", cpu_features().to_string()},
                         {"test", test},
+                        {"kv_type", o.kv_type},
                         {"weight_bytes_per_token", weight_bytes}};
     const bool single_stream_decode = n_gen > 0 && o.n_parallel == 1;
     if (single_stream_decode) {
@@ -237,6 +245,7 @@ int run_bench(const BenchOptions& o) {
   std::string tg_name = "tg" + std::to_string(o.n_gen);
   if (o.n_depth > 0) tg_name += " @ d" + std::to_string(o.n_depth);
   if (o.n_parallel > 1) tg_name += " x" + std::to_string(o.n_parallel);
+  if (kv_type != ops::KvType::kF16) tg_name += " kv " + o.kv_type;
   emit(tg_name.c_str(), 0, o.n_gen, tg, tg_times);
   if (o.json) std::printf("%s\n", results.dump(2).c_str());
   return 0;
@@ -256,6 +265,8 @@ void register_bench(CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(1, 256));
   cmd->add_option("-d,--depth", o->n_depth, "Tokens already in each sequence's cache before tg")
       ->capture_default_str()->check(CLI::Range(0, 65536));
+  cmd->add_option("--kv-type", o->kv_type, "KV cache type for tg: f16 or q8_0")->capture_default_str()
+      ->check(CLI::IsMember({"f16", "q8_0"}));
   cmd->add_option("-t,--threads", o->n_threads, "Threads (default: all CPUs)")->check(CLI::Range(0, 1024));
   cmd->add_option("-r,--repetitions", o->repetitions, "Repetitions of each test")->capture_default_str()
       ->check(CLI::Range(1, 1000));

@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/model_path.h"
 #include "engine/engine.h"
+#include "ops/kv_storage.h"
 #include "model/model.h"
 #include "server/server.h"
 #include "tokenizer/tokenizer.h"
@@ -32,6 +33,7 @@ struct ServeOptions {
   std::string api_key;
   bool no_prefix_caching = false;
   bool no_window_kv = false;
+  std::string kv_type = "f16";
   int64_t max_body_bytes = 4 << 20;
   double grace_seconds = 30;
 };
@@ -74,9 +76,12 @@ int serve(ServeOptions options) {
   if (options.max_context <= 0 && trained_context > 0) config.max_context = std::min(config.max_context, trained_context);
   config.prefix_caching = !options.no_prefix_caching;
   config.window_kv = !options.no_window_kv;
+  config.kv_type = *ops::parse_kv_type(options.kv_type);  // checked by the option
+  if (Status s = (*model)->check_kv_type(config.kv_type); !s.ok()) return fail(s.message());
   engine::Engine engine(**model, **tokenizer, config);
   const engine::Engine::PoolCounters kv = engine.pool_counters();
-  std::fprintf(stderr, "KV cache: %.0f MiB, %d positions over all sequences", static_cast<double>(kv.kv_bytes) / (1 << 20),
+  std::fprintf(stderr, "KV cache: %.0f MiB (%s), %d positions over all sequences",
+               static_cast<double>(kv.kv_bytes) / (1 << 20), ops::kv_type_name(config.kv_type),
                kv.n_blocks * config.block_size);
   if (kv.window > 0) {
     std::fprintf(stderr, " (sliding-window layers keep only each sequence's last %d)", kv.window);
@@ -133,6 +138,9 @@ void register_serve(CLI::App& app) {
   cmd->add_flag("--no-prefix-caching", o->no_prefix_caching, "Do not reuse KV blocks of shared prompt prefixes");
   cmd->add_flag("--no-window-kv", o->no_window_kv,
                 "Keep every position in sliding-window layers too (default: only their window, same results)");
+  cmd->add_option("--kv-type", o->kv_type,
+                  "How the KV cache stores keys and values: f16, or q8_0 (about half the memory and bytes read)")
+      ->capture_default_str()->check(CLI::IsMember({"f16", "q8_0"}));
   cmd->add_option("--max-body-bytes", o->max_body_bytes, "Largest request body accepted (larger: 413)")
       ->capture_default_str()->check(CLI::Range(int64_t{1024}, int64_t{1} << 32));
   cmd->add_option("--grace-seconds", o->grace_seconds, "On SIGTERM, how long requests in flight may take to finish")

@@ -40,13 +40,14 @@ KvSizing size_kv(const EngineConfig& config, const model::Model& model) {
   const int64_t useful_slots =
       static_cast<int64_t>(config.max_seqs) * slots_per_sequence + (config.max_batch_tokens + config.block_size - 1) / config.block_size;
   if (config.kv_memory_bytes > 0) {
-    const ops::KvShape one = windowed ? model.kv_shape_windowed(1, 1, config.block_size) : model.kv_shape(1, config.block_size);
+    const ops::KvShape one = windowed ? model.kv_shape_windowed(1, 1, config.block_size, config.kv_type)
+                                      : model.kv_shape(1, config.block_size, config.kv_type);
     const int64_t per_block_and_slot = one.total_bytes();
     if (!windowed) {
       sizing.n_blocks = static_cast<int32_t>(std::max<int64_t>(1, config.kv_memory_bytes / per_block_and_slot));
       return sizing;
     }
-    const int64_t per_block = model.kv_shape_windowed(1, 0, config.block_size).total_bytes();
+    const int64_t per_block = model.kv_shape_windowed(1, 0, config.block_size, config.kv_type).total_bytes();
     const int64_t per_slot = per_block_and_slot - per_block;
     // A slot per block while the memory is small; past useful_slots, blocks alone.
     int64_t n_blocks = config.kv_memory_bytes / per_block_and_slot;
@@ -69,8 +70,9 @@ class Engine::Impl {
         tokenizer_(tokenizer),
         config_(config),
         sizing_(size_kv(config, model)),
-        kv_storage_(sizing_.window > 0 ? model.kv_shape_windowed(sizing_.n_blocks, sizing_.n_window_slots, config.block_size)
-                                       : model.kv_shape(sizing_.n_blocks, config.block_size)),
+        kv_storage_(sizing_.window > 0 ? model.kv_shape_windowed(sizing_.n_blocks, sizing_.n_window_slots,
+                                                                 config.block_size, config.kv_type)
+                                       : model.kv_shape(sizing_.n_blocks, config.block_size, config.kv_type)),
         kv_(sizing_.n_blocks, config.block_size, config.prefix_caching, {sizing_.window, sizing_.n_window_slots}),
         scheduler_({config.max_batch_tokens, config.max_seqs}, kv_) {
     if (kv_.has_window()) kv_storage_.bind_window_slots(&kv_.windows().slot_of_block());

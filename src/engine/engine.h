@@ -15,6 +15,7 @@
 #include "engine/request.h"
 #include "engine/request_stream.h"
 #include "model/model.h"
+#include "ops/kv_type.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tokenmill::engine {
@@ -35,6 +36,10 @@ struct EngineConfig {
   // position: the same memory holds several times more context. Off: every layer keeps
   // every position (the results are the same either way).
   bool window_kv = true;
+  // How keys and values are stored: F16 (as llama.cpp's default), or Q8_0 - about half
+  // the memory and bytes read per step, the attention inputs rounded to 8 bits per value.
+  // REQUIRES: model.check_kv_type(kv_type).ok().
+  ops::KvType kv_type = ops::KvType::kF16;
 };
 
 class Engine {

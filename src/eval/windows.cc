@@ -32,10 +32,10 @@ std::vector<int32_t> window_tokens(std::span<const int32_t> tokens, const Window
 }
 
 Status run_windows(model::Model& model, std::span<const int32_t> tokens, const WindowPlan& plan, int32_t bos_id,
-                   const WindowScorer& scorer) {
+                   const WindowScorer& scorer, ops::KvType kv_type) {
   constexpr int32_t kBlockSize = 16;
   const int32_t n_blocks = (plan.n_ctx + kBlockSize - 1) / kBlockSize;
-  ops::KvStorage kv(model.kv_shape(n_blocks, kBlockSize));
+  ops::KvStorage kv(model.kv_shape(n_blocks, kBlockSize, kv_type));
   std::vector<int32_t> block_table(n_blocks);
   std::iota(block_table.begin(), block_table.end(), 0);
   std::vector<float> logits;  // [n_scored_per_window, n_vocab]

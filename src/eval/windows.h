@@ -12,6 +12,7 @@
 
 #include "base/status.h"
 #include "model/model.h"
+#include "ops/kv_type.h"
 
 namespace tokenmill::eval {
 
@@ -38,9 +39,10 @@ std::vector<int32_t> window_tokens(std::span<const int32_t> tokens, const Window
 using WindowScorer = std::function<Status(int32_t window, std::span<const int32_t> window_tokens,
                                           const std::vector<float>& logits)>;
 
-// Runs every window of the plan through the model (fresh positions, one KV cache reused)
-// and hands each to `scorer`; stops at the first error.
+// Runs every window of the plan through the model (fresh positions, one KV cache of
+// kv_type reused) and hands each to `scorer`; stops at the first error.
+// REQUIRES: model.check_kv_type(kv_type).ok().
 Status run_windows(model::Model& model, std::span<const int32_t> tokens, const WindowPlan& plan, int32_t bos_id,
-                   const WindowScorer& scorer);
+                   const WindowScorer& scorer, ops::KvType kv_type = ops::KvType::kF16);
 
 }  // namespace tokenmill::eval

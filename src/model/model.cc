@@ -12,8 +12,9 @@
 
 namespace tokenmill::model {
 
-ops::KvShape Model::kv_shape(int32_t n_blocks, int32_t block_size) const {
+ops::KvShape Model::kv_shape(int32_t n_blocks, int32_t block_size, ops::KvType type) const {
   ops::KvShape shape;
+  shape.type = type;
   shape.n_layers = config_.n_layers;
   shape.n_blocks = n_blocks;
   shape.block_size = block_size;
@@ -22,8 +23,17 @@ ops::KvShape Model::kv_shape(int32_t n_blocks, int32_t block_size) const {
   return shape;
 }
 
-ops::KvShape Model::kv_shape_windowed(int32_t n_blocks, int32_t n_window_slots, int32_t block_size) const {
-  ops::KvShape shape = kv_shape(n_blocks, block_size);
+Status Model::check_kv_type(ops::KvType type) const {
+  if (type == ops::KvType::kQ8_0 && config_.head_dim % ops::kKvQ8Block != 0) {
+    return invalid_argument("a q8_0 KV cache needs a head size that is a multiple of 32; this model's is " +
+                                    std::to_string(config_.head_dim));
+  }
+  return Status::ok_status();
+}
+
+ops::KvShape Model::kv_shape_windowed(int32_t n_blocks, int32_t n_window_slots, int32_t block_size,
+                                      ops::KvType type) const {
+  ops::KvShape shape = kv_shape(n_blocks, block_size, type);
   if (config_.sliding_window > 0 &&
       std::find(config_.layer_is_sliding.begin(), config_.layer_is_sliding.end(), true) != config_.layer_is_sliding.end()) {
     shape.windowed_layers = config_.layer_is_sliding;

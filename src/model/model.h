@@ -37,11 +37,14 @@ class Model {
   ops::Backend& backend() { return *backend_; }
 
   // The cache shape this model needs for n_blocks blocks of block_size positions.
-  ops::KvShape kv_shape(int32_t n_blocks, int32_t block_size = 16) const;
+  ops::KvShape kv_shape(int32_t n_blocks, int32_t block_size = 16, ops::KvType type = ops::KvType::kF16) const;
   // The same with the sliding-window layers' keys and values in n_window_slots slots
   // (ops/kv_storage.h): for a cache that keeps only their window. As kv_shape() for a
   // model without such layers.
-  ops::KvShape kv_shape_windowed(int32_t n_blocks, int32_t n_window_slots, int32_t block_size = 16) const;
+  ops::KvShape kv_shape_windowed(int32_t n_blocks, int32_t n_window_slots, int32_t block_size = 16,
+                                 ops::KvType type = ops::KvType::kF16) const;
+  // Whether this model's cache can be stored as `type` (Q8_0: head_dim a multiple of 32).
+  Status check_kv_type(ops::KvType type) const;
 
   // Runs one forward pass. Keys and values of every batch token are written into kv at
   // the slots its block table names; logits receives [output_tokens.size(), n_vocab].

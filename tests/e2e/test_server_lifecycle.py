@@ -2,7 +2,9 @@
 at once, keep-alive, API keys, and a graceful SIGTERM."""
 import concurrent.futures
 import json
+import re
 import signal
+import subprocess
 import time
 
 import openai
@@ -125,3 +127,41 @@ def test_sigterm_finishes_in_flight_requests_and_exits_zero(tokenmill, default_m
     assert process.proc.returncode == 0, process.log()
     with pytest.raises(requests.ConnectionError):
         requests.get(process.url + "/health", timeout=5)
+
+
+def test_q8_0_kv_cache_serves_streams_in_more_positions(tokenmill, default_model):
+    f16 = start_server(tokenmill, default_model, "-t", "1", "--kv-memory", "64", "--no-window-kv")
+    f16_log = f16.log()
+    assert f16.stop() == 0
+    process = start_server(tokenmill, default_model, "-t", "2", "--kv-memory", "64", "--no-window-kv",
+                           "--kv-type", "q8_0")
+    try:
+        log = process.log()
+        assert "(q8_0)" in log and "(f16)" in f16_log, log
+        positions = lambda text: int(re.search(r"(\d+) positions over all sequences", text).group(1))
+        # 34 bytes per 32 values instead of 64: 1.88x the positions in the same memory.
+        assert positions(log) * 100 >= positions(f16_log) * 187, (log, f16_log)
+
+        client = openai.OpenAI(base_url=process.url + "/v1", api_key="none", max_retries=0)
+
+        def ask(i):
+            return client.chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": f"Count from {i} to {i + 5}."}],
+                max_tokens=16, temperature=0)
+
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            replies = list(pool.map(ask, range(4)))
+        for reply in replies:
+            assert reply.choices[0].message.content.strip()
+            assert reply.usage.completion_tokens == 16 or reply.choices[0].finish_reason == "stop"
+        # Alone, a request gives the tokens it gave in the batch (greedy, batch-invariant).
+        assert ask(2).choices[0].message.content == replies[2].choices[0].message.content
+    finally:
+        assert process.stop() == 0
+
+
+def test_unknown_kv_type_is_refused(tokenmill, default_model):
+    result = subprocess.run([tokenmill, "serve", "-m", default_model, "--kv-type", "q4_0"], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode != 0
+    assert "kv-type" in result.stderr and "q8_0" in result.stderr, result.stderr

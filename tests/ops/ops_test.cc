@@ -296,17 +296,24 @@ class AttentionFixture {
   static constexpr int32_t kBlockSize = 4;
   static constexpr int32_t kLayer = 1;
 
-  explicit AttentionFixture(const AttentionCase& c)
-      : c_(c), kv_(KvShape{2, 12, kBlockSize, c.n_kv_heads, c.head_dim}) {
-    // Stale values everywhere: slots a sequence does not own must never be read.
+  explicit AttentionFixture(const AttentionCase& c, KvType type = KvType::kF16)
+      : c_(c), type_(type), kv_(shape(c, type)) {
+    // Stale values everywhere: slots a sequence does not own must never be read (random
+    // bytes in a Q8_0 cache, whose scales may be NaN or infinite).
     std::mt19937 rng(5);
     std::normal_distribution<float> dist(0.0f, 100.0f);
     for (int32_t l = 0; l < 2; ++l) {
       for (int32_t b = 0; b < 12; ++b) {
         for (int32_t s = 0; s < kBlockSize; ++s) {
-          for (int64_t i = 0; i < kv_.shape().row_elements(); ++i) {
-            kv_.key_row(l, b, s)[i] = f32_to_f16(dist(rng));
-            kv_.value_row(l, b, s)[i] = f32_to_f16(dist(rng));
+          for (uint8_t* row : {kv_.key_row(l, b, s), kv_.value_row(l, b, s)}) {
+            if (type == KvType::kQ8_0) {
+              for (int64_t i = 0; i < kv_.shape().row_bytes(); ++i) row[i] = static_cast<uint8_t>(rng());
+            } else {
+              for (int64_t i = 0; i < kv_.shape().row_elements(); ++i) {
+                const uint16_t bits = f32_to_f16(dist(rng));
+                std::memcpy(row + 2 * i, &bits, sizeof(bits));
+              }
+            }
           }
         }
       }
@@ -322,6 +329,15 @@ class AttentionFixture {
     q_ = random_normal(n * q_row(), 41);
     k_ = random_normal(n * kv_row(), 42);
     v_ = random_normal(n * kv_row(), 43);
+    // What the cache holds of k and v: F16-rounded, or Q8_0 blocks dequantized.
+    k_stored_ = stored(k_);
+    v_stored_ = stored(v_);
+  }
+
+  static KvShape shape(const AttentionCase& c, KvType type) {
+    KvShape s{2, 12, kBlockSize, c.n_kv_heads, c.head_dim};
+    s.type = type;
+    return s;
   }
 
   AttentionBatch batch() const { return {positions_, sequence_of_token_, tables_}; }
@@ -345,9 +361,11 @@ class AttentionFixture {
     return out;
   }
 
-  // The same in double, optionally from F16-rounded q, k, v.
+  // The same in double, optionally from F16-rounded q and k, v as the cache stores them.
   std::vector<double> reference(bool round_inputs) const {
     auto in = [&](float x) { return round_inputs ? double(round_to_f16(x)) : double(x); };
+    auto key = [&](size_t i) { return round_inputs ? double(k_stored_[i]) : double(k_[i]); };
+    auto value = [&](size_t i) { return round_inputs ? double(v_stored_[i]) : double(v_[i]); };
     const size_t n = positions_.size();
     const int32_t hd = c_.head_dim;
     const int32_t group = c_.n_heads / c_.n_kv_heads;
@@ -363,7 +381,7 @@ class AttentionFixture {
           if (sequence_of_token_[j] != sequence_of_token_[t] || positions_[j] > positions_[t]) continue;
           if (c_.window > 0 && positions_[t] - positions_[j] >= c_.window) continue;
           double dot = 0.0;
-          for (int32_t d = 0; d < hd; ++d) dot += in(q_[t * q_row() + h * hd + d]) * in(k_[j * kv_row() + kv_head * hd + d]);
+          for (int32_t d = 0; d < hd; ++d) dot += in(q_[t * q_row() + h * hd + d]) * key(j * kv_row() + kv_head * hd + d);
           double s = dot * scale;
           if (c_.softcap > 0.0f) s = c_.softcap * std::tanh(s / c_.softcap);
           keys.push_back(j);
@@ -374,7 +392,7 @@ class AttentionFixture {
         for (double& s : scores) sum += (s = std::exp(s - max_score));
         for (size_t i = 0; i < keys.size(); ++i) {
           for (int32_t d = 0; d < hd; ++d) {
-            out[t * q_row() + h * hd + d] += scores[i] / sum * in(v_[keys[i] * kv_row() + kv_head * hd + d]);
+            out[t * q_row() + h * hd + d] += scores[i] / sum * value(keys[i] * kv_row() + kv_head * hd + d);
           }
         }
       }
@@ -393,14 +411,31 @@ class AttentionFixture {
   const std::vector<float>& q() const { return q_; }
   KvStorage& kv() { return kv_; }
   const std::vector<std::vector<int32_t>>& tables() const { return tables_; }
+  const std::vector<float>& k() const { return k_; }
 
  private:
+  std::vector<float> stored(const std::vector<float>& x) const {
+    std::vector<float> out(x.size());
+    if (type_ == KvType::kF16) {
+      for (size_t i = 0; i < x.size(); ++i) out[i] = round_to_f16(x[i]);
+      return out;
+    }
+    std::vector<uint8_t> blocks(quant::row_size(TensorType::kQ8_0, kv_row()));
+    for (size_t r = 0; r < x.size() / kv_row(); ++r) {
+      quant::quantize_row_ref(TensorType::kQ8_0, x.data() + r * kv_row(), blocks.data(), kv_row());
+      quant::dequantize_row(TensorType::kQ8_0, blocks.data(), out.data() + r * kv_row(), kv_row());
+    }
+    return out;
+  }
+
   AttentionCase c_;
+  KvType type_;
   KvStorage kv_;
   std::vector<std::vector<int32_t>> tables_;
   std::vector<int32_t> positions_;
   std::vector<int32_t> sequence_of_token_;
   std::vector<float> q_, k_, v_;  // [n, q_row], [n, kv_row], [n, kv_row]
+  std::vector<float> k_stored_, v_stored_;
 };
 
 const AttentionCase kAttentionCases[] = {
@@ -463,8 +498,79 @@ TEST(CpuAttention, StoreKvWritesF16RowsIntoTheirSlots) {
   const std::vector<float> k = random_normal(f.n_tokens() * f.kv_row(), 42);  // the fixture's k
   f.run(backend);
   // Token 9 of sequence 0 is at position 9: block tables[0][2], slot 1.
-  const uint16_t* row = f.kv().key_row(AttentionFixture::kLayer, f.tables()[0][2], 1);
-  for (int64_t i = 0; i < f.kv_row(); ++i) EXPECT_EQ(row[i], f32_to_f16(k[9 * f.kv_row() + i]));
+  const uint8_t* row = f.kv().key_row(AttentionFixture::kLayer, f.tables()[0][2], 1);
+  for (int64_t i = 0; i < f.kv_row(); ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, row + 2 * i, sizeof(bits));
+    EXPECT_EQ(bits, f32_to_f16(k[9 * f.kv_row() + i]));
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Attention over a Q8_0 cache (head_dim a multiple of 32)
+
+const AttentionCase kQ8AttentionCases[] = {
+    {4, 2, 32, 0, 0.0f},   // GQA, full causal
+    {8, 1, 32, 3, 0.0f},   // multi-query, window smaller than a block
+    {4, 4, 64, 0, 5.0f},   // multi-head with a score softcap
+    {2, 1, 64, 13, 0.0f},  // window exactly the longest sequence
+    {4, 1, 256, 0, 0.0f},  // Gemma 3's head_dim
+};
+
+TEST(CpuAttentionQ8, StoreKvWritesTheQ8BlocksOfEachRow) {
+  CpuBackend backend(1);
+  AttentionFixture f({4, 2, 64, 0, 0.0f}, KvType::kQ8_0);
+  f.run(backend);
+  // Token 9 of sequence 0 is at position 9: block tables[0][2], slot 1.
+  const uint8_t* row = f.kv().key_row(AttentionFixture::kLayer, f.tables()[0][2], 1);
+  std::vector<uint8_t> expected(quant::row_size(TensorType::kQ8_0, f.kv_row()));
+  ASSERT_EQ(static_cast<int64_t>(expected.size()), f.kv().shape().row_bytes());
+  quant::quantize_row_ref(TensorType::kQ8_0, f.k().data() + 9 * f.kv_row(), expected.data(), f.kv_row());
+  EXPECT_EQ(0, std::memcmp(row, expected.data(), expected.size()));
+}
+
+// Against the reference on what the cache holds (Q8_0 k, v dequantized, q rounded to
+// F16): the same tolerance as F16. Against the unrounded floats, the codes' rounding
+// (half a step of amax / 127 per value) moves scores and values by about 1%.
+TEST(CpuAttentionQ8, MatchesReferenceOnStoredInputs) {
+  CpuBackend backend(kThreads);
+  for (const AttentionCase& c : kQ8AttentionCases) {
+    AttentionFixture f(c, KvType::kQ8_0);
+    const std::vector<float> out = f.run(backend);
+    const std::vector<double> expected = f.reference(/*round_inputs=*/true);
+    const std::vector<double> unrounded = f.reference(/*round_inputs=*/false);
+    for (size_t i = 0; i < out.size(); ++i) {
+      ASSERT_NEAR(out[i], expected[i], kAttentionTolerance * f.max_abs_v()) << describe(c) << ", token " << i / f.q_row();
+      ASSERT_NEAR(out[i], unrounded[i], 3e-2 * f.max_abs_v()) << describe(c) << ", token " << i / f.q_row();
+    }
+  }
+}
+
+TEST(CpuAttentionQ8, SingleQueryMatchesItsRowOfTheBatch) {
+  CpuBackend backend(kThreads);
+  for (const AttentionCase& c : kQ8AttentionCases) {
+    AttentionFixture f(c, KvType::kQ8_0);
+    const std::vector<float> all = f.run(backend);
+    const int32_t position[] = {12};
+    const int32_t sequence[] = {0};
+    const std::vector<std::vector<int32_t>> tables = {f.tables()[0]};
+    std::vector<float> one(f.q_row());
+    backend.attention(f.kv(), AttentionBatch{position, sequence, tables}, f.params(), f.q().data() + 12 * f.q_row(),
+                      one.data());
+    EXPECT_EQ(0, std::memcmp(one.data(), all.data() + 12 * f.q_row(), one.size() * sizeof(float))) << describe(c);
+  }
+}
+
+TEST(KvShapeBytes, Q8RowsTakeSeventeenThirtySecondsOfF16) {
+  KvShape shape{18, 100, 16, 1, 256};
+  const int64_t f16 = shape.total_bytes();
+  shape.type = KvType::kQ8_0;
+  EXPECT_EQ(shape.row_bytes(), 8 * 34);
+  EXPECT_EQ(shape.total_bytes() * 32, f16 * 17);
+  EXPECT_EQ(parse_kv_type("q8_0"), KvType::kQ8_0);
+  EXPECT_EQ(parse_kv_type("f16"), KvType::kF16);
+  EXPECT_EQ(parse_kv_type("q4_0"), std::nullopt);
+  EXPECT_STREQ(kv_type_name(KvType::kQ8_0), "q8_0");
 }
 
 // ---------------------------------------------------------------------------------------

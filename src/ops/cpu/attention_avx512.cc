@@ -1,4 +1,6 @@
 // AVX-512 attention for one query token and one group of query heads (attention_kernels.h).
+// Every step reads rows through a row format (F16Rows, Q8Rows) that gives 16 floats of a
+// row at a time; the arithmetic after that is the same for both.
 //
 //   scores:  for each key j, every head's q·k_j: 16 dims per FMA, one accumulator per
 //            (head, key), sixteen (head, key) chains in flight, then the fixed horizontal
@@ -20,6 +22,7 @@
 #include <math.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "ops/cpu/attention_kernels.h"
 
@@ -30,6 +33,33 @@ namespace {
 constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
 __m512 load_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+
+// Rows of F16 values.
+// A format's load_step gives kStep / 16 vectors from value d on (d a multiple of kStep).
+struct F16Rows {
+  static constexpr int32_t kStep = 16;
+  static int32_t bytes(int32_t n) { return 2 * n; }
+  static void load_step(const uint8_t* row, int32_t d, __m512* out) {
+    out[0] = load_f16(reinterpret_cast<const uint16_t*>(row) + d);
+  }
+};
+
+// Rows of Q8_0 blocks (kv_storage.h): values d .. d + 15 of the block holding d, each its
+// code times the block's scale (exact in float, as the reference computes it).
+struct Q8Rows {
+  static constexpr int32_t kStep = kKvQ8Block;  // one block: its scale converted once
+  static int32_t bytes(int32_t n) { return n / kKvQ8Block * kKvQ8BlockBytes; }
+  static void load_step(const uint8_t* row, int32_t d, __m512* out) {
+    const uint8_t* block = row + (d / kKvQ8Block) * kKvQ8BlockBytes;
+    uint16_t scale_bits;
+    std::memcpy(&scale_bits, block, sizeof(scale_bits));
+    const __m512 scale = _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(scale_bits)));
+    for (int i = 0; i < 2; ++i) {
+      const __m128i codes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2 + 16 * i));
+      out[i] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(codes)), scale);
+    }
+  }
+};
 
 // Rounds 16 floats to F16 and back.
 __m512 round_f16(__m512 v) { return _mm512_cvtph_ps(_mm512_cvtps_ph(v, kRound)); }
@@ -60,7 +90,7 @@ __m128 reduce_4x16(__m512 a, __m512 b, __m512 c, __m512 d) {
 // kPrefetchRows ahead of the one being read are prefetched by hand.
 constexpr int32_t kPrefetchRows = 16;
 
-void prefetch_row(const uint16_t* row, int32_t n_bytes) {
+void prefetch_row(const uint8_t* row, int32_t n_bytes) {
   const char* p = reinterpret_cast<const char*>(row);
   for (int32_t line = 0; line < n_bytes; line += 64) _mm_prefetch(p + line, _MM_HINT_T0);
 }
@@ -68,22 +98,23 @@ void prefetch_row(const uint16_t* row, int32_t n_bytes) {
 // Raw q·k (before the scale) of kHeads heads x kKeys keys starting at key j0:
 // scores[h * n_keys + j0 + k]. kHeads * kKeys is 16 (kHeads for the tails): each key row
 // loaded and converted once serves every head, each query vector every key.
-template <int kHeads, int kKeys>
+template <typename Rows, int kHeads, int kKeys>
 void score_tile(const HeadGroupAttention& a, const float* q16, int32_t j0) {
   constexpr int kChains = kHeads * kKeys;
   for (int j = 0; j < kKeys; ++j) {
-    if (j0 + j + kPrefetchRows < a.n_keys) {
-      prefetch_row(a.keys[j0 + j + kPrefetchRows], a.head_dim * static_cast<int32_t>(sizeof(uint16_t)));
-    }
+    if (j0 + j + kPrefetchRows < a.n_keys) prefetch_row(a.keys[j0 + j + kPrefetchRows], Rows::bytes(a.head_dim));
   }
   __m512 acc[kChains];
   for (int c = 0; c < kChains; ++c) acc[c] = _mm512_setzero_ps();
-  for (int32_t d = 0; d < a.head_dim; d += 16) {
-    __m512 k[kKeys];
-    for (int j = 0; j < kKeys; ++j) k[j] = load_f16(a.keys[j0 + j] + d);
-    for (int h = 0; h < kHeads; ++h) {
-      const __m512 q = _mm512_loadu_ps(q16 + static_cast<int64_t>(h) * a.head_dim + d);
-      for (int j = 0; j < kKeys; ++j) acc[h * kKeys + j] = _mm512_fmadd_ps(q, k[j], acc[h * kKeys + j]);
+  constexpr int kVectors = Rows::kStep / 16;
+  for (int32_t d = 0; d < a.head_dim; d += Rows::kStep) {
+    __m512 k[kKeys][kVectors];
+    for (int j = 0; j < kKeys; ++j) Rows::load_step(a.keys[j0 + j], d, k[j]);
+    for (int i = 0; i < kVectors; ++i) {
+      for (int h = 0; h < kHeads; ++h) {
+        const __m512 q = _mm512_loadu_ps(q16 + static_cast<int64_t>(h) * a.head_dim + d + 16 * i);
+        for (int j = 0; j < kKeys; ++j) acc[h * kKeys + j] = _mm512_fmadd_ps(q, k[j][i], acc[h * kKeys + j]);
+      }
     }
   }
   float dots[kChains];
@@ -97,12 +128,12 @@ void score_tile(const HeadGroupAttention& a, const float* q16, int32_t j0) {
   }
 }
 
-template <int kHeads>
+template <typename Rows, int kHeads>
 void score_heads(const HeadGroupAttention& a, const float* q16) {
   constexpr int kKeys = 16 / kHeads;
   int32_t j = 0;
-  for (; j + kKeys <= a.n_keys; j += kKeys) score_tile<kHeads, kKeys>(a, q16, j);
-  for (; j < a.n_keys; ++j) score_tile<kHeads, 1>(a, q16, j);
+  for (; j + kKeys <= a.n_keys; j += kKeys) score_tile<Rows, kHeads, kKeys>(a, q16, j);
+  for (; j < a.n_keys; ++j) score_tile<Rows, kHeads, 1>(a, q16, j);
 }
 
 // Values are read in blocks of kValueKeys keys: each block's rows (8 KB at head_dim 256)
@@ -114,7 +145,7 @@ constexpr int32_t kValueKeys = 16;
 // out[h][d0 .. d0 + 16 kChunks) += sum_j p[h][j] * v_j for keys j0 .. j1 - 1 in order, for
 // kHeads heads; `first`: out starts at zero. Each output element is one chain of FMAs over
 // j = 0, 1, ... whatever the blocks (a float stored and loaded back is unchanged).
-template <int kHeads, int kChunks>
+template <typename Rows, int kHeads, int kChunks>
 void value_tile(const HeadGroupAttention& a, const float* probabilities, float* out, int32_t d0, int32_t j0,
                 int32_t j1, bool first) {
   __m512 acc[kHeads][kChunks];
@@ -125,7 +156,7 @@ void value_tile(const HeadGroupAttention& a, const float* probabilities, float* 
   }
   for (int32_t j = j0; j < j1; ++j) {
     __m512 v[kChunks];
-    for (int c = 0; c < kChunks; ++c) v[c] = load_f16(a.values[j] + d0 + 16 * c);
+    for (int c = 0; c < kChunks; c += Rows::kStep / 16) Rows::load_step(a.values[j], d0 + 16 * c, v + c);
     for (int h = 0; h < kHeads; ++h) {
       const __m512 p = _mm512_set1_ps(probabilities[static_cast<int64_t>(h) * a.n_keys + j]);
       for (int c = 0; c < kChunks; ++c) acc[h][c] = _mm512_fmadd_ps(p, v[c], acc[h][c]);
@@ -136,16 +167,18 @@ void value_tile(const HeadGroupAttention& a, const float* probabilities, float* 
   }
 }
 
-template <int kHeads>
+template <typename Rows, int kHeads>
 void value_heads(const HeadGroupAttention& a, const float* probabilities, float* out) {
-  const int32_t row_bytes = a.head_dim * static_cast<int32_t>(sizeof(uint16_t));
+  const int32_t row_bytes = Rows::bytes(a.head_dim);
   for (int32_t j0 = 0; j0 < a.n_keys; j0 += kValueKeys) {
     const int32_t j1 = j0 + kValueKeys < a.n_keys ? j0 + kValueKeys : a.n_keys;
     for (int32_t j = j1; j < j1 + kValueKeys && j < a.n_keys; ++j) prefetch_row(a.values[j], row_bytes);
     const bool first = j0 == 0;
     int32_t d = 0;
-    for (; d + 64 <= a.head_dim; d += 64) value_tile<kHeads, 4>(a, probabilities, out, d, j0, j1, first);
-    for (; d < a.head_dim; d += 16) value_tile<kHeads, 1>(a, probabilities, out, d, j0, j1, first);
+    for (; d + 64 <= a.head_dim; d += 64) value_tile<Rows, kHeads, 4>(a, probabilities, out, d, j0, j1, first);
+    for (; d < a.head_dim; d += Rows::kStep) {
+      value_tile<Rows, kHeads, Rows::kStep / 16>(a, probabilities, out, d, j0, j1, first);
+    }
   }
 }
 
@@ -223,12 +256,11 @@ void for_head_chunks(int32_t n_heads, Fn&& fn) {
   if (h < n_heads) fn(h, 1);
 }
 
-}  // namespace
-
-void attend_head_group_avx512(const HeadGroupAttention& a) {
+template <typename Rows>
+void attend(const HeadGroupAttention& a) {
   const int32_t hd = a.head_dim;
   // The first block of values arrives while the scores are computed.
-  for (int32_t j = 0; j < kValueKeys && j < a.n_keys; ++j) prefetch_row(a.values[j], hd * static_cast<int32_t>(sizeof(uint16_t)));
+  for (int32_t j = 0; j < kValueKeys && j < a.n_keys; ++j) prefetch_row(a.values[j], Rows::bytes(hd));
   for (int64_t i = 0; i < static_cast<int64_t>(a.n_heads) * hd; i += 16) {
     _mm512_storeu_ps(a.scratch_q + i, round_f16(_mm512_loadu_ps(a.q + i)));
   }
@@ -236,18 +268,28 @@ void attend_head_group_avx512(const HeadGroupAttention& a) {
     const float* q16 = a.scratch_q + static_cast<int64_t>(h) * hd;
     HeadGroupAttention part = a;
     part.scratch_scores = a.scratch_scores + static_cast<int64_t>(h) * a.n_keys;
-    if (n == 4) score_heads<4>(part, q16);
-    if (n == 2) score_heads<2>(part, q16);
-    if (n == 1) score_heads<1>(part, q16);
+    if (n == 4) score_heads<Rows, 4>(part, q16);
+    if (n == 2) score_heads<Rows, 2>(part, q16);
+    if (n == 1) score_heads<Rows, 1>(part, q16);
   });
   for (int32_t h = 0; h < a.n_heads; ++h) softmax(a, a.scratch_scores + static_cast<int64_t>(h) * a.n_keys);
   for_head_chunks(a.n_heads, [&](int32_t h, int32_t n) {
     const float* p = a.scratch_scores + static_cast<int64_t>(h) * a.n_keys;
     float* out = a.out + static_cast<int64_t>(h) * hd;
-    if (n == 4) value_heads<4>(a, p, out);
-    if (n == 2) value_heads<2>(a, p, out);
-    if (n == 1) value_heads<1>(a, p, out);
+    if (n == 4) value_heads<Rows, 4>(a, p, out);
+    if (n == 2) value_heads<Rows, 2>(a, p, out);
+    if (n == 1) value_heads<Rows, 1>(a, p, out);
   });
+}
+
+}  // namespace
+
+void attend_head_group_avx512(const HeadGroupAttention& a) {
+  if (a.kv_type == KvType::kQ8_0) {
+    attend<Q8Rows>(a);
+  } else {
+    attend<F16Rows>(a);
+  }
 }
 
 }  // namespace tokenmill::ops::cpu

@@ -1,5 +1,6 @@
 // The inner loop of CPU attention: one query token, the query heads that share one kv
-// head, against that kv head's cached keys and values (F16). CpuBackend::attention cuts
+// head, against that kv head's cached keys and values (F16, or Q8_0 blocks, which are
+// dequantized exactly - scale times code is exact in float - and then used as F16 is). CpuBackend::attention cuts
 // a batch into such items and runs them in parallel.
 //
 // Every path computes each (head, key) score and each output element with the same
@@ -9,14 +10,17 @@
 
 #include <cstdint>
 
+#include "ops/kv_type.h"
+
 namespace tokenmill::ops::cpu {
 
 struct HeadGroupAttention {
   const float* q = nullptr;           // [n_heads, head_dim] this token's query rows (float)
   int32_t n_heads = 0;                // query heads in the group (they share keys/values)
   int32_t head_dim = 0;
-  const uint16_t* const* keys = nullptr;    // [n_keys] F16 key rows of the kv head, in position order
-  const uint16_t* const* values = nullptr;  // [n_keys] F16 value rows, same positions
+  const uint8_t* const* keys = nullptr;    // [n_keys] key rows of the kv head, in position order
+  const uint8_t* const* values = nullptr;  // [n_keys] value rows, same positions
+  KvType kv_type = KvType::kF16;           // how the rows are stored (kv_storage.h)
   int32_t n_keys = 0;                 // >= 1
   float scale = 1.0f;                 // applied to q·k before the softcap and softmax
   float softcap = 0.0f;               // 0: off; else s = softcap * tanh(s / softcap)

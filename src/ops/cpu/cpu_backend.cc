@@ -242,11 +242,18 @@ void CpuBackend::store_kv(KvStorage& kv, int32_t layer, const AttentionBatch& ba
   const int32_t block_size = kv.shape().block_size;
   const int64_t row = kv.shape().row_elements();
   const bool f16c = cpu_features().has_avx2_kernels();
-  auto convert = [&](const float* src, uint16_t* dst) {
-    if (f16c) {
-      cpu::convert_to_f16_avx2(src, dst, row);
+  // Q8_0 rows are quantized as matmul inputs are (one scale per 32 values, the fastest
+  // kernel this CPU runs: the same bits for a row whatever its batch).
+  const quant::QuantizeRowFn quantize =
+      kv.shape().type == KvType::kQ8_0 ? quant::best_quantize_activation(gguf::TensorType::kQ8_0) : nullptr;
+  auto convert = [&](const float* src, uint8_t* dst) {
+    if (quantize != nullptr) {
+      quantize(src, dst, row);
+    } else if (f16c) {
+      cpu::convert_to_f16_avx2(src, reinterpret_cast<uint16_t*>(dst), row);
     } else {
-      for (int64_t i = 0; i < row; ++i) dst[i] = f32_to_f16(src[i]);
+      auto* out = reinterpret_cast<uint16_t*>(dst);
+      for (int64_t i = 0; i < row; ++i) out[i] = f32_to_f16(src[i]);
     }
   };
   for (size_t t = 0; t < batch.positions.size(); ++t) {
@@ -302,14 +309,14 @@ void CpuBackend::attention(const KvStorage& kv, const AttentionBatch& batch, con
       scratch.keys.resize(n_keys);
       scratch.values.resize(n_keys);
       // A block's slots are consecutive rows: the storage is asked once per block.
-      const int64_t head_offset = static_cast<int64_t>(kv_head) * head_dim;
-      const int64_t row = kv.shape().row_elements();
+      const int64_t head_offset = kv.shape().bytes_of(static_cast<int64_t>(kv_head) * head_dim);
+      const int64_t row = kv.shape().row_bytes();
       for (int32_t j = 0; j < n_keys;) {
         const int32_t p = first + j;
         const int32_t slot = p % block_size;
         const int32_t n_slots = std::min(block_size - slot, n_keys - j);
-        const uint16_t* keys = kv.key_row(params.layer, table[p / block_size], slot) + head_offset;
-        const uint16_t* values = kv.value_row(params.layer, table[p / block_size], slot) + head_offset;
+        const uint8_t* keys = kv.key_row(params.layer, table[p / block_size], slot) + head_offset;
+        const uint8_t* values = kv.value_row(params.layer, table[p / block_size], slot) + head_offset;
         for (int32_t s = 0; s < n_slots; ++s, ++j) {
           scratch.keys[j] = keys + s * row;
           scratch.values[j] = values + s * row;
@@ -324,6 +331,7 @@ void CpuBackend::attention(const KvStorage& kv, const AttentionBatch& batch, con
       a.head_dim = head_dim;
       a.keys = scratch.keys.data();
       a.values = scratch.values.data();
+      a.kv_type = kv.shape().type;
       a.n_keys = n_keys;
       a.scale = params.scale;
       a.softcap = params.softcap;

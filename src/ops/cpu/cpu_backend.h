@@ -52,7 +52,7 @@ class CpuBackend final : public Backend {
 
   // Per-part working memory of attention(), kept between calls (no allocation per step).
   struct AttentionScratch {
-    std::vector<const uint16_t*> keys, values;  // [n_keys] F16 rows of one kv head
+    std::vector<const uint8_t*> keys, values;  // [n_keys] rows of one kv head
     std::vector<float> q;                       // [heads of the item, head_dim]
     std::vector<float> scores;                  // [heads of the item, n_keys]
   };
