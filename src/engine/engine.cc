@@ -10,6 +10,8 @@
 
 #include "base/log.h"
 #include "engine/json_constraint.h"
+#include "engine/json_grammar.h"
+#include "engine/json_schema.h"
 #include "engine/scheduler.h"
 #include "kv/kv_cache_manager.h"
 #include "ops/kv_storage.h"
@@ -191,7 +193,11 @@ class Engine::Impl {
     seq.sampler = std::make_unique<Sampler>(params);
     seq.decoder = std::make_unique<tokenizer::IncrementalDecoder>(tokenizer_);
     seq.stop_filter = std::make_unique<StopStringFilter>(seq.state->request.stop);
-    if (seq.state->request.json_object) seq.json = std::make_unique<JsonGrammar>();
+    if (seq.state->request.json_schema) {
+      seq.json = std::make_unique<JsonSchemaGrammar>(seq.state->request.json_schema);
+    } else if (seq.state->request.json_object) {
+      seq.json = std::make_unique<JsonGrammar>();
+    }
   }
 
   void drop_cancelled(bool all) {

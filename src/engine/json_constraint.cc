@@ -6,7 +6,7 @@
 
 namespace tokenmill::engine {
 
-bool mask_to_json(const JsonGrammar& grammar, std::span<const float> logits, const tokenizer::Tokenizer& tokenizer,
+bool mask_to_json(const OutputGrammar& grammar, std::span<const float> logits, const tokenizer::Tokenizer& tokenizer,
                   bool greedy_only, std::vector<float>& masked) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const auto n = static_cast<int32_t>(logits.size());

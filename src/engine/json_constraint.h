@@ -1,12 +1,12 @@
-// Constrained sampling for JSON mode: the logits a sampler may draw from when the output
-// must stay a valid JSON object (engine/json_grammar.h).
+// Constrained sampling for JSON mode and JSON schemas: the logits a sampler may draw from
+// when the output must stay in a grammar (engine/output_grammar.h).
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
-#include "engine/json_grammar.h"
+#include "engine/output_grammar.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tokenmill::engine {
@@ -23,7 +23,7 @@ namespace tokenmill::engine {
 inline constexpr float kJsonLogitWindow = 16.0f;
 inline constexpr size_t kJsonMaxCandidates = 1024;
 inline constexpr size_t kJsonMaxAllowed = 256;
-bool mask_to_json(const JsonGrammar& grammar, std::span<const float> logits, const tokenizer::Tokenizer& tokenizer,
+bool mask_to_json(const OutputGrammar& grammar, std::span<const float> logits, const tokenizer::Tokenizer& tokenizer,
                   bool greedy_only, std::vector<float>& masked);
 
 }  // namespace tokenmill::engine

@@ -15,19 +15,21 @@
 #include <string>
 #include <string_view>
 
+#include "engine/output_grammar.h"
+
 namespace tokenmill::engine {
 
-class JsonGrammar {
+class JsonGrammar final : public OutputGrammar {
  public:
   static constexpr int kMaxDepth = 32;
   static constexpr int kMaxWhitespaceRun = 16;
 
   // True if every byte of text is allowed next (the state is not changed).
-  bool allows(std::string_view text) const;
+  bool allows(std::string_view text) const override;
   // Feeds text. REQUIRES: allows(text).
-  void advance(std::string_view text);
+  void advance(std::string_view text) override;
   // The top-level object is closed: nothing but the end may follow.
-  bool complete() const { return mode_ == Mode::kDone; }
+  bool complete() const override { return mode_ == Mode::kDone; }
 
  private:
   enum class Mode : uint8_t {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,8 @@
 #include "engine/sampling_params.h"
 
 namespace tokenmill::engine {
+
+class JsonSchema;  // engine/json_schema.h
 
 struct Request {
   std::string id;                      // for logs and metrics
@@ -28,6 +31,10 @@ struct Request {
   // JSON mode: every choice is one JSON object (engine/json_grammar.h); it ends, with
   // finish reason stop, when the object closes.
   bool json_object = false;
+  // Structured output: every choice is one JSON text valid against this schema
+  // (engine/json_schema.h); it ends, with finish reason stop, when the value closes.
+  // Takes the place of json_object when set.
+  std::shared_ptr<const JsonSchema> json_schema;
 };
 
 enum class FinishReason { kStop, kLength, kCancelled, kError };

@@ -13,7 +13,7 @@
 #include "base/timer.h"
 #include "engine/request.h"
 #include "engine/request_stream.h"
-#include "engine/json_grammar.h"
+#include "engine/output_grammar.h"
 #include "engine/sampler.h"
 #include "engine/stop_strings.h"
 #include "kv/kv_cache_manager.h"
@@ -47,7 +47,8 @@ struct Sequence {
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<tokenizer::IncrementalDecoder> decoder;
   std::unique_ptr<StopStringFilter> stop_filter;
-  std::unique_ptr<JsonGrammar> json;  // Request::json_object: what the output may continue with
+  // Request::json_object / json_schema: what the output may continue with.
+  std::unique_ptr<OutputGrammar> json;
   double last_token_time = 0;       // seconds since submit, for inter-token latency
   // Request::prompt_logprobs: the next prompt token whose log-probability is due (from 1),
   // and those computed but not sent yet (they go with the choice's first event).

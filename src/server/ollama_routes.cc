@@ -8,6 +8,7 @@
 #include <chrono>
 #include <climits>
 
+#include "engine/json_schema.h"
 #include "server/json_fields.h"
 #include "server/openai_request.h"
 #include "server/response_ids.h"
@@ -59,14 +60,23 @@ void read_options(const Json& body, const ServedModel& model, OllamaRequest& out
   (void)model;
 }
 
-// Ollama's format: "json" asks for one JSON object (JSON mode); "" for none.
-bool read_format(const Fields& f) {
+// Ollama's format: "json" asks for one JSON object (JSON mode), a JSON schema for a value
+// valid against it (engine/json_schema.h's subset); "" for neither.
+void read_format(const Fields& f, engine::Request& request) {
   const Json* format = f.raw("format");
-  if (format == nullptr || format->is_null()) return false;
-  if (format->is_string() && format->get<std::string>().empty()) return false;
-  if (format->is_string() && format->get<std::string>() == "json") return true;
-  throw bad_request("'format' must be \"json\"; JSON schemas are not supported, found " + dump_json(*format),
-                    "format");
+  if (format == nullptr || format->is_null()) return;
+  if (format->is_string() && format->get<std::string>().empty()) return;
+  if (format->is_string() && format->get<std::string>() == "json") {
+    request.json_object = true;
+    return;
+  }
+  if (format->is_object()) {
+    auto compiled = engine::JsonSchema::compile(*format);
+    if (!compiled.ok()) throw bad_request("Unsupported 'format' schema: " + compiled.status().message(), "format");
+    request.json_schema = *compiled;
+    return;
+  }
+  throw bad_request("'format' must be \"json\" or a JSON schema object, found " + dump_json(*format), "format");
 }
 
 void reject_unsupported(const Fields& f) {
@@ -89,7 +99,7 @@ OllamaRequest parse_ollama_request(bool chat, const Json& body, const ServedMode
   if (!name) throw bad_request("'model' is required", "model");
   check_model_name(*name, model);
   reject_unsupported(f);
-  out.request.json_object = read_format(f);
+  read_format(f, out.request);
   out.stream = f.boolean("stream").value_or(true);
 
   int64_t num_predict = -1;

@@ -2,6 +2,8 @@
 
 #include <climits>
 
+#include "engine/json_schema.h"
+
 namespace tokenmill::server {
 
 namespace {
@@ -100,16 +102,32 @@ int32_t resolve_max_tokens(int64_t requested, size_t n_prompt, int32_t max_conte
 
 namespace {
 
-// response_format: {"type": "text"} (or absent) or {"type": "json_object"} (JSON mode:
-// true). A JSON schema is refused.
-bool read_response_format(const Fields& f) {
+// response_format: {"type": "text"} (or absent), {"type": "json_object"} (JSON mode), or
+// {"type": "json_schema", "json_schema": {"name": ..., "schema": {...}}} (structured
+// output: the schema's subset is engine/json_schema.h's; anything else is a 400 naming it).
+void read_response_format(const Fields& f, engine::Request& request) {
   const Json* format = f.object("response_format");
-  if (format == nullptr) return false;
+  if (format == nullptr) return;
   const Json type = format->contains("type") ? (*format)["type"] : Json("text");
-  if (type == "json_object") return true;
-  if (type == "text") return false;
-  throw bad_request("'response_format' must be {\"type\": \"text\"} or {\"type\": \"json_object\"}; "
-                    "JSON schemas are not supported, found " + dump_json(*format),
+  if (type == "text") return;
+  if (type == "json_object") {
+    request.json_object = true;
+    return;
+  }
+  if (type == "json_schema") {
+    const auto spec = format->find("json_schema");
+    if (spec == format->end() || !spec->is_object() || !spec->contains("schema")) {
+      throw bad_request("'response_format.json_schema.schema' is required for type json_schema", "response_format");
+    }
+    auto compiled = engine::JsonSchema::compile((*spec)["schema"]);
+    if (!compiled.ok()) {
+      throw bad_request("Unsupported 'response_format' schema: " + compiled.status().message(), "response_format");
+    }
+    request.json_schema = *compiled;
+    return;
+  }
+  throw bad_request("'response_format.type' must be \"text\", \"json_object\" or \"json_schema\", found " +
+                        dump_json(type),
                     "response_format");
 }
 
@@ -138,7 +156,7 @@ OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
       throw bad_request("'" + std::string(name) + "' (tool calling) is not supported by this server", name);
     }
   }
-  request.json_object = read_response_format(f);
+  read_response_format(f, request);
   auto prompt = model.chat_prompt(chat);
   if (!prompt.ok()) throw bad_request("Cannot apply the chat template: " + prompt.status().message(), "messages");
   request.prompt = std::move(prompt).value();
@@ -219,7 +237,7 @@ OpenAiRequest parse_completion_request(const Json& body, const ServedModel& mode
   }
 
   engine::Request shared;
-  shared.json_object = read_response_format(f);  // an extension here, as in vLLM
+  read_response_format(f, shared);  // an extension here, as in vLLM
   read_sampling(f, model, shared);
   read_stream(f, out);
   out.echo = f.boolean("echo").value_or(false);

@@ -146,6 +146,22 @@ def test_format_json(client):
             assert isinstance(json.loads(response.message.content), dict)
             closed += 1
     assert closed >= 1
+
+
+
+def test_format_schema(client):
+    # Ollama's format as a JSON schema: the reply validates against it.
+    schema = {"type": "object", "properties": {"city": {"type": "string"}, "population": {"type": "integer"},
+                                               "capital": {"type": "boolean"}},
+              "required": ["city", "population", "capital"]}
+    response = client.chat(model=MODEL, messages=[{"role": "user", "content": "Tell me about Paris as JSON."}],
+                           format=schema, options={"temperature": 0, "num_predict": 200})
+    assert response.done_reason == "stop"
+    reply = json.loads(response.message.content)
+    assert list(reply) == ["city", "population", "capital"]
+    assert isinstance(reply["city"], str) and isinstance(reply["population"], int)
+    assert isinstance(reply["capital"], bool)
     with pytest.raises(ollama.ResponseError) as error:
-        client.generate(model=MODEL, prompt="x", format={"type": "object"}, options={"num_predict": 2})
-    assert "JSON schemas are not supported" in str(error.value)
+        client.generate(model=MODEL, prompt="x", format={"type": "object", "properties": {"a": {"oneOf": []}}},
+                        options={"num_predict": 2})
+    assert "keyword 'oneOf' at $.properties.a is not supported" in str(error.value)

@@ -1,0 +1,359 @@
+#include "engine/json_schema.h"
+
+#include <algorithm>
+#include <set>
+
+#include "engine/json_grammar.h"
+
+namespace tokenmill::engine {
+
+namespace {
+
+bool is_whitespace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+// Keywords that only describe: accepted and ignored.
+const std::set<std::string, std::less<>> kAnnotations = {"title",   "description", "default", "examples",
+                                                         "$schema", "$id",         "$comment", "strict"};
+
+}  // namespace
+
+// Builds the node list depth first; node 0 is the root.
+class SchemaCompiler {
+ public:
+  Status compile(const nlohmann::ordered_json& schema, const std::string& path, int depth, int32_t& index) {
+    if (depth > JsonSchema::kMaxDepth) return invalid_argument("the schema nests deeper than 32 levels at " + path);
+    if (static_cast<int32_t>(nodes_.size()) >= JsonSchema::kMaxNodes) {
+      return invalid_argument("the schema has more than 4096 parts");
+    }
+    if (!schema.is_object()) return invalid_argument("the schema at " + path + " must be an object");
+    for (const auto& [key, value] : schema.items()) {
+      static const std::set<std::string, std::less<>> kKnown = {
+          "type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "enum", "const"};
+      if (!kKnown.contains(key) && !kAnnotations.contains(key)) {
+        return invalid_argument("the schema keyword '" + key + "' at " + path + " is not supported");
+      }
+      (void)value;
+    }
+    index = static_cast<int32_t>(nodes_.size());
+    nodes_.emplace_back();
+    JsonSchema::Node node;
+    if (schema.contains("enum") || schema.contains("const")) {
+      node.kind = JsonSchema::Kind::kLiterals;
+      if (schema.contains("const")) node.literals.push_back(schema["const"].dump());
+      if (schema.contains("enum")) {
+        const nlohmann::ordered_json& values = schema["enum"];
+        if (!values.is_array() || values.empty()) return invalid_argument("'enum' at " + path + " must be a non-empty array");
+        for (const auto& v : values) node.literals.push_back(v.dump());
+      }
+      nodes_[static_cast<size_t>(index)] = std::move(node);
+      return {};
+    }
+    if (!schema.contains("type")) return invalid_argument("the schema at " + path + " needs a 'type' (or 'enum' / 'const')");
+    const nlohmann::ordered_json& type = schema["type"];
+    if (!type.is_string()) {
+      return invalid_argument("'type' at " + path + " must be one type name; lists of types are not supported");
+    }
+    const std::string name = type.get<std::string>();
+    if (name == "object") {
+      node.kind = JsonSchema::Kind::kObject;
+      std::set<std::string> names;
+      if (schema.contains("properties")) {
+        const nlohmann::ordered_json& properties = schema["properties"];
+        if (!properties.is_object()) return invalid_argument("'properties' at " + path + " must be an object");
+        for (const auto& [key, child] : properties.items()) {
+          int32_t child_index = 0;
+          TM_RETURN_IF_ERROR(compile(child, path + ".properties." + key, depth + 1, child_index));
+          node.properties.emplace_back(nlohmann::ordered_json(key).dump(), child_index);
+          names.insert(key);
+        }
+      }
+      if (schema.contains("required")) {
+        const nlohmann::ordered_json& required = schema["required"];
+        if (!required.is_array()) return invalid_argument("'required' at " + path + " must be an array of names");
+        for (const auto& r : required) {
+          if (!r.is_string() || !names.contains(r.get<std::string>())) {
+            return invalid_argument("'required' at " + path + " names " + r.dump() + ", which is not in 'properties'");
+          }
+        }
+      }
+      if (schema.contains("additionalProperties") && !schema["additionalProperties"].is_boolean()) {
+        return invalid_argument("'additionalProperties' at " + path + " must be true or false (schemas are not supported)");
+      }
+    } else if (name == "array") {
+      node.kind = JsonSchema::Kind::kArray;
+      if (!schema.contains("items")) return invalid_argument("the array at " + path + " needs 'items'");
+      TM_RETURN_IF_ERROR(compile(schema["items"], path + ".items", depth + 1, node.items));
+      for (const char* key : {"minItems", "maxItems"}) {
+        if (!schema.contains(key)) continue;
+        const nlohmann::ordered_json& v = schema[key];
+        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
+          return invalid_argument("'" + std::string(key) + "' at " + path + " must be a non-negative integer");
+        }
+        (std::string(key) == "minItems" ? node.min_items : node.max_items) = static_cast<int32_t>(v.get<int64_t>());
+      }
+      if (node.min_items > node.max_items) return invalid_argument("'minItems' exceeds 'maxItems' at " + path);
+    } else if (name == "string") {
+      node.kind = JsonSchema::Kind::kString;
+    } else if (name == "number") {
+      node.kind = JsonSchema::Kind::kNumber;
+    } else if (name == "integer") {
+      node.kind = JsonSchema::Kind::kInteger;
+    } else if (name == "boolean") {
+      node.kind = JsonSchema::Kind::kLiterals;
+      node.literals = {"true", "false"};
+    } else if (name == "null") {
+      node.kind = JsonSchema::Kind::kLiterals;
+      node.literals = {"null"};
+    } else {
+      return invalid_argument("unknown type '" + name + "' at " + path);
+    }
+    nodes_[static_cast<size_t>(index)] = std::move(node);
+    return {};
+  }
+
+  std::vector<JsonSchema::Node> take() { return std::move(nodes_); }
+
+ private:
+  std::vector<JsonSchema::Node> nodes_;
+};
+
+Result<std::shared_ptr<const JsonSchema>> JsonSchema::compile(const nlohmann::ordered_json& schema) {
+  SchemaCompiler compiler;
+  int32_t root = 0;
+  TM_RETURN_IF_ERROR(compiler.compile(schema, "$", 0, root));
+  auto compiled = std::make_shared<JsonSchema>();
+  compiled->nodes_ = compiler.take();
+  const Kind kind = compiled->node(compiled->root()).kind;
+  if (kind != Kind::kObject && kind != Kind::kArray) {
+    return invalid_argument("the schema's top level must be an object or an array");
+  }
+  return std::shared_ptr<const JsonSchema>(std::move(compiled));
+}
+
+JsonSchemaGrammar::JsonSchemaGrammar(std::shared_ptr<const JsonSchema> schema) : schema_(std::move(schema)) {}
+
+bool JsonSchemaGrammar::allows(std::string_view text) const {
+  JsonSchemaGrammar copy = *this;
+  for (char c : text) {
+    if (!copy.step(c)) return false;
+  }
+  return true;
+}
+
+void JsonSchemaGrammar::advance(std::string_view text) {
+  for (char c : text) step(c);
+}
+
+// Object phases: 1 in (or before) key `index`, 2 before ':', 3 '{' of an empty object
+// seen, 4 before the value, 5 after it. Array phases: 1 after '[', 2 in an item, 3 after
+// one, 4 after ','. String: 1 inside, 2 after '\', 3 in \uXXXX (index: digits left).
+// Numbers: 1 '-', 2 a leading 0, 3 integer digits, 4 '.', 5 fraction, 6 'e', 7 its sign,
+// 8 exponent digits. Literals: 1 matching.
+bool JsonSchemaGrammar::between_tokens() const {
+  if (stack_.empty()) return false;  // before the value: it starts with its first byte
+  const Frame& f = stack_.back();
+  switch (schema_->node(f.node).kind) {
+    case JsonSchema::Kind::kObject:
+      return (f.phase == 1 && f.matched.empty()) || f.phase >= 2;
+    case JsonSchema::Kind::kArray:
+      return f.phase == 1 || f.phase == 3 || f.phase == 4;
+    default:
+      return false;
+  }
+}
+
+void JsonSchemaGrammar::end_value() {
+  stack_.pop_back();
+  if (stack_.empty()) {
+    done_ = true;
+    return;
+  }
+  Frame& parent = stack_.back();
+  if (schema_->node(parent.node).kind == JsonSchema::Kind::kObject) {
+    parent.phase = 5;
+  } else {
+    parent.phase = 3;
+    ++parent.index;
+  }
+}
+
+bool JsonSchemaGrammar::start(Frame& f, char c) {
+  const JsonSchema::Node& n = schema_->node(f.node);
+  switch (n.kind) {
+    case JsonSchema::Kind::kObject:
+      if (c != '{') return false;
+      f.phase = n.properties.empty() ? 3 : 1;
+      return true;
+    case JsonSchema::Kind::kArray:
+      if (c != '[') return false;
+      f.phase = 1;
+      return true;
+    case JsonSchema::Kind::kString:
+      if (c != '"') return false;
+      f.phase = 1;
+      return true;
+    case JsonSchema::Kind::kNumber:
+    case JsonSchema::Kind::kInteger:
+      if (c == '-') {
+        f.phase = 1;
+        return true;
+      }
+      if (!is_digit(c)) return false;
+      f.phase = c == '0' ? 2 : 3;
+      return true;
+    case JsonSchema::Kind::kLiterals:
+      f.phase = 1;
+      f.matched.assign(1, c);
+      return std::any_of(n.literals.begin(), n.literals.end(), [&](const std::string& l) { return l.starts_with(f.matched); });
+  }
+  return false;
+}
+
+bool JsonSchemaGrammar::step(char c) {
+  if (done_) return false;
+  if (between_tokens() && is_whitespace(c)) return ++whitespace_run_ <= JsonGrammar::kMaxWhitespaceRun;
+  whitespace_run_ = 0;
+  if (stack_.empty()) {
+    stack_.push_back(Frame{schema_->root()});
+    return start(stack_.back(), c);
+  }
+  auto push_child = [&](int32_t node) {
+    if (static_cast<int>(stack_.size()) > JsonSchema::kMaxDepth) return false;
+    stack_.push_back(Frame{node});
+    return start(stack_.back(), c);
+  };
+  Frame& f = stack_.back();
+  const JsonSchema::Node& n = schema_->node(f.node);
+  switch (n.kind) {
+    case JsonSchema::Kind::kObject:
+      switch (f.phase) {
+        case 1: {
+          const std::string& key = n.properties[static_cast<size_t>(f.index)].first;
+          if (c != key[f.matched.size()]) return false;
+          f.matched.push_back(c);
+          if (f.matched.size() == key.size()) {
+            f.matched.clear();
+            f.phase = 2;
+          }
+          return true;
+        }
+        case 2:
+          if (c != ':') return false;
+          f.phase = 4;
+          return true;
+        case 3:
+          if (c != '}') return false;
+          end_value();
+          return true;
+        case 4:
+          return push_child(n.properties[static_cast<size_t>(f.index)].second);
+        case 5:
+          if (static_cast<size_t>(f.index) + 1 < n.properties.size()) {
+            if (c != ',') return false;
+            ++f.index;
+            f.phase = 1;
+            return true;
+          }
+          if (c != '}') return false;
+          end_value();
+          return true;
+      }
+      return false;
+    case JsonSchema::Kind::kArray:
+      if ((f.phase == 1 && f.index >= n.min_items) || (f.phase == 3 && f.index >= n.min_items)) {
+        if (c == ']') {
+          end_value();
+          return true;
+        }
+      }
+      if (f.phase == 3) {
+        if (c != ',' || f.index >= n.max_items) return false;
+        f.phase = 4;
+        return true;
+      }
+      if ((f.phase == 1 || f.phase == 4) && f.index < n.max_items) {
+        f.phase = 2;
+        return push_child(n.items);
+      }
+      return false;
+    case JsonSchema::Kind::kString:
+      switch (f.phase) {
+        case 1:
+          if (c == '"') {
+            end_value();
+            return true;
+          }
+          if (c == '\\') {
+            f.phase = 2;
+            return true;
+          }
+          return static_cast<unsigned char>(c) >= 0x20;  // control characters must be escaped
+        case 2:
+          if (c == 'u') {
+            f.phase = 3;
+            f.index = 4;
+            return true;
+          }
+          f.phase = 1;
+          return c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' || c == 'r' || c == 't';
+        case 3:
+          if (!is_hex(c)) return false;
+          if (--f.index == 0) f.phase = 1;
+          return true;
+      }
+      return false;
+    case JsonSchema::Kind::kNumber:
+    case JsonSchema::Kind::kInteger: {
+      const bool digit = is_digit(c);
+      const bool fractions = n.kind == JsonSchema::Kind::kNumber;
+      switch (f.phase) {
+        case 1:
+          if (!digit) return false;
+          f.phase = c == '0' ? 2 : 3;
+          return true;
+        case 2:
+        case 3:
+          if (digit && f.phase == 3) return true;
+          if (fractions && c == '.') { f.phase = 4; return true; }
+          if (fractions && (c == 'e' || c == 'E')) { f.phase = 6; return true; }
+          break;  // the number ends here
+        case 4:
+          if (!digit) return false;
+          f.phase = 5;
+          return true;
+        case 5:
+          if (digit) return true;
+          if (c == 'e' || c == 'E') { f.phase = 6; return true; }
+          break;
+        case 6:
+          if (c == '+' || c == '-') { f.phase = 7; return true; }
+          [[fallthrough]];
+        case 7:
+          if (!digit) return false;
+          f.phase = 8;
+          return true;
+        case 8:
+          if (digit) return true;
+          break;
+      }
+      // A complete number followed by c: c belongs to the enclosing value.
+      end_value();
+      return step(c);
+    }
+    case JsonSchema::Kind::kLiterals: {
+      std::string longer = f.matched + c;
+      if (std::any_of(n.literals.begin(), n.literals.end(), [&](const std::string& l) { return l.starts_with(longer); })) {
+        f.matched = std::move(longer);
+        return true;
+      }
+      if (std::find(n.literals.begin(), n.literals.end(), f.matched) == n.literals.end()) return false;
+      end_value();  // a whole literal followed by c: c belongs to the enclosing value
+      return step(c);
+    }
+  }
+  return false;
+}
+
+}  // namespace tokenmill::engine

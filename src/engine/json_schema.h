@@ -1,0 +1,83 @@
+// Structured outputs: a JSON schema compiled into a byte-level grammar, so that every
+// choice is a JSON text that validates against it (OpenAI's response_format
+// {"type": "json_schema"}, Ollama's format given as a schema).
+//
+// The schema subset (anything else is refused by compile(), naming the keyword):
+//   type: "object" | "array" | "string" | "number" | "integer" | "boolean" | "null"
+//   object: properties (every one is written, in the order given - valid whatever
+//           `required` says), required, additionalProperties (only false or absent:
+//           no other keys are ever written)
+//   array:  items, minItems, maxItems
+//   enum, const: the value is one of these JSON values (written compactly)
+//   title, description, default, examples, $schema, $id, $comment, strict: ignored
+// The top level is an object or an array. Whitespace between tokens is allowed in runs of
+// at most JsonGrammar::kMaxWhitespaceRun bytes; nesting at most kMaxDepth.
+//
+// Thread-safety: a JsonSchema is immutable and shared; a JsonSchemaGrammar is a value.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "engine/output_grammar.h"
+
+namespace tokenmill::engine {
+
+class JsonSchema {
+ public:
+  static constexpr int kMaxDepth = 32;
+  static constexpr int32_t kMaxNodes = 4096;
+
+  // Compiles a parsed schema. The error says which keyword at which path is not supported.
+  static Result<std::shared_ptr<const JsonSchema>> compile(const nlohmann::ordered_json& schema);
+
+  enum class Kind : uint8_t { kObject, kArray, kString, kNumber, kInteger, kLiterals };
+  struct Node {
+    Kind kind = Kind::kString;
+    std::vector<std::pair<std::string, int32_t>> properties;  // kObject: "key" as JSON text, node
+    int32_t items = -1;                                       // kArray: the items' node
+    int32_t min_items = 0, max_items = INT32_MAX;             // kArray
+    std::vector<std::string> literals;  // kLiterals: the allowed values as compact JSON texts
+  };
+  const Node& node(int32_t i) const { return nodes_[static_cast<size_t>(i)]; }
+  int32_t root() const { return 0; }
+
+ private:
+  std::vector<Node> nodes_;
+  friend class SchemaCompiler;
+};
+
+class JsonSchemaGrammar final : public OutputGrammar {
+ public:
+  explicit JsonSchemaGrammar(std::shared_ptr<const JsonSchema> schema);
+
+  bool allows(std::string_view text) const override;
+  void advance(std::string_view text) override;
+  bool complete() const override { return done_; }
+
+ private:
+  // One open value: its node and where in it the text is.
+  struct Frame {
+    int32_t node = 0;
+    uint8_t phase = 0;    // per kind; 0: before the value's first byte
+    int32_t index = 0;    // object: the property being written; array: items written
+    std::string matched;  // a key or literal being matched; a number's bytes
+  };
+  bool step(char c);
+  bool start(Frame& frame, char c);  // c is the value's first byte
+  void end_value();                  // the top frame's value is complete: pop it
+  bool between_tokens() const;
+
+  std::shared_ptr<const JsonSchema> schema_;
+  std::vector<Frame> stack_;
+  uint8_t whitespace_run_ = 0;
+  bool done_ = false;
+};
+
+}  // namespace tokenmill::engine

@@ -1,0 +1,22 @@
+// What a constrained output may continue with, byte by byte: JSON mode's one JSON object
+// (engine/json_grammar.h) or a value of a JSON schema (engine/json_schema.h). The sampler
+// masks every token whose text the grammar does not allow (engine/json_constraint.h), and
+// a choice ends when the grammar is complete.
+#pragma once
+
+#include <string_view>
+
+namespace tokenmill::engine {
+
+class OutputGrammar {
+ public:
+  virtual ~OutputGrammar() = default;
+  // True if every byte of text is allowed next (the state is not changed).
+  virtual bool allows(std::string_view text) const = 0;
+  // Feeds text. REQUIRES: allows(text).
+  virtual void advance(std::string_view text) = 0;
+  // The value is complete: nothing but the end may follow.
+  virtual bool complete() const = 0;
+};
+
+}  // namespace tokenmill::engine

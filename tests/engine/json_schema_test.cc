@@ -1,0 +1,166 @@
+// JsonSchema / JsonSchemaGrammar: compile() refuses what it cannot enforce, naming the
+// keyword and where; the grammar accepts texts that validate, byte by byte, completes
+// when the top-level value closes, and refuses a text at its first byte that breaks the
+// schema.
+#include "engine/json_schema.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace tokenmill::engine {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+std::shared_ptr<const JsonSchema> compile_ok(const json& schema) {
+  auto compiled = JsonSchema::compile(schema);
+  EXPECT_TRUE(compiled.ok()) << compiled.status().to_string();
+  return compiled.ok() ? *compiled : nullptr;
+}
+
+// Bytes of text accepted one at a time.
+size_t accepted_prefix(const std::string& text, JsonSchemaGrammar& g) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (!g.allows(text.substr(i, 1))) return i;
+    g.advance(text.substr(i, 1));
+  }
+  return text.size();
+}
+
+const json kPerson = json::parse(R"({
+  "type": "object",
+  "title": "a person",
+  "properties": {
+    "name": {"type": "string", "description": "full name"},
+    "age": {"type": "integer"},
+    "height": {"type": "number"},
+    "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
+    "role": {"enum": ["admin", "user", 7, null]},
+    "active": {"type": "boolean"},
+    "address": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+                "additionalProperties": false}
+  },
+  "required": ["name", "age"]
+})");
+
+TEST(JsonSchemaGrammar, AcceptsValidTextsAndCompletesAtTheEnd) {
+  const auto schema = compile_ok(kPerson);
+  ASSERT_NE(schema, nullptr);
+  const char* valid[] = {
+      R"({"name":"Ada","age":36,"height":1.7e0,"tags":[],"role":"admin","active":true,"address":{"city":"Paris"}})",
+      "{ \"name\" : \"A \\\"q\\\" \\u00e9\", \"age\": -0, \"height\": -12.5, \"tags\": [\"x\", \"y\", \"z\"],\n"
+      "  \"role\": 7, \"active\": false, \"address\": {\"city\": \"\"} }",
+      R"({"name":"","age":12345,"height":3,"tags":["a"],"role":null,"active":true,"address":{"city":"x"}})",
+  };
+  for (const char* text : valid) {
+    JsonSchemaGrammar g(schema);
+    const std::string s(text);
+    EXPECT_EQ(accepted_prefix(s, g), s.size()) << s;
+    EXPECT_TRUE(g.complete()) << s;
+    EXPECT_FALSE(g.allows(" ")) << "nothing may follow: " << s;
+    // Every valid text parses and has every property, in order.
+    const json parsed = json::parse(s);
+    EXPECT_EQ(parsed.size(), 7u);
+    EXPECT_EQ(parsed.begin().key(), "name");  // in the order of the schema
+  }
+}
+
+TEST(JsonSchemaGrammar, RefusesTheFirstByteThatBreaksTheSchema) {
+  const auto schema = compile_ok(kPerson);
+  ASSERT_NE(schema, nullptr);
+  struct Case {
+    const char* text;
+    size_t accepted;
+  };
+  const Case cases[] = {
+      {R"({"age":1})", 2},                   // properties in the order given: "name" first
+      {R"({"name":1})", 8},                  // name is a string
+      {R"({"name":"a","age":1.5})", 19},     // age is an integer
+      {R"({"name":"a","age":01})", 19},      // no leading zeros
+      {R"({"name":"a","age":1})", 19},       // every property is written: no '}' yet
+      {R"({"name":"a","age":1,"height":1,"tags":["a","b","c","d"]})", 50},  // maxItems 3
+      {R"({"name":"a","age":1,"height":1,"tags":[],"role":"root"})", 49},   // no enum value starts "r
+      {R"({"name":"a","age":1,"height":1,"tags":[],"role":7,"active":1})", 59},
+      {R"({"name":"a","age":1,"height":1,"tags":[],"role":7,"active":true,"address":{"zip":1}})", 76},
+      {R"([])", 0},                          // the top level is an object
+  };
+  for (const Case& c : cases) {
+    JsonSchemaGrammar g(schema);
+    EXPECT_EQ(accepted_prefix(c.text, g), c.accepted) << c.text;
+    EXPECT_FALSE(g.complete()) << c.text;
+  }
+}
+
+TEST(JsonSchemaGrammar, ArraysCountTheirItems) {
+  const auto schema = compile_ok(json::parse(
+      R"({"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 3})"));
+  ASSERT_NE(schema, nullptr);
+  for (const char* text : {"[1,2]", "[ 1 , 2 , 3 ]", "[-4,50,0]"}) {
+    JsonSchemaGrammar g(schema);
+    EXPECT_EQ(accepted_prefix(text, g), std::string(text).size()) << text;
+    EXPECT_TRUE(g.complete()) << text;
+  }
+  JsonSchemaGrammar short_one(schema);
+  EXPECT_EQ(accepted_prefix("[1]", short_one), 2u);  // minItems 2: no ']' after one
+  JsonSchemaGrammar long_one(schema);
+  EXPECT_EQ(accepted_prefix("[1,2,3,4]", long_one), 6u);  // maxItems 3: no fourth ','
+}
+
+TEST(JsonSchemaGrammar, LiteralsThatArePrefixesOfOthersEndAtTheNextByte) {
+  const auto schema = compile_ok(json::parse(R"({"type":"object","properties":{"n":{"enum":[1,12,"a"]}}})"));
+  ASSERT_NE(schema, nullptr);
+  for (const char* text : {R"({"n":1})", R"({"n":12})", R"({"n": "a" })"}) {
+    JsonSchemaGrammar g(schema);
+    EXPECT_EQ(accepted_prefix(text, g), std::string(text).size()) << text;
+    EXPECT_TRUE(g.complete()) << text;
+  }
+  JsonSchemaGrammar g(schema);
+  EXPECT_EQ(accepted_prefix(R"({"n":13})", g), 6u);
+}
+
+TEST(JsonSchemaGrammar, WhitespaceRunsAreBounded) {
+  const auto schema = compile_ok(json::parse(R"({"type":"object","properties":{}})"));
+  ASSERT_NE(schema, nullptr);
+  JsonSchemaGrammar g(schema);
+  const std::string text = "{" + std::string(16, ' ') + " }";
+  EXPECT_EQ(accepted_prefix(text, g), 17u);
+  JsonSchemaGrammar empty(schema);
+  EXPECT_EQ(accepted_prefix("{}", empty), 2u);
+  EXPECT_TRUE(empty.complete());
+}
+
+TEST(JsonSchema, RefusesWhatItCannotEnforce) {
+  struct Case {
+    const char* schema;
+    const char* message_part;
+  };
+  const Case cases[] = {
+      {R"({"type":"object","properties":{"a":{"type":"string","pattern":"^x"}}})",
+       "keyword 'pattern' at $.properties.a is not supported"},
+      {R"({"anyOf":[{"type":"string"}]})", "keyword 'anyOf' at $ is not supported"},
+      {R"({"type":["string","null"]})", "lists of types are not supported"},
+      {R"({"type":"string"})", "top level must be an object or an array"},
+      {R"({"type":"object","properties":{"a":{}}})", "needs a 'type'"},
+      {R"({"type":"array"})", "needs 'items'"},
+      {R"({"type":"object","properties":{},"required":["x"]})", "not in 'properties'"},
+      {R"({"type":"array","items":{"type":"integer"},"minItems":3,"maxItems":2})", "'minItems' exceeds 'maxItems'"},
+      {R"({"type":"thing"})", "unknown type 'thing'"},
+      {R"({"type":"object","additionalProperties":{"type":"string"}})", "'additionalProperties'"},
+      {R"(true)", "must be an object"},
+  };
+  for (const Case& c : cases) {
+    auto compiled = JsonSchema::compile(json::parse(c.schema));
+    ASSERT_FALSE(compiled.ok()) << c.schema;
+    EXPECT_NE(compiled.status().message().find(c.message_part), std::string::npos)
+        << c.schema << " -> " << compiled.status().message();
+  }
+  json deep = {{"type", "string"}};
+  for (int i = 0; i < 40; ++i) deep = {{"type", "array"}, {"items", deep}};
+  auto too_deep = JsonSchema::compile(deep);
+  ASSERT_FALSE(too_deep.ok());
+  EXPECT_NE(too_deep.status().message().find("deeper than 32"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tokenmill::engine
