@@ -14,6 +14,7 @@
 
 #include "base/cpu_features.h"
 #include "base/half.h"
+#include "ops/cpu/attention_kernels.h"
 #include "ops/cpu/cpu_backend.h"
 #include "ops/cpu/elementwise.h"
 #include "quant/quant.h"
@@ -558,6 +559,75 @@ TEST(CpuAttentionQ8, SingleQueryMatchesItsRowOfTheBatch) {
     backend.attention(f.kv(), AttentionBatch{position, sequence, tables}, f.params(), f.q().data() + 12 * f.q_row(),
                       one.data());
     EXPECT_EQ(0, std::memcmp(one.data(), all.data() + 12 * f.q_row(), one.size() * sizeof(float))) << describe(c);
+  }
+}
+
+// Each vector kernel this CPU can run, called directly (the back end picks only the best
+// one), against the scalar reference on one item: F16 and Q8_0 rows, a softcap, a tail of
+// keys that is not a multiple of any vector width.
+TEST(CpuAttentionKernels, EveryVectorKernelMatchesTheReference) {
+  const CpuFeatures cpu = detect_cpu_features();
+  struct Kernel {
+    const char* name;
+    bool available;
+    void (*run)(const cpu::HeadGroupAttention&);
+  };
+  const Kernel kernels[] = {{"avx2", cpu.has_avx2_kernels(), cpu::attend_head_group_avx2},
+                            {"avx512", cpu.has_avx512_kernels(), cpu::attend_head_group_avx512}};
+  constexpr int32_t kHeads = 4, kHeadDim = 64, kKeys = 37;
+  const std::vector<float> q = random_normal(kHeads * kHeadDim, 61);
+  const std::vector<float> k = random_normal(kKeys * kHeadDim, 62);
+  const std::vector<float> v = random_normal(kKeys * kHeadDim, 63);
+  for (KvType type : {KvType::kF16, KvType::kQ8_0}) {
+    KvShape shape{1, 1, 64, 1, kHeadDim};
+    shape.type = type;
+    const int64_t row_bytes = shape.row_bytes();
+    std::vector<uint8_t> key_rows(kKeys * row_bytes), value_rows(kKeys * row_bytes);
+    std::vector<const uint8_t*> keys(kKeys), values(kKeys);
+    for (int32_t j = 0; j < kKeys; ++j) {
+      for (auto [src, dst] : {std::pair{&k, &key_rows}, std::pair{&v, &value_rows}}) {
+        uint8_t* row = dst->data() + j * row_bytes;
+        if (type == KvType::kQ8_0) {
+          quant::quantize_row_ref(TensorType::kQ8_0, src->data() + j * kHeadDim, row, kHeadDim);
+        } else {
+          for (int32_t d = 0; d < kHeadDim; ++d) {
+            const uint16_t bits = f32_to_f16((*src)[j * kHeadDim + d]);
+            std::memcpy(row + 2 * d, &bits, sizeof(bits));
+          }
+        }
+      }
+      keys[j] = key_rows.data() + j * row_bytes;
+      values[j] = value_rows.data() + j * row_bytes;
+    }
+    for (float softcap : {0.0f, 5.0f}) {
+      auto run = [&](void (*kernel)(const cpu::HeadGroupAttention&)) {
+        std::vector<float> out(kHeads * kHeadDim), scratch_q(kHeads * kHeadDim), scratch_scores(kHeads * kKeys);
+        cpu::HeadGroupAttention a;
+        a.q = q.data();
+        a.n_heads = kHeads;
+        a.head_dim = kHeadDim;
+        a.keys = keys.data();
+        a.values = values.data();
+        a.kv_type = type;
+        a.n_keys = kKeys;
+        a.scale = 0.125f;
+        a.softcap = softcap;
+        a.out = out.data();
+        a.scratch_q = scratch_q.data();
+        a.scratch_scores = scratch_scores.data();
+        kernel(a);
+        return out;
+      };
+      const std::vector<float> expected = run(cpu::attend_head_group_ref);
+      for (const Kernel& kernel : kernels) {
+        if (!kernel.available) continue;
+        const std::vector<float> out = run(kernel.run);
+        for (size_t i = 0; i < out.size(); ++i) {
+          ASSERT_NEAR(out[i], expected[i], kAttentionTolerance * 4.0)  // |v| < 4 here
+              << kernel.name << " " << kv_type_name(type) << " softcap " << softcap << " element " << i;
+        }
+      }
+    }
   }
 }
 

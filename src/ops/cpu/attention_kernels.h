@@ -37,6 +37,10 @@ void attend_head_group_ref(const HeadGroupAttention& a);
 // REQUIRES: CpuFeatures::has_avx512_kernels(), head_dim % 16 == 0.
 void attend_head_group_avx512(const HeadGroupAttention& a);
 
+// attention_avx2.cc: the same steps on vectors of 8 floats, for CPUs without AVX-512.
+// REQUIRES: CpuFeatures::has_avx2_kernels(), head_dim % 16 == 0.
+void attend_head_group_avx2(const HeadGroupAttention& a);
+
 // dst[i] = f32_to_f16(src[i]) for n values, with F16C (bit-identical to base/half.h for
 // finite values).  REQUIRES: CpuFeatures::has_avx2_kernels().
 void convert_to_f16_avx2(const float* src, uint16_t* dst, int64_t n);

@@ -283,7 +283,8 @@ void CpuBackend::attention(const KvStorage& kv, const AttentionBatch& batch, con
       static_cast<int32_t>(std::min<int64_t>(group, std::max<int64_t>(1, (n_threads + n_groups - 1) / n_groups)));
   const int32_t heads_per_split = (group + n_splits - 1) / n_splits;
   const int64_t n_items = n_groups * n_splits;
-  const bool simd = cpu_features().has_avx512_kernels() && head_dim % 16 == 0;
+  const bool avx512 = cpu_features().has_avx512_kernels() && head_dim % 16 == 0;
+  const bool avx2 = !avx512 && cpu_features().has_avx2_kernels() && head_dim % 16 == 0;
   attention_scratch_.resize(n_threads);
 
   // Items are claimed one at a time by whichever thread is free (a causal batch's later
@@ -338,8 +339,10 @@ void CpuBackend::attention(const KvStorage& kv, const AttentionBatch& batch, con
       a.out = out + t * q_row + static_cast<int64_t>(first_head) * head_dim;
       a.scratch_q = scratch.q.data();
       a.scratch_scores = scratch.scores.data();
-      if (simd) {
+      if (avx512) {
         cpu::attend_head_group_avx512(a);
+      } else if (avx2) {
+        cpu::attend_head_group_avx2(a);
       } else {
         cpu::attend_head_group_ref(a);
       }

@@ -1,0 +1,258 @@
+// AVX2 (+FMA, F16C) attention for one query token and one group of query heads
+// (attention_kernels.h), for CPUs without AVX-512: the AVX-512 kernel's steps on vectors
+// of 8 floats.
+//
+//   scores:  for each key j, every head's q·k_j: 8 dims per FMA, one accumulator per
+//            (head, key), eight (head, key) chains in flight, then the fixed horizontal
+//            sum reduce_8
+//   softmax: vectorized (exp to ~1 ulp, double sums in a fixed order), probabilities
+//            rounded to F16
+//   values:  out[h] += p[h][j] * v_j for j in order, 16 dims x up to 4 heads per pass,
+//            16 keys at a time
+// Rows are read through a row format (F16Rows, Q8Rows) giving 8 floats at a time; the
+// arithmetic after that is the same for both. The results depend only on the item, not
+// on the batch (they differ from the AVX-512 kernel's in the last bits: other sums).
+//
+// Only intrinsics and C library calls here: this file is compiled with -mavx2, and an
+// inline function shared with other files could be merged into theirs.
+#include <immintrin.h>
+#include <math.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "ops/cpu/attention_kernels.h"
+
+namespace tokenmill::ops::cpu {
+
+namespace {
+
+constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+
+__m256 load_f16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+__m256 round_f16(__m256 v) { return _mm256_cvtph_ps(_mm256_cvtps_ph(v, kRound)); }
+
+float reduce_8(__m256 v) {
+  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_movehdup_ps(s2)));
+}
+
+// Rows of F16 values: values d .. d + 7.
+struct F16Rows {
+  static int32_t bytes(int32_t n) { return 2 * n; }
+  static __m256 load(const uint8_t* row, int32_t d) { return load_f16(reinterpret_cast<const uint16_t*>(row) + d); }
+};
+
+// Rows of Q8_0 blocks (kv_storage.h): values d .. d + 7, each its code times its block's
+// scale (exact in float, as the reference computes it).
+struct Q8Rows {
+  static int32_t bytes(int32_t n) { return n / kKvQ8Block * kKvQ8BlockBytes; }
+  static __m256 load(const uint8_t* row, int32_t d) {
+    const uint8_t* block = row + (d / kKvQ8Block) * kKvQ8BlockBytes;
+    uint16_t scale_bits;
+    std::memcpy(&scale_bits, block, sizeof(scale_bits));
+    const __m256 scale = _mm256_cvtph_ps(_mm_set1_epi16(static_cast<short>(scale_bits)));
+    const __m128i codes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(block + 2 + d % kKvQ8Block));
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(codes)), scale);
+  }
+};
+
+// Keys and values sit in 16-position blocks scattered over the cache: rows kPrefetchRows
+// ahead of the one being read are prefetched by hand.
+constexpr int32_t kPrefetchRows = 16;
+
+void prefetch_row(const uint8_t* row, int32_t n_bytes) {
+  const char* p = reinterpret_cast<const char*>(row);
+  for (int32_t line = 0; line < n_bytes; line += 64) _mm_prefetch(p + line, _MM_HINT_T0);
+}
+
+// Raw q·k of kHeads heads x kKeys keys from key j0: scores[h * n_keys + j0 + k].
+// kHeads * kKeys is 8 (kHeads for the tails).
+template <typename Rows, int kHeads, int kKeys>
+void score_tile(const HeadGroupAttention& a, const float* q16, int32_t j0) {
+  constexpr int kChains = kHeads * kKeys;
+  for (int j = 0; j < kKeys; ++j) {
+    if (j0 + j + kPrefetchRows < a.n_keys) prefetch_row(a.keys[j0 + j + kPrefetchRows], Rows::bytes(a.head_dim));
+  }
+  __m256 acc[kChains];
+  for (int c = 0; c < kChains; ++c) acc[c] = _mm256_setzero_ps();
+  for (int32_t d = 0; d < a.head_dim; d += 8) {
+    __m256 k[kKeys];
+    for (int j = 0; j < kKeys; ++j) k[j] = Rows::load(a.keys[j0 + j], d);
+    for (int h = 0; h < kHeads; ++h) {
+      const __m256 q = _mm256_loadu_ps(q16 + static_cast<int64_t>(h) * a.head_dim + d);
+      for (int j = 0; j < kKeys; ++j) acc[h * kKeys + j] = _mm256_fmadd_ps(q, k[j], acc[h * kKeys + j]);
+    }
+  }
+  for (int h = 0; h < kHeads; ++h) {
+    for (int j = 0; j < kKeys; ++j) {
+      a.scratch_scores[static_cast<int64_t>(h) * a.n_keys + j0 + j] = reduce_8(acc[h * kKeys + j]);
+    }
+  }
+}
+
+template <typename Rows, int kHeads>
+void score_heads(const HeadGroupAttention& a, const float* q16) {
+  constexpr int kKeys = 8 / kHeads;
+  int32_t j = 0;
+  for (; j + kKeys <= a.n_keys; j += kKeys) score_tile<Rows, kHeads, kKeys>(a, q16, j);
+  for (; j < a.n_keys; ++j) score_tile<Rows, kHeads, 1>(a, q16, j);
+}
+
+// Values in blocks of kValueKeys keys: a block's rows come from memory once, with the
+// first 16-dim pass, and stay in L1 for the others.
+constexpr int32_t kValueKeys = 16;
+
+// out[h][d0 .. d0 + 16) += sum_j p[h][j] * v_j for keys j0 .. j1 - 1 in order; `first`:
+// out starts at zero. Each output element is one chain of FMAs over j = 0, 1, ...
+template <typename Rows, int kHeads>
+void value_tile(const HeadGroupAttention& a, const float* probabilities, float* out, int32_t d0, int32_t j0,
+                int32_t j1, bool first) {
+  __m256 acc[kHeads][2];
+  for (int h = 0; h < kHeads; ++h) {
+    for (int c = 0; c < 2; ++c) {
+      acc[h][c] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(out + static_cast<int64_t>(h) * a.head_dim + d0 + 8 * c);
+    }
+  }
+  for (int32_t j = j0; j < j1; ++j) {
+    const __m256 v[2] = {Rows::load(a.values[j], d0), Rows::load(a.values[j], d0 + 8)};
+    for (int h = 0; h < kHeads; ++h) {
+      const __m256 p = _mm256_set1_ps(probabilities[static_cast<int64_t>(h) * a.n_keys + j]);
+      for (int c = 0; c < 2; ++c) acc[h][c] = _mm256_fmadd_ps(p, v[c], acc[h][c]);
+    }
+  }
+  for (int h = 0; h < kHeads; ++h) {
+    for (int c = 0; c < 2; ++c) _mm256_storeu_ps(out + static_cast<int64_t>(h) * a.head_dim + d0 + 8 * c, acc[h][c]);
+  }
+}
+
+// REQUIRES: head_dim % 16 == 0 (attend_head_group_avx2's contract).
+template <typename Rows, int kHeads>
+void value_heads(const HeadGroupAttention& a, const float* probabilities, float* out) {
+  const int32_t row_bytes = Rows::bytes(a.head_dim);
+  for (int32_t j0 = 0; j0 < a.n_keys; j0 += kValueKeys) {
+    const int32_t j1 = j0 + kValueKeys < a.n_keys ? j0 + kValueKeys : a.n_keys;
+    for (int32_t j = j1; j < j1 + kValueKeys && j < a.n_keys; ++j) prefetch_row(a.values[j], row_bytes);
+    for (int32_t d = 0; d < a.head_dim; d += 16) value_tile<Rows, kHeads>(a, probabilities, out, d, j0, j1, j0 == 0);
+  }
+}
+
+// e^x for x <= 0, 8 lanes: x = n ln 2 + r (ln 2 in two parts, so r is exact), e^r by its
+// Taylor series to r^7, times 2^n through the exponent bits. Lanes below -87 give 0 (their
+// probability rounds to 0 in F16 anyway).
+__m256 exp_nonpositive(__m256 x) {
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), kRound);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.0f / 5040.0f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const __m256i exponent = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  const __m256 live = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_GE_OQ);
+  return _mm256_and_ps(live, _mm256_mul_ps(p, _mm256_castsi256_ps(exponent)));
+}
+
+__m256 masked_load(const float* p, int32_t n_left) {
+  const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(n_left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  return _mm256_maskload_ps(p, mask);
+}
+void masked_store(float* p, int32_t n_left, __m256 v) {
+  const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(n_left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  _mm256_maskstore_ps(p, mask, v);
+}
+
+// scores (raw dots) -> F16-rounded probabilities, in place, for one head: scaled (and
+// soft-capped), e^(s - max) summed in double in a fixed order (8 running sums, then in
+// order), normalized and rounded to F16.
+void softmax(const HeadGroupAttention& a, float* scores) {
+  const int32_t n = a.n_keys;
+  const __m256 scale = _mm256_set1_ps(a.scale);
+  float max_score = -INFINITY;
+  for (int32_t j = 0; j < n; j += 8) {
+    const int32_t left = n - j;
+    __m256 v = _mm256_mul_ps(masked_load(scores + j, left), scale);
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, v);
+    for (int i = 0; i < 8 && i < left; ++i) {
+      if (a.softcap > 0.0f) lanes[i] = a.softcap * tanhf(lanes[i] / a.softcap);
+      if (lanes[i] > max_score) max_score = lanes[i];
+    }
+    masked_store(scores + j, left, _mm256_load_ps(lanes));
+  }
+  const __m256 max_v = _mm256_set1_ps(max_score);
+  __m256d sum_lo = _mm256_setzero_pd(), sum_hi = _mm256_setzero_pd();
+  for (int32_t j = 0; j < n; j += 8) {
+    const int32_t left = n - j;
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256 e = _mm256_and_ps(_mm256_castsi256_ps(mask),
+                                   exp_nonpositive(_mm256_sub_ps(masked_load(scores + j, left), max_v)));
+    masked_store(scores + j, left, e);
+    sum_lo = _mm256_add_pd(sum_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    sum_hi = _mm256_add_pd(sum_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+  }
+  alignas(32) double lanes[8];
+  _mm256_store_pd(lanes, sum_lo);
+  _mm256_store_pd(lanes + 4, sum_hi);
+  double sum = 0.0;
+  for (double lane : lanes) sum += lane;
+  const __m256 inv_sum = _mm256_set1_ps(static_cast<float>(1.0 / sum));
+  for (int32_t j = 0; j < n; j += 8) {
+    const int32_t left = n - j;
+    masked_store(scores + j, left, round_f16(_mm256_mul_ps(masked_load(scores + j, left), inv_sum)));
+  }
+}
+
+template <typename Fn>
+void for_head_chunks(int32_t n_heads, Fn&& fn) {
+  int32_t h = 0;
+  for (; h + 4 <= n_heads; h += 4) fn(h, 4);
+  if (h + 2 <= n_heads) {
+    fn(h, 2);
+    h += 2;
+  }
+  if (h < n_heads) fn(h, 1);
+}
+
+template <typename Rows>
+void attend(const HeadGroupAttention& a) {
+  const int32_t hd = a.head_dim;
+  // The first block of values arrives while the scores are computed.
+  for (int32_t j = 0; j < kValueKeys && j < a.n_keys; ++j) prefetch_row(a.values[j], Rows::bytes(hd));
+  for (int64_t i = 0; i < static_cast<int64_t>(a.n_heads) * hd; i += 8) {
+    _mm256_storeu_ps(a.scratch_q + i, round_f16(_mm256_loadu_ps(a.q + i)));
+  }
+  for_head_chunks(a.n_heads, [&](int32_t h, int32_t n) {
+    const float* q16 = a.scratch_q + static_cast<int64_t>(h) * hd;
+    HeadGroupAttention part = a;
+    part.scratch_scores = a.scratch_scores + static_cast<int64_t>(h) * a.n_keys;
+    if (n == 4) score_heads<Rows, 4>(part, q16);
+    if (n == 2) score_heads<Rows, 2>(part, q16);
+    if (n == 1) score_heads<Rows, 1>(part, q16);
+  });
+  for (int32_t h = 0; h < a.n_heads; ++h) softmax(a, a.scratch_scores + static_cast<int64_t>(h) * a.n_keys);
+  for_head_chunks(a.n_heads, [&](int32_t h, int32_t n) {
+    const float* p = a.scratch_scores + static_cast<int64_t>(h) * a.n_keys;
+    float* out = a.out + static_cast<int64_t>(h) * hd;
+    if (n == 4) value_heads<Rows, 4>(a, p, out);
+    if (n == 2) value_heads<Rows, 2>(a, p, out);
+    if (n == 1) value_heads<Rows, 1>(a, p, out);
+  });
+}
+
+}  // namespace
+
+void attend_head_group_avx2(const HeadGroupAttention& a) {
+  if (a.kv_type == KvType::kQ8_0) {
+    attend<Q8Rows>(a);
+  } else {
+    attend<F16Rows>(a);
+  }
+}
+
+}  // namespace tokenmill::ops::cpu
