@@ -47,6 +47,12 @@ class SchemaCompiler {
         if (!values.is_array() || values.empty()) return invalid_argument("'enum' at " + path + " must be a non-empty array");
         for (const auto& v : values) node.literals.push_back(v.dump());
       }
+      for (const std::string& literal : node.literals) {
+        literal_bytes_ += static_cast<int64_t>(literal.size());
+        if (++n_literals_ > JsonSchema::kMaxLiterals || literal_bytes_ > JsonSchema::kMaxLiteralBytes) {
+          return invalid_argument("the schema's enum / const values exceed 1024 values or 64 KiB");
+        }
+      }
       nodes_[static_cast<size_t>(index)] = std::move(node);
       return {};
     }
@@ -117,6 +123,8 @@ class SchemaCompiler {
 
  private:
   std::vector<JsonSchema::Node> nodes_;
+  int32_t n_literals_ = 0;
+  int64_t literal_bytes_ = 0;
 };
 
 Result<std::shared_ptr<const JsonSchema>> JsonSchema::compile(const nlohmann::ordered_json& schema) {

@@ -33,6 +33,10 @@ class JsonSchema {
  public:
   static constexpr int kMaxDepth = 32;
   static constexpr int32_t kMaxNodes = 4096;
+  // enum / const values over the whole schema: every byte the model writes is checked
+  // against the candidates, so their number bounds the cost of each token.
+  static constexpr int32_t kMaxLiterals = 1024;
+  static constexpr int64_t kMaxLiteralBytes = 65536;
 
   // Compiles a parsed schema. The error says which keyword at which path is not supported.
   static Result<std::shared_ptr<const JsonSchema>> compile(const nlohmann::ordered_json& schema);

@@ -155,6 +155,11 @@ TEST(JsonSchema, RefusesWhatItCannotEnforce) {
     EXPECT_NE(compiled.status().message().find(c.message_part), std::string::npos)
         << c.schema << " -> " << compiled.status().message();
   }
+  json many = {{"type", "object"}, {"properties", {{"a", {{"enum", json::array()}}}}}};
+  for (int i = 0; i < 1025; ++i) many["properties"]["a"]["enum"].push_back(i);
+  auto too_many = JsonSchema::compile(many);
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_NE(too_many.status().message().find("exceed 1024 values"), std::string::npos);
   json deep = {{"type", "string"}};
   for (int i = 0; i < 40; ++i) deep = {{"type", "array"}, {"items", deep}};
   auto too_deep = JsonSchema::compile(deep);

@@ -28,7 +28,8 @@ float row_element(const uint8_t* row, int32_t d, KvType type) {
 void attend_head_group_ref(const HeadGroupAttention& a) {
   const int32_t hd = a.head_dim;
   for (int32_t h = 0; h < a.n_heads; ++h) {
-    // The query is rounded to F16 because the cache is F16 (as ggml converts it).
+    // The query is rounded to F16 because the cache is F16 (as ggml converts it); with a
+    // Q8_0 cache too, so that both types share every step after reading the rows.
     float* q16 = a.scratch_q + static_cast<int64_t>(h) * hd;
     for (int32_t d = 0; d < hd; ++d) q16[d] = f16_to_f32(f32_to_f16(a.q[static_cast<int64_t>(h) * hd + d]));
     float* scores = a.scratch_scores + static_cast<int64_t>(h) * a.n_keys;
