@@ -1,6 +1,7 @@
 #include "engine/json_schema.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "engine/json_grammar.h"
@@ -19,9 +20,11 @@ const std::set<std::string, std::less<>> kAnnotations = {"title",   "description
 
 }  // namespace
 
-// Builds the node list depth first; node 0 is the root.
+// Builds the node list depth first. A $ref's target is compiled once and shared.
 class SchemaCompiler {
  public:
+  explicit SchemaCompiler(const nlohmann::ordered_json& root) : root_(root) {}
+
   Status compile(const nlohmann::ordered_json& schema, const std::string& path, int depth, int32_t& index) {
     if (depth > JsonSchema::kMaxDepth) return invalid_argument("the schema nests deeper than 32 levels at " + path);
     if (static_cast<int32_t>(nodes_.size()) >= JsonSchema::kMaxNodes) {
@@ -30,11 +33,31 @@ class SchemaCompiler {
     if (!schema.is_object()) return invalid_argument("the schema at " + path + " must be an object");
     for (const auto& [key, value] : schema.items()) {
       static const std::set<std::string, std::less<>> kKnown = {
-          "type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "enum", "const"};
+          "type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "enum", "const",
+          "$ref", "anyOf", "oneOf", "$defs", "definitions"};
       if (!kKnown.contains(key) && !kAnnotations.contains(key)) {
         return invalid_argument("the schema keyword '" + key + "' at " + path + " is not supported");
       }
+      if ((key == "$defs" || key == "definitions") && &schema != &root_) {
+        return invalid_argument("'" + key + "' at " + path + " is supported at the top level only");
+      }
       (void)value;
+    }
+    if (schema.contains("$ref")) return compile_ref(schema["$ref"], path, depth, index);
+    if (schema.contains("anyOf") || schema.contains("oneOf")) {
+      const nlohmann::ordered_json& list = schema.contains("anyOf") ? schema["anyOf"] : schema["oneOf"];
+      if (!list.is_array() || list.empty()) return invalid_argument("'anyOf' / 'oneOf' at " + path + " must be a non-empty array");
+      return compile_alternatives(list, path, depth, index);
+    }
+    if (schema.contains("type") && schema["type"].is_array() && !schema.contains("enum") && !schema.contains("const")) {
+      nlohmann::ordered_json alternatives = nlohmann::ordered_json::array();
+      for (const auto& type : schema["type"]) {
+        nlohmann::ordered_json one = schema;
+        one["type"] = type;
+        alternatives.push_back(std::move(one));
+      }
+      if (alternatives.empty()) return invalid_argument("'type' at " + path + " is an empty list");
+      return compile_alternatives(alternatives, path, depth, index);
     }
     index = static_cast<int32_t>(nodes_.size());
     nodes_.emplace_back();
@@ -58,9 +81,7 @@ class SchemaCompiler {
     }
     if (!schema.contains("type")) return invalid_argument("the schema at " + path + " needs a 'type' (or 'enum' / 'const')");
     const nlohmann::ordered_json& type = schema["type"];
-    if (!type.is_string()) {
-      return invalid_argument("'type' at " + path + " must be one type name; lists of types are not supported");
-    }
+    if (!type.is_string()) return invalid_argument("'type' at " + path + " must be a type name or a list of them");
     const std::string name = type.get<std::string>();
     if (name == "object") {
       node.kind = JsonSchema::Kind::kObject;
@@ -120,19 +141,94 @@ class SchemaCompiler {
   }
 
   std::vector<JsonSchema::Node> take() { return std::move(nodes_); }
+  const JsonSchema::Node& node(int32_t i) const { return nodes_[static_cast<size_t>(i)]; }
 
  private:
+  // "#/$defs/NAME" or "#/definitions/NAME", compiled on first use.
+  Status compile_ref(const nlohmann::ordered_json& ref, const std::string& path, int depth, int32_t& index) {
+    const std::string text = ref.is_string() ? ref.get<std::string>() : ref.dump();
+    std::string section, name;
+    for (const char* prefix : {"#/$defs/", "#/definitions/"}) {
+      if (text.starts_with(prefix)) {
+        section = std::string(prefix).substr(2, std::string(prefix).size() - 3);
+        name = text.substr(std::string(prefix).size());
+      }
+    }
+    if (section.empty() || name.empty() || name.find('/') != std::string::npos || !root_.contains(section) ||
+        !root_[section].is_object() || !root_[section].contains(name)) {
+      return invalid_argument("'$ref' " + text + " at " + path + " does not name an entry of the top level's $defs");
+    }
+    auto [it, fresh] = refs_.try_emplace(text, -1);
+    if (!fresh) {
+      if (it->second < 0) return invalid_argument("'$ref' " + text + " at " + path + " is recursive: not supported");
+      index = it->second;
+      return {};
+    }
+    TM_RETURN_IF_ERROR(compile(root_[section][name], text, depth + 1, index));
+    refs_[text] = index;
+    return {};
+  }
+
+  // The bytes a value of node i can start with.
+  std::bitset<256> first_bytes(int32_t i) const {
+    std::bitset<256> bytes;
+    const JsonSchema::Node& n = node(i);
+    switch (n.kind) {
+      case JsonSchema::Kind::kObject: bytes.set('{'); break;
+      case JsonSchema::Kind::kArray: bytes.set('['); break;
+      case JsonSchema::Kind::kString: bytes.set('"'); break;
+      case JsonSchema::Kind::kNumber:
+      case JsonSchema::Kind::kInteger:
+        bytes.set('-');
+        for (char c = '0'; c <= '9'; ++c) bytes.set(static_cast<unsigned char>(c));
+        break;
+      case JsonSchema::Kind::kLiterals:
+        for (const std::string& l : n.literals) bytes.set(static_cast<unsigned char>(l[0]));
+        break;
+      case JsonSchema::Kind::kAnyOf:
+        for (const auto& [alternative_bytes, alternative] : n.alternatives) bytes |= alternative_bytes;
+        break;
+    }
+    return bytes;
+  }
+
+  // anyOf / oneOf / a list of types: one node choosing among the alternatives by the
+  // value's first byte, so their first bytes must not overlap.
+  Status compile_alternatives(const nlohmann::ordered_json& list, const std::string& path, int depth, int32_t& index) {
+    JsonSchema::Node node;
+    node.kind = JsonSchema::Kind::kAnyOf;
+    std::bitset<256> taken;
+    for (size_t i = 0; i < list.size(); ++i) {
+      int32_t alternative = 0;
+      TM_RETURN_IF_ERROR(compile(list[i], path + "[" + std::to_string(i) + "]", depth + 1, alternative));
+      const std::bitset<256> bytes = first_bytes(alternative);
+      if ((bytes & taken).any()) {
+        return invalid_argument("the alternatives at " + path +
+                                " can start with the same character: only alternatives of different types (such as "
+                                "a type and null) are supported");
+      }
+      taken |= bytes;
+      node.alternatives.emplace_back(bytes, alternative);
+    }
+    index = static_cast<int32_t>(nodes_.size());
+    nodes_.push_back(std::move(node));
+    return {};
+  }
+
+  const nlohmann::ordered_json& root_;
+  std::map<std::string, int32_t> refs_;  // $ref -> its node (-1 while being compiled)
   std::vector<JsonSchema::Node> nodes_;
   int32_t n_literals_ = 0;
   int64_t literal_bytes_ = 0;
 };
 
 Result<std::shared_ptr<const JsonSchema>> JsonSchema::compile(const nlohmann::ordered_json& schema) {
-  SchemaCompiler compiler;
+  SchemaCompiler compiler(schema);
   int32_t root = 0;
   TM_RETURN_IF_ERROR(compiler.compile(schema, "$", 0, root));
   auto compiled = std::make_shared<JsonSchema>();
   compiled->nodes_ = compiler.take();
+  compiled->root_ = root;
   const Kind kind = compiled->node(compiled->root()).kind;
   if (kind != Kind::kObject && kind != Kind::kArray) {
     return invalid_argument("the schema's top level must be an object or an array");
@@ -215,6 +311,15 @@ bool JsonSchemaGrammar::start(Frame& f, char c) {
       f.phase = 1;
       f.matched.assign(1, c);
       return std::any_of(n.literals.begin(), n.literals.end(), [&](const std::string& l) { return l.starts_with(f.matched); });
+    case JsonSchema::Kind::kAnyOf:
+      // The alternative whose values start with c (at most one: compile() checked).
+      for (const auto& [bytes, alternative] : n.alternatives) {
+        if (bytes.test(static_cast<unsigned char>(c))) {
+          f.node = alternative;
+          return start(f, c);
+        }
+      }
+      return false;
   }
   return false;
 }
@@ -224,12 +329,12 @@ bool JsonSchemaGrammar::step(char c) {
   if (between_tokens() && is_whitespace(c)) return ++whitespace_run_ <= JsonGrammar::kMaxWhitespaceRun;
   whitespace_run_ = 0;
   if (stack_.empty()) {
-    stack_.push_back(Frame{schema_->root()});
+    stack_.emplace_back(schema_->root());
     return start(stack_.back(), c);
   }
   auto push_child = [&](int32_t node) {
     if (static_cast<int>(stack_.size()) > JsonSchema::kMaxDepth) return false;
-    stack_.push_back(Frame{node});
+    stack_.emplace_back(node);
     return start(stack_.back(), c);
   };
   Frame& f = stack_.back();
@@ -360,6 +465,8 @@ bool JsonSchemaGrammar::step(char c) {
       end_value();  // a whole literal followed by c: c belongs to the enclosing value
       return step(c);
     }
+    case JsonSchema::Kind::kAnyOf:
+      return false;  // never on the stack: start() replaces it by the chosen alternative
   }
   return false;
 }

@@ -9,13 +9,18 @@
 //           no other keys are ever written)
 //   array:  items, minItems, maxItems
 //   enum, const: the value is one of these JSON values (written compactly)
+//   anyOf, oneOf, a list of types: alternatives whose values start with different
+//           characters (a type or null - Pydantic's Optional -, a string or a number, ...)
+//   $ref to "#/$defs/NAME" or "#/definitions/NAME" (not recursive), with $defs /
+//           definitions at the top level
 //   title, description, default, examples, $schema, $id, $comment, strict: ignored
-// The top level is an object or an array. Whitespace between tokens is allowed in runs of
+// The top level is an object or an array (after $ref). Whitespace between tokens is allowed in runs of
 // at most JsonGrammar::kMaxWhitespaceRun bytes; nesting at most kMaxDepth.
 //
 // Thread-safety: a JsonSchema is immutable and shared; a JsonSchemaGrammar is a value.
 #pragma once
 
+#include <bitset>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -41,19 +46,22 @@ class JsonSchema {
   // Compiles a parsed schema. The error says which keyword at which path is not supported.
   static Result<std::shared_ptr<const JsonSchema>> compile(const nlohmann::ordered_json& schema);
 
-  enum class Kind : uint8_t { kObject, kArray, kString, kNumber, kInteger, kLiterals };
+  enum class Kind : uint8_t { kObject, kArray, kString, kNumber, kInteger, kLiterals, kAnyOf };
   struct Node {
     Kind kind = Kind::kString;
     std::vector<std::pair<std::string, int32_t>> properties;  // kObject: "key" as JSON text, node
     int32_t items = -1;                                       // kArray: the items' node
     int32_t min_items = 0, max_items = INT32_MAX;             // kArray
     std::vector<std::string> literals;  // kLiterals: the allowed values as compact JSON texts
+    // kAnyOf: each alternative with the bytes its values can start with (disjoint sets).
+    std::vector<std::pair<std::bitset<256>, int32_t>> alternatives;
   };
   const Node& node(int32_t i) const { return nodes_[static_cast<size_t>(i)]; }
-  int32_t root() const { return 0; }
+  int32_t root() const { return root_; }
 
  private:
   std::vector<Node> nodes_;
+  int32_t root_ = 0;
   friend class SchemaCompiler;
 };
 
@@ -68,6 +76,7 @@ class JsonSchemaGrammar final : public OutputGrammar {
  private:
   // One open value: its node and where in it the text is.
   struct Frame {
+    explicit Frame(int32_t n) : node(n) {}
     int32_t node = 0;
     uint8_t phase = 0;    // per kind; 0: before the value's first byte
     int32_t index = 0;    // object: the property being written; array: items written

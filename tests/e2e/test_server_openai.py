@@ -343,6 +343,31 @@ def test_json_schema_structured_output(client):
     assert_is_cat(completion.choices[0].text)
 
 
+def test_json_schema_from_a_pydantic_model(client):
+    # The openai package's parse(): the schema Pydantic writes (a nested model through
+    # $defs / $ref, an optional field as anyOf with null), strict; the reply parses into
+    # the model.
+    import pydantic
+    from typing import Optional
+
+    class Address(pydantic.BaseModel):
+        city: str
+        country: str
+
+    class Person(pydantic.BaseModel):
+        name: str
+        age: int
+        home: Address
+        nickname: Optional[str]
+
+    parse = client.chat.completions.parse if hasattr(client.chat.completions, "parse") else client.beta.chat.completions.parse
+    completion = parse(model=MODEL, messages=[{"role": "user", "content": "Invent a person, as JSON."}],
+                       response_format=Person, max_tokens=200, temperature=0)
+    assert completion.choices[0].finish_reason == "stop"
+    person = completion.choices[0].message.parsed
+    assert isinstance(person, Person) and isinstance(person.home, Address)
+
+
 def test_json_schema_errors_name_the_unsupported_part(client):
     messages = [{"role": "user", "content": "x"}]
     bad = {"type": "object", "properties": {"a": {"type": "string", "pattern": "^x"}}}

@@ -130,6 +130,30 @@ TEST(JsonSchemaGrammar, WhitespaceRunsAreBounded) {
   EXPECT_TRUE(empty.complete());
 }
 
+// What Pydantic writes for a model with a nested model and an optional field: $defs,
+// $ref, anyOf of a type and null, titles.
+TEST(JsonSchemaGrammar, PydanticModelsWithRefsAndOptionalFields) {
+  const auto schema = compile_ok(json::parse(R"({
+    "$defs": {"Address": {"properties": {"city": {"title": "City", "type": "string"}},
+                          "required": ["city"], "title": "Address", "type": "object"}},
+    "properties": {
+      "name": {"title": "Name", "type": "string"},
+      "home": {"$ref": "#/$defs/Address"},
+      "work": {"anyOf": [{"$ref": "#/$defs/Address"}, {"type": "null"}], "default": null},
+      "score": {"type": ["number", "null"]}
+    },
+    "required": ["name", "home", "work", "score"], "title": "Person", "type": "object"})"));
+  ASSERT_NE(schema, nullptr);
+  for (const char* text : {R"({"name":"a","home":{"city":"x"},"work":null,"score":null})",
+                           R"({"name":"a","home":{"city":"x"},"work":{"city":"y"},"score":-1.5})"}) {
+    JsonSchemaGrammar g(schema);
+    EXPECT_EQ(accepted_prefix(text, g), std::string(text).size()) << text;
+    EXPECT_TRUE(g.complete()) << text;
+  }
+  JsonSchemaGrammar g(schema);
+  EXPECT_EQ(accepted_prefix(R"({"name":"a","home":{"city":"x"},"work":"y")", g), 39u);  // neither an Address nor null
+}
+
 TEST(JsonSchema, RefusesWhatItCannotEnforce) {
   struct Case {
     const char* schema;
@@ -138,8 +162,15 @@ TEST(JsonSchema, RefusesWhatItCannotEnforce) {
   const Case cases[] = {
       {R"({"type":"object","properties":{"a":{"type":"string","pattern":"^x"}}})",
        "keyword 'pattern' at $.properties.a is not supported"},
-      {R"({"anyOf":[{"type":"string"}]})", "keyword 'anyOf' at $ is not supported"},
-      {R"({"type":["string","null"]})", "lists of types are not supported"},
+      {R"({"allOf":[{"type":"string"}]})", "keyword 'allOf' at $ is not supported"},
+      {R"({"type":"object","properties":{"a":{"anyOf":[{"type":"integer"},{"type":"number"}]}}})",
+       "alternatives at $.properties.a can start with the same character"},
+      {R"({"type":"object","properties":{"a":{"anyOf":[{"enum":["x"]},{"type":"string"}]}}})",
+       "can start with the same character"},
+      {R"({"type":"object","properties":{"a":{"$ref":"#/$defs/Missing"}}})", "does not name an entry"},
+      {R"({"type":"object","properties":{"a":{"$ref":"#/$defs/Node"}},"$defs":{"Node":{"type":"object",
+         "properties":{"next":{"$ref":"#/$defs/Node"}}}}})", "is recursive"},
+      {R"({"type":"object","properties":{"a":{"type":"object","$defs":{}}}})", "at the top level only"},
       {R"({"type":"string"})", "top level must be an object or an array"},
       {R"({"type":"object","properties":{"a":{}}})", "needs a 'type'"},
       {R"({"type":"array"})", "needs 'items'"},
