@@ -6,7 +6,6 @@ namespace {
 
 bool is_whitespace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
 }  // namespace
 
@@ -101,6 +100,11 @@ bool JsonGrammar::step(char c) {
       }
       return false;
     case Mode::kString:
+      if (unicode_.low_surrogate_due()) {  // only the "\u" of the pair's second half
+        if (c != '\\') return false;
+        mode_ = Mode::kEscape;
+        return true;
+      }
       if (c == '"') {
         if (string_is_key_) {
           mode_ = Mode::kColon;
@@ -117,14 +121,15 @@ bool JsonGrammar::step(char c) {
     case Mode::kEscape:
       if (c == 'u') {
         mode_ = Mode::kUnicode;
-        hex_left_ = 4;
+        unicode_.begin();
         return true;
       }
+      if (unicode_.low_surrogate_due()) return false;
       mode_ = Mode::kString;
       return c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' || c == 'r' || c == 't';
     case Mode::kUnicode:
-      if (!is_hex(c)) return false;
-      if (--hex_left_ == 0) mode_ = Mode::kString;
+      if (!unicode_.digit(c)) return false;
+      if (unicode_.complete()) mode_ = Mode::kString;
       return true;
     case Mode::kLiteral:
       if (c != *literal_) return false;

@@ -15,6 +15,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/json_unicode_escape.h"
 #include "engine/output_grammar.h"
 
 namespace tokenmill::engine {
@@ -58,7 +59,7 @@ class JsonGrammar final : public OutputGrammar {
   Mode mode_ = Mode::kValue;
   Num number_ = Num::kInt;
   bool string_is_key_ = false;
-  uint8_t hex_left_ = 0;        // kUnicode: hex digits still due
+  JsonUnicodeEscape unicode_;   // kUnicode, and a surrogate pair under way
   uint8_t whitespace_run_ = 0;
   const char* literal_ = "";    // kLiteral: the rest of the word
   std::string stack_;           // '{' or '[' per open container

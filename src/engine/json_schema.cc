@@ -12,7 +12,6 @@ namespace {
 
 bool is_whitespace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_hex(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
 // Keywords that only describe: accepted and ignored.
 const std::set<std::string, std::less<>> kAnnotations = {"title",   "description", "default", "examples",
@@ -394,6 +393,11 @@ bool JsonSchemaGrammar::step(char c) {
     case JsonSchema::Kind::kString:
       switch (f.phase) {
         case 1:
+          if (unicode_.low_surrogate_due()) {  // only the "\u" of the pair's second half
+            if (c != '\\') return false;
+            f.phase = 2;
+            return true;
+          }
           if (c == '"') {
             end_value();
             return true;
@@ -406,14 +410,15 @@ bool JsonSchemaGrammar::step(char c) {
         case 2:
           if (c == 'u') {
             f.phase = 3;
-            f.index = 4;
+            unicode_.begin();
             return true;
           }
+          if (unicode_.low_surrogate_due()) return false;
           f.phase = 1;
           return c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' || c == 'r' || c == 't';
         case 3:
-          if (!is_hex(c)) return false;
-          if (--f.index == 0) f.phase = 1;
+          if (!unicode_.digit(c)) return false;
+          if (unicode_.complete()) f.phase = 1;
           return true;
       }
       return false;

@@ -30,6 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "engine/json_unicode_escape.h"
 #include "engine/output_grammar.h"
 
 namespace tokenmill::engine {
@@ -89,6 +90,7 @@ class JsonSchemaGrammar final : public OutputGrammar {
 
   std::shared_ptr<const JsonSchema> schema_;
   std::vector<Frame> stack_;
+  JsonUnicodeEscape unicode_;  // the string being written's \u escapes
   uint8_t whitespace_run_ = 0;
   bool done_ = false;
 };

@@ -162,6 +162,6 @@ def test_format_schema(client):
     assert isinstance(reply["city"], str) and isinstance(reply["population"], int)
     assert isinstance(reply["capital"], bool)
     with pytest.raises(ollama.ResponseError) as error:
-        client.generate(model=MODEL, prompt="x", format={"type": "object", "properties": {"a": {"oneOf": []}}},
+        client.generate(model=MODEL, prompt="x", format={"type": "object", "properties": {"a": {"allOf": []}}},
                         options={"num_predict": 2})
-    assert "keyword 'oneOf' at $.properties.a is not supported" in str(error.value)
+    assert "keyword 'allOf' at $.properties.a is not supported" in str(error.value)

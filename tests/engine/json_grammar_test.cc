@@ -27,6 +27,7 @@ TEST(JsonGrammar, AcceptsObjectsAndCompletesAtTheClosingBrace) {
       "{\"n\": [-0, 0.5, -12.25e+3, 7E-2, 1e9], \"nested\": {\"deep\": [[{}], []]}}",
       "{\"esc\": \"quote \\\" backslash \\\\ slash \\/ \\b\\f\\n\\r\\t \\u00e9\\u4E2D\"}",
       "{\"utf8\": \"caf\xc3\xa9 \xe4\xb8\xad\"}",
+      "{\"pair\": \"\\ud83d\\uDE00 \\u00e9\"}",
       "{\n  \"a\": false\n}",
   };
   for (const char* text : valid) {
@@ -57,6 +58,9 @@ TEST(JsonGrammar, RefusesInvalidTextAtTheFirstBadByte) {
       {"{\"a\": \"\\q\"}", 8},    // bad escape
       {"{\"a\": \"\\u12G4\"}", 11},  // bad hex digit
       {"{\"a\": 1]", 7},          // mismatched close
+      {"{\"a\": \"\\udE00\"}", 10},   // a lone low surrogate: refused at its second digit
+      {"{\"a\": \"\\ud83dx\"}", 13},  // a high surrogate not followed by \u
+      {"{\"a\": \"\\ud83d\\u0041\"}", 15},  // ... nor by a low one
   };
   for (const Case& c : cases) {
     JsonGrammar g;

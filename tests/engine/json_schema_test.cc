@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <random>
 #include <string>
 
 namespace tokenmill::engine {
@@ -152,6 +154,103 @@ TEST(JsonSchemaGrammar, PydanticModelsWithRefsAndOptionalFields) {
   }
   JsonSchemaGrammar g(schema);
   EXPECT_EQ(accepted_prefix(R"({"name":"a","home":{"city":"x"},"work":"y")", g), 39u);  // neither an Address nor null
+}
+
+// Checks a parsed value against the test schemas' subset (types, properties in order,
+// item counts, enums, anyOf by trying each alternative).
+bool validates(const json& value, const json& schema, const json& root) {
+  if (schema.contains("$ref")) {
+    const std::string ref = schema["$ref"];
+    return validates(value, root["$defs"][ref.substr(ref.rfind('/') + 1)], root);
+  }
+  if (schema.contains("enum")) {
+    for (const auto& v : schema["enum"]) {
+      if (v == value) return true;
+    }
+    return false;
+  }
+  if (schema.contains("anyOf")) {
+    for (const auto& alternative : schema["anyOf"]) {
+      if (validates(value, alternative, root)) return true;
+    }
+    return false;
+  }
+  const std::string type = schema["type"];
+  if (type == "object") {
+    if (!value.is_object() || value.size() != schema["properties"].size()) return false;
+    auto it = value.begin();
+    for (const auto& [key, child] : schema["properties"].items()) {
+      if (it.key() != key || !validates(it.value(), child, root)) return false;
+      ++it;
+    }
+    return true;
+  }
+  if (type == "array") {
+    if (!value.is_array()) return false;
+    if (schema.contains("maxItems") && value.size() > schema["maxItems"].get<size_t>()) return false;
+    if (schema.contains("minItems") && value.size() < schema["minItems"].get<size_t>()) return false;
+    for (const auto& item : value) {
+      if (!validates(item, schema["items"], root)) return false;
+    }
+    return true;
+  }
+  if (type == "string") return value.is_string();
+  if (type == "integer") {  // digits past 64 bits parse as a float
+    return value.is_number_integer() ||
+           (value.is_number_float() && std::floor(value.get<double>()) == value.get<double>());
+  }
+  if (type == "number") return value.is_number();
+  if (type == "boolean") return value.is_boolean();
+  return value.is_null();
+}
+
+// Random walks through the grammar: at every step a random byte among those it allows.
+// Every walk that completes is JSON that validates; most walks complete.
+TEST(JsonSchemaGrammar, RandomWalksGiveValidDocuments) {
+  const json root = json::parse(R"({
+    "$defs": {"Point": {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "integer"}}}},
+    "type": "object",
+    "properties": {
+      "s": {"type": "string"},
+      "tags": {"type": "array", "items": {"enum": ["a", "bc", 7, true]}, "minItems": 1, "maxItems": 3},
+      "p": {"$ref": "#/$defs/Point"},
+      "maybe": {"anyOf": [{"type": "boolean"}, {"type": "null"}, {"type": "array", "items": {"type": "integer"}}]},
+      "empty": {"type": "object", "properties": {}}
+    }})");
+  const auto schema = compile_ok(root);
+  ASSERT_NE(schema, nullptr);
+  // Every byte the schema's keys and literals need, the JSON punctuation, escapes and
+  // whitespace, and a few that never fit.
+  const std::string alphabet = "{}[]\":,-+.eE0123456789 \n\tabcdefghijklmnopqrstuvwxyz\\/#";
+  std::mt19937 rng(17);
+  int n_complete = 0;
+  for (int walk = 0; walk < 300; ++walk) {
+    JsonSchemaGrammar g(schema);
+    std::string text;
+    while (!g.complete() && text.size() < 400) {
+      std::string allowed;
+      for (char c : alphabet) {
+        if (g.allows(std::string(1, c))) allowed.push_back(c);
+      }
+      ASSERT_FALSE(allowed.empty()) << "stuck after: " << json(text).dump();
+      const char c = allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng)];
+      g.advance(std::string(1, c));
+      text.push_back(c);
+    }
+    if (!g.complete()) continue;
+    ++n_complete;
+    json parsed;
+    try {
+      parsed = json::parse(text);
+    } catch (const json::out_of_range&) {
+      continue;  // valid JSON with a number beyond double's range (say 1e512): nlohmann refuses it
+    } catch (const json::exception& e) {
+      FAIL() << e.what() << ": " << json(text).dump();
+    }
+    EXPECT_TRUE(validates(parsed, root, root)) << json(text).dump();
+  }
+  std::printf("random walks: %d of 300 completed, all valid\n", n_complete);
+  EXPECT_GE(n_complete, 100);
 }
 
 TEST(JsonSchema, RefusesWhatItCannotEnforce) {
