@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 namespace tokenmill::engine {
 namespace {
@@ -96,6 +99,39 @@ TEST(JsonGrammar, LimitsWhitespaceRunsAndDepth) {
   std::string nest(JsonGrammar::kMaxDepth - 1, '[');
   EXPECT_TRUE(deep.allows(nest));
   EXPECT_FALSE(deep.allows(nest + "["));
+}
+
+// Random walks: at every step a random byte among those the grammar allows. Every walk
+// that completes parses as one JSON object.
+TEST(JsonGrammar, RandomWalksGiveJsonObjects) {
+  const std::string alphabet = "{}[]\":,-+.eE0123456789 \n\tabcdefnlrstu\\/#";
+  std::mt19937 rng(23);
+  int n_complete = 0;
+  for (int walk = 0; walk < 300; ++walk) {
+    JsonGrammar g;
+    std::string text;
+    while (!g.complete() && text.size() < 300) {
+      std::string allowed;
+      for (char c : alphabet) {
+        if (g.allows(std::string(1, c))) allowed.push_back(c);
+      }
+      ASSERT_FALSE(allowed.empty()) << "stuck after: " << nlohmann::json(text).dump();
+      const char c = allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng)];
+      g.advance(std::string(1, c));
+      text.push_back(c);
+    }
+    if (!g.complete()) continue;
+    ++n_complete;
+    try {
+      EXPECT_TRUE(nlohmann::json::parse(text).is_object()) << nlohmann::json(text).dump();
+    } catch (const nlohmann::json::out_of_range&) {
+      // valid JSON with a number beyond double's range: nlohmann refuses it
+    } catch (const nlohmann::json::exception& e) {
+      ADD_FAILURE() << e.what() << ": " << nlohmann::json(text).dump();
+    }
+  }
+  std::printf("random walks: %d of 300 completed\n", n_complete);
+  EXPECT_GE(n_complete, 50);
 }
 
 }  // namespace
