@@ -18,6 +18,7 @@
 #include "base/large_buffer.h"
 #include "base/timer.h"
 #include "cli/commands.h"
+#include "cli/kv_type_option.h"
 #include "cli/model_path.h"
 #include "model/model.h"
 #include "ops/cpu/cpu_backend.h"
@@ -38,7 +39,7 @@ struct BenchOptions {
   bool json = false;
   bool roofline = false;
   bool profile = false;  // time every back-end operation of the timed runs
-  std::string kv_type = "f16";
+  ops::KvType kv_type = ops::KvType::kF16;
 };
 
 struct Series {
@@ -126,7 +127,7 @@ int run_bench(const BenchOptions& o) {
     return 1;
   }
   model::Model& m = **loaded;
-  const ops::KvType kv_type = *ops::parse_kv_type(o.kv_type);  // checked by the option
+  const ops::KvType kv_type = o.kv_type;
   if (Status s = m.check_kv_type(kv_type); !s.ok()) {
     std::fprintf(stderr, "error: %s\n", s.message().c_str());
     return 1;
@@ -212,7 +213,7 @@ int run_bench(const BenchOptions& o) {
                         {"samples_ts", s.samples},
                         {"cpu_features", cpu_features().to_string()},
                         {"test", test},
-                        {"kv_type", o.kv_type},
+                        {"kv_type", ops::kv_type_name(kv_type)},
                         {"weight_bytes_per_token", weight_bytes}};
     const bool single_stream_decode = n_gen > 0 && o.n_parallel == 1;
     if (single_stream_decode) {
@@ -245,7 +246,7 @@ int run_bench(const BenchOptions& o) {
   std::string tg_name = "tg" + std::to_string(o.n_gen);
   if (o.n_depth > 0) tg_name += " @ d" + std::to_string(o.n_depth);
   if (o.n_parallel > 1) tg_name += " x" + std::to_string(o.n_parallel);
-  if (kv_type != ops::KvType::kF16) tg_name += " kv " + o.kv_type;
+  if (kv_type != ops::KvType::kF16) tg_name += std::string(" kv ") + ops::kv_type_name(kv_type);
   emit(tg_name.c_str(), 0, o.n_gen, tg, tg_times);
   if (o.json) std::printf("%s\n", results.dump(2).c_str());
   return 0;
@@ -265,8 +266,7 @@ void register_bench(CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(1, 256));
   cmd->add_option("-d,--depth", o->n_depth, "Tokens already in each sequence's cache before tg")
       ->capture_default_str()->check(CLI::Range(0, 65536));
-  cmd->add_option("--kv-type", o->kv_type, "KV cache type for tg: f16 or q8_0")->capture_default_str()
-      ->check(CLI::IsMember({"f16", "q8_0"}));
+  add_kv_type_option(cmd, o->kv_type, "KV cache type for tg: f16 or q8_0");
   cmd->add_option("-t,--threads", o->n_threads, "Threads (default: all CPUs)")->check(CLI::Range(0, 1024));
   cmd->add_option("-r,--repetitions", o->repetitions, "Repetitions of each test")->capture_default_str()
       ->check(CLI::Range(1, 1000));

@@ -16,6 +16,7 @@
 #include "base/timer.h"
 #include "cli/commands.h"
 #include "cli/eval_setup.h"
+#include "cli/kv_type_option.h"
 #include "eval/logits_file.h"
 #include "eval/token_stats.h"
 #include "eval/windows.h"
@@ -35,7 +36,7 @@ struct PerplexityOptions {
   std::string kl_base;
   int32_t top_k = 1024;
   bool json = false;
-  std::string kv_type = "f16";
+  ops::KvType kv_type = ops::KvType::kF16;
 };
 
 int fail(const std::string& message) {
@@ -74,7 +75,7 @@ int run_perplexity(const PerplexityOptions& o) {
   if (!planned.ok()) return fail(planned.status().message());
   eval::WindowPlan plan = *planned;
   const int32_t n_vocab = m->model->config().n_vocab;
-  const ops::KvType kv_type = *ops::parse_kv_type(o.kv_type);  // checked by the option
+  const ops::KvType kv_type = o.kv_type;
   if (Status s = m->model->check_kv_type(kv_type); !s.ok()) return fail(s.message());
 
   std::unique_ptr<eval::LogitsFile> base;
@@ -219,8 +220,7 @@ void register_perplexity(CLI::App& app) {
   cmd->add_option("--chunks", o->max_windows, "Score at most this many windows (0: all)")->check(CLI::Range(0, 1 << 30));
   cmd->add_option("-t,--threads", o->n_threads, "Threads (default: all CPUs)")->check(CLI::Range(0, 1024));
   cmd->add_option("--save-logits", o->save_logits, "Save the top-k log-probabilities of every scored token here");
-  cmd->add_option("--kv-type", o->kv_type, "KV cache type: f16, or q8_0 (with --kl-base: what it costs)")
-      ->capture_default_str()->check(CLI::IsMember({"f16", "q8_0"}));
+  add_kv_type_option(cmd, o->kv_type, "KV cache type: f16, or q8_0 (with --kl-base: what it costs)");
   cmd->add_option("--kl-base", o->kl_base, "Compare with logits saved by --save-logits (KL divergence, top-1)");
   cmd->add_option("--kl-top-k", o->top_k, "Tokens kept per position by --save-logits")->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));

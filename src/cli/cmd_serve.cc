@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/kv_type_option.h"
 #include "cli/model_path.h"
 #include "engine/engine.h"
 #include "ops/kv_storage.h"
@@ -33,7 +34,7 @@ struct ServeOptions {
   std::string api_key;
   bool no_prefix_caching = false;
   bool no_window_kv = false;
-  std::string kv_type = "f16";
+  ops::KvType kv_type = ops::KvType::kF16;
   int64_t max_body_bytes = 4 << 20;
   double grace_seconds = 30;
 };
@@ -76,7 +77,7 @@ int serve(ServeOptions options) {
   if (options.max_context <= 0 && trained_context > 0) config.max_context = std::min(config.max_context, trained_context);
   config.prefix_caching = !options.no_prefix_caching;
   config.window_kv = !options.no_window_kv;
-  config.kv_type = *ops::parse_kv_type(options.kv_type);  // checked by the option
+  config.kv_type = options.kv_type;
   if (Status s = (*model)->check_kv_type(config.kv_type); !s.ok()) return fail(s.message());
   engine::Engine engine(**model, **tokenizer, config);
   const engine::Engine::PoolCounters kv = engine.pool_counters();
@@ -138,9 +139,8 @@ void register_serve(CLI::App& app) {
   cmd->add_flag("--no-prefix-caching", o->no_prefix_caching, "Do not reuse KV blocks of shared prompt prefixes");
   cmd->add_flag("--no-window-kv", o->no_window_kv,
                 "Keep every position in sliding-window layers too (default: only their window, same results)");
-  cmd->add_option("--kv-type", o->kv_type,
-                  "How the KV cache stores keys and values: f16, or q8_0 (about half the memory and bytes read)")
-      ->capture_default_str()->check(CLI::IsMember({"f16", "q8_0"}));
+  add_kv_type_option(cmd, o->kv_type,
+                     "How the KV cache stores keys and values: f16, or q8_0 (about half the memory and bytes read)");
   cmd->add_option("--max-body-bytes", o->max_body_bytes, "Largest request body accepted (larger: 413)")
       ->capture_default_str()->check(CLI::Range(int64_t{1024}, int64_t{1} << 32));
   cmd->add_option("--grace-seconds", o->grace_seconds, "On SIGTERM, how long requests in flight may take to finish")

@@ -29,6 +29,13 @@ struct KvSizing {
   int32_t window = 0;  // positions a windowed layer sees; 0: no windowed layers
 };
 
+// The cache's shape: with the windowed layers in n_window_slots slots when `windowed`.
+ops::KvShape kv_shape(const model::Model& model, const EngineConfig& config, bool windowed, int32_t n_blocks,
+                      int32_t n_window_slots) {
+  return windowed ? model.kv_shape_windowed(n_blocks, n_window_slots, config.block_size, config.kv_type)
+                  : model.kv_shape(n_blocks, config.block_size, config.kv_type);
+}
+
 KvSizing size_kv(const EngineConfig& config, const model::Model& model) {
   KvSizing sizing;
   const model::ModelConfig& c = model.config();
@@ -42,14 +49,12 @@ KvSizing size_kv(const EngineConfig& config, const model::Model& model) {
   const int64_t useful_slots =
       static_cast<int64_t>(config.max_seqs) * slots_per_sequence + (config.max_batch_tokens + config.block_size - 1) / config.block_size;
   if (config.kv_memory_bytes > 0) {
-    const ops::KvShape one = windowed ? model.kv_shape_windowed(1, 1, config.block_size, config.kv_type)
-                                      : model.kv_shape(1, config.block_size, config.kv_type);
-    const int64_t per_block_and_slot = one.total_bytes();
+    const int64_t per_block_and_slot = kv_shape(model, config, windowed, 1, 1).total_bytes();
     if (!windowed) {
       sizing.n_blocks = static_cast<int32_t>(std::max<int64_t>(1, config.kv_memory_bytes / per_block_and_slot));
       return sizing;
     }
-    const int64_t per_block = model.kv_shape_windowed(1, 0, config.block_size, config.kv_type).total_bytes();
+    const int64_t per_block = kv_shape(model, config, true, 1, 0).total_bytes();
     const int64_t per_slot = per_block_and_slot - per_block;
     // A slot per block while the memory is small; past useful_slots, blocks alone.
     int64_t n_blocks = config.kv_memory_bytes / per_block_and_slot;
@@ -72,9 +77,7 @@ class Engine::Impl {
         tokenizer_(tokenizer),
         config_(config),
         sizing_(size_kv(config, model)),
-        kv_storage_(sizing_.window > 0 ? model.kv_shape_windowed(sizing_.n_blocks, sizing_.n_window_slots,
-                                                                 config.block_size, config.kv_type)
-                                       : model.kv_shape(sizing_.n_blocks, config.block_size, config.kv_type)),
+        kv_storage_(kv_shape(model, config, sizing_.window > 0, sizing_.n_blocks, sizing_.n_window_slots)),
         kv_(sizing_.n_blocks, config.block_size, config.prefix_caching, {sizing_.window, sizing_.n_window_slots}),
         scheduler_({config.max_batch_tokens, config.max_seqs}, kv_) {
     if (kv_.has_window()) kv_storage_.bind_window_slots(&kv_.windows().slot_of_block());

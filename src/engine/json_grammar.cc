@@ -5,7 +5,6 @@ namespace tokenmill::engine {
 namespace {
 
 bool is_whitespace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
 
 }  // namespace
 
@@ -36,20 +35,15 @@ bool JsonGrammar::start_value(char c) {
       return true;
     case '"':
       mode_ = Mode::kString;
+      string_.begin();
       string_is_key_ = false;
-      return true;
-    case '-':
-      mode_ = Mode::kNumber;
-      number_ = Num::kMinus;
       return true;
     case 't': mode_ = Mode::kLiteral; literal_ = "rue"; return true;
     case 'f': mode_ = Mode::kLiteral; literal_ = "alse"; return true;
     case 'n': mode_ = Mode::kLiteral; literal_ = "ull"; return true;
     default:
-      if (!is_digit(c)) return false;
       mode_ = Mode::kNumber;
-      number_ = c == '0' ? Num::kZero : Num::kInt;
-      return true;
+      return number_.begin(c, /*integer_only=*/false);
   }
 }
 
@@ -82,6 +76,7 @@ bool JsonGrammar::step(char c) {
     case Mode::kKey:
       if (c != '"') return false;
       mode_ = Mode::kString;
+      string_.begin();
       string_is_key_ = true;
       return true;
     case Mode::kColon:
@@ -100,77 +95,31 @@ bool JsonGrammar::step(char c) {
       }
       return false;
     case Mode::kString:
-      if (unicode_.low_surrogate_due()) {  // only the "\u" of the pair's second half
-        if (c != '\\') return false;
-        mode_ = Mode::kEscape;
-        return true;
+      switch (string_.step(c)) {
+        case JsonStringLexer::Step::kRefused: return false;
+        case JsonStringLexer::Step::kTaken: return true;
+        case JsonStringLexer::Step::kClosed:
+          if (string_is_key_) {
+            mode_ = Mode::kColon;
+          } else {
+            end_value();
+          }
+          return true;
       }
-      if (c == '"') {
-        if (string_is_key_) {
-          mode_ = Mode::kColon;
-        } else {
-          end_value();
-        }
-        return true;
-      }
-      if (c == '\\') {
-        mode_ = Mode::kEscape;
-        return true;
-      }
-      return static_cast<unsigned char>(c) >= 0x20;  // control characters must be escaped
-    case Mode::kEscape:
-      if (c == 'u') {
-        mode_ = Mode::kUnicode;
-        unicode_.begin();
-        return true;
-      }
-      if (unicode_.low_surrogate_due()) return false;
-      mode_ = Mode::kString;
-      return c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' || c == 'r' || c == 't';
-    case Mode::kUnicode:
-      if (!unicode_.digit(c)) return false;
-      if (unicode_.complete()) mode_ = Mode::kString;
-      return true;
+      return false;
     case Mode::kLiteral:
       if (c != *literal_) return false;
       if (*++literal_ == '\0') end_value();
       return true;
-    case Mode::kNumber: {
-      const bool digit = is_digit(c);
-      switch (number_) {
-        case Num::kMinus:
-          if (!digit) return false;
-          number_ = c == '0' ? Num::kZero : Num::kInt;
-          return true;
-        case Num::kZero:
-        case Num::kInt:
-          if (digit && number_ == Num::kInt) return true;
-          if (c == '.') { number_ = Num::kDot; return true; }
-          if (c == 'e' || c == 'E') { number_ = Num::kExp; return true; }
-          break;  // the number ends here: c must follow a value
-        case Num::kDot:
-          if (!digit) return false;
-          number_ = Num::kFrac;
-          return true;
-        case Num::kFrac:
-          if (digit) return true;
-          if (c == 'e' || c == 'E') { number_ = Num::kExp; return true; }
-          break;
-        case Num::kExp:
-          if (c == '+' || c == '-') { number_ = Num::kExpSign; return true; }
-          [[fallthrough]];
-        case Num::kExpSign:
-          if (!digit) return false;
-          number_ = Num::kExpDigits;
-          return true;
-        case Num::kExpDigits:
-          if (digit) return true;
-          break;
+    case Mode::kNumber:
+      switch (number_.step(c)) {
+        case JsonNumberLexer::Step::kRefused: return false;
+        case JsonNumberLexer::Step::kTaken: return true;
+        case JsonNumberLexer::Step::kEnded:  // a complete number followed by c: c follows the value
+          end_value();
+          return step(c);
       }
-      // A complete number followed by c: the number is a value that just ended.
-      end_value();
-      return step(c);
-    }
+      return false;
     case Mode::kDone:
       return false;
   }

@@ -15,7 +15,7 @@
 #include <string>
 #include <string_view>
 
-#include "engine/json_unicode_escape.h"
+#include "engine/json_lexers.h"
 #include "engine/output_grammar.h"
 
 namespace tokenmill::engine {
@@ -40,16 +40,11 @@ class JsonGrammar final : public OutputGrammar {
     kColon,        // after a key
     kCommaOrClose, // after a value inside an object or array
     kValueOrClose, // after '[': a value or ']'
-    kString,       // inside a string
-    kEscape,       // after a backslash in a string
-    kUnicode,      // inside \uXXXX
+    kString,       // inside a string (string_ says where)
     kNumber,       // inside a number (number_ says where)
     kLiteral,      // inside true / false / null
     kDone,
   };
-  // Where a number is: after '-', after a leading 0, in integer digits, after '.', in
-  // fraction digits, after 'e', after the exponent's sign, in exponent digits.
-  enum class Num : uint8_t { kMinus, kZero, kInt, kDot, kFrac, kExp, kExpSign, kExpDigits };
 
   bool step(char c);          // false if c is not allowed (the state is then undefined)
   bool start_value(char c);   // c begins a value
@@ -57,9 +52,9 @@ class JsonGrammar final : public OutputGrammar {
   bool in_object() const { return !stack_.empty() && stack_.back() == '{'; }
 
   Mode mode_ = Mode::kValue;
-  Num number_ = Num::kInt;
+  JsonStringLexer string_;
+  JsonNumberLexer number_;
   bool string_is_key_ = false;
-  JsonUnicodeEscape unicode_;   // kUnicode, and a surrogate pair under way
   uint8_t whitespace_run_ = 0;
   const char* literal_ = "";    // kLiteral: the rest of the word
   std::string stack_;           // '{' or '[' per open container

@@ -11,7 +11,14 @@ namespace tokenmill::engine {
 namespace {
 
 bool is_whitespace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+// Whether some literal continues `matched` with c (no copy: this runs for every byte of
+// every candidate token).
+bool some_literal_continues(const std::vector<std::string>& literals, std::string_view matched, char c) {
+  return std::any_of(literals.begin(), literals.end(), [&](const std::string& l) {
+    return l.size() > matched.size() && l[matched.size()] == c && std::string_view(l).starts_with(matched);
+  });
+}
 
 // Keywords that only describe: accepted and ignored.
 const std::set<std::string, std::less<>> kAnnotations = {"title",   "description", "default", "examples",
@@ -251,9 +258,8 @@ void JsonSchemaGrammar::advance(std::string_view text) {
 
 // Object phases: 1 in (or before) key `index`, 2 before ':', 3 '{' of an empty object
 // seen, 4 before the value, 5 after it. Array phases: 1 after '[', 2 in an item, 3 after
-// one, 4 after ','. String: 1 inside, 2 after '\', 3 in \uXXXX (index: digits left).
-// Numbers: 1 '-', 2 a leading 0, 3 integer digits, 4 '.', 5 fraction, 6 'e', 7 its sign,
-// 8 exponent digits. Literals: 1 matching.
+// one, 4 after ','. Strings and numbers: string_ / number_ say where. Literals: 1
+// matching.
 bool JsonSchemaGrammar::between_tokens() const {
   if (stack_.empty()) return false;  // before the value: it starts with its first byte
   const Frame& f = stack_.back();
@@ -295,21 +301,18 @@ bool JsonSchemaGrammar::start(Frame& f, char c) {
       return true;
     case JsonSchema::Kind::kString:
       if (c != '"') return false;
+      string_.begin();
       f.phase = 1;
       return true;
     case JsonSchema::Kind::kNumber:
     case JsonSchema::Kind::kInteger:
-      if (c == '-') {
-        f.phase = 1;
-        return true;
-      }
-      if (!is_digit(c)) return false;
-      f.phase = c == '0' ? 2 : 3;
-      return true;
+      f.phase = 1;
+      return number_.begin(c, /*integer_only=*/n.kind == JsonSchema::Kind::kInteger);
     case JsonSchema::Kind::kLiterals:
       f.phase = 1;
+      if (!some_literal_continues(n.literals, "", c)) return false;
       f.matched.assign(1, c);
-      return std::any_of(n.literals.begin(), n.literals.end(), [&](const std::string& l) { return l.starts_with(f.matched); });
+      return true;
     case JsonSchema::Kind::kAnyOf:
       // The alternative whose values start with c (at most one: compile() checked).
       for (const auto& [bytes, alternative] : n.alternatives) {
@@ -391,85 +394,32 @@ bool JsonSchemaGrammar::step(char c) {
       }
       return false;
     case JsonSchema::Kind::kString:
-      switch (f.phase) {
-        case 1:
-          if (unicode_.low_surrogate_due()) {  // only the "\u" of the pair's second half
-            if (c != '\\') return false;
-            f.phase = 2;
-            return true;
-          }
-          if (c == '"') {
-            end_value();
-            return true;
-          }
-          if (c == '\\') {
-            f.phase = 2;
-            return true;
-          }
-          return static_cast<unsigned char>(c) >= 0x20;  // control characters must be escaped
-        case 2:
-          if (c == 'u') {
-            f.phase = 3;
-            unicode_.begin();
-            return true;
-          }
-          if (unicode_.low_surrogate_due()) return false;
-          f.phase = 1;
-          return c == '"' || c == '\\' || c == '/' || c == 'b' || c == 'f' || c == 'n' || c == 'r' || c == 't';
-        case 3:
-          if (!unicode_.digit(c)) return false;
-          if (unicode_.complete()) f.phase = 1;
+      switch (string_.step(c)) {
+        case JsonStringLexer::Step::kRefused: return false;
+        case JsonStringLexer::Step::kTaken: return true;
+        case JsonStringLexer::Step::kClosed:
+          end_value();
           return true;
       }
       return false;
     case JsonSchema::Kind::kNumber:
-    case JsonSchema::Kind::kInteger: {
-      const bool digit = is_digit(c);
-      const bool fractions = n.kind == JsonSchema::Kind::kNumber;
-      switch (f.phase) {
-        case 1:
-          if (!digit) return false;
-          f.phase = c == '0' ? 2 : 3;
-          return true;
-        case 2:
-        case 3:
-          if (digit && f.phase == 3) return true;
-          if (fractions && c == '.') { f.phase = 4; return true; }
-          if (fractions && (c == 'e' || c == 'E')) { f.phase = 6; return true; }
-          break;  // the number ends here
-        case 4:
-          if (!digit) return false;
-          f.phase = 5;
-          return true;
-        case 5:
-          if (digit) return true;
-          if (c == 'e' || c == 'E') { f.phase = 6; return true; }
-          break;
-        case 6:
-          if (c == '+' || c == '-') { f.phase = 7; return true; }
-          [[fallthrough]];
-        case 7:
-          if (!digit) return false;
-          f.phase = 8;
-          return true;
-        case 8:
-          if (digit) return true;
-          break;
+    case JsonSchema::Kind::kInteger:
+      switch (number_.step(c)) {
+        case JsonNumberLexer::Step::kRefused: return false;
+        case JsonNumberLexer::Step::kTaken: return true;
+        case JsonNumberLexer::Step::kEnded:  // a complete number followed by c: c belongs to the enclosing value
+          end_value();
+          return step(c);
       }
-      // A complete number followed by c: c belongs to the enclosing value.
-      end_value();
-      return step(c);
-    }
-    case JsonSchema::Kind::kLiterals: {
-      std::string longer = f.matched + c;
-      if (std::any_of(n.literals.begin(), n.literals.end(), [&](const std::string& l) { return l.starts_with(longer); })) {
-        f.matched = std::move(longer);
+      return false;
+    case JsonSchema::Kind::kLiterals:
+      if (some_literal_continues(n.literals, f.matched, c)) {
+        f.matched.push_back(c);
         return true;
       }
       if (std::find(n.literals.begin(), n.literals.end(), f.matched) == n.literals.end()) return false;
       end_value();  // a whole literal followed by c: c belongs to the enclosing value
       return step(c);
-    }
     case JsonSchema::Kind::kAnyOf:
       return false;  // never on the stack: start() replaces it by the chosen alternative
   }

@@ -30,7 +30,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
-#include "engine/json_unicode_escape.h"
+#include "engine/json_lexers.h"
 #include "engine/output_grammar.h"
 
 namespace tokenmill::engine {
@@ -90,7 +90,8 @@ class JsonSchemaGrammar final : public OutputGrammar {
 
   std::shared_ptr<const JsonSchema> schema_;
   std::vector<Frame> stack_;
-  JsonUnicodeEscape unicode_;  // the string being written's \u escapes
+  JsonStringLexer string_;  // the string being written (only the top frame's value is a scalar)
+  JsonNumberLexer number_;  // the number being written
   uint8_t whitespace_run_ = 0;
   bool done_ = false;
 };

@@ -34,8 +34,10 @@ constexpr int kRound = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
 
 __m512 load_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
 
+// Row formats: load_step gives kStep / 16 vectors of a row from value d on (d a multiple
+// of kStep).
+//
 // Rows of F16 values.
-// A format's load_step gives kStep / 16 vectors from value d on (d a multiple of kStep).
 struct F16Rows {
   static constexpr int32_t kStep = 16;
   static int32_t bytes(int32_t n) { return 2 * n; }
