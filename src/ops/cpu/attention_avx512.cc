@@ -44,6 +44,11 @@ struct F16Rows {
   static void load_step(const uint8_t* row, int32_t d, __m512* out) {
     out[0] = load_f16(reinterpret_cast<const uint16_t*>(row) + d);
   }
+  // The line holding step d's bytes, every other step (two steps per line; rows of
+  // head_dim % 32 == 0 values are line-aligned).
+  static void prefetch_step(const uint8_t* row, int32_t d) {
+    if (d % 32 == 0) _mm_prefetch(reinterpret_cast<const char*>(row + 2 * d), _MM_HINT_T0);
+  }
 };
 
 // Rows of Q8_0 blocks (kv_storage.h): values d .. d + 15 of the block holding d, each its
@@ -60,6 +65,11 @@ struct Q8Rows {
       const __m128i codes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2 + 16 * i));
       out[i] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(codes)), scale);
     }
+  }
+  // The line holding the step's last byte: over a row's steps, every line it spans (34
+  // bytes a step) except, for an unaligned row, perhaps the one holding its first bytes.
+  static void prefetch_step(const uint8_t* row, int32_t d) {
+    _mm_prefetch(reinterpret_cast<const char*>(row + bytes(d + kStep) - 1), _MM_HINT_T0);
   }
 };
 
@@ -88,14 +98,21 @@ __m128 reduce_4x16(__m512 a, __m512 b, __m512 c, __m512 d) {
 }
 
 // Keys and values sit in 16-position blocks scattered over the cache: the hardware
-// prefetcher follows a block's rows but restarts at every block boundary. Rows
-// kPrefetchRows ahead of the one being read are prefetched by hand.
+// prefetcher follows a block's rows but restarts at every block boundary, so rows
+// kPrefetchRows ahead of the one being read are prefetched by hand. An item reads one
+// stream of rows, its keys and then its values (stream_row), and the prefetches run
+// ahead along that stream a few lines per step of the arithmetic: a burst of a whole
+// row's or block's lines at once overflows the core's miss buffers and most of it is
+// dropped (docs/performance.md: a 220-key item from memory 15.5 -> 9.4 us).
 constexpr int32_t kPrefetchRows = 16;
 
-void prefetch_row(const uint8_t* row, int32_t n_bytes) {
-  const char* p = reinterpret_cast<const char*>(row);
-  for (int32_t line = 0; line < n_bytes; line += 64) _mm_prefetch(p + line, _MM_HINT_T0);
+// Row r of the item's stream (key r, then value r - n_keys), or `fallback` past its end.
+const uint8_t* stream_row(const HeadGroupAttention& a, int32_t r, const uint8_t* fallback) {
+  if (r < a.n_keys) return a.keys[r];
+  return r < 2 * a.n_keys ? a.values[r - a.n_keys] : fallback;
 }
+
+void prefetch(const uint8_t* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
 
 // Raw q·k (before the scale) of kHeads heads x kKeys keys starting at key j0:
 // scores[h * n_keys + j0 + k]. kHeads * kKeys is 16 (kHeads for the tails): each key row
@@ -103,13 +120,15 @@ void prefetch_row(const uint8_t* row, int32_t n_bytes) {
 template <typename Rows, int kHeads, int kKeys>
 void score_tile(const HeadGroupAttention& a, const float* q16, int32_t j0) {
   constexpr int kChains = kHeads * kKeys;
-  for (int j = 0; j < kKeys; ++j) {
-    if (j0 + j + kPrefetchRows < a.n_keys) prefetch_row(a.keys[j0 + j + kPrefetchRows], Rows::bytes(a.head_dim));
-  }
+  // The stream's rows kPrefetchRows ahead: each step prefetches the lines of them that
+  // it reads of its own rows (past the end, its own rows again: already cached).
+  const uint8_t* ahead[kKeys];
+  for (int j = 0; j < kKeys; ++j) ahead[j] = stream_row(a, j0 + j + kPrefetchRows, a.keys[j0 + j]);
   __m512 acc[kChains];
   for (int c = 0; c < kChains; ++c) acc[c] = _mm512_setzero_ps();
   constexpr int kVectors = Rows::kStep / 16;
   for (int32_t d = 0; d < a.head_dim; d += Rows::kStep) {
+    for (int j = 0; j < kKeys; ++j) Rows::prefetch_step(ahead[j], d);
     __m512 k[kKeys][kVectors];
     for (int j = 0; j < kKeys; ++j) Rows::load_step(a.keys[j0 + j], d, k[j]);
     for (int i = 0; i < kVectors; ++i) {
@@ -156,7 +175,14 @@ void value_tile(const HeadGroupAttention& a, const float* probabilities, float* 
       acc[h][c] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(out + static_cast<int64_t>(h) * a.head_dim + d0 + 16 * c);
     }
   }
+  // This chunk's bytes (at most 128: two lines, or three if unaligned) of the values
+  // kValueKeys ahead, read by the next block's pass over the same chunk.
+  const int32_t first_byte = Rows::bytes(d0), last_byte = Rows::bytes(d0 + 16 * kChunks) - 1;
   for (int32_t j = j0; j < j1; ++j) {
+    if (j + kValueKeys < a.n_keys) {
+      prefetch(a.values[j + kValueKeys] + first_byte);
+      prefetch(a.values[j + kValueKeys] + last_byte);
+    }
     __m512 v[kChunks];
     for (int c = 0; c < kChunks; c += Rows::kStep / 16) Rows::load_step(a.values[j], d0 + 16 * c, v + c);
     for (int h = 0; h < kHeads; ++h) {
@@ -171,10 +197,8 @@ void value_tile(const HeadGroupAttention& a, const float* probabilities, float* 
 
 template <typename Rows, int kHeads>
 void value_heads(const HeadGroupAttention& a, const float* probabilities, float* out) {
-  const int32_t row_bytes = Rows::bytes(a.head_dim);
   for (int32_t j0 = 0; j0 < a.n_keys; j0 += kValueKeys) {
     const int32_t j1 = j0 + kValueKeys < a.n_keys ? j0 + kValueKeys : a.n_keys;
-    for (int32_t j = j1; j < j1 + kValueKeys && j < a.n_keys; ++j) prefetch_row(a.values[j], row_bytes);
     const bool first = j0 == 0;
     int32_t d = 0;
     for (; d + 64 <= a.head_dim; d += 64) value_tile<Rows, kHeads, 4>(a, probabilities, out, d, j0, j1, first);
@@ -261,8 +285,6 @@ void for_head_chunks(int32_t n_heads, Fn&& fn) {
 template <typename Rows>
 void attend(const HeadGroupAttention& a) {
   const int32_t hd = a.head_dim;
-  // The first block of values arrives while the scores are computed.
-  for (int32_t j = 0; j < kValueKeys && j < a.n_keys; ++j) prefetch_row(a.values[j], Rows::bytes(hd));
   for (int64_t i = 0; i < static_cast<int64_t>(a.n_heads) * hd; i += 16) {
     _mm512_storeu_ps(a.scratch_q + i, round_f16(_mm512_loadu_ps(a.q + i)));
   }
