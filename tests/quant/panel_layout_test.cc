@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "base/cpu_features.h"
@@ -69,12 +70,14 @@ TEST(PanelLayout, PanelKernelMatchesRowKernelBitForBit) {
     const VecDotPanelsFn panels = best_panel_kernel(type);
     const VecDotMatrixFn matrix = type_traits(type).avx512.vec_dot_matrix;
     ASSERT_NE(panels, nullptr) << type_traits(type).name;
-    for (const int64_t n_cols : {32, 640, 2048}) {
-      const Matrix m = random_matrix(type, 64, n_cols, 11);
+    // 48 rows: an odd number of panels (two at a time, then one); 16 tokens: balanced
+    // tiles of two panels (6, 5, 5).
+    for (const auto& [n_rows, n_cols] : {std::pair<int64_t, int64_t>{64, 32}, {64, 640}, {48, 640}, {64, 2048}}) {
+      const Matrix m = random_matrix(type, n_rows, n_cols, 11);
       std::vector<uint8_t> packed(m.rows.size());
       pack_panels(type, m.rows.data(), m.n_rows, m.row_bytes, packed.data());
       const size_t input_bytes = row_size(TensorType::kQ8_0, n_cols);
-      for (const int64_t n_tokens : {1, 2, 7, 8, 13, 70}) {
+      for (const int64_t n_tokens : {1, 2, 6, 7, 8, 13, 16, 70}) {
         std::vector<uint8_t> input(input_bytes * static_cast<size_t>(n_tokens));
         for (int64_t t = 0; t < n_tokens; ++t) {
           const std::vector<float> x =
@@ -86,7 +89,7 @@ TEST(PanelLayout, PanelKernelMatchesRowKernelBitForBit) {
                m.n_rows);
         panels(n_cols, packed.data(), m.n_rows, input.data(), input_bytes, n_tokens, got.data(), m.n_rows);
         ASSERT_EQ(std::memcmp(expected.data(), got.data(), expected.size() * sizeof(float)), 0)
-            << type_traits(type).name << ": " << n_cols << " columns, " << n_tokens << " tokens";
+            << type_traits(type).name << ": " << n_rows << " x " << n_cols << ", " << n_tokens << " tokens";
       }
     }
   }

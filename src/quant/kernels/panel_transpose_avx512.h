@@ -101,5 +101,32 @@ void for_token_tiles(int64_t n_tokens, Tile&& tile) {
   }
 }
 
+// tile(std::integral_constant<int, size>{}, t) for the size (1 .. kSize) given at run time.
+template <int kSize, typename Tile>
+void dispatch_tile_size(int size, int64_t t, Tile& tile) {
+  if constexpr (kSize >= 1) {
+    if (size == kSize) {
+      tile(std::integral_constant<int, kSize>{}, t);
+    } else {
+      dispatch_tile_size<kSize - 1>(size, t, tile);
+    }
+  }
+}
+
+// Calls tile(n, first token) over n_tokens tokens in the fewest tiles of at most kMax,
+// their sizes differing by at most one (16 tokens: 6, 5, 5), n as a
+// std::integral_constant.
+template <int kMax, typename Tile>
+void for_balanced_token_tiles(int64_t n_tokens, Tile&& tile) {
+  const int64_t n_tiles = (n_tokens + kMax - 1) / kMax;
+  int64_t t = 0;
+  for (int64_t i = 0; i < n_tiles; ++i) {
+    const int64_t left = n_tiles - i;
+    const int size = static_cast<int>((n_tokens - t + left - 1) / left);
+    dispatch_tile_size<kMax>(size, t, tile);
+    t += size;
+  }
+}
+
 }  // namespace
 }  // namespace tokenmill::quant
