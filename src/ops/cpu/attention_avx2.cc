@@ -118,6 +118,7 @@ void score_heads(const HeadGroupAttention& a, const float* q16) {
 // Values in blocks of kValueKeys keys: a block's rows come from memory once, with the
 // first 16-dim pass, and stay in L1 for the others.
 constexpr int32_t kValueKeys = 16;
+static_assert(kValueKeys == kPrefetchRows, "the score pass prefetches exactly the first block of values");
 
 // out[h][d0 .. d0 + 16) += sum_j p[h][j] * v_j for keys j0 .. j1 - 1 in order; `first`:
 // out starts at zero. Each output element is one chain of FMAs over j = 0, 1, ...
