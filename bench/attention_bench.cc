@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -34,8 +35,33 @@ constexpr int32_t kBlockRows = 16;
 
 using Kernel = void (*)(const HeadGroupAttention&);
 
-int32_t row_bytes(KvType type) {
-  return type == KvType::kF16 ? 2 * kHeadDim : kHeadDim / kKvQ8Block * kKvQ8BlockBytes;
+// The kv head's row as the cache stores it (kv_storage.h).
+KvShape row_shape(KvType type) {
+  KvShape shape;
+  shape.n_kv_heads = 1;
+  shape.head_dim = kHeadDim;
+  shape.type = type;
+  return shape;
+}
+
+// One 16-row block: small F16 values, or Q8_0 blocks with scale 1/64 and random codes.
+std::vector<uint8_t> block_image(KvType type, std::mt19937& rng) {
+  const KvShape shape = row_shape(type);
+  std::vector<uint8_t> block(static_cast<size_t>(kBlockRows * shape.row_bytes()));
+  auto put_f16 = [&](size_t at, float x) {
+    const uint16_t v = f32_to_f16(x);
+    block[at] = static_cast<uint8_t>(v & 0xff);
+    block[at + 1] = static_cast<uint8_t>(v >> 8);
+  };
+  if (type == KvType::kF16) {
+    for (size_t i = 0; i < block.size(); i += 2) put_f16(i, static_cast<float>(static_cast<int>(rng() % 200) - 100) / 1000.0f);
+  } else {
+    for (size_t i = 0; i < block.size(); i += kKvQ8BlockBytes) {
+      put_f16(i, 1.0f / 64.0f);
+      for (int32_t c = 0; c < kKvQ8Block; ++c) block[i + 2 + c] = static_cast<uint8_t>(rng());
+    }
+  }
+  return block;
 }
 
 // n_items items of n_keys keys, their blocks (keys, then values) shuffled over one pool.
@@ -44,18 +70,13 @@ struct Items {
   std::vector<std::vector<const uint8_t*>> keys, values;
 
   Items(KvType type, int32_t n_keys, int32_t n_items) {
+    const int64_t row_bytes = row_shape(type).row_bytes();
     const int32_t blocks_per_item = (n_keys + kBlockRows - 1) / kBlockRows;
     const int64_t n_blocks = 2ll * blocks_per_item * n_items;
-    const size_t block_bytes = static_cast<size_t>(kBlockRows) * row_bytes(type);
-    pool = allocate_large_buffer(static_cast<size_t>(n_blocks) * block_bytes);
-    // Small F16 values, or Q8_0 blocks with scale 1/64 and random codes.
     std::mt19937 rng(1);
-    const size_t n_bytes = static_cast<size_t>(n_blocks) * block_bytes;
-    for (size_t i = 0; i + 1 < n_bytes; i += 2) {
-      const uint16_t v = f32_to_f16(static_cast<float>(static_cast<int>(rng() % 200) - 100) / 1000.0f);
-      pool[i] = static_cast<uint8_t>(v & 0xff);
-      pool[i + 1] = static_cast<uint8_t>(v >> 8);
-    }
+    const std::vector<uint8_t> image = block_image(type, rng);
+    pool = allocate_large_buffer(static_cast<size_t>(n_blocks) * image.size());
+    for (int64_t b = 0; b < n_blocks; ++b) std::memcpy(pool.get() + b * image.size(), image.data(), image.size());
     std::vector<int64_t> order(static_cast<size_t>(n_blocks));
     for (int64_t b = 0; b < n_blocks; ++b) order[static_cast<size_t>(b)] = b;
     std::shuffle(order.begin(), order.end(), rng);
@@ -65,23 +86,9 @@ struct Items {
     for (int32_t i = 0; i < n_items; ++i) {
       for (auto* rows : {&keys[static_cast<size_t>(i)], &values[static_cast<size_t>(i)]}) {
         for (int32_t b = 0; b < blocks_per_item; ++b) {
-          const uint8_t* block = pool.get() + static_cast<size_t>(order[next++]) * block_bytes;
+          const uint8_t* block = pool.get() + static_cast<size_t>(order[next++]) * image.size();
           for (int32_t r = 0; r < kBlockRows && static_cast<int32_t>(rows->size()) < n_keys; ++r) {
-            rows->push_back(block + static_cast<size_t>(r) * row_bytes(type));
-          }
-        }
-      }
-    }
-    if (type == KvType::kQ8_0) {  // a sane scale at the head of every 34-byte block
-      for (auto* all : {&keys, &values}) {
-        for (const auto& item : *all) {
-          for (const uint8_t* row : item) {
-            for (int32_t b = 0; b < kHeadDim / kKvQ8Block; ++b) {
-              auto* scale = const_cast<uint8_t*>(row) + b * kKvQ8BlockBytes;
-              const uint16_t v = f32_to_f16(1.0f / 64.0f);
-              scale[0] = static_cast<uint8_t>(v & 0xff);
-              scale[1] = static_cast<uint8_t>(v >> 8);
-            }
+            rows->push_back(block + r * row_bytes);
           }
         }
       }
@@ -91,7 +98,7 @@ struct Items {
 
 void bench_attention(benchmark::State& state, Kernel kernel, KvType type, int32_t n_keys, bool cold) {
   // ~0.5 GB of rows when cold: no cache keeps them between visits.
-  const int64_t item_bytes = 2ll * n_keys * row_bytes(type);
+  const int64_t item_bytes = 2ll * n_keys * row_shape(type).row_bytes();
   const int32_t n_items = cold ? static_cast<int32_t>(std::max<int64_t>(64, (512ll << 20) / item_bytes)) : 4;
   const Items items(type, n_keys, n_items);
   std::vector<float> q(kHeads * kHeadDim, 0.01f), out(kHeads * kHeadDim), scratch_q(kHeads * kHeadDim),

@@ -593,9 +593,10 @@ void dot_packed_tokens(int64_t n_blocks, const uint8_t* panels, const uint8_t* p
   const int64_t span = n_panels * panel_bytes;
   const int64_t tile_size = n_panels == 2 ? kPairTokenTile : kTokenTile;
   const int64_t n_tiles = (n_tokens + tile_size - 1) / tile_size;
-  // One tile: kPackedPrefetchBytes ahead of its own loads. Several: the prefetch point
-  // moves over as many panels as this call reads, spread over all the tiles, from the
-  // same place.
+  // The prefetch point moves over as many bytes as this call reads, spread over all its
+  // tiles, starting kPackedPrefetchBytes ahead of one panel, or at the next pair for two:
+  // both of a pair's panels are read from their first block on, so an 8 KB lead would
+  // leave the second one cold (from memory that ran at half speed).
   PrefetchShare prefetch;
   prefetch.base = panels;
   prefetch.n_steps = n_blocks;
