@@ -48,6 +48,12 @@ constexpr int kPanel = 16;        // weight rows per panel: one int32 lane each
 constexpr int kTokenTile = 8;     // tokens whose accumulators stay in registers
 constexpr int kPairTokenTile = 6; // the same with two Q8_0 panels at once (dot_packed)
 constexpr int kTokenBlock = 64;   // tokens per pass over the weights (their activations stay in L2)
+// Packed Q4_0 / Q5_0 with more tokens than this: each panel's codes are rebuilt once into
+// a buffer that the token tiles read, instead of unpacked in registers by every tile. The
+// buffer's stores and reloads cost more than the unpacking up to four tiles (Q5_0,
+// 1024 x 640, one thread, hot / from memory: 16 tokens 270 / 238 GMAC/s rebuilt against
+// 314 / 286 unpacked per tile; 32 tokens 301 / 272 against 310 / 296; equal at 64).
+constexpr int kRebuildMinTokens = 4 * kTokenTile + 1;
 
 // Codes<Block>::kOffset = k, the amount by which every unsigned code exceeds its level.
 template <typename Block>
@@ -632,11 +638,11 @@ void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_
   const int64_t n_blocks = n / kLegacyBlockSize;
   const size_t panel_bytes = static_cast<size_t>(n_blocks) * kPackedBlockBytes<Block>;
   StagingBuffers staging(n_blocks);
-  // Nibble formats with more than one tile of tokens: their codes are rebuilt once per
+  // Nibble formats with kRebuildMinTokens tokens or more: their codes are rebuilt once per
   // panel into a buffer (as transpose_panel would) rather than once per tile.
   constexpr bool kRebuildCodes = !std::is_same_v<Block, BlockQ8_0>;
   PanelBlock* unpacked = nullptr;
-  if (kRebuildCodes && n_a_rows > kTokenTile) {
+  if (kRebuildCodes && n_a_rows >= kRebuildMinTokens) {
     unpacked = static_cast<PanelBlock*>(thread_scratch(ScratchSlot::kPanel, sizeof(PanelBlock) * n_blocks));
   }
   for (int64_t t0 = 0; t0 < n_a_rows; t0 += kTokenBlock) {
@@ -649,7 +655,7 @@ void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_
       // Q8_0 with a tile of tokens or more: two panels at a time where two remain.
       const int64_t n_panels =
           std::is_same_v<Block, BlockQ8_0> && n_tokens >= kTokenTile && r0 + 2 * kPanel <= n_w_rows ? 2 : 1;
-      if (unpacked != nullptr && n_tokens > kTokenTile) {
+      if (unpacked != nullptr && n_tokens >= kRebuildMinTokens) {
         for (int64_t b = 0; b < n_blocks; ++b) {
           const uint8_t* block = panel + b * kPackedBlockBytes<Block>;
           // Streamed from memory in order: the loads run kPackedPrefetchBytes behind.
