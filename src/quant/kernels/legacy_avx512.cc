@@ -48,12 +48,13 @@ constexpr int kPanel = 16;        // weight rows per panel: one int32 lane each
 constexpr int kTokenTile = 8;     // tokens whose accumulators stay in registers
 constexpr int kPairTokenTile = 6; // the same with two Q8_0 panels at once (dot_packed)
 constexpr int kTokenBlock = 64;   // tokens per pass over the weights (their activations stay in L2)
-// Packed Q4_0 / Q5_0 with more tokens than this: each panel's codes are rebuilt once into
-// a buffer that the token tiles read, instead of unpacked in registers by every tile. The
-// buffer's stores and reloads cost more than the unpacking up to four tiles (Q5_0,
-// 1024 x 640, one thread, hot / from memory: 16 tokens 270 / 238 GMAC/s rebuilt against
-// 314 / 286 unpacked per tile; 32 tokens 301 / 272 against 310 / 296; equal at 64).
-constexpr int kRebuildMinTokens = 4 * kTokenTile + 1;
+// Packed Q4_0 / Q5_0 with this many tokens or more run as pairs of panels rebuilt in
+// Q8_0's layout (dot_panels); fewer unpack one panel's codes in registers per tile. Q5_0,
+// 1024 x 640, one thread, hot / from memory, GMAC/s: 32 tokens 353 / 337 as pairs against
+// 301 / 272 for the single-panel buffer of before, 64 tokens 370 / 348 against 302 / 297;
+// at 16 pairs and per-tile unpacking tie (321 / 300, 319 / 297), at 8 pairs lose (256 / 222
+// against 318 / 297).
+constexpr int kPairMinTokens = 2 * kTokenTile;
 
 // Codes<Block>::kOffset = k, the amount by which every unsigned code exceeds its level.
 template <typename Block>
@@ -590,27 +591,23 @@ void dot_packed(int64_t n_blocks, const uint8_t* panel, int64_t panel_bytes, Sta
   }
 }
 
-// n_panels (1, or 2 for Q8_0) panels from `panel` against n_tokens staged tokens; panels:
-// the matrix's first panel, for the prefetches.
+// n_panels (1, or 2 in Q8_0's layout) panels from `panel` against n_tokens staged tokens.
+// The tiles prefetch `ahead` bytes from offset `ahead_from` of `base` (the weights' first
+// panel, line-aligned), in equal shares over all their block steps.
 template <typename Block>
-void dot_packed_tokens(int64_t n_blocks, const uint8_t* panels, const uint8_t* panel, int64_t n_panels,
-                       StagedTokens tokens, int64_t n_tokens, float* out, int64_t out_stride) {
+void dot_packed_tokens(int64_t n_blocks, const uint8_t* panel, int64_t n_panels, StagedTokens tokens,
+                       int64_t n_tokens, float* out, int64_t out_stride, const uint8_t* base, int64_t ahead_from,
+                       int64_t ahead) {
   const int64_t panel_bytes = n_blocks * static_cast<int64_t>(kPackedBlockBytes<Block>);
-  const int64_t span = n_panels * panel_bytes;
   const int64_t tile_size = n_panels == 2 ? kPairTokenTile : kTokenTile;
   const int64_t n_tiles = (n_tokens + tile_size - 1) / tile_size;
-  // The prefetch point moves over as many bytes as this call reads, spread over all its
-  // tiles, starting kPackedPrefetchBytes ahead of one panel, or at the next pair for two:
-  // both of a pair's panels are read from their first block on, so an 8 KB lead would
-  // leave the second one cold (from memory that ran at half speed).
   PrefetchShare prefetch;
-  prefetch.base = panels;
+  prefetch.base = base;
   prefetch.n_steps = n_blocks;
-  const int64_t first = (panel - panels) + (n_panels == 2 ? span : kPackedPrefetchBytes);
   int64_t tile = 0;
   auto share = [&] {
-    prefetch.start = first + span * tile / n_tiles;
-    prefetch.total = first + span * (tile + 1) / n_tiles - prefetch.start;
+    prefetch.start = ahead_from + ahead * tile / n_tiles;
+    prefetch.total = ahead_from + ahead * (tile + 1) / n_tiles - prefetch.start;
     ++tile;
   };
   if constexpr (std::is_same_v<Block, BlockQ8_0>) {
@@ -630,20 +627,37 @@ void dot_packed_tokens(int64_t n_blocks, const uint8_t* panels, const uint8_t* p
   });
 }
 
+// Packed Q4_0 / Q5_0 panels rewritten in packed Q8_0's layout: the same codes (each the
+// nibble format's own unsigned code, whose offset the tokens staged for Block carry) and
+// the same F16 scales, so that dot_packed<BlockQ8_0> on them gives dot_packed<Block>'s
+// bits. Their lines are in cache (prefetched while the previous panels were computed).
+template <typename Block>
+void rebuild_as_q8_0(int64_t n_blocks, const uint8_t* panels, int64_t n_panels, uint8_t* out) {
+  for (int64_t b = 0; b < n_panels * n_blocks; ++b) {
+    const uint8_t* block = panels + b * kPackedBlockBytes<Block>;
+    uint8_t* rebuilt = out + b * kPackedBlockBytes<BlockQ8_0>;
+    __m512i codes[8];
+    Packed<Block>::codes(block, codes);
+    for (int k = 0; k < 8; ++k) _mm512_storeu_si512(rebuilt + 64 * k, codes[k]);
+    std::memcpy(rebuilt + Packed<BlockQ8_0>::kScales, block + Packed<Block>::kScales, kPanel * sizeof(uint16_t));
+  }
+}
+
 template <typename Block>
 void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride, int64_t n_a_rows,
                 float* out, int64_t out_stride) {
   const auto* panels = static_cast<const uint8_t*>(w);
   const auto* activations = static_cast<const uint8_t*>(a);
   const int64_t n_blocks = n / kLegacyBlockSize;
-  const size_t panel_bytes = static_cast<size_t>(n_blocks) * kPackedBlockBytes<Block>;
+  const int64_t panel_bytes = n_blocks * static_cast<int64_t>(kPackedBlockBytes<Block>);
   StagingBuffers staging(n_blocks);
-  // Nibble formats with kRebuildMinTokens tokens or more: their codes are rebuilt once per
-  // panel into a buffer (as transpose_panel would) rather than once per tile.
-  constexpr bool kRebuildCodes = !std::is_same_v<Block, BlockQ8_0>;
-  PanelBlock* unpacked = nullptr;
-  if (kRebuildCodes && n_a_rows >= kRebuildMinTokens) {
-    unpacked = static_cast<PanelBlock*>(thread_scratch(ScratchSlot::kPanel, sizeof(PanelBlock) * n_blocks));
+  // Nibble formats with kPairMinTokens tokens or more: each pair of panels is rebuilt in
+  // Q8_0's layout (rebuild_as_q8_0) and computed as Q8_0's pairs are.
+  constexpr bool kNibbles = !std::is_same_v<Block, BlockQ8_0>;
+  uint8_t* rebuilt = nullptr;
+  if (kNibbles && n_a_rows >= kPairMinTokens) {
+    rebuilt = static_cast<uint8_t*>(
+        thread_scratch(ScratchSlot::kPanel, 2 * static_cast<size_t>(n_blocks) * kPackedBlockBytes<BlockQ8_0>));
   }
   for (int64_t t0 = 0; t0 < n_a_rows; t0 += kTokenBlock) {
     const int64_t n_tokens = n_a_rows - t0 < kTokenBlock ? n_a_rows - t0 : kTokenBlock;
@@ -651,23 +665,25 @@ void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_
     const StagedTokens tokens = prepare_tokens<Block>(n_blocks, a_block, a_stride, n_tokens, staging.meta, staging.quants);
     for (int64_t r0 = 0; r0 < n_w_rows;) {
       const uint8_t* panel = panels + (r0 / kPanel) * panel_bytes;
+      const int64_t offset = panel - panels;
       float* panel_out = out + t0 * out_stride + r0;
-      // Q8_0 with a tile of tokens or more: two panels at a time where two remain.
-      const int64_t n_panels =
-          std::is_same_v<Block, BlockQ8_0> && n_tokens >= kTokenTile && r0 + 2 * kPanel <= n_w_rows ? 2 : 1;
-      if (unpacked != nullptr && n_tokens >= kRebuildMinTokens) {
-        for (int64_t b = 0; b < n_blocks; ++b) {
-          const uint8_t* block = panel + b * kPackedBlockBytes<Block>;
-          // Streamed from memory in order: the loads run kPackedPrefetchBytes behind.
-          for (size_t line = 0; line < kPackedBlockBytes<Block>; line += 64) {
-            _mm_prefetch(reinterpret_cast<const char*>(block) + kPackedPrefetchBytes + line, _MM_HINT_T0);
-          }
-          Packed<Block>::codes(block, unpacked[b].codes);
-          unpacked[b].scales = _mm512_cvtph_ps(load_256(block + Packed<Block>::kScales));
-        }
-        dot_panel_tokens<Block>(n_blocks, unpacked, tokens, n_tokens, kPanel, panel_out, out_stride);
+      // With a tile of tokens or more (nibble formats: kPairMinTokens), two panels at a
+      // time where two remain.
+      const bool pair = n_tokens >= (kNibbles ? kPairMinTokens : kTokenTile) && r0 + 2 * kPanel <= n_w_rows;
+      const int64_t n_panels = pair ? 2 : 1;
+      const int64_t span = n_panels * panel_bytes;
+      if (pair && kNibbles) {
+        // The next pair streams in over this one's tiles; this one was requested over
+        // the previous pair's (the first pair of a call is read on demand).
+        rebuild_as_q8_0<Block>(n_blocks, panel, 2, rebuilt);
+        dot_packed_tokens<BlockQ8_0>(n_blocks, rebuilt, 2, tokens, n_tokens, panel_out, out_stride, panels,
+                                     offset + span, span);
       } else {
-        dot_packed_tokens<Block>(n_blocks, panels, panel, n_panels, tokens, n_tokens, panel_out, out_stride);
+        // One panel runs kPackedPrefetchBytes ahead; a pair's stream starts at the next
+        // pair: both its panels are read from their first block on, so an 8 KB lead
+        // would leave the second one cold (from memory that ran at half speed).
+        dot_packed_tokens<Block>(n_blocks, panel, n_panels, tokens, n_tokens, panel_out, out_stride, panels,
+                                 offset + (pair ? span : kPackedPrefetchBytes), span);
       }
       r0 += n_panels * kPanel;
     }
