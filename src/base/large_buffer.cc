@@ -2,6 +2,8 @@
 
 #include <sys/mman.h>
 
+#include <cerrno>
+#include <cstring>
 #include <new>
 
 namespace tokenmill {
@@ -12,7 +14,7 @@ constexpr size_t kHugePage = size_t{2} << 20;
 
 }  // namespace
 
-std::shared_ptr<uint8_t[]> allocate_large_buffer(size_t n) {
+std::shared_ptr<uint8_t[]> allocate_large_buffer(size_t n, Commit commit) {
   if (n == 0) n = 1;
   // Over-map by one huge page and start at the first 2 MiB boundary inside, so that
   // every whole huge page of the buffer can be backed by one.
@@ -24,7 +26,21 @@ std::shared_ptr<uint8_t[]> allocate_large_buffer(size_t n) {
 #ifdef MADV_HUGEPAGE
   madvise(data, (n + kHugePage - 1) & ~(kHugePage - 1), MADV_HUGEPAGE);  // a hint: failure is harmless
 #endif
-  return std::shared_ptr<uint8_t[]>(data, [base, mapped](uint8_t*) { munmap(base, mapped); });
+  std::shared_ptr<uint8_t[]> buffer(data, [base, mapped](uint8_t*) { munmap(base, mapped); });
+  if (commit == Commit::kNow) {
+    bool populated = false;
+#ifdef MADV_POPULATE_WRITE
+    // Faults every page in (zeroed) without writing it from here; Linux 5.14 and later.
+    // ENOMEM: the memory is not there.
+    if (madvise(data, n, MADV_POPULATE_WRITE) == 0) {
+      populated = true;
+    } else if (errno == ENOMEM) {
+      throw std::bad_alloc();
+    }
+#endif
+    if (!populated) std::memset(data, 0, n);  // older kernels: one write per page does it
+  }
+  return buffer;
 }
 
 }  // namespace tokenmill

@@ -5,8 +5,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <new>
 #include <string>
 
+#include "base/system_memory.h"
 #include "cli/commands.h"
 #include "cli/kv_type_option.h"
 #include "cli/model_path.h"
@@ -79,7 +81,22 @@ int serve(ServeOptions options) {
   config.window_kv = !options.no_window_kv;
   config.kv_type = options.kv_type;
   if (Status s = (*model)->check_kv_type(config.kv_type); !s.ok()) return fail(s.message());
-  engine::Engine engine(**model, **tokenizer, config);
+  // The cache is committed at start: one that cannot fit is refused now, with the flags
+  // that size it, rather than left to the kernel's out-of-memory killer.
+  const int64_t kv_bytes = engine::Engine::kv_cache_bytes(**model, config);
+  const int64_t available = available_memory_bytes();
+  if (available >= 0 && kv_bytes > available) {
+    return fail("the KV cache needs " + std::to_string(kv_bytes >> 20) + " MiB but only " +
+                std::to_string(available >> 20) + " MiB of memory is available: lower --kv-memory or --ctx-total");
+  }
+  std::unique_ptr<engine::Engine> engine_owner;
+  try {
+    engine_owner = std::make_unique<engine::Engine>(**model, **tokenizer, config);
+  } catch (const std::bad_alloc&) {
+    return fail("could not commit " + std::to_string(kv_bytes >> 20) +
+                " MiB of memory for the KV cache: lower --kv-memory or --ctx-total");
+  }
+  engine::Engine& engine = *engine_owner;
   const engine::Engine::PoolCounters kv = engine.pool_counters();
   std::fprintf(stderr, "KV cache: %.0f MiB (%s), %d positions over all sequences",
                static_cast<double>(kv.kv_bytes) / (1 << 20), ops::kv_type_name(config.kv_type),

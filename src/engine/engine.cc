@@ -506,6 +506,11 @@ Engine::Engine(model::Model& model, const tokenizer::Tokenizer& tokenizer, Engin
 
 Engine::~Engine() = default;
 
+int64_t Engine::kv_cache_bytes(const model::Model& model, const EngineConfig& config) {
+  const KvSizing sizing = size_kv(config, model);
+  return kv_shape(model, config, sizing.window > 0, sizing.n_blocks, sizing.n_window_slots).total_bytes();
+}
+
 Result<std::shared_ptr<RequestStream>> Engine::submit(Request request) { return impl_->submit(std::move(request)); }
 
 const EngineMetrics& Engine::metrics() const { return impl_->metrics_; }

@@ -49,6 +49,10 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
+  // The bytes of KV cache an engine with this config commits when it is made (all of it
+  // up front: see ops::KvStorage).
+  static int64_t kv_cache_bytes(const model::Model& model, const EngineConfig& config);
+
   // Validates and queues a request. Errors (InvalidArgument) for an empty prompt, a
   // prompt plus max_tokens beyond max_context, bad sampling values, n out of 1..8.
   Result<std::shared_ptr<RequestStream>> submit(Request request);

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstring>
+#include <vector>
 
 namespace tokenmill {
 namespace {
@@ -16,6 +20,19 @@ TEST(LargeBuffer, IsHugePageAlignedAndWritableToTheEnd) {
     EXPECT_EQ(buffer[0], 0xab);
     EXPECT_EQ(buffer[n - 1], 0xab);
   }
+}
+
+TEST(LargeBuffer, CommittedNowReadsAsZerosAndIsResident) {
+  const size_t n = (size_t{6} << 20) + 4096;
+  auto buffer = allocate_large_buffer(n, Commit::kNow);
+  ASSERT_NE(buffer.get(), nullptr);
+  // Resident before any write from here: mincore reports every page in memory.
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> resident((n + page - 1) / page);
+  ASSERT_EQ(mincore(buffer.get(), n, resident.data()), 0);
+  for (size_t i = 0; i < resident.size(); ++i) ASSERT_TRUE(resident[i] & 1) << "page " << i;
+  for (size_t i = 0; i < n; i += 4096) ASSERT_EQ(buffer[i], 0) << i;
+  EXPECT_EQ(buffer[n - 1], 0);
 }
 
 TEST(LargeBuffer, SharedOwnersKeepItAlive) {

@@ -165,3 +165,11 @@ def test_unknown_kv_type_is_refused(tokenmill, default_model):
                             text=True, timeout=60)
     assert result.returncode != 0
     assert "kv-type" in result.stderr and "q8_0" in result.stderr, result.stderr
+
+
+def test_kv_cache_larger_than_memory_is_refused_at_start(tokenmill, default_model):
+    # The cache is committed at start: 16 TiB cannot be, and the error names the flags.
+    result = subprocess.run([tokenmill, "serve", "-m", default_model, "--port", "0", "--kv-memory", str(1 << 24)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert "KV cache needs" in result.stderr and "--kv-memory" in result.stderr, result.stderr
