@@ -269,7 +269,9 @@ class Engine::Impl {
         sample_rows.push_back(n_rows++);
       }
     }
-    Status status = model_.forward(batch, kv_storage_, logits_);
+    // The greedy picks come with the logits (found while they were in cache): a draw that
+    // is just that pick takes it instead of reading its logits row back from memory.
+    Status status = model_.forward(batch, kv_storage_, logits_, &first_max_);
     if (!status.ok()) {
       log_error("forward pass failed: " + status.to_string());
       for (const ScheduledSequence& item : plan.scheduled) finish(item.sequence, FinishReason::kError, status.message());
@@ -302,8 +304,9 @@ class Engine::Impl {
     // Each sequence draws from its own logits row with its own sampler: the draws (a few
     // passes over the vocabulary each) run in parallel, the events go out in order.
     std::vector<Draw> draws(wants_sample.size());
-    model_.backend().for_each_parallel(wants_sample.size(),
-                                       [&](size_t i) { draws[i] = draw(*wants_sample[i], row_of(i)); });
+    model_.backend().for_each_parallel(wants_sample.size(), [&](size_t i) {
+      draws[i] = draw(*wants_sample[i], row_of(i), first_max_[static_cast<size_t>(sample_rows[i])]);
+    });
     for (size_t i = 0; i < wants_sample.size(); ++i) emit(*wants_sample[i], std::move(draws[i]));
   }
 
@@ -337,15 +340,17 @@ class Engine::Impl {
     std::optional<TokenLogprobs> logprobs;
   };
 
-  Draw draw(Sequence& s, std::span<float> logits) {
+  // first_max: first_max_index(logits) when the caller has it, else -1.
+  Draw draw(Sequence& s, std::span<float> logits, int32_t first_max = -1) {
     Draw d;
     const SamplingParams& sampling = s.state->request.sampling;
     if (s.json) {
       // JSON mode: the draw is among the tokens that keep the output valid JSON.
       thread_local std::vector<float> masked;
-      const bool greedy_only = sampling.is_greedy() && !sampling.has_penalties();
-      if (!mask_to_json(*s.json, logits, tokenizer_, greedy_only, masked)) return d;  // token -1: no token fits
+      if (!mask_to_json(*s.json, logits, tokenizer_, sampling.picks_first_max(), masked)) return d;  // token -1: no token fits
       d.token = s.sampler->sample(masked, std::span<const int32_t>(s.tokens));
+    } else if (first_max >= 0 && sampling.picks_first_max()) {
+      d.token = first_max;
     } else {
       d.token = s.sampler->sample(logits, std::span<const int32_t>(s.tokens));
     }
@@ -485,6 +490,7 @@ class Engine::Impl {
   kv::KvCacheManager kv_;
   Scheduler scheduler_;
   std::vector<float> logits_;  // [n_outputs, n_vocab] of the last step
+  std::vector<int32_t> first_max_;  // [n_outputs]: first_max_index of each logits row
   uint64_t next_arrival_ = 0;
 
   std::mutex mutex_;  // guards the fields below

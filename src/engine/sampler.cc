@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "base/first_max.h"
+
 namespace tokenmill::engine {
 namespace {
 
@@ -27,45 +29,6 @@ bool more_likely(const C& a, const C& b) {
 // several times faster than double's, and its 1-ulp error is far below what sampling or
 // printed logprobs can show; the sums of these weights stay in double.
 double relative_weight(double x) { return std::exp(static_cast<float>(x)); }
-
-// Lowest id among the largest logits; 0 when every logit is -inf or NaN.
-// The first index of the largest logit (NaN never wins). kLanes running maxima, each
-// over every kLanes-th logit, so that the compiler vectorizes the scan (one dependent
-// compare per logit made this a few percent of a 16-sequence decode step); then the
-// lanes' results are merged, the smallest index winning ties as in a plain scan.
-int32_t argmax(std::span<const float> logits) {
-  constexpr size_t kLanes = 16;
-  const size_t n = logits.size();
-  float lane_max[kLanes];
-  int32_t lane_index[kLanes];
-  for (size_t j = 0; j < kLanes; ++j) {
-    lane_max[j] = kNegInf;
-    lane_index[j] = 0;
-  }
-  size_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (size_t j = 0; j < kLanes; ++j) {
-      const bool better = logits[i + j] > lane_max[j];
-      lane_max[j] = better ? logits[i + j] : lane_max[j];
-      lane_index[j] = better ? static_cast<int32_t>(i + j) : lane_index[j];
-    }
-  }
-  int32_t best = 0;
-  float best_logit = kNegInf;
-  for (size_t j = 0; j < kLanes; ++j) {
-    if (lane_max[j] > best_logit || (lane_max[j] == best_logit && lane_max[j] > kNegInf && lane_index[j] < best)) {
-      best_logit = lane_max[j];
-      best = lane_index[j];
-    }
-  }
-  for (; i < n; ++i) {
-    if (logits[i] > best_logit) {
-      best_logit = logits[i];
-      best = static_cast<int32_t>(i);
-    }
-  }
-  return best;
-}
 
 uint64_t random_seed() {
   std::random_device device;
@@ -139,12 +102,12 @@ void Sampler::apply_penalties(std::span<float> logits,
 }
 
 int32_t Sampler::sample_penalized(std::span<const float> logits) {
-  if (params_.is_greedy()) return argmax(logits);
+  if (params_.is_greedy()) return first_max_index(logits);
 
   // Drawn first, so that every non-greedy call consumes exactly one draw whatever the
   // number of candidates.
   const double uniform = next_uniform();
-  const int32_t best = argmax(logits);
+  const int32_t best = first_max_index(logits);
   const float max_logit = logits[best];
   if (!(max_logit > kNegInf)) return best;  // everything masked
 
@@ -297,7 +260,7 @@ TokenLogprobs compute_logprobs(std::span<const float> logits, int32_t chosen, in
   assert(chosen >= 0 && static_cast<size_t>(chosen) < logits.size());
   assert(n_top >= 0);
 
-  const float max_logit = logits[argmax(logits)];
+  const float max_logit = logits[first_max_index(logits)];
   assert(max_logit > kNegInf);
   double sum = 0.0;
   for (const float logit : logits) {

@@ -50,6 +50,8 @@ struct SamplingParams {
   bool repetition_penalty_active() const { return repetition_penalty != 1.0f && penalty_last_n != 0; }
   bool openai_penalties_active() const { return presence_penalty != 0.0f || frequency_penalty != 0.0f; }
   bool has_penalties() const { return repetition_penalty_active() || openai_penalties_active(); }
+  // The draw is then first_max_index(logits) (base/first_max.h), whatever else is set.
+  bool picks_first_max() const { return is_greedy() && !has_penalties(); }
 
   // InvalidArgument naming the first field out of range, its allowed range and the value
   // found; OK otherwise. Rejects NaN and infinities in every float field.

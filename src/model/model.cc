@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "base/first_max.h"
 #include "base/thread_pool.h"
 #include "model/architectures.h"
 #include "ops/cpu/cpu_backend.h"
@@ -42,7 +43,8 @@ ops::KvShape Model::kv_shape_windowed(int32_t n_blocks, int32_t n_window_slots, 
   return shape;
 }
 
-Status Model::forward(const Batch& batch, ops::KvStorage& kv, std::vector<float>& logits) {
+Status Model::forward(const Batch& batch, ops::KvStorage& kv, std::vector<float>& logits,
+                      std::vector<int32_t>* argmax) {
   const ModelConfig& c = config_;
   TM_RETURN_IF_ERROR(batch.validate(c.n_vocab, kv.shape()));
   if (kv.shape().n_layers != c.n_layers || kv.shape().n_kv_heads != c.n_kv_heads || kv.shape().head_dim != c.head_dim) {
@@ -51,6 +53,7 @@ Status Model::forward(const Batch& batch, ops::KvStorage& kv, std::vector<float>
   const int64_t n_tokens = batch.n_tokens();
   const int64_t n_out = static_cast<int64_t>(batch.output_tokens.size());
   logits.resize(static_cast<size_t>(n_out) * c.n_vocab);
+  if (argmax != nullptr) argmax->assign(static_cast<size_t>(n_out), 0);
   if (n_tokens == 0) return {};
 
   // hidden: [n_tokens, n_embd]
@@ -68,9 +71,20 @@ Status Model::forward(const Batch& batch, ops::KvStorage& kv, std::vector<float>
                 selected.data() + i * c.n_embd);
   }
   backend_->rms_norm(selected.data(), weights_.output_norm, n_out, c.n_embd, c.rms_eps, selected.data());
+  if (argmax != nullptr && c.final_logit_softcap == 0.0f) {
+    backend_->matmul_argmax(weights_.output, selected.data(), n_out, logits.data(), argmax->data());
+    return {};
+  }
   backend_->matmul(weights_.output, selected.data(), n_out, logits.data());
   if (c.final_logit_softcap > 0.0f) {
     for (float& v : logits) v = c.final_logit_softcap * std::tanh(v / c.final_logit_softcap);
+  }
+  if (argmax != nullptr) {
+    // After the cap (tanh can round distinct logits to one value: the first of them wins).
+    for (int64_t i = 0; i < n_out; ++i) {
+      (*argmax)[static_cast<size_t>(i)] =
+          first_max_index(std::span<const float>(logits.data() + i * c.n_vocab, static_cast<size_t>(c.n_vocab)));
+    }
   }
   return {};
 }

@@ -48,7 +48,10 @@ class Model {
 
   // Runs one forward pass. Keys and values of every batch token are written into kv at
   // the slots its block table names; logits receives [output_tokens.size(), n_vocab].
-  Status forward(const Batch& batch, ops::KvStorage& kv, std::vector<float>& logits);
+  // With argmax, (*argmax)[i] = first_max_index of logits row i (base/first_max.h), the
+  // greedy pick, found by the back end while the logits are still in cache.
+  Status forward(const Batch& batch, ops::KvStorage& kv, std::vector<float>& logits,
+                 std::vector<int32_t>* argmax = nullptr);
 
   // Shows every matmul's input to `observer` from now on (calibration: tokenmill
   // imatrix); an empty observer removes it. The back end is wrapped only while an

@@ -11,6 +11,7 @@
 #include <functional>
 #include <span>
 
+#include "base/first_max.h"
 #include "ops/attention.h"
 #include "ops/kv_storage.h"
 #include "ops/weight_matrix.h"
@@ -29,6 +30,16 @@ class Backend {
   // y[t, r] = sum_k w[r, k] * x[t, k].  x: [n_tokens, w.n_cols], y: [n_tokens, w.n_rows].
   // The weights are read once for all n_tokens rows.
   virtual void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) = 0;
+
+  // matmul(), and argmax[t] = first_max_index(y[t, :]) (base/first_max.h: the first r
+  // with the largest y[t, r]), the token a greedy sampler picks when y are logits. Back
+  // ends find it while y is still in cache; this default scans y afterwards.
+  virtual void matmul_argmax(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int32_t* argmax) {
+    matmul(w, x, n_tokens, y);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      argmax[t] = first_max_index(std::span<const float>(y + t * w.n_rows, static_cast<size_t>(w.n_rows)));
+    }
+  }
 
   // out[i, :] = table[ids[i], :] as float.  out: [ids.size(), table.n_cols]
   virtual void get_rows(const WeightMatrix& table, std::span<const int32_t> ids, float* out) = 0;

@@ -29,6 +29,9 @@ class ForwardingBackend : public Backend {
   void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) override {
     inner_->matmul(w, x, n_tokens, y);
   }
+  void matmul_argmax(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int32_t* argmax) override {
+    inner_->matmul_argmax(w, x, n_tokens, y, argmax);
+  }
   void get_rows(const WeightMatrix& table, std::span<const int32_t> ids, float* out) override {
     inner_->get_rows(table, ids, out);
   }

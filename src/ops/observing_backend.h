@@ -26,6 +26,10 @@ class ObservingBackend final : public ForwardingBackend {
     observer_(w, x, n_tokens);
     inner().matmul(w, x, n_tokens, y);
   }
+  void matmul_argmax(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int32_t* argmax) override {
+    observer_(w, x, n_tokens);
+    inner().matmul_argmax(w, x, n_tokens, y, argmax);
+  }
 
  private:
   MatmulObserver observer_;

@@ -18,10 +18,21 @@ void TimingBackend::timed(const std::string& label, Fn&& fn) {
   times_->add(label, timer.seconds());
 }
 
+namespace {
+
+std::string matmul_label(const WeightMatrix& w) {
+  return "matmul " + std::string(quant::type_traits(w.type).name) + " " + std::to_string(w.n_cols) + "x" +
+         std::to_string(w.n_rows);
+}
+
+}  // namespace
+
 void TimingBackend::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
-  const std::string label = "matmul " + std::string(quant::type_traits(w.type).name) + " " + std::to_string(w.n_cols) +
-                            "x" + std::to_string(w.n_rows);
-  timed(label, [&] { inner().matmul(w, x, n_tokens, y); });
+  timed(matmul_label(w), [&] { inner().matmul(w, x, n_tokens, y); });
+}
+void TimingBackend::matmul_argmax(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
+                                  int32_t* argmax) {
+  timed(matmul_label(w) + " + argmax", [&] { inner().matmul_argmax(w, x, n_tokens, y, argmax); });
 }
 void TimingBackend::get_rows(const WeightMatrix& table, std::span<const int32_t> ids, float* out) {
   timed("get_rows", [&] { inner().get_rows(table, ids, out); });

@@ -43,6 +43,7 @@ class TimingBackend final : public ForwardingBackend {
   TimingBackend(std::unique_ptr<Backend> inner, OpTimes* times) : ForwardingBackend(std::move(inner)), times_(times) {}
 
   void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) override;
+  void matmul_argmax(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int32_t* argmax) override;
   void get_rows(const WeightMatrix& table, std::span<const int32_t> ids, float* out) override;
   void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n_cols, float eps, float* y) override;
   void rope(float* x, std::span<const int32_t> positions, int32_t n_heads, int32_t head_dim, float freq_base,

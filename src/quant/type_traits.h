@@ -44,10 +44,22 @@ using VecDotMatrixFn = void (*)(int64_t n, const void* weights, size_t weight_st
                                 const void* activations, size_t activation_stride, int64_t n_activation_rows,
                                 float* out, int64_t out_stride);
 
+// A running maximum over a row of results, as a greedy sampler picks: the largest value
+// seen and the first (lowest) column holding it. NaN is never largest; column = -1 while
+// no value has exceeded -inf. Start from {-inf, -1}.
+struct RunningMax {
+  float value;
+  int32_t column;
+};
+
 // The matrix kernel for weights in quant/panel_layout.h's 16-row panels: vec_dot_matrix's
-// contract with the weight stride implied (n_weight_rows a multiple of 16).
+// contract with the weight stride implied (n_weight_rows a multiple of 16). With
+// row_max (n_activation_rows entries), each activation row's results out[t * out_stride
+// + r] are also folded into row_max[t] in order of r (r counted from this call's first
+// weight row) while they are still in cache, saving a later pass over them from memory.
 using VecDotPanelsFn = void (*)(int64_t n, const void* weights, int64_t n_weight_rows, const void* activations,
-                                size_t activation_stride, int64_t n_activation_rows, float* out, int64_t out_stride);
+                                size_t activation_stride, int64_t n_activation_rows, float* out, int64_t out_stride,
+                                RunningMax* row_max);
 
 // Kernels for one instruction set. Each pointer is null where that set has no kernel
 // for the type (then the reference, or a lower set, is used). Call them only after a

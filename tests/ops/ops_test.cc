@@ -9,14 +9,18 @@
 #include <numbers>
 #include <numeric>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "base/cpu_features.h"
+#include "base/first_max.h"
 #include "base/half.h"
 #include "ops/cpu/attention_kernels.h"
 #include "ops/cpu/cpu_backend.h"
 #include "ops/cpu/elementwise.h"
+#include "quant/kernels/dispatch.h"
+#include "quant/panel_layout.h"
 #include "quant/quant.h"
 #include "quant/type_traits.h"
 
@@ -736,6 +740,50 @@ TEST(CpuMatmul, ThreadsAndBatchingDoNotChangeBits) {
       many_threads.matmul(w, &x[t * kCols], 1, single.data());
       EXPECT_EQ(0, std::memcmp(single.data(), &batched[t * kRows], kRows * sizeof(float)))
           << gguf::tensor_type_name(type) << " token " << t;
+    }
+  }
+}
+
+// matmul_argmax gives matmul's bits and, per token, the first row of its largest output:
+// folded inside the panel kernels (Q8_0 repacked), or scanned after the others.
+TEST(CpuMatmul, ArgmaxIsEachTokensFirstLargestOutput) {
+  CpuBackend backend(kThreads);
+  constexpr int64_t kCols = 256, kRows = 4096;
+  for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_K, TensorType::kF32}) {
+    for (const bool repack : {false, true}) {
+      if (repack && quant::best_panel_kernel(type) == nullptr) continue;
+      const size_t row_bytes = quant::row_size(type, kCols);
+      std::vector<float> w_float = random_normal(kRows * kCols, 80, 0.1f);
+      // Rows 2000 and 3000 repeat row 100; even tokens point along it, so the three tie
+      // for their largest output and the first, 100, must be named.
+      for (const int64_t copy : {2000, 3000}) std::copy_n(&w_float[100 * kCols], kCols, &w_float[copy * kCols]);
+      std::vector<uint8_t> weights(row_bytes * kRows);
+      for (int64_t r = 0; r < kRows; ++r) quant::quantize_row_ref(type, &w_float[r * kCols], &weights[r * row_bytes], kCols);
+      std::vector<uint8_t> packed;
+      WeightMatrix w{type, weights.data(), kCols, kRows, row_bytes};
+      if (repack) {
+        packed.resize(weights.size());
+        quant::pack_panels(type, weights.data(), kRows, row_bytes, packed.data());
+        w.data = packed.data();
+        w.panels = true;
+      }
+      for (int64_t n_tokens : {1, 5, 16}) {
+        std::vector<float> x = random_normal(n_tokens * kCols, 81 + n_tokens);
+        for (int64_t t = 0; t < n_tokens; t += 2) {
+          for (int64_t i = 0; i < kCols; ++i) x[t * kCols + i] = 0.01f * x[t * kCols + i] + 10.0f * w_float[100 * kCols + i];
+        }
+        std::vector<float> y(n_tokens * kRows), y_plain(n_tokens * kRows);
+        std::vector<int32_t> argmax(n_tokens, -7);
+        backend.matmul_argmax(w, x.data(), n_tokens, y.data(), argmax.data());
+        backend.matmul(w, x.data(), n_tokens, y_plain.data());
+        const std::string what = std::string(gguf::tensor_type_name(type)) + (repack ? " panels" : "") + ", " +
+                                 std::to_string(n_tokens) + " tokens";
+        EXPECT_EQ(0, std::memcmp(y.data(), y_plain.data(), y.size() * sizeof(float))) << what;
+        for (int64_t t = 0; t < n_tokens; ++t) {
+          EXPECT_EQ(argmax[t], first_max_index(std::span<const float>(&y[t * kRows], kRows))) << what << ", token " << t;
+          if (t % 2 == 0) EXPECT_EQ(argmax[t], 100) << what << ", token " << t;
+        }
+      }
     }
   }
 }

@@ -6,11 +6,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
+#include <span>
 #include <utility>
 #include <vector>
 
 #include "base/cpu_features.h"
+#include "base/first_max.h"
 #include "quant/kernels/dispatch.h"
 #include "quant/quant.h"
 #include "quant/type_traits.h"
@@ -87,9 +91,65 @@ TEST(PanelLayout, PanelKernelMatchesRowKernelBitForBit) {
         std::vector<float> expected(static_cast<size_t>(m.n_rows * n_tokens)), got(expected.size());
         matrix(n_cols, m.rows.data(), m.row_bytes, m.n_rows, input.data(), input_bytes, n_tokens, expected.data(),
                m.n_rows);
-        panels(n_cols, packed.data(), m.n_rows, input.data(), input_bytes, n_tokens, got.data(), m.n_rows);
+        panels(n_cols, packed.data(), m.n_rows, input.data(), input_bytes, n_tokens, got.data(), m.n_rows, nullptr);
         ASSERT_EQ(std::memcmp(expected.data(), got.data(), expected.size() * sizeof(float)), 0)
             << type_traits(type).name << ": " << n_rows << " x " << n_cols << ", " << n_tokens << " tokens";
+      }
+    }
+  }
+}
+
+TEST(PanelLayout, PanelKernelFoldsEachTokensFirstLargestResult) {
+  if (!cpu_features().has_avx512_kernels()) {
+    std::printf("[ kernels  ] panel kernel maxima: not run, this CPU lacks the AVX-512 kernels\n");
+    return;
+  }
+  const float kNegInf = -std::numeric_limits<float>::infinity();
+  for (TensorType type : kPackedTypes) {
+    const VecDotPanelsFn panels = best_panel_kernel(type);
+    const int64_t n_rows = 96, n_cols = 640;
+    Matrix m = random_matrix(type, n_rows, n_cols, 5);
+    // Rows 70 and 90 repeat row 7: whenever row 7 holds a token's largest result, the
+    // first of the three equal ones must be named.
+    for (const int64_t copy : {70, 90}) {
+      std::memcpy(m.rows.data() + copy * m.row_bytes, m.rows.data() + 7 * m.row_bytes, m.row_bytes);
+    }
+    std::vector<uint8_t> packed(m.rows.size());
+    pack_panels(type, m.rows.data(), m.n_rows, m.row_bytes, packed.data());
+    const size_t input_bytes = row_size(TensorType::kQ8_0, n_cols);
+    for (const int64_t n_tokens : {1, 6, 16, 70}) {
+      std::vector<uint8_t> input(input_bytes * static_cast<size_t>(n_tokens));
+      std::vector<float> x0;
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        // Token t aligned with row 7 when t is even, so that its copies tie for the top.
+        std::vector<float> x = testing::random_normal(static_cast<size_t>(n_cols), 300 + static_cast<uint32_t>(t));
+        if (t % 2 == 0) {
+          std::vector<float> row7(static_cast<size_t>(n_cols));
+          type_traits(type).dequantize_row(m.rows.data() + 7 * m.row_bytes, row7.data(), n_cols);
+          for (int64_t i = 0; i < n_cols; ++i) x[i] = 0.1f * x[i] + row7[i] * 100.0f;
+        }
+        quantize_row_ref(TensorType::kQ8_0, x.data(), input.data() + t * input_bytes, n_cols);
+      }
+      std::vector<float> out(static_cast<size_t>(n_rows * n_tokens));
+      // Two calls over halves of the rows, the second continuing the first's maxima.
+      std::vector<RunningMax> maxima(static_cast<size_t>(n_tokens), RunningMax{kNegInf, -1});
+      panels(n_cols, packed.data(), 48, input.data(), input_bytes, n_tokens, out.data(), n_rows, maxima.data());
+      std::vector<RunningMax> second(static_cast<size_t>(n_tokens), RunningMax{kNegInf, -1});
+      panels(n_cols, packed.data() + 48 * m.row_bytes, 48, input.data(), input_bytes, n_tokens, out.data() + 48,
+             n_rows, second.data());
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        const std::span<const float> row(out.data() + t * n_rows, static_cast<size_t>(n_rows));
+        const int32_t expected = first_max_index(row);
+        const RunningMax& a = maxima[static_cast<size_t>(t)];
+        const RunningMax& b = second[static_cast<size_t>(t)];
+        const int32_t got = b.value > a.value ? 48 + b.column : a.column;
+        EXPECT_EQ(got, expected) << type_traits(type).name << ", token " << t << " of " << n_tokens;
+        EXPECT_EQ(a.value, *std::max_element(row.begin(), row.begin() + 48));
+        if (t % 2 == 0) {
+          EXPECT_EQ(expected, 7) << type_traits(type).name << ", token " << t;
+          EXPECT_EQ(b.column, 70 - 48) << "the first of the second half's tied rows 70 and 90";
+          EXPECT_EQ(b.value, a.value);
+        }
       }
     }
   }

@@ -5,8 +5,12 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
+#include <mutex>
+#include <utility>
+#include <vector>
 
 #include "base/cpu_features.h"
+#include "base/first_max.h"
 #include "base/half.h"
 #include "ops/cpu/attention_kernels.h"
 #include "ops/cpu/elementwise.h"
@@ -34,6 +38,14 @@ void CpuBackend::for_each_parallel(size_t n, const std::function<void(size_t)>& 
 }
 
 void CpuBackend::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
+  run_matmul(w, x, n_tokens, y, nullptr);
+}
+
+void CpuBackend::matmul_argmax(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int32_t* argmax) {
+  run_matmul(w, x, n_tokens, y, argmax);
+}
+
+void CpuBackend::run_matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int32_t* argmax) {
   const quant::TypeTraits& traits = quant::type_traits(w.type);
   // The fastest kernels this CPU runs, chosen once per process (quant/kernels/dispatch.h).
   const quant::DotKernel& dot = quant::best_dot_kernel(w.type);
@@ -55,16 +67,40 @@ void CpuBackend::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens,
   const int64_t n_rows = w.n_rows;
   const int64_t n_pieces_wanted = std::max<int64_t>(1, pool_.n_threads() * kMatmulPiecesPerThread);
   if (w.panels) {
-    // Whole 16-row panels per piece, in the layout's own kernel.
+    // Whole 16-row panels per piece, in the layout's own kernel, which also folds each
+    // token's results into a running maximum per piece when asked for the argmax.
     const quant::VecDotPanelsFn panel_kernel = quant::best_panel_kernel(w.type);
     const int64_t n_panels = n_rows / quant::kPanelRows;
     const int64_t grain = std::max<int64_t>(1, (n_panels + n_pieces_wanted - 1) / n_pieces_wanted);
+    std::mutex pieces_mutex;
+    std::vector<std::pair<int64_t, std::vector<quant::RunningMax>>> pieces;  // (first row, maxima)
     pool_.parallel_ranges(static_cast<size_t>(n_panels), static_cast<size_t>(grain), [&](size_t first, size_t last) {
       const int64_t begin = static_cast<int64_t>(first) * quant::kPanelRows;
       const int64_t end = std::min(n_rows, static_cast<int64_t>(last) * quant::kPanelRows);
+      std::vector<quant::RunningMax> maxima;
+      if (argmax != nullptr) {
+        maxima.assign(static_cast<size_t>(n_tokens), {-std::numeric_limits<float>::infinity(), -1});
+      }
       panel_kernel(k, w.data + static_cast<size_t>(begin) * w.row_bytes, end - begin, input, input_row_bytes, n_tokens,
-                   y + begin, n_rows);
+                   y + begin, n_rows, argmax != nullptr ? maxima.data() : nullptr);
+      if (argmax != nullptr) {
+        std::lock_guard<std::mutex> lock(pieces_mutex);
+        pieces.emplace_back(begin, std::move(maxima));
+      }
     });
+    if (argmax != nullptr) {
+      // Pieces in row order, a later one winning only with a strictly larger value: the
+      // first row of the largest, as one scan would find it.
+      std::sort(pieces.begin(), pieces.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        quant::RunningMax best{-std::numeric_limits<float>::infinity(), -1};
+        for (const auto& [first_row, maxima] : pieces) {
+          const quant::RunningMax& m = maxima[static_cast<size_t>(t)];
+          if (m.column >= 0 && m.value > best.value) best = {m.value, static_cast<int32_t>(first_row + m.column)};
+        }
+        argmax[t] = best.column >= 0 ? best.column : 0;
+      }
+    }
     return;
   }
   // Pieces of whole 4-row groups (the kernels' row tile).
@@ -75,6 +111,14 @@ void CpuBackend::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens,
     const int64_t end = std::min(n_rows, static_cast<int64_t>(last) * 4);
     dot.dot_matrix(k, w.row(begin), w.row_bytes, end - begin, input, input_row_bytes, n_tokens, y + begin, n_rows);
   });
+  if (argmax != nullptr) {
+    // Kernels without a fold: one scan per token, the tokens split between the threads.
+    pool_.parallel_for(n_tokens, [&](int, size_t begin, size_t end) {
+      for (size_t t = begin; t < end; ++t) {
+        argmax[t] = first_max_index(std::span<const float>(y + t * static_cast<size_t>(n_rows), static_cast<size_t>(n_rows)));
+      }
+    });
+  }
 }
 
 void CpuBackend::get_rows(const WeightMatrix& table, std::span<const int32_t> ids, float* out) {

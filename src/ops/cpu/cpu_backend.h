@@ -21,6 +21,7 @@ class CpuBackend final : public Backend {
   ThreadPool& pool() { return pool_; }
 
   void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) override;
+  void matmul_argmax(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int32_t* argmax) override;
   void get_rows(const WeightMatrix& table, std::span<const int32_t> ids, float* out) override;
   void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n_cols, float eps, float* y) override;
   void rope(float* x, std::span<const int32_t> positions, int32_t n_heads, int32_t head_dim, float freq_base,
@@ -35,6 +36,8 @@ class CpuBackend final : public Backend {
                  float* out) override;
 
  private:
+  // matmul(), with argmax when it is not null (matmul_argmax).
+  void run_matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int32_t* argmax);
   // fn(begin, end) over [0, n), on the pool when n is large enough to pay for it.
   void elementwise(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
 

@@ -643,9 +643,23 @@ void rebuild_as_q8_0(int64_t n_blocks, const uint8_t* panels, int64_t n_panels, 
   }
 }
 
+// Folds results[0, n_columns) (columns first_column ...) into m (see RunningMax): one
+// compare per 16 results while none beats the maximum so far, the common case.
+void fold_running_max(const float* results, int64_t n_columns, int64_t first_column, RunningMax& m) {
+  for (int64_t i = 0; i < n_columns; i += kPanel) {
+    const __m512 x = _mm512_loadu_ps(results + i);
+    const __mmask16 above = _mm512_cmp_ps_mask(x, _mm512_set1_ps(m.value), _CMP_GT_OQ);  // false for NaN
+    if (above == 0) continue;
+    const float top = _mm512_mask_reduce_max_ps(above, x);
+    const __mmask16 at_top = _mm512_mask_cmp_ps_mask(above, x, _mm512_set1_ps(top), _CMP_EQ_OQ);
+    m.value = top;
+    m.column = static_cast<int32_t>(first_column + i + __builtin_ctz(at_top));
+  }
+}
+
 template <typename Block>
 void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride, int64_t n_a_rows,
-                float* out, int64_t out_stride) {
+                float* out, int64_t out_stride, RunningMax* row_max) {
   const auto* panels = static_cast<const uint8_t*>(w);
   const auto* activations = static_cast<const uint8_t*>(a);
   const int64_t n_blocks = n / kLegacyBlockSize;
@@ -684,6 +698,11 @@ void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_
         // would leave the second one cold (from memory that ran at half speed).
         dot_packed_tokens<Block>(n_blocks, panel, n_panels, tokens, n_tokens, panel_out, out_stride, panels,
                                  offset + (pair ? span : kPackedPrefetchBytes), span);
+      }
+      if (row_max != nullptr) {
+        for (int64_t t = 0; t < n_tokens; ++t) {
+          fold_running_max(panel_out + t * out_stride, n_panels * kPanel, r0, row_max[t0 + t]);
+        }
       }
       r0 += n_panels * kPanel;
     }
@@ -742,16 +761,16 @@ void vec_dot_matrix_q5_1_q8_1(int64_t n, const void* w, size_t w_stride, int64_t
   dot_matrix<BlockQ5_1>(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
 }
 void vec_dot_panels_q8_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
-                              int64_t n_a_rows, float* out, int64_t out_stride) {
-  dot_panels<BlockQ8_0>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
+  dot_panels<BlockQ8_0>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
 }
 void vec_dot_panels_q4_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
-                              int64_t n_a_rows, float* out, int64_t out_stride) {
-  dot_panels<BlockQ4_0>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
+  dot_panels<BlockQ4_0>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
 }
 void vec_dot_panels_q5_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
-                              int64_t n_a_rows, float* out, int64_t out_stride) {
-  dot_panels<BlockQ5_0>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
+  dot_panels<BlockQ5_0>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
 }
 
 void vec_dot_matrix_q4_0_q8_0(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,

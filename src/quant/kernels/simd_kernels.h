@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "quant/type_traits.h"
+
 namespace tokenmill::quant {
 
 // floats_avx2.cc, legacy_avx2.cc, kquants_avx2.cc, kquants_low_avx2.cc, activations_avx2.cc
@@ -50,11 +52,11 @@ float vec_dot_bf16(int64_t n, const void* w, const void* a);
 // Weights in quant/panel_layout.h's layout (n_w_rows a multiple of 16), bit-identical to
 // the vec_dot_matrix kernel of the same type on the same rows.
 void vec_dot_panels_q8_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
-                              int64_t n_a_rows, float* out, int64_t out_stride);
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
 void vec_dot_panels_q4_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
-                              int64_t n_a_rows, float* out, int64_t out_stride);
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
 void vec_dot_panels_q5_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
-                              int64_t n_a_rows, float* out, int64_t out_stride);
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
 float vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* a);
 float vec_dot_q5_1_q8_1(int64_t n, const void* w, const void* a);
 void vec_dot_rows_q4_1_q8_1(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
