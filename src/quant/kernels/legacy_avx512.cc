@@ -531,6 +531,19 @@ struct PrefetchShare {
   }
 };
 
+// Folds 16 results (columns first_column ...) into m (see RunningMax), from registers:
+// one compare while none beats the maximum so far, the common case. (Reloading them
+// after the store cost as much as a later scan of all the logits: a token's results are
+// a row of the output apart, and 16 tokens' lines share one L1 set.)
+__attribute__((always_inline)) inline void fold_running_max(__m512 x, int64_t first_column, RunningMax& m) {
+  const __mmask16 above = _mm512_cmp_ps_mask(x, _mm512_set1_ps(m.value), _CMP_GT_OQ);  // false for NaN
+  if (above == 0) return;
+  const float top = _mm512_mask_reduce_max_ps(above, x);
+  const __mmask16 at_top = _mm512_mask_cmp_ps_mask(above, x, _mm512_set1_ps(top), _CMP_EQ_OQ);
+  m.value = top;
+  m.column = static_cast<int32_t>(first_column + __builtin_ctz(at_top));
+}
+
 // kPanels consecutive panels of the packed layout (two only for Q8_0, whose codes are
 // loaded as used; the nibble formats unpack a block's codes into registers) against
 // kTokens tokens: out[t * out_stride + 16p + r], each (row, token) through the same steps
@@ -539,7 +552,7 @@ struct PrefetchShare {
 // panels of 8 tokens spill registers).
 template <typename Block, int kPanels, int kTokens>
 void dot_packed(int64_t n_blocks, const uint8_t* panel, int64_t panel_bytes, StagedTokens tokens, float* out,
-                int64_t out_stride, const PrefetchShare& prefetch) {
+                int64_t out_stride, const PrefetchShare& prefetch, RunningMax* row_max, int64_t first_column) {
   static_assert(Packed<Block>::kScales + kPanel * sizeof(uint16_t) == kPackedBlockBytes<Block>);
   static_assert(kPanels == 1 || std::is_same_v<Block, BlockQ8_0>);
   __m512 acc[kPanels][kTokens];
@@ -589,6 +602,11 @@ void dot_packed(int64_t n_blocks, const uint8_t* panel, int64_t panel_bytes, Sta
   for (int p = 0; p < kPanels; ++p) {
     for (int t = 0; t < kTokens; ++t) _mm512_storeu_ps(out + t * out_stride + kPanel * p, acc[p][t]);
   }
+  if (row_max != nullptr) {
+    for (int t = 0; t < kTokens; ++t) {
+      for (int p = 0; p < kPanels; ++p) fold_running_max(acc[p][t], first_column + kPanel * p, row_max[t]);
+    }
+  }
 }
 
 // n_panels (1, or 2 in Q8_0's layout) panels from `panel` against n_tokens staged tokens.
@@ -597,7 +615,7 @@ void dot_packed(int64_t n_blocks, const uint8_t* panel, int64_t panel_bytes, Sta
 template <typename Block>
 void dot_packed_tokens(int64_t n_blocks, const uint8_t* panel, int64_t n_panels, StagedTokens tokens,
                        int64_t n_tokens, float* out, int64_t out_stride, const uint8_t* base, int64_t ahead_from,
-                       int64_t ahead) {
+                       int64_t ahead, RunningMax* row_max, int64_t first_column) {
   const int64_t panel_bytes = n_blocks * static_cast<int64_t>(kPackedBlockBytes<Block>);
   const int64_t tile_size = n_panels == 2 ? kPairTokenTile : kTokenTile;
   const int64_t n_tiles = (n_tokens + tile_size - 1) / tile_size;
@@ -615,7 +633,8 @@ void dot_packed_tokens(int64_t n_blocks, const uint8_t* panel, int64_t n_panels,
       for_balanced_token_tiles<kPairTokenTile>(n_tokens, [&](auto n, int64_t t) {
         share();
         dot_packed<Block, 2, decltype(n)::value>(n_blocks, panel, panel_bytes, tokens.from(t), out + t * out_stride,
-                                                 out_stride, prefetch);
+                                                 out_stride, prefetch, row_max != nullptr ? row_max + t : nullptr,
+                                                 first_column);
       });
       return;
     }
@@ -623,7 +642,8 @@ void dot_packed_tokens(int64_t n_blocks, const uint8_t* panel, int64_t n_panels,
   for_token_tiles<kTokenTile>(n_tokens, [&](auto n, int64_t t) {
     share();
     dot_packed<Block, 1, decltype(n)::value>(n_blocks, panel, panel_bytes, tokens.from(t), out + t * out_stride,
-                                             out_stride, prefetch);
+                                             out_stride, prefetch, row_max != nullptr ? row_max + t : nullptr,
+                                             first_column);
   });
 }
 
@@ -640,20 +660,6 @@ void rebuild_as_q8_0(int64_t n_blocks, const uint8_t* panels, int64_t n_panels, 
     Packed<Block>::codes(block, codes);
     for (int k = 0; k < 8; ++k) _mm512_storeu_si512(rebuilt + 64 * k, codes[k]);
     std::memcpy(rebuilt + Packed<BlockQ8_0>::kScales, block + Packed<Block>::kScales, kPanel * sizeof(uint16_t));
-  }
-}
-
-// Folds results[0, n_columns) (columns first_column ...) into m (see RunningMax): one
-// compare per 16 results while none beats the maximum so far, the common case.
-void fold_running_max(const float* results, int64_t n_columns, int64_t first_column, RunningMax& m) {
-  for (int64_t i = 0; i < n_columns; i += kPanel) {
-    const __m512 x = _mm512_loadu_ps(results + i);
-    const __mmask16 above = _mm512_cmp_ps_mask(x, _mm512_set1_ps(m.value), _CMP_GT_OQ);  // false for NaN
-    if (above == 0) continue;
-    const float top = _mm512_mask_reduce_max_ps(above, x);
-    const __mmask16 at_top = _mm512_mask_cmp_ps_mask(above, x, _mm512_set1_ps(top), _CMP_EQ_OQ);
-    m.value = top;
-    m.column = static_cast<int32_t>(first_column + i + __builtin_ctz(at_top));
   }
 }
 
@@ -686,23 +692,19 @@ void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_
       const bool pair = n_tokens >= (kNibbles ? kPairMinTokens : kTokenTile) && r0 + 2 * kPanel <= n_w_rows;
       const int64_t n_panels = pair ? 2 : 1;
       const int64_t span = n_panels * panel_bytes;
+      RunningMax* tile_max = row_max != nullptr ? row_max + t0 : nullptr;
       if (pair && kNibbles) {
         // The next pair streams in over this one's tiles; this one was requested over
         // the previous pair's (the first pair of a call is read on demand).
         rebuild_as_q8_0<Block>(n_blocks, panel, 2, rebuilt);
         dot_packed_tokens<BlockQ8_0>(n_blocks, rebuilt, 2, tokens, n_tokens, panel_out, out_stride, panels,
-                                     offset + span, span);
+                                     offset + span, span, tile_max, r0);
       } else {
         // One panel runs kPackedPrefetchBytes ahead; a pair's stream starts at the next
         // pair: both its panels are read from their first block on, so an 8 KB lead
         // would leave the second one cold (from memory that ran at half speed).
         dot_packed_tokens<Block>(n_blocks, panel, n_panels, tokens, n_tokens, panel_out, out_stride, panels,
-                                 offset + (pair ? span : kPackedPrefetchBytes), span);
-      }
-      if (row_max != nullptr) {
-        for (int64_t t = 0; t < n_tokens; ++t) {
-          fold_running_max(panel_out + t * out_stride, n_panels * kPanel, r0, row_max[t0 + t]);
-        }
+                                 offset + (pair ? span : kPackedPrefetchBytes), span, tile_max, r0);
       }
       r0 += n_panels * kPanel;
     }
