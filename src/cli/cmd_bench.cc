@@ -18,6 +18,7 @@
 #include "base/large_buffer.h"
 #include "base/timer.h"
 #include "cli/commands.h"
+#include "cli/kv_memory_check.h"
 #include "cli/kv_type_option.h"
 #include "cli/model_path.h"
 #include "model/model.h"
@@ -134,7 +135,12 @@ int run_bench(const BenchOptions& o) {
   }
   const int32_t n_ctx = std::max(o.n_prompt, o.n_depth + o.n_gen + 1);
   const int32_t n_blocks = (n_ctx + 15) / 16;
-  ops::KvStorage kv(m.kv_shape(n_blocks * o.n_parallel, 16, kv_type));
+  const ops::KvShape kv_shape = m.kv_shape(n_blocks * o.n_parallel, 16, kv_type);
+  if (Status s = check_kv_memory(kv_shape.total_bytes(), "-p, -d, -n or --parallel"); !s.ok()) {
+    std::fprintf(stderr, "error: %s\n", s.message().c_str());
+    return 1;
+  }
+  ops::KvStorage kv(kv_shape);
   // Sequence s owns blocks s * n_blocks .. (s + 1) * n_blocks - 1.
   std::vector<std::vector<int32_t>> tables(o.n_parallel, std::vector<int32_t>(n_blocks));
   for (int32_t s = 0; s < o.n_parallel; ++s) std::iota(tables[s].begin(), tables[s].end(), s * n_blocks);

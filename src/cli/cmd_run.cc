@@ -9,6 +9,7 @@
 
 #include "base/thread_pool.h"
 #include "cli/commands.h"
+#include "cli/kv_memory_check.h"
 #include "cli/model_path.h"
 #include "engine/generator.h"
 #include "model/model.h"
@@ -83,6 +84,8 @@ int run_generate(RunOptions options) {
     std::fprintf(stderr, "\n");
   }
 
+  const int64_t kv_bytes = engine::Generator::kv_cache_bytes(**model, options.ctx_size);
+  if (Status s = check_kv_memory(kv_bytes, "-c"); !s.ok()) return fail(s.message());
   engine::Generator generator(**model, **tokenizer, options.ctx_size);
   engine::GenerationOptions generation;
   generation.max_tokens = options.n_predict;

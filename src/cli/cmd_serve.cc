@@ -8,8 +8,8 @@
 #include <new>
 #include <string>
 
-#include "base/system_memory.h"
 #include "cli/commands.h"
+#include "cli/kv_memory_check.h"
 #include "cli/kv_type_option.h"
 #include "cli/model_path.h"
 #include "engine/engine.h"
@@ -84,11 +84,7 @@ int serve(ServeOptions options) {
   // The cache is committed at start: one that cannot fit is refused now, with the flags
   // that size it, rather than left to the kernel's out-of-memory killer.
   const int64_t kv_bytes = engine::Engine::kv_cache_bytes(**model, config);
-  const int64_t available = available_memory_bytes();
-  if (available >= 0 && kv_bytes > available) {
-    return fail("the KV cache needs " + std::to_string(kv_bytes >> 20) + " MiB but only " +
-                std::to_string(available >> 20) + " MiB of memory is available: lower --kv-memory or --ctx-total");
-  }
+  if (Status s = check_kv_memory(kv_bytes, "--kv-memory or --ctx-total"); !s.ok()) return fail(s.message());
   std::unique_ptr<engine::Engine> engine_owner;
   try {
     engine_owner = std::make_unique<engine::Engine>(**model, **tokenizer, config);

@@ -23,6 +23,10 @@ Generator::Generator(model::Model& model, const tokenizer::Tokenizer& tokenizer,
       kv_(model.kv_shape(blocks_for(max_context), kBlockSize)),
       pool_(blocks_for(max_context)) {}
 
+int64_t Generator::kv_cache_bytes(const model::Model& model, int32_t max_context) {
+  return model.kv_shape(blocks_for(max_context), kBlockSize).total_bytes();
+}
+
 Result<GenerationStats> Generator::generate(const std::vector<int32_t>& prompt, const SamplingParams& sampling,
                                             const GenerationOptions& options, const TextCallback& on_text) {
   TM_RETURN_IF_ERROR(sampling.validate());

@@ -52,6 +52,9 @@ class Generator {
   // max_context: prompt plus generated tokens the cache holds.
   Generator(model::Model& model, const tokenizer::Tokenizer& tokenizer, int32_t max_context);
 
+  // The bytes of KV cache a generator for max_context positions commits when it is made.
+  static int64_t kv_cache_bytes(const model::Model& model, int32_t max_context);
+
   Result<GenerationStats> generate(const std::vector<int32_t>& prompt, const SamplingParams& sampling,
                                    const GenerationOptions& options, const TextCallback& on_text);
 

@@ -77,3 +77,11 @@ def test_missing_prompt_and_unknown_flag(tokenmill, default_model):
     assert result.returncode == 1 and "no prompt" in result.stderr
     result = run([tokenmill, "run", "--no-such-flag"])
     assert result.returncode != 0
+
+
+def test_a_kv_cache_larger_than_memory_is_refused_before_it_is_built(tokenmill, default_model):
+    # bench's cache for 256 sequences of 65,544 positions is ~290 GiB; the commands commit
+    # their cache up front, so they refuse it at once, naming the flags that size it.
+    result = run([tokenmill, "bench", "-m", default_model, "-p", "0", "-n", "8", "-d", "65536", "--parallel", "256"])
+    assert result.returncode == 1
+    assert "KV cache needs" in result.stderr and "--parallel" in result.stderr, result.stderr
