@@ -532,9 +532,13 @@ struct Accumulator {
     sum = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(dmin, _mm512_set1_ps(token_d)), sum);
   }
   __attribute__((always_inline)) void add_total(__m512i t_lo, __m512i t_hi, __m512 d, float token_d) {
-    const __m512 scale = _mm512_mul_ps(d, _mm512_set1_ps(token_d));
-    sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t_lo), scale, sum);
-    sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t_hi), scale, sum);
+    add_half(t_lo, d, token_d);
+    add_half(t_hi, d, token_d);
+  }
+  // One of add_total's two steps, T_lo's first: the panel path takes T_lo's as soon as
+  // T_lo is complete (the same float operations in the same order).
+  __attribute__((always_inline)) void add_half(__m512i t, __m512 d, float token_d) {
+    sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(d, _mm512_set1_ps(token_d)), sum);
   }
 };
 
@@ -721,8 +725,9 @@ void dot_panel(int64_t n_blocks, const typename Format::Panel* panel, StagedToke
       }
     }
     // T_lo's sub-blocks, then T_hi's; kTokens independent vpdpbusd chains in flight.
-    // (Unrolled: the vpdpbusd chains must stay in registers.)
-    __m512i total_lo[kTokens];
+    // (Unrolled: the vpdpbusd chains must stay in registers. T_lo goes into the sums as
+    // soon as it is complete: kept to the end, 8 tokens' totals, sub-block sums, T_lo's
+    // and sums needed all 32 registers, and the sums were spilled to the stack.)
 #pragma GCC unroll 2
     for (int half = 0; half < 2; ++half) {
 #pragma GCC unroll 8
@@ -742,14 +747,11 @@ void dot_panel(int64_t n_blocks, const typename Format::Panel* panel, StagedToke
         }
         for (int t = 0; t < kTokens; ++t) total[t] = _mm512_add_epi32(total[t], _mm512_mullo_epi32(isum[t], p.scales[j]));
       }
-      if (half == 0) {
-        for (int t = 0; t < kTokens; ++t) {
-          total_lo[t] = total[t];
-          total[t] = _mm512_setzero_si512();
-        }
+      for (int t = 0; t < kTokens; ++t) {
+        acc[t].add_half(total[t], p.d, meta[t].d);
+        total[t] = _mm512_setzero_si512();
       }
     }
-    for (int t = 0; t < kTokens; ++t) acc[t].add_total(total_lo[t], total[t], p.d, meta[t].d);
   }
   const __mmask16 keep = static_cast<__mmask16>((1u << n_rows) - 1);
   for (int t = 0; t < kTokens; ++t) _mm512_mask_storeu_ps(out + t * out_stride, keep, acc[t].sum);
