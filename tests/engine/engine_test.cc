@@ -249,7 +249,9 @@ TEST_F(EngineTest, WindowedCacheGivesTheTokensOfTheFullCache) {
     config.window_kv = window_kv;
     Engine engine(*tiny_.model, *tiny_.tokenizer, config);
     const auto pool = engine.pool_counters();
-    if (window_kv) EXPECT_LT(pool.n_window_slots, pool.n_blocks);
+    if (window_kv) {
+      EXPECT_LT(pool.n_window_slots, pool.n_blocks);
+    }
     std::vector<std::vector<int32_t>> out;
     for (size_t i = 0; i < requests.size(); i += 4) {
       std::vector<std::shared_ptr<RequestStream>> streams;
