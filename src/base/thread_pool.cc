@@ -7,6 +7,8 @@
 #include <immintrin.h>
 #endif
 
+#include "base/cpu_affinity.h"
+
 namespace tokenmill {
 
 namespace {
@@ -35,6 +37,13 @@ constexpr uint32_t next_part_of(uint64_t state) { return static_cast<uint32_t>(s
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
   regions_ = std::vector<RegionCursor>(static_cast<size_t>(n_threads_));
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
+}
+
+bool ThreadPool::pin_workers(std::span<const int> cpus) {
+  if (cpus.size() < static_cast<size_t>(n_threads_)) return false;
+  bool pinned = true;
+  for (size_t k = 1; k < static_cast<size_t>(n_threads_); ++k) pinned &= pin_thread(workers_[k - 1], cpus.subspan(k, 1));
+  return pinned;
 }
 
 ThreadPool::~ThreadPool() {

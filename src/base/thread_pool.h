@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -34,6 +35,10 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int n_threads() const { return n_threads_; }
+
+  // Pins worker k (k = 1 .. n_threads - 1) to cpus[k], leaving cpus[0] to the calling
+  // thread, which pins itself. False if cpus is too short or the OS refused.
+  bool pin_workers(std::span<const int> cpus);
 
   // Runs fn(part, begin, end) over [0, n) split into min(n, n_threads) contiguous
   // ranges, part = 0, 1, ... in order of the ranges. Each part runs once, on one thread

@@ -7,7 +7,9 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <vector>
 
+#include "base/cpu_affinity.h"
 #include "cli/commands.h"
 #include "cli/kv_memory_check.h"
 #include "cli/kv_type_option.h"
@@ -36,6 +38,7 @@ struct ServeOptions {
   std::string api_key;
   bool no_prefix_caching = false;
   bool no_window_kv = false;
+  bool no_pin_threads = false;
   ops::KvType kv_type = ops::KvType::kF16;
   int64_t max_body_bytes = 4 << 20;
   double grace_seconds = 30;
@@ -81,6 +84,13 @@ int serve(ServeOptions options) {
   config.window_kv = !options.no_window_kv;
   config.kv_type = options.kv_type;
   if (Status s = (*model)->check_kv_type(config.kv_type); !s.ok()) return fail(s.message());
+  // With a compute thread on every CPU the process may use, each thread gets its own CPU
+  // and the HTTP threads share all but the engine thread's: left free, a woken HTTP thread
+  // runs on the CPU of the engine thread that woke it (docs/serving.md).
+  const std::vector<int> cpus = allowed_cpus();
+  const bool pin = !options.no_pin_threads && cpus.size() >= 2 &&
+                   static_cast<size_t>((*model)->backend().n_threads()) == cpus.size();
+  if (pin) config.pinned_cpus = cpus;
   // The cache is committed at start: one that cannot fit is refused now, with the flags
   // that size it, rather than left to the kernel's out-of-memory killer.
   const int64_t kv_bytes = engine::Engine::kv_cache_bytes(**model, config);
@@ -101,12 +111,20 @@ int serve(ServeOptions options) {
     std::fprintf(stderr, " (sliding-window layers keep only each sequence's last %d)", kv.window);
   }
   std::fprintf(stderr, "\n");
+  const int n_compute = (*model)->backend().n_threads();
+  if (pin) {
+    std::fprintf(stderr, "threads: %d compute, one pinned to each CPU (the engine's on CPU %d); %d HTTP I/O on the others\n",
+                 n_compute, cpus[0], options.n_io_threads);
+  } else {
+    std::fprintf(stderr, "threads: %d compute, %d HTTP I/O\n", n_compute, options.n_io_threads);
+  }
 
   server::ServedModel served(*path, **model, **tokenizer, engine);
   server::ServerConfig server_config;
   server_config.http.host = options.host;
   server_config.http.port = static_cast<uint16_t>(options.port);
   server_config.http.n_io_threads = options.n_io_threads;
+  if (pin) server_config.http.io_cpus.assign(cpus.begin() + 1, cpus.end());
   server_config.http.max_body_bytes = static_cast<size_t>(options.max_body_bytes);
   server_config.api_key = options.api_key;
   server::Server server(server_config, served);
@@ -150,6 +168,8 @@ void register_serve(CLI::App& app) {
       ->check(CLI::Range(16, 1 << 24));
   cmd->add_option("--api-key", o->api_key, "Require 'Authorization: Bearer KEY' (default: $TOKENMILL_API_KEY)");
   cmd->add_flag("--no-prefix-caching", o->no_prefix_caching, "Do not reuse KV blocks of shared prompt prefixes");
+  cmd->add_flag("--no-pin-threads", o->no_pin_threads,
+                "Leave thread placement to the OS (default: with one compute thread per CPU, pin them)");
   cmd->add_flag("--no-window-kv", o->no_window_kv,
                 "Keep every position in sliding-window layers too (default: only their window, same results)");
   add_kv_type_option(cmd, o->kv_type,

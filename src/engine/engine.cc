@@ -8,6 +8,7 @@
 #include <optional>
 #include <thread>
 
+#include "base/cpu_affinity.h"
 #include "base/log.h"
 #include "engine/json_constraint.h"
 #include "engine/json_grammar.h"
@@ -81,7 +82,11 @@ class Engine::Impl {
         kv_(sizing_.n_blocks, config.block_size, config.prefix_caching, {sizing_.window, sizing_.n_window_slots}),
         scheduler_({config.max_batch_tokens, config.max_seqs}, kv_) {
     if (kv_.has_window()) kv_storage_.bind_window_slots(&kv_.windows().slot_of_block());
-    thread_ = std::thread([this] { loop(); });
+    if (!config_.pinned_cpus.empty()) model_.backend().pin_threads(config_.pinned_cpus);
+    thread_ = std::thread([this] {
+      if (!config_.pinned_cpus.empty()) pin_current_thread(std::span<const int>(config_.pinned_cpus).first(1));
+      loop();
+    });
   }
 
   ~Impl() {

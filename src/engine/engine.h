@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "engine/metrics.h"
@@ -40,6 +41,9 @@ struct EngineConfig {
   // the memory and bytes read per step, the attention inputs rounded to 8 bits per value.
   // REQUIRES: model.check_kv_type(kv_type).ok().
   ops::KvType kv_type = ops::KvType::kF16;
+  // Empty, or one CPU per back-end thread: the engine thread (which runs part 0 of every
+  // parallel call) is pinned to cpus[0] and the back end's thread k to cpus[k].
+  std::vector<int> pinned_cpus;
 };
 
 class Engine {

@@ -26,6 +26,10 @@ class Backend {
 
   virtual const char* name() const = 0;
   virtual int n_threads() const = 0;
+  // Pins the back end's own threads: with k the thread a part of a parallel call runs on,
+  // thread k (k >= 1) to cpus[k]; cpus[0] is the calling thread's, which pins itself.
+  // False where nothing was pinned (too few CPUs given, the OS refused, no threads).
+  virtual bool pin_threads(std::span<const int> cpus) { return false; }
 
   // y[t, r] = sum_k w[r, k] * x[t, k].  x: [n_tokens, w.n_cols], y: [n_tokens, w.n_rows].
   // The weights are read once for all n_tokens rows.

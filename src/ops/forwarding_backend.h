@@ -22,6 +22,7 @@ class ForwardingBackend : public Backend {
 
   const char* name() const override { return inner_->name(); }
   int n_threads() const override { return inner_->n_threads(); }
+  bool pin_threads(std::span<const int> cpus) override { return inner_->pin_threads(cpus); }
   void for_each_parallel(size_t n, const std::function<void(size_t)>& fn) override {
     inner_->for_each_parallel(n, fn);
   }

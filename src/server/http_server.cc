@@ -12,6 +12,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "base/cpu_affinity.h"
 #include "base/log.h"
 #include "server/api_error.h"
 
@@ -350,7 +351,12 @@ class HttpServer::Impl {
     port_ = acceptor_.local_endpoint().port();
     accept();
     const int n_threads = std::max(1, shared_.config.n_io_threads);
-    for (int i = 0; i < n_threads; ++i) threads_.emplace_back([this] { io_.run(); });
+    for (int i = 0; i < n_threads; ++i) {
+      threads_.emplace_back([this] {
+        pin_current_thread(shared_.config.io_cpus);  // a refusal leaves the thread where it is
+        io_.run();
+      });
+    }
     return Status();
   }
 

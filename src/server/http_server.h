@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "server/http_types.h"
@@ -25,6 +26,7 @@ struct HttpServerConfig {
   std::string host = "127.0.0.1";
   uint16_t port = 8080;               // 0: any free port (see HttpServer::port())
   int n_io_threads = 2;
+  std::vector<int> io_cpus;           // CPUs the I/O threads may run on; empty: any
   size_t max_body_bytes = 4u << 20;   // larger bodies are answered 413
   size_t max_header_bytes = 64u << 10;
   std::chrono::seconds idle_timeout{120};  // a keep-alive connection with no request is closed

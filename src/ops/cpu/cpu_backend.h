@@ -17,6 +17,7 @@ class CpuBackend final : public Backend {
 
   const char* name() const override { return "cpu"; }
   int n_threads() const override { return pool_.n_threads(); }
+  bool pin_threads(std::span<const int> cpus) override { return pool_.pin_workers(cpus); }
   void for_each_parallel(size_t n, const std::function<void(size_t)>& fn) override;
   ThreadPool& pool() { return pool_; }
 
