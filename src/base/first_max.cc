@@ -44,4 +44,10 @@ int32_t first_max_index(std::span<const float> values) {
   return best;
 }
 
+void first_max_index_rows(const float* values, int64_t n_rows, int64_t row_length, int32_t* out) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    out[r] = first_max_index(std::span<const float>(values + r * row_length, static_cast<size_t>(row_length)));
+  }
+}
+
 }  // namespace tokenmill

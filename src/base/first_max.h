@@ -10,4 +10,7 @@ namespace tokenmill {
 // is -inf or NaN (or the span is empty).
 int32_t first_max_index(std::span<const float> values);
 
+// out[r] = first_max_index of row r of values ([n_rows, row_length], row-major).
+void first_max_index_rows(const float* values, int64_t n_rows, int64_t row_length, int32_t* out);
+
 }  // namespace tokenmill

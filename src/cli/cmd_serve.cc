@@ -88,19 +88,20 @@ int serve(ServeOptions options) {
   // and the HTTP threads share all but the engine thread's: left free, a woken HTTP thread
   // runs on the CPU of the engine thread that woke it (docs/serving.md).
   const std::vector<int> cpus = allowed_cpus();
-  const bool pin = !options.no_pin_threads && cpus.size() >= 2 &&
-                   static_cast<size_t>((*model)->backend().n_threads()) == cpus.size();
+  const int n_compute = (*model)->backend().n_threads();
+  const bool pin = !options.no_pin_threads && cpus.size() >= 2 && static_cast<size_t>(n_compute) == cpus.size();
   if (pin) config.pinned_cpus = cpus;
   // The cache is committed at start: one that cannot fit is refused now, with the flags
   // that size it, rather than left to the kernel's out-of-memory killer.
   const int64_t kv_bytes = engine::Engine::kv_cache_bytes(**model, config);
-  if (Status s = check_kv_memory(kv_bytes, "--kv-memory or --ctx-total"); !s.ok()) return fail(s.message());
+  const std::string kv_flags = "--kv-memory or --ctx-total";
+  if (Status s = check_kv_memory(kv_bytes, kv_flags); !s.ok()) return fail(s.message());
   std::unique_ptr<engine::Engine> engine_owner;
   try {
     engine_owner = std::make_unique<engine::Engine>(**model, **tokenizer, config);
   } catch (const std::bad_alloc&) {
-    return fail("could not commit " + std::to_string(kv_bytes >> 20) +
-                " MiB of memory for the KV cache: lower --kv-memory or --ctx-total");
+    return fail("could not commit " + std::to_string(kv_bytes >> 20) + " MiB of memory for the KV cache: lower " +
+                kv_flags);
   }
   engine::Engine& engine = *engine_owner;
   const engine::Engine::PoolCounters kv = engine.pool_counters();
@@ -111,7 +112,6 @@ int serve(ServeOptions options) {
     std::fprintf(stderr, " (sliding-window layers keep only each sequence's last %d)", kv.window);
   }
   std::fprintf(stderr, "\n");
-  const int n_compute = (*model)->backend().n_threads();
   if (pin) {
     std::fprintf(stderr, "threads: %d compute, one pinned to each CPU (the engine's on CPU %d); %d HTTP I/O on the others\n",
                  n_compute, cpus[0], options.n_io_threads);

@@ -246,6 +246,7 @@ class Engine::Impl {
 
     model::Batch batch;
     std::vector<Sequence*> wants_sample;
+    bool takes_first_max = false;  // some draw below is just the greedy pick
     std::vector<int32_t> sample_rows;  // logits row of each wants_sample entry
     struct PromptRow {
       Sequence* sequence;
@@ -271,12 +272,14 @@ class Engine::Impl {
       if (caught_up) {
         batch.output_tokens.push_back(batch.n_tokens() - 1);
         wants_sample.push_back(s);
+        takes_first_max = takes_first_max || takes_pick(*s);
         sample_rows.push_back(n_rows++);
       }
     }
     // The greedy picks come with the logits (found while they were in cache): a draw that
-    // is just that pick takes it instead of reading its logits row back from memory.
-    Status status = model_.forward(batch, kv_storage_, logits_, &first_max_);
+    // is just that pick takes it instead of reading its logits row back from memory. Asked
+    // for only then: a back end without a fold would scan every row for nothing.
+    Status status = model_.forward(batch, kv_storage_, logits_, takes_first_max ? &first_max_ : nullptr);
     if (!status.ok()) {
       log_error("forward pass failed: " + status.to_string());
       for (const ScheduledSequence& item : plan.scheduled) finish(item.sequence, FinishReason::kError, status.message());
@@ -310,7 +313,8 @@ class Engine::Impl {
     // passes over the vocabulary each) run in parallel, the events go out in order.
     std::vector<Draw> draws(wants_sample.size());
     model_.backend().for_each_parallel(wants_sample.size(), [&](size_t i) {
-      draws[i] = draw(*wants_sample[i], row_of(i), first_max_[static_cast<size_t>(sample_rows[i])]);
+      draws[i] = draw(*wants_sample[i], row_of(i),
+                      takes_first_max ? first_max_[static_cast<size_t>(sample_rows[i])] : -1);
     });
     for (size_t i = 0; i < wants_sample.size(); ++i) emit(*wants_sample[i], std::move(draws[i]));
   }
@@ -345,6 +349,9 @@ class Engine::Impl {
     std::optional<TokenLogprobs> logprobs;
   };
 
+  // Whether s's draw is first_max_index of its logits, whatever they are.
+  static bool takes_pick(const Sequence& s) { return !s.json && s.state->request.sampling.picks_first_max(); }
+
   // first_max: first_max_index(logits) when the caller has it, else -1.
   Draw draw(Sequence& s, std::span<float> logits, int32_t first_max = -1) {
     Draw d;
@@ -354,7 +361,7 @@ class Engine::Impl {
       thread_local std::vector<float> masked;
       if (!mask_to_json(*s.json, logits, tokenizer_, sampling.picks_first_max(), masked)) return d;  // token -1: no token fits
       d.token = s.sampler->sample(masked, std::span<const int32_t>(s.tokens));
-    } else if (first_max >= 0 && sampling.picks_first_max()) {
+    } else if (first_max >= 0 && takes_pick(s)) {
       d.token = first_max;
     } else {
       d.token = s.sampler->sample(logits, std::span<const int32_t>(s.tokens));

@@ -79,13 +79,8 @@ Status Model::forward(const Batch& batch, ops::KvStorage& kv, std::vector<float>
   if (c.final_logit_softcap > 0.0f) {
     for (float& v : logits) v = c.final_logit_softcap * std::tanh(v / c.final_logit_softcap);
   }
-  if (argmax != nullptr) {
-    // After the cap (tanh can round distinct logits to one value: the first of them wins).
-    for (int64_t i = 0; i < n_out; ++i) {
-      (*argmax)[static_cast<size_t>(i)] =
-          first_max_index(std::span<const float>(logits.data() + i * c.n_vocab, static_cast<size_t>(c.n_vocab)));
-    }
-  }
+  // After the cap (tanh can round distinct logits to one value: the first of them wins).
+  if (argmax != nullptr) first_max_index_rows(logits.data(), n_out, c.n_vocab, argmax->data());
   return {};
 }
 

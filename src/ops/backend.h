@@ -40,9 +40,7 @@ class Backend {
   // ends find it while y is still in cache; this default scans y afterwards.
   virtual void matmul_argmax(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int32_t* argmax) {
     matmul(w, x, n_tokens, y);
-    for (int64_t t = 0; t < n_tokens; ++t) {
-      argmax[t] = first_max_index(std::span<const float>(y + t * w.n_rows, static_cast<size_t>(w.n_rows)));
-    }
+    first_max_index_rows(y, n_tokens, w.n_rows, argmax);
   }
 
   // out[i, :] = table[ids[i], :] as float.  out: [ids.size(), table.n_cols]

@@ -781,7 +781,9 @@ TEST(CpuMatmul, ArgmaxIsEachTokensFirstLargestOutput) {
         EXPECT_EQ(0, std::memcmp(y.data(), y_plain.data(), y.size() * sizeof(float))) << what;
         for (int64_t t = 0; t < n_tokens; ++t) {
           EXPECT_EQ(argmax[t], first_max_index(std::span<const float>(&y[t * kRows], kRows))) << what << ", token " << t;
-          if (t % 2 == 0) EXPECT_EQ(argmax[t], 100) << what << ", token " << t;
+          if (t % 2 == 0) {
+            EXPECT_EQ(argmax[t], 100) << what << ", token " << t;
+          }
         }
       }
     }

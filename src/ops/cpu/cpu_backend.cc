@@ -114,9 +114,8 @@ void CpuBackend::run_matmul(const WeightMatrix& w, const float* x, int64_t n_tok
   if (argmax != nullptr) {
     // Kernels without a fold: one scan per token, the tokens split between the threads.
     pool_.parallel_for(n_tokens, [&](int, size_t begin, size_t end) {
-      for (size_t t = begin; t < end; ++t) {
-        argmax[t] = first_max_index(std::span<const float>(y + t * static_cast<size_t>(n_rows), static_cast<size_t>(n_rows)));
-      }
+      first_max_index_rows(y + begin * static_cast<size_t>(n_rows), static_cast<int64_t>(end - begin), n_rows,
+                           argmax + begin);
     });
   }
 }
