@@ -16,9 +16,8 @@ void LayerScratch::resize(const ModelConfig& c, int64_t n) {
 void attention_step(ops::Backend& backend, const ModelConfig& c, const LayerWeights& w, int32_t layer,
                     const Batch& batch, ops::KvStorage& kv, LayerScratch& s) {
   const int64_t n = batch.n_tokens();
-  backend.matmul(w.wq, s.normed.data(), n, s.q.data());
-  backend.matmul(w.wk, s.normed.data(), n, s.k.data());
-  backend.matmul(w.wv, s.normed.data(), n, s.v.data());
+  const ops::MatmulProduct qkv[] = {{&w.wq, s.q.data()}, {&w.wk, s.k.data()}, {&w.wv, s.v.data()}};
+  backend.matmul_shared_input(qkv, s.normed.data(), n);
   if (w.bq) backend.add_bias(s.q.data(), w.bq, n, c.q_dim());
   if (w.bk) backend.add_bias(s.k.data(), w.bk, n, c.kv_dim());
   if (w.bv) backend.add_bias(s.v.data(), w.bv, n, c.kv_dim());
@@ -46,8 +45,8 @@ void attention_step(ops::Backend& backend, const ModelConfig& c, const LayerWeig
 
 void gated_ffn_step(ops::Backend& backend, const ModelConfig& c, const LayerWeights& w, FfnActivation activation,
                     int64_t n, LayerScratch& s) {
-  backend.matmul(w.ffn_gate, s.normed.data(), n, s.gate.data());
-  backend.matmul(w.ffn_up, s.normed.data(), n, s.up.data());
+  const ops::MatmulProduct gate_up[] = {{&w.ffn_gate, s.gate.data()}, {&w.ffn_up, s.up.data()}};
+  backend.matmul_shared_input(gate_up, s.normed.data(), n);
   if (activation == FfnActivation::kGeluTanh) {
     backend.geglu(s.gate.data(), s.up.data(), n * c.n_ff, s.gate.data());
   } else {

@@ -20,6 +20,12 @@ namespace tokenmill::ops {
 
 enum class RopeStyle { kNormal, kNeox };  // adjacent pairs (Llama) vs halves (NeoX, Gemma, Qwen)
 
+// One product of a matmul_shared_input call: y = x w^T.  y: [n_tokens, w->n_rows].
+struct MatmulProduct {
+  const WeightMatrix* w = nullptr;
+  float* y = nullptr;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -41,6 +47,14 @@ class Backend {
   virtual void matmul_argmax(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int32_t* argmax) {
     matmul(w, x, n_tokens, y);
     first_max_index_rows(y, n_tokens, w.n_rows, argmax);
+  }
+
+  // matmul(*p.w, x, n_tokens, p.y) for every product p, all of one input (a layer's q, k
+  // and v; its FFN gate and up), with the bits of separate calls. Back ends convert the
+  // input once and split the rows of all the products between their threads in one pass.
+  // REQUIRES: every p.w has x's n_cols.
+  virtual void matmul_shared_input(std::span<const MatmulProduct> products, const float* x, int64_t n_tokens) {
+    for (const MatmulProduct& p : products) matmul(*p.w, x, n_tokens, p.y);
   }
 
   // out[i, :] = table[ids[i], :] as float.  out: [ids.size(), table.n_cols]

@@ -33,6 +33,9 @@ class ForwardingBackend : public Backend {
   void matmul_argmax(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int32_t* argmax) override {
     inner_->matmul_argmax(w, x, n_tokens, y, argmax);
   }
+  void matmul_shared_input(std::span<const MatmulProduct> products, const float* x, int64_t n_tokens) override {
+    inner_->matmul_shared_input(products, x, n_tokens);
+  }
   void get_rows(const WeightMatrix& table, std::span<const int32_t> ids, float* out) override {
     inner_->get_rows(table, ids, out);
   }

@@ -30,6 +30,10 @@ class ObservingBackend final : public ForwardingBackend {
     observer_(w, x, n_tokens);
     inner().matmul_argmax(w, x, n_tokens, y, argmax);
   }
+  void matmul_shared_input(std::span<const MatmulProduct> products, const float* x, int64_t n_tokens) override {
+    for (const MatmulProduct& p : products) observer_(*p.w, x, n_tokens);
+    inner().matmul_shared_input(products, x, n_tokens);
+  }
 
  private:
   MatmulObserver observer_;

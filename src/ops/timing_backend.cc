@@ -20,19 +20,25 @@ void TimingBackend::timed(const std::string& label, Fn&& fn) {
 
 namespace {
 
-std::string matmul_label(const WeightMatrix& w) {
-  return "matmul " + std::string(quant::type_traits(w.type).name) + " " + std::to_string(w.n_cols) + "x" +
+// "q8_0 640x262144": the weight type, then inputs x outputs.
+std::string matmul_shape(const WeightMatrix& w) {
+  return std::string(quant::type_traits(w.type).name) + " " + std::to_string(w.n_cols) + "x" +
          std::to_string(w.n_rows);
 }
 
 }  // namespace
 
 void TimingBackend::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
-  timed(matmul_label(w), [&] { inner().matmul(w, x, n_tokens, y); });
+  timed("matmul " + matmul_shape(w), [&] { inner().matmul(w, x, n_tokens, y); });
 }
 void TimingBackend::matmul_argmax(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
                                   int32_t* argmax) {
-  timed(matmul_label(w) + " + argmax", [&] { inner().matmul_argmax(w, x, n_tokens, y, argmax); });
+  timed("matmul " + matmul_shape(w) + " + argmax", [&] { inner().matmul_argmax(w, x, n_tokens, y, argmax); });
+}
+void TimingBackend::matmul_shared_input(std::span<const MatmulProduct> products, const float* x, int64_t n_tokens) {
+  std::string label = "matmul ";
+  for (size_t i = 0; i < products.size(); ++i) label += (i > 0 ? " + " : "") + matmul_shape(*products[i].w);
+  timed(label, [&] { inner().matmul_shared_input(products, x, n_tokens); });
 }
 void TimingBackend::get_rows(const WeightMatrix& table, std::span<const int32_t> ids, float* out) {
   timed("get_rows", [&] { inner().get_rows(table, ids, out); });

@@ -1,8 +1,8 @@
 // A Backend that forwards every call to another one and adds up the wall time each kind
 // of operation takes: `tokenmill bench --profile` shows where a forward pass goes.
-// Matmuls are told apart by weight type and shape ("matmul q8_0 640x262144"), the other
-// operations by name. Each call costs two clock reads (tens of nanoseconds), so a
-// profiled pass is as fast as a plain one to within noise.
+// Matmuls are told apart by weight type and shape ("matmul q8_0 640x262144"; the products
+// of one input joined by " + "), the other operations by name. Each call costs two clock
+// reads (tens of nanoseconds), so a profiled pass is as fast as a plain one to within noise.
 //
 // Thread-safety: as Backend; OpTimes is written by the calling thread only.
 #pragma once
@@ -44,6 +44,7 @@ class TimingBackend final : public ForwardingBackend {
 
   void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) override;
   void matmul_argmax(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int32_t* argmax) override;
+  void matmul_shared_input(std::span<const MatmulProduct> products, const float* x, int64_t n_tokens) override;
   void get_rows(const WeightMatrix& table, std::span<const int32_t> ids, float* out) override;
   void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n_cols, float eps, float* y) override;
   void rope(float* x, std::span<const int32_t> positions, int32_t n_heads, int32_t head_dim, float freq_base,

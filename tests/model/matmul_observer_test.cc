@@ -51,8 +51,8 @@ TEST(MatmulObserver, SeesEveryMatmulAndChangesNothing) {
 }
 
 // Model::set_op_times: every operation of a pass is counted under its label (each
-// matmul by type and shape), the logits do not change, it stacks with a matmul observer,
-// and clearing both leaves the original back end.
+// matmul by type and shape, the products of one input in one label), the logits do not
+// change, it stacks with a matmul observer, and clearing both leaves the original back end.
 TEST(OpTimes, CountsEveryOperationAndChangesNothing) {
   auto loaded = testing::load_tiny_model(testing::tiny_llama_spec());
   ASSERT_TRUE(loaded.ok()) << loaded.status().to_string();
@@ -69,13 +69,18 @@ TEST(OpTimes, CountsEveryOperationAndChangesNothing) {
 
   const int64_t n_layers = static_cast<int64_t>(model.weights().layers.size());
   EXPECT_EQ(observed, 7 * n_layers + 1);
-  int64_t matmuls = 0;
+  int64_t matmul_calls = 0, products = 0;  // q, k, v in one call, gate and up in one
   for (const auto& [label, t] : times.times()) {
     EXPECT_GT(t.calls, 0) << label;
     EXPECT_GE(t.seconds, 0.0) << label;
-    if (label.rfind("matmul ", 0) == 0) matmuls += t.calls;
+    if (label.rfind("matmul ", 0) != 0) continue;
+    matmul_calls += t.calls;
+    int64_t per_call = 1;
+    for (size_t at = label.find(" + "); at != std::string::npos; at = label.find(" + ", at + 3)) ++per_call;
+    products += t.calls * per_call;
   }
-  EXPECT_EQ(matmuls, 7 * n_layers + 1);
+  EXPECT_EQ(matmul_calls, 4 * n_layers + 1);
+  EXPECT_EQ(products, 7 * n_layers + 1);
   EXPECT_EQ(times.times().count("attention"), 1u);
   EXPECT_EQ(times.times().at("attention").calls, n_layers);
   EXPECT_GT(times.total_seconds(), 0.0);

@@ -790,6 +790,70 @@ TEST(CpuMatmul, ArgmaxIsEachTokensFirstLargestOutput) {
   }
 }
 
+// Products of one input in one pass give the bits of separate matmuls: products of one
+// pass (Q5_0 + Q8_0 share Q8_0 activations; panels or rows), products whose pieces
+// straddle them (row counts not a multiple of a piece), and mixes that cannot share a
+// pass (Q4_K's activations are Q8_K; panels beside rows).
+TEST(CpuMatmul, SharedInputProductsGiveTheBitsOfSeparateCalls) {
+  CpuBackend backend(kThreads);
+  constexpr int64_t kCols = 256;
+  struct Spec {
+    TensorType type;
+    int64_t n_rows;
+    bool repack;
+  };
+  const std::vector<std::vector<Spec>> groups = {
+      {{TensorType::kQ5_0, 1024, true}, {TensorType::kQ5_0, 256, true}, {TensorType::kQ8_0, 256, true}},
+      {{TensorType::kQ5_0, 48, true}, {TensorType::kQ5_0, 16, true}},
+      {{TensorType::kQ4_K, 37, false}, {TensorType::kQ6_K, 64, false}, {TensorType::kQ4_K, 5, false}},
+      {{TensorType::kQ8_0, 80, true}, {TensorType::kQ4_K, 48, false}, {TensorType::kQ8_0, 32, false}},
+      {{TensorType::kF32, 9, false}},
+  };
+  uint32_t seed = 90;
+  for (const std::vector<Spec>& group : groups) {
+    std::vector<std::vector<uint8_t>> storage;
+    std::vector<WeightMatrix> matrices;
+    std::string what;
+    for (const Spec& spec : group) {
+      if (spec.repack && quant::best_panel_kernel(spec.type) == nullptr) continue;  // no panel kernel here
+      const size_t row_bytes = quant::row_size(spec.type, kCols);
+      const std::vector<float> w_float = random_normal(spec.n_rows * kCols, ++seed, 0.1f);
+      std::vector<uint8_t> weights(row_bytes * spec.n_rows);
+      for (int64_t r = 0; r < spec.n_rows; ++r) {
+        quant::quantize_row_ref(spec.type, &w_float[r * kCols], &weights[r * row_bytes], kCols);
+      }
+      WeightMatrix w{spec.type, nullptr, kCols, spec.n_rows, row_bytes};
+      if (spec.repack) {
+        std::vector<uint8_t> packed(weights.size());
+        quant::pack_panels(spec.type, weights.data(), spec.n_rows, row_bytes, packed.data());
+        weights = std::move(packed);
+        w.panels = true;
+      }
+      storage.push_back(std::move(weights));
+      w.data = storage.back().data();
+      matrices.push_back(w);
+      what += std::string(gguf::tensor_type_name(spec.type)) + "x" + std::to_string(spec.n_rows) +
+              (spec.repack ? " panels " : " ");
+    }
+    for (int64_t n_tokens : {1, 5, 16, 33}) {
+      const std::vector<float> x = random_normal(n_tokens * kCols, ++seed);
+      std::vector<std::vector<float>> together, apart;
+      std::vector<MatmulProduct> products;
+      for (const WeightMatrix& w : matrices) {
+        together.emplace_back(n_tokens * w.n_rows, std::nanf(""));
+        apart.emplace_back(n_tokens * w.n_rows, std::nanf(""));
+      }
+      for (size_t i = 0; i < matrices.size(); ++i) products.push_back({&matrices[i], together[i].data()});
+      backend.matmul_shared_input(products, x.data(), n_tokens);
+      for (size_t i = 0; i < matrices.size(); ++i) backend.matmul(matrices[i], x.data(), n_tokens, apart[i].data());
+      for (size_t i = 0; i < matrices.size(); ++i) {
+        EXPECT_EQ(0, std::memcmp(together[i].data(), apart[i].data(), together[i].size() * sizeof(float)))
+            << what << "product " << i << ", " << n_tokens << " tokens";
+      }
+    }
+  }
+}
+
 TEST(CpuGetRows, EqualsDequantizedRows) {
   CpuBackend backend(1);
   constexpr int64_t kCols = 256, kRows = 9;

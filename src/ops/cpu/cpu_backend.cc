@@ -38,86 +38,121 @@ void CpuBackend::for_each_parallel(size_t n, const std::function<void(size_t)>& 
 }
 
 void CpuBackend::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
-  run_matmul(w, x, n_tokens, y, nullptr);
+  const MatmulProduct product{&w, y};
+  run_products({&product, 1}, x, n_tokens, nullptr);
 }
 
 void CpuBackend::matmul_argmax(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int32_t* argmax) {
-  run_matmul(w, x, n_tokens, y, argmax);
+  const MatmulProduct product{&w, y};
+  run_products({&product, 1}, x, n_tokens, argmax);
 }
 
-void CpuBackend::run_matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int32_t* argmax) {
-  const quant::TypeTraits& traits = quant::type_traits(w.type);
-  // The fastest kernels this CPU runs, chosen once per process (quant/kernels/dispatch.h).
-  const quant::DotKernel& dot = quant::best_dot_kernel(w.type);
+void CpuBackend::matmul_shared_input(std::span<const MatmulProduct> products, const float* x, int64_t n_tokens) {
+  // One pass needs one activation type and one kind of row unit (panels or row groups).
+  auto same_pass = [&](const MatmulProduct& p) {
+    const WeightMatrix& first = *products.front().w;
+    return p.w->n_cols == first.n_cols && p.w->panels == first.panels &&
+           quant::type_traits(p.w->type).vec_dot_type == quant::type_traits(first.type).vec_dot_type;
+  };
+  if (!products.empty() && std::all_of(products.begin(), products.end(), same_pass)) {
+    run_products(products, x, n_tokens, nullptr);
+    return;
+  }
+  for (const MatmulProduct& p : products) matmul(*p.w, x, n_tokens, p.y);
+}
+
+void CpuBackend::run_products(std::span<const MatmulProduct> products, const float* x, int64_t n_tokens,
+                              int32_t* argmax) {
+  assert(!products.empty() && (argmax == nullptr || products.size() == 1));
+  const WeightMatrix& first = *products.front().w;
+  const quant::TypeTraits& traits = quant::type_traits(first.type);
   const quant::QuantizeRowFn quantize_input = quant::best_quantize_activation(traits.vec_dot_type);
-  const int64_t k = w.n_cols;
+  const int64_t k = first.n_cols;
   const size_t input_row_bytes = quant::row_size(traits.vec_dot_type, k);
   quantized_input_.resize(static_cast<size_t>(n_tokens) * input_row_bytes);
   uint8_t* input = quantized_input_.data();  // [n_tokens, input_row_bytes]
 
-  // Activations are converted once per matmul, not once per weight row.
+  // Activations are converted once per call, not once per weight row or product.
   pool_.parallel_for(n_tokens, [&](int, size_t begin, size_t end) {
     for (size_t t = begin; t < end; ++t) quantize_input(x + t * k, input + t * input_row_bytes, k);
   });
 
-  // Weight rows are cut between the threads in contiguous regions, each walked in
-  // pieces (ThreadPool::parallel_ranges: a thread done early takes pieces from the end
-  // of another's region); each weight row is read (and unpacked) once and dotted with
-  // every token's input row: y[t * n_rows + r] for all t.
-  const int64_t n_rows = w.n_rows;
+  // The products' rows in units the kernels take whole: 16-row panels in the layout's own
+  // kernel, 4-row groups (the row kernels' tile) otherwise. Unit u of the pass is unit
+  // u - unit_begin[i] of product i.
+  const bool panels = first.panels;
+  const int64_t unit_rows = panels ? quant::kPanelRows : 4;
+  std::vector<int64_t>& unit_begin = product_units_;
+  unit_begin.assign(products.size() + 1, 0);
+  for (size_t i = 0; i < products.size(); ++i) {
+    const int64_t n_rows = products[i].w->n_rows;
+    unit_begin[i + 1] = unit_begin[i] + (panels ? n_rows / quant::kPanelRows : (n_rows + 3) / 4);
+  }
+  const int64_t n_units = unit_begin.back();
+
+  // The units are cut between the threads in contiguous regions, each walked in pieces
+  // (ThreadPool::parallel_ranges: a thread done early takes pieces from the end of
+  // another's region); each weight row is read (and unpacked) once and dotted with every
+  // token's input row: y[t * n_rows + r] for all t. A piece that spans products makes one
+  // kernel call per product.
   const int64_t n_pieces_wanted = std::max<int64_t>(1, pool_.n_threads() * kMatmulPiecesPerThread);
-  if (w.panels) {
-    // Whole 16-row panels per piece, in the layout's own kernel, which also folds each
-    // token's results into a running maximum per piece when asked for the argmax.
-    const quant::VecDotPanelsFn panel_kernel = quant::best_panel_kernel(w.type);
-    const int64_t n_panels = n_rows / quant::kPanelRows;
-    const int64_t grain = std::max<int64_t>(1, (n_panels + n_pieces_wanted - 1) / n_pieces_wanted);
-    std::mutex pieces_mutex;
-    std::vector<std::pair<int64_t, std::vector<quant::RunningMax>>> pieces;  // (first row, maxima)
-    pool_.parallel_ranges(static_cast<size_t>(n_panels), static_cast<size_t>(grain), [&](size_t first, size_t last) {
-      const int64_t begin = static_cast<int64_t>(first) * quant::kPanelRows;
-      const int64_t end = std::min(n_rows, static_cast<int64_t>(last) * quant::kPanelRows);
+  const int64_t min_grain = panels ? 1 : kMinMatmulPieceRows / 4;
+  const int64_t grain = std::max<int64_t>(min_grain, (n_units + n_pieces_wanted - 1) / n_pieces_wanted);
+  const quant::VecDotPanelsFn panel_kernel = panels ? quant::best_panel_kernel(first.type) : nullptr;
+  std::mutex pieces_mutex;
+  std::vector<std::pair<int64_t, std::vector<quant::RunningMax>>> pieces;  // argmax: (first row, maxima)
+  pool_.parallel_ranges(static_cast<size_t>(n_units), static_cast<size_t>(grain), [&](size_t first_unit,
+                                                                                      size_t last_unit) {
+    for (size_t i = 0; i < products.size(); ++i) {
+      const int64_t unit_lo = std::max<int64_t>(static_cast<int64_t>(first_unit), unit_begin[i]);
+      const int64_t unit_hi = std::min<int64_t>(static_cast<int64_t>(last_unit), unit_begin[i + 1]);
+      if (unit_lo >= unit_hi) continue;
+      const WeightMatrix& w = *products[i].w;
+      const int64_t begin = (unit_lo - unit_begin[i]) * unit_rows;
+      const int64_t end = std::min(w.n_rows, (unit_hi - unit_begin[i]) * unit_rows);
+      float* y = products[i].y + begin;
+      if (!panels) {
+        quant::best_dot_kernel(w.type).dot_matrix(k, w.row(begin), w.row_bytes, end - begin, input, input_row_bytes,
+                                                  n_tokens, y, w.n_rows);
+        continue;
+      }
+      // The panel kernels fold each token's results into a running maximum per piece
+      // when asked for the argmax.
       std::vector<quant::RunningMax> maxima;
       if (argmax != nullptr) {
         maxima.assign(static_cast<size_t>(n_tokens), {-std::numeric_limits<float>::infinity(), -1});
       }
-      panel_kernel(k, w.data + static_cast<size_t>(begin) * w.row_bytes, end - begin, input, input_row_bytes, n_tokens,
-                   y + begin, n_rows, argmax != nullptr ? maxima.data() : nullptr);
+      const quant::VecDotPanelsFn kernel = w.type == first.type ? panel_kernel : quant::best_panel_kernel(w.type);
+      kernel(k, w.data + static_cast<size_t>(begin) * w.row_bytes, end - begin, input, input_row_bytes, n_tokens, y,
+             w.n_rows, argmax != nullptr ? maxima.data() : nullptr);
       if (argmax != nullptr) {
         std::lock_guard<std::mutex> lock(pieces_mutex);
         pieces.emplace_back(begin, std::move(maxima));
       }
-    });
-    if (argmax != nullptr) {
-      // Pieces in row order, a later one winning only with a strictly larger value: the
-      // first row of the largest, as one scan would find it.
-      std::sort(pieces.begin(), pieces.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-      for (int64_t t = 0; t < n_tokens; ++t) {
-        quant::RunningMax best{-std::numeric_limits<float>::infinity(), -1};
-        for (const auto& [first_row, maxima] : pieces) {
-          const quant::RunningMax& m = maxima[static_cast<size_t>(t)];
-          if (m.column >= 0 && m.value > best.value) best = {m.value, static_cast<int32_t>(first_row + m.column)};
-        }
-        argmax[t] = best.column >= 0 ? best.column : 0;
+    }
+  });
+  if (argmax == nullptr) return;
+  const int64_t n_rows = first.n_rows;
+  if (panels) {
+    // Pieces in row order, a later one winning only with a strictly larger value: the
+    // first row of the largest, as one scan would find it.
+    std::sort(pieces.begin(), pieces.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      quant::RunningMax best{-std::numeric_limits<float>::infinity(), -1};
+      for (const auto& [first_row, maxima] : pieces) {
+        const quant::RunningMax& m = maxima[static_cast<size_t>(t)];
+        if (m.column >= 0 && m.value > best.value) best = {m.value, static_cast<int32_t>(first_row + m.column)};
       }
+      argmax[t] = best.column >= 0 ? best.column : 0;
     }
     return;
   }
-  // Pieces of whole 4-row groups (the kernels' row tile).
-  const int64_t n_groups = (n_rows + 3) / 4;
-  const int64_t grain = std::max<int64_t>(kMinMatmulPieceRows / 4, (n_groups + n_pieces_wanted - 1) / n_pieces_wanted);
-  pool_.parallel_ranges(static_cast<size_t>(n_groups), static_cast<size_t>(grain), [&](size_t first, size_t last) {
-    const int64_t begin = static_cast<int64_t>(first) * 4;
-    const int64_t end = std::min(n_rows, static_cast<int64_t>(last) * 4);
-    dot.dot_matrix(k, w.row(begin), w.row_bytes, end - begin, input, input_row_bytes, n_tokens, y + begin, n_rows);
+  // Kernels without a fold: one scan per token, the tokens split between the threads.
+  const float* y = products.front().y;
+  pool_.parallel_for(n_tokens, [&](int, size_t begin, size_t end) {
+    first_max_index_rows(y + begin * static_cast<size_t>(n_rows), static_cast<int64_t>(end - begin), n_rows,
+                         argmax + begin);
   });
-  if (argmax != nullptr) {
-    // Kernels without a fold: one scan per token, the tokens split between the threads.
-    pool_.parallel_for(n_tokens, [&](int, size_t begin, size_t end) {
-      first_max_index_rows(y + begin * static_cast<size_t>(n_rows), static_cast<int64_t>(end - begin), n_rows,
-                           argmax + begin);
-    });
-  }
 }
 
 void CpuBackend::get_rows(const WeightMatrix& table, std::span<const int32_t> ids, float* out) {

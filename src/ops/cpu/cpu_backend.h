@@ -23,6 +23,7 @@ class CpuBackend final : public Backend {
 
   void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) override;
   void matmul_argmax(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int32_t* argmax) override;
+  void matmul_shared_input(std::span<const MatmulProduct> products, const float* x, int64_t n_tokens) override;
   void get_rows(const WeightMatrix& table, std::span<const int32_t> ids, float* out) override;
   void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n_cols, float eps, float* y) override;
   void rope(float* x, std::span<const int32_t> positions, int32_t n_heads, int32_t head_dim, float freq_base,
@@ -37,8 +38,10 @@ class CpuBackend final : public Backend {
                  float* out) override;
 
  private:
-  // matmul(), with argmax when it is not null (matmul_argmax).
-  void run_matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int32_t* argmax);
+  // The products of one input in one pass (matmul_shared_input), with the argmax when it
+  // is not null (matmul_argmax; then there is one product). REQUIRES: every product has
+  // the first's n_cols, activation type and `panels`.
+  void run_products(std::span<const MatmulProduct> products, const float* x, int64_t n_tokens, int32_t* argmax);
   // fn(begin, end) over [0, n), on the pool when n is large enough to pay for it.
   void elementwise(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
 
@@ -63,6 +66,7 @@ class CpuBackend final : public Backend {
 
   ThreadPool pool_;
   std::vector<uint8_t> quantized_input_;  // activations converted to the weight's dot-product type
+  std::vector<int64_t> product_units_;    // run_products: each product's first unit, then the total
   std::vector<AttentionScratch> attention_scratch_;  // [n_threads]
   std::array<RopeTable, 2> rope_tables_;
   size_t next_rope_table_ = 0;
