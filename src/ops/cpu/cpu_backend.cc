@@ -23,10 +23,13 @@ namespace tokenmill::ops {
 namespace {
 
 // Matmul work is split into about this many pieces per thread, of at least this many rows.
-// Each piece is a kernel call that starts its weight stream anew; with 4 per thread
-// (handed out round-robin) a 16-sequence decode step was ~10% slower than with 1-2
-// pieces walked in order (ThreadPool::parallel_ranges).
-constexpr int64_t kMatmulPiecesPerThread = 2;
+// Each piece is a kernel call that starts its weight stream anew and stages the tokens
+// again; with 4 per thread (handed out round-robin) a 16-sequence decode step was ~10%
+// slower than with 1-2 walked in order (ThreadPool::parallel_ranges). One beat two: a
+// thread done first took the other's second piece whole and the other then waited for
+// it (served 16 streams, alternating binaries: 1411-1470 against 1375-1435 tok/s; the
+// forward pass alone +1-3%). A thread the OS delays now delays the matmul.
+constexpr int64_t kMatmulPiecesPerThread = 1;
 constexpr int64_t kMinMatmulPieceRows = 16;
 
 }  // namespace
