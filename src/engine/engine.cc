@@ -247,6 +247,7 @@ class Engine::Impl {
     model::Batch batch;
     std::vector<Sequence*> wants_sample;
     bool takes_first_max = false;  // some draw below is just the greedy pick
+    bool needs_logits = false;     // some draw below, or a prompt logprob, reads logits
     std::vector<int32_t> sample_rows;  // logits row of each wants_sample entry
     struct PromptRow {
       Sequence* sequence;
@@ -273,13 +274,17 @@ class Engine::Impl {
         batch.output_tokens.push_back(batch.n_tokens() - 1);
         wants_sample.push_back(s);
         takes_first_max = takes_first_max || takes_pick(*s);
+        needs_logits = needs_logits || reads_logits(*s);
         sample_rows.push_back(n_rows++);
       }
     }
     // The greedy picks come with the logits (found while they were in cache): a draw that
     // is just that pick takes it instead of reading its logits row back from memory. Asked
-    // for only then: a back end without a fold would scan every row for nothing.
-    Status status = model_.forward(batch, kv_storage_, logits_, takes_first_max ? &first_max_ : nullptr);
+    // for only then: a back end without a fold would scan every row for nothing. When
+    // every draw is such a pick, and nothing else reads a logit, none is stored.
+    needs_logits = needs_logits || !prompt_rows.empty();
+    Status status = model_.forward(batch, kv_storage_, logits_, takes_first_max ? &first_max_ : nullptr,
+                                   takes_first_max && !needs_logits);
     if (!status.ok()) {
       log_error("forward pass failed: " + status.to_string());
       for (const ScheduledSequence& item : plan.scheduled) finish(item.sequence, FinishReason::kError, status.message());
@@ -351,6 +356,13 @@ class Engine::Impl {
 
   // Whether s's draw is first_max_index of its logits, whatever they are.
   static bool takes_pick(const Sequence& s) { return !s.json && s.state->request.sampling.picks_first_max(); }
+  // Whether s's next draw reads its logits row: a draw that is not just the pick, its
+  // logprobs, or the first draw of a request with n > 1 (the other choices fork from
+  // those logits).
+  static bool reads_logits(const Sequence& s) {
+    const Request& request = s.state->request;
+    return !takes_pick(s) || request.sampling.logprobs || (s.choice == 0 && request.n > 1 && !s.state->forked);
+  }
 
   // first_max: first_max_index(logits) when the caller has it, else -1.
   Draw draw(Sequence& s, std::span<float> logits, int32_t first_max = -1) {

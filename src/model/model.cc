@@ -44,7 +44,7 @@ ops::KvShape Model::kv_shape_windowed(int32_t n_blocks, int32_t n_window_slots, 
 }
 
 Status Model::forward(const Batch& batch, ops::KvStorage& kv, std::vector<float>& logits,
-                      std::vector<int32_t>* argmax) {
+                      std::vector<int32_t>* argmax, bool argmax_only) {
   const ModelConfig& c = config_;
   TM_RETURN_IF_ERROR(batch.validate(c.n_vocab, kv.shape()));
   if (kv.shape().n_layers != c.n_layers || kv.shape().n_kv_heads != c.n_kv_heads || kv.shape().head_dim != c.head_dim) {
@@ -72,7 +72,8 @@ Status Model::forward(const Batch& batch, ops::KvStorage& kv, std::vector<float>
   }
   backend_->rms_norm(selected.data(), weights_.output_norm, n_out, c.n_embd, c.rms_eps, selected.data());
   if (argmax != nullptr && c.final_logit_softcap == 0.0f) {
-    backend_->matmul_argmax(weights_.output, selected.data(), n_out, logits.data(), argmax->data());
+    backend_->matmul_argmax(weights_.output, selected.data(), n_out, argmax_only ? nullptr : logits.data(),
+                            argmax->data());
     return {};
   }
   backend_->matmul(weights_.output, selected.data(), n_out, logits.data());

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <vector>
 
 #include "base/first_max.h"
 #include "ops/attention.h"
@@ -43,8 +44,14 @@ class Backend {
 
   // matmul(), and argmax[t] = first_max_index(y[t, :]) (base/first_max.h: the first r
   // with the largest y[t, r]), the token a greedy sampler picks when y are logits. Back
-  // ends find it while y is still in cache; this default scans y afterwards.
+  // ends find it while y is still in cache; this default scans y afterwards. y may be
+  // null when only the argmax is wanted: back ends that fold skip storing y at all.
   virtual void matmul_argmax(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int32_t* argmax) {
+    std::vector<float> scratch;
+    if (y == nullptr) {
+      scratch.resize(static_cast<size_t>(n_tokens * w.n_rows));
+      y = scratch.data();
+    }
     matmul(w, x, n_tokens, y);
     first_max_index_rows(y, n_tokens, w.n_rows, argmax);
   }

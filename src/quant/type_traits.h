@@ -56,7 +56,8 @@ struct RunningMax {
 // contract with the weight stride implied (n_weight_rows a multiple of 16). With
 // row_max (n_activation_rows entries), each activation row's results out[t * out_stride
 // + r] are also folded into row_max[t] in order of r (r counted from this call's first
-// weight row) while they are still in cache, saving a later pass over them from memory.
+// weight row) while they are still in cache, saving a later pass over them from memory;
+// out may then be null, for a caller that wants only the maxima (nothing is stored).
 using VecDotPanelsFn = void (*)(int64_t n, const void* weights, int64_t n_weight_rows, const void* activations,
                                 size_t activation_stride, int64_t n_activation_rows, float* out, int64_t out_stride,
                                 RunningMax* row_max);

@@ -745,7 +745,8 @@ TEST(CpuMatmul, ThreadsAndBatchingDoNotChangeBits) {
 }
 
 // matmul_argmax gives matmul's bits and, per token, the first row of its largest output:
-// folded inside the panel kernels (Q8_0 repacked), or scanned after the others.
+// folded inside the panel kernels (Q8_0 repacked), or scanned after the others; the same
+// argmax without the results (y null).
 TEST(CpuMatmul, ArgmaxIsEachTokensFirstLargestOutput) {
   CpuBackend backend(kThreads);
   constexpr int64_t kCols = 256, kRows = 4096;
@@ -774,11 +775,14 @@ TEST(CpuMatmul, ArgmaxIsEachTokensFirstLargestOutput) {
         }
         std::vector<float> y(n_tokens * kRows), y_plain(n_tokens * kRows);
         std::vector<int32_t> argmax(n_tokens, -7);
+        std::vector<int32_t> argmax_only(n_tokens, -7);
         backend.matmul_argmax(w, x.data(), n_tokens, y.data(), argmax.data());
+        backend.matmul_argmax(w, x.data(), n_tokens, nullptr, argmax_only.data());  // no results stored
         backend.matmul(w, x.data(), n_tokens, y_plain.data());
         const std::string what = std::string(gguf::tensor_type_name(type)) + (repack ? " panels" : "") + ", " +
                                  std::to_string(n_tokens) + " tokens";
         EXPECT_EQ(0, std::memcmp(y.data(), y_plain.data(), y.size() * sizeof(float))) << what;
+        EXPECT_EQ(argmax_only, argmax) << what;
         for (int64_t t = 0; t < n_tokens; ++t) {
           EXPECT_EQ(argmax[t], first_max_index(std::span<const float>(&y[t * kRows], kRows))) << what << ", token " << t;
           if (t % 2 == 0) {

@@ -46,6 +46,10 @@ void CpuBackend::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens,
 }
 
 void CpuBackend::matmul_argmax(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int32_t* argmax) {
+  if (y == nullptr && !w.panels) {  // no fold: the results are scanned, so they are stored
+    argmax_results_.resize(static_cast<size_t>(n_tokens * w.n_rows));
+    y = argmax_results_.data();
+  }
   const MatmulProduct product{&w, y};
   run_products({&product, 1}, x, n_tokens, argmax);
 }
@@ -113,7 +117,7 @@ void CpuBackend::run_products(std::span<const MatmulProduct> products, const flo
       const WeightMatrix& w = *products[i].w;
       const int64_t begin = (unit_lo - unit_begin[i]) * unit_rows;
       const int64_t end = std::min(w.n_rows, (unit_hi - unit_begin[i]) * unit_rows);
-      float* y = products[i].y + begin;
+      float* y = products[i].y != nullptr ? products[i].y + begin : nullptr;  // null: argmax only
       if (!panels) {
         quant::best_dot_kernel(w.type).dot_matrix(k, w.row(begin), w.row_bytes, end - begin, input, input_row_bytes,
                                                   n_tokens, y, w.n_rows);

@@ -39,8 +39,9 @@ class CpuBackend final : public Backend {
 
  private:
   // The products of one input in one pass (matmul_shared_input), with the argmax when it
-  // is not null (matmul_argmax; then there is one product). REQUIRES: every product has
-  // the first's n_cols, activation type and `panels`.
+  // is not null (matmul_argmax; then there is one product, whose y may be null if its
+  // kernel folds). REQUIRES: every product has the first's n_cols, activation type and
+  // `panels`.
   void run_products(std::span<const MatmulProduct> products, const float* x, int64_t n_tokens, int32_t* argmax);
   // fn(begin, end) over [0, n), on the pool when n is large enough to pay for it.
   void elementwise(int64_t n, const std::function<void(int64_t, int64_t)>& fn);
@@ -67,6 +68,7 @@ class CpuBackend final : public Backend {
   ThreadPool pool_;
   std::vector<uint8_t> quantized_input_;  // activations converted to the weight's dot-product type
   std::vector<int64_t> product_units_;    // run_products: each product's first unit, then the total
+  std::vector<float> argmax_results_;     // matmul_argmax without y, for kernels that do not fold
   std::vector<AttentionScratch> attention_scratch_;  // [n_threads]
   std::array<RopeTable, 2> rope_tables_;
   size_t next_rope_table_ = 0;

@@ -531,6 +531,9 @@ struct PrefetchShare {
   }
 };
 
+// out + offset, or null for a call that only folds its results (no stores).
+inline float* offset_rows(float* out, int64_t offset) { return out != nullptr ? out + offset : nullptr; }
+
 // Folds 16 results (columns first_column ...) into m (see RunningMax), from registers:
 // one compare while none beats the maximum so far, the common case. (Reloading them
 // after the store cost as much as a later scan of all the logits: a token's results are
@@ -599,8 +602,10 @@ void dot_packed(int64_t n_blocks, const uint8_t* panel, int64_t panel_bytes, Sta
       }
     }
   }
-  for (int p = 0; p < kPanels; ++p) {
-    for (int t = 0; t < kTokens; ++t) _mm512_storeu_ps(out + t * out_stride + kPanel * p, acc[p][t]);
+  if (out != nullptr) {
+    for (int p = 0; p < kPanels; ++p) {
+      for (int t = 0; t < kTokens; ++t) _mm512_storeu_ps(out + t * out_stride + kPanel * p, acc[p][t]);
+    }
   }
   if (row_max != nullptr) {
     for (int t = 0; t < kTokens; ++t) {
@@ -632,18 +637,18 @@ void dot_packed_tokens(int64_t n_blocks, const uint8_t* panel, int64_t n_panels,
     if (n_panels == 2) {
       for_balanced_token_tiles<kPairTokenTile>(n_tokens, [&](auto n, int64_t t) {
         share();
-        dot_packed<Block, 2, decltype(n)::value>(n_blocks, panel, panel_bytes, tokens.from(t), out + t * out_stride,
-                                                 out_stride, prefetch, row_max != nullptr ? row_max + t : nullptr,
-                                                 first_column);
+        dot_packed<Block, 2, decltype(n)::value>(n_blocks, panel, panel_bytes, tokens.from(t),
+                                                 offset_rows(out, t * out_stride), out_stride, prefetch,
+                                                 row_max != nullptr ? row_max + t : nullptr, first_column);
       });
       return;
     }
   }
   for_token_tiles<kTokenTile>(n_tokens, [&](auto n, int64_t t) {
     share();
-    dot_packed<Block, 1, decltype(n)::value>(n_blocks, panel, panel_bytes, tokens.from(t), out + t * out_stride,
-                                             out_stride, prefetch, row_max != nullptr ? row_max + t : nullptr,
-                                             first_column);
+    dot_packed<Block, 1, decltype(n)::value>(n_blocks, panel, panel_bytes, tokens.from(t),
+                                             offset_rows(out, t * out_stride), out_stride, prefetch,
+                                             row_max != nullptr ? row_max + t : nullptr, first_column);
   });
 }
 
@@ -686,7 +691,7 @@ void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_
     for (int64_t r0 = 0; r0 < n_w_rows;) {
       const uint8_t* panel = panels + (r0 / kPanel) * panel_bytes;
       const int64_t offset = panel - panels;
-      float* panel_out = out + t0 * out_stride + r0;
+      float* panel_out = offset_rows(out, t0 * out_stride + r0);
       // With a tile of tokens or more (nibble formats: kPairMinTokens), two panels at a
       // time where two remain.
       const bool pair = n_tokens >= (kNibbles ? kPairMinTokens : kTokenTile) && r0 + 2 * kPanel <= n_w_rows;
