@@ -4,6 +4,7 @@
 // pass per step over all their next tokens (the serving engine's batched decode), and
 // reports their aggregate tok/s. Token ids are random (speed does not depend on them).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -86,6 +87,40 @@ double measure_read_bandwidth_gbs(ThreadPool& pool) {
     best = std::max(best, (n * sizeof(uint64_t)) / seconds / 1e9);
   }
   return best;
+}
+
+// Round trip of a cache line between the pool's first two threads (one ping-pong on an
+// atomic), median of 5 runs of 20,000. Every parallel operation of a forward pass pays a
+// few of these: on a virtual machine whose two CPUs land far apart (measured here: ~80 ns
+// near, ~370 ns far), batched decode slows down while single-stream decode (bound by the
+// memory, which the far placement reaches faster) speeds up. 0 with one thread.
+double measure_round_trip_ns(ThreadPool& pool) {
+  if (pool.n_threads() < 2) return 0;
+  constexpr int kRounds = 20000;
+  std::vector<double> runs;
+  for (int rep = 0; rep < 5; ++rep) {
+    alignas(64) std::atomic<int> ball{0};
+    double seconds = 0;
+    pool.run_on_all([&](int part) {
+      if (part > 1) return;
+      if (part == 1) {
+        for (int i = 0; i < kRounds; ++i) {
+          while (ball.load(std::memory_order_acquire) != 2 * i + 1) {}
+          ball.store(2 * i + 2, std::memory_order_release);
+        }
+        return;
+      }
+      Timer timer;
+      for (int i = 0; i < kRounds; ++i) {
+        ball.store(2 * i + 1, std::memory_order_release);
+        while (ball.load(std::memory_order_acquire) != 2 * i + 2) {}
+      }
+      seconds = timer.seconds();
+    });
+    runs.push_back(seconds / kRounds * 1e9);
+  }
+  std::sort(runs.begin(), runs.end());
+  return runs[runs.size() / 2];
 }
 
 // Operations by time per forward pass, largest first.
@@ -195,10 +230,14 @@ int run_bench(const BenchOptions& o) {
   }
 
   const double weight_bytes = static_cast<double>(model::weight_bytes_per_token(m.weights()));
-  double bandwidth = 0;
+  double bandwidth = 0, round_trip_ns = 0;
   if (o.roofline) {
     auto* cpu = dynamic_cast<ops::CpuBackend*>(&m.backend());
-    if (cpu) bandwidth = measure_read_bandwidth_gbs(cpu->pool());
+    if (cpu) {
+      bandwidth = measure_read_bandwidth_gbs(cpu->pool());
+      round_trip_ns = measure_round_trip_ns(cpu->pool());
+      if (!o.json && round_trip_ns > 0) std::printf("thread round trip %.0f ns\n", round_trip_ns);
+    }
   }
   const int n_threads = m.backend().n_threads();
   nlohmann::json results = nlohmann::json::array();
@@ -221,6 +260,7 @@ int run_bench(const BenchOptions& o) {
                         {"test", test},
                         {"kv_type", ops::kv_type_name(kv_type)},
                         {"weight_bytes_per_token", weight_bytes}};
+    if (round_trip_ns > 0) r["thread_round_trip_ns"] = round_trip_ns;
     const bool single_stream_decode = n_gen > 0 && o.n_parallel == 1;
     if (single_stream_decode) {
       r["weights_gbs"] = s.mean * weight_bytes / 1e9;
@@ -277,7 +317,8 @@ void register_bench(CLI::App& app) {
   cmd->add_option("-r,--repetitions", o->repetitions, "Repetitions of each test")->capture_default_str()
       ->check(CLI::Range(1, 1000));
   cmd->add_flag("--json", o->json, "Print results as JSON (llama-bench field names)");
-  cmd->add_flag("--roofline", o->roofline, "Measure memory read bandwidth and report the decode roofline");
+  cmd->add_flag("--roofline", o->roofline,
+                "Measure memory read bandwidth and the threads' round trip; report the decode roofline");
   cmd->add_flag("--profile", o->profile, "Time each back-end operation of the timed runs and print where a pass goes");
   cmd->callback([o] { exit_code() = run_bench(*o); });
 }

@@ -85,3 +85,15 @@ def test_a_kv_cache_larger_than_memory_is_refused_before_it_is_built(tokenmill, 
     result = run([tokenmill, "bench", "-m", default_model, "-p", "0", "-n", "8", "-d", "65536", "--parallel", "256"])
     assert result.returncode == 1
     assert "KV cache needs" in result.stderr and "--parallel" in result.stderr, result.stderr
+
+
+def test_bench_roofline_reports_bandwidth_and_the_threads_round_trip(tokenmill, default_model):
+    result = run([tokenmill, "bench", "-m", default_model, "-p", "0", "-n", "4", "-r", "1", "-t", "2", "--roofline",
+                  "--json"])
+    assert result.returncode == 0, result.stderr
+    [row] = json.loads(result.stdout)
+    assert row["test"] == "tg4" and row["avg_ts"] > 0
+    assert row["read_bandwidth_gbs"] > 0 and row["roofline_ts"] > 0
+    # A cache line between two cores takes tens to hundreds of nanoseconds, never zero or
+    # a millisecond.
+    assert 1 < row["thread_round_trip_ns"] < 100_000, row
