@@ -97,15 +97,13 @@ void CpuBackend::run_products(std::span<const MatmulProduct> products, const flo
   }
   const int64_t n_units = unit_begin.back();
 
-  // The units are cut between the threads in contiguous regions, each walked in pieces
-  // (ThreadPool::parallel_ranges: a thread done early takes pieces from the end of
-  // another's region); each weight row is read (and unpacked) once and dotted with every
-  // token's input row: y[t * n_rows + r] for all t. A piece that spans products makes one
-  // kernel call per product.
+  // The units are cut between the threads in contiguous regions of kMatmulPiecesPerThread
+  // pieces each (ThreadPool::parallel_ranges); each weight row is read (and unpacked) once
+  // and dotted with every token's input row: y[t * n_rows + r] for all t. A piece that
+  // spans products makes one kernel call per product.
   const int64_t n_pieces_wanted = std::max<int64_t>(1, pool_.n_threads() * kMatmulPiecesPerThread);
   const int64_t min_grain = panels ? 1 : kMinMatmulPieceRows / 4;
   const int64_t grain = std::max<int64_t>(min_grain, (n_units + n_pieces_wanted - 1) / n_pieces_wanted);
-  const quant::VecDotPanelsFn panel_kernel = panels ? quant::best_panel_kernel(first.type) : nullptr;
   std::mutex pieces_mutex;
   std::vector<std::pair<int64_t, std::vector<quant::RunningMax>>> pieces;  // argmax: (first row, maxima)
   pool_.parallel_ranges(static_cast<size_t>(n_units), static_cast<size_t>(grain), [&](size_t first_unit,
@@ -129,9 +127,9 @@ void CpuBackend::run_products(std::span<const MatmulProduct> products, const flo
       if (argmax != nullptr) {
         maxima.assign(static_cast<size_t>(n_tokens), {-std::numeric_limits<float>::infinity(), -1});
       }
-      const quant::VecDotPanelsFn kernel = w.type == first.type ? panel_kernel : quant::best_panel_kernel(w.type);
-      kernel(k, w.data + static_cast<size_t>(begin) * w.row_bytes, end - begin, input, input_row_bytes, n_tokens, y,
-             w.n_rows, argmax != nullptr ? maxima.data() : nullptr);
+      quant::best_panel_kernel(w.type)(k, w.data + static_cast<size_t>(begin) * w.row_bytes, end - begin, input,
+                                       input_row_bytes, n_tokens, y, w.n_rows,
+                                       argmax != nullptr ? maxima.data() : nullptr);
       if (argmax != nullptr) {
         std::lock_guard<std::mutex> lock(pieces_mutex);
         pieces.emplace_back(begin, std::move(maxima));
