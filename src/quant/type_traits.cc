@@ -23,17 +23,20 @@ constexpr SimdKernels kAvx2BF16{avx2::vec_dot_bf16, nullptr, nullptr};
 constexpr SimdKernels kAvx512BF16{avx512::vec_dot_bf16, nullptr, nullptr};
 constexpr SimdKernels kAvx2Q4_1{avx2::vec_dot_q4_1_q8_1, avx2::vec_dot_rows_q4_1_q8_1, nullptr};
 constexpr SimdKernels kAvx2Q5_1{avx2::vec_dot_q5_1_q8_1, avx2::vec_dot_rows_q5_1_q8_1, nullptr};
-constexpr SimdKernels kAvx2Q4_0{avx2::vec_dot_q4_0_q8_0, avx2::vec_dot_rows_q4_0_q8_0, nullptr};
+constexpr SimdKernels kAvx2Q4_0{avx2::vec_dot_q4_0_q8_0, avx2::vec_dot_rows_q4_0_q8_0, nullptr, nullptr,
+                                avx2::vec_dot_panels_q4_0_q8_0};
 constexpr SimdKernels kAvx512Q4_0{avx512::vec_dot_q4_0_q8_0, avx512::vec_dot_rows_q4_0_q8_0, nullptr,
                                   avx512::vec_dot_matrix_q4_0_q8_0, avx512::vec_dot_panels_q4_0_q8_0};
 constexpr SimdKernels kAvx512Q4_1{avx512::vec_dot_q4_1_q8_1, avx512::vec_dot_rows_q4_1_q8_1, nullptr,
                                   avx512::vec_dot_matrix_q4_1_q8_1};
 constexpr SimdKernels kAvx512Q5_1{avx512::vec_dot_q5_1_q8_1, avx512::vec_dot_rows_q5_1_q8_1, nullptr,
                                   avx512::vec_dot_matrix_q5_1_q8_1};
-constexpr SimdKernels kAvx2Q5_0{avx2::vec_dot_q5_0_q8_0, avx2::vec_dot_rows_q5_0_q8_0, nullptr};
+constexpr SimdKernels kAvx2Q5_0{avx2::vec_dot_q5_0_q8_0, avx2::vec_dot_rows_q5_0_q8_0, nullptr, nullptr,
+                                avx2::vec_dot_panels_q5_0_q8_0};
 constexpr SimdKernels kAvx512Q5_0{avx512::vec_dot_q5_0_q8_0, avx512::vec_dot_rows_q5_0_q8_0, nullptr,
                                   avx512::vec_dot_matrix_q5_0_q8_0, avx512::vec_dot_panels_q5_0_q8_0};
-constexpr SimdKernels kAvx2Q8_0{avx2::vec_dot_q8_0_q8_0, avx2::vec_dot_rows_q8_0_q8_0, avx2::quantize_row_q8_0};
+constexpr SimdKernels kAvx2Q8_0{avx2::vec_dot_q8_0_q8_0, avx2::vec_dot_rows_q8_0_q8_0, avx2::quantize_row_q8_0, nullptr,
+                                avx2::vec_dot_panels_q8_0_q8_0};
 constexpr SimdKernels kAvx512Q8_0{avx512::vec_dot_q8_0_q8_0, avx512::vec_dot_rows_q8_0_q8_0,
                                   avx512::quantize_row_q8_0, avx512::vec_dot_matrix_q8_0_q8_0,
                                   avx512::vec_dot_panels_q8_0_q8_0};

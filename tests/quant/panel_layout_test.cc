@@ -1,6 +1,6 @@
 // quant/panel_layout.h: packing Q8_0, Q4_0 and Q5_0 rows into 16-row panels loses
-// nothing, and the AVX-512 kernels that read panels give the row-major kernels' results
-// bit for bit.
+// nothing, and the AVX2 and AVX-512 kernels that read panels give the row-major kernels'
+// results bit for bit (and, where the CPU has both, each other's).
 
 #include "quant/panel_layout.h"
 
@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -65,15 +66,38 @@ TEST(PanelLayout, PackedRowsDequantizeToTheSameFloats) {
   }
 }
 
-TEST(PanelLayout, PanelKernelMatchesRowKernelBitForBit) {
-  if (!cpu_features().has_avx512_kernels()) {
-    std::printf("[ kernels  ] panel kernel: not run, this CPU lacks the AVX-512 kernels\n");
+// The instruction sets with panel kernels that this CPU can run (TOKENMILL_ISA caps them).
+struct PanelSet {
+  const char* name;
+  const SimdKernels& (*kernels)(TensorType);
+};
+std::vector<PanelSet> panel_sets() {
+  std::vector<PanelSet> sets;
+  if (cpu_features().has_avx2_kernels()) sets.push_back({"avx2", [](TensorType t) -> const SimdKernels& { return type_traits(t).avx2; }});
+  if (cpu_features().has_avx512_kernels()) {
+    sets.push_back({"avx512", [](TensorType t) -> const SimdKernels& { return type_traits(t).avx512; }});
+  }
+  std::printf("[ kernels  ] panel kernels run:");
+  for (const PanelSet& set : sets) std::printf(" %s", set.name);
+  std::printf("%s\n", sets.empty() ? " none (no AVX2 on this CPU)" : "");
+  return sets;
+}
+
+// The set's row-major result: its matrix kernel, else its rows kernel per weight row.
+void row_major_dot(const SimdKernels& kernels, int64_t n_cols, const uint8_t* rows, size_t row_bytes, int64_t n_rows,
+                   const uint8_t* input, size_t input_bytes, int64_t n_tokens, float* out) {
+  if (kernels.vec_dot_matrix != nullptr) {
+    kernels.vec_dot_matrix(n_cols, rows, row_bytes, n_rows, input, input_bytes, n_tokens, out, n_rows);
     return;
   }
+  for (int64_t r = 0; r < n_rows; ++r) {
+    kernels.vec_dot_rows(n_cols, rows + r * row_bytes, input, input_bytes, n_tokens, out + r, n_rows);
+  }
+}
+
+TEST(PanelLayout, PanelKernelMatchesRowKernelBitForBit) {
+  const std::vector<PanelSet> sets = panel_sets();
   for (TensorType type : kPackedTypes) {
-    const VecDotPanelsFn panels = best_panel_kernel(type);
-    const VecDotMatrixFn matrix = type_traits(type).avx512.vec_dot_matrix;
-    ASSERT_NE(panels, nullptr) << type_traits(type).name;
     // 48 rows: an odd number of panels (two at a time, then one); 16 tokens: balanced
     // tiles of two panels (6, 5, 5).
     for (const auto& [n_rows, n_cols] : {std::pair<int64_t, int64_t>{64, 32}, {64, 640}, {48, 640}, {64, 2048}}) {
@@ -81,32 +105,48 @@ TEST(PanelLayout, PanelKernelMatchesRowKernelBitForBit) {
       std::vector<uint8_t> packed(m.rows.size());
       pack_panels(type, m.rows.data(), m.n_rows, m.row_bytes, packed.data());
       const size_t input_bytes = row_size(TensorType::kQ8_0, n_cols);
-      for (const int64_t n_tokens : {1, 2, 6, 7, 8, 13, 16, 70}) {
+      for (const int64_t n_tokens : {1, 2, 3, 5, 6, 7, 8, 13, 16, 70}) {
         std::vector<uint8_t> input(input_bytes * static_cast<size_t>(n_tokens));
         for (int64_t t = 0; t < n_tokens; ++t) {
           const std::vector<float> x =
               testing::random_normal(static_cast<size_t>(n_cols), 100 + static_cast<uint32_t>(t));
           quantize_row_ref(TensorType::kQ8_0, x.data(), input.data() + t * input_bytes, n_cols);
         }
-        std::vector<float> expected(static_cast<size_t>(m.n_rows * n_tokens)), got(expected.size());
-        matrix(n_cols, m.rows.data(), m.row_bytes, m.n_rows, input.data(), input_bytes, n_tokens, expected.data(),
-               m.n_rows);
-        panels(n_cols, packed.data(), m.n_rows, input.data(), input_bytes, n_tokens, got.data(), m.n_rows, nullptr);
-        ASSERT_EQ(std::memcmp(expected.data(), got.data(), expected.size() * sizeof(float)), 0)
-            << type_traits(type).name << ": " << n_rows << " x " << n_cols << ", " << n_tokens << " tokens";
+        std::vector<float> first_set;
+        for (const PanelSet& set : sets) {
+          const SimdKernels& kernels = set.kernels(type);
+          ASSERT_NE(kernels.vec_dot_panels, nullptr) << set.name << " " << type_traits(type).name;
+          std::vector<float> expected(static_cast<size_t>(m.n_rows * n_tokens)), got(expected.size());
+          row_major_dot(kernels, n_cols, m.rows.data(), m.row_bytes, m.n_rows, input.data(), input_bytes, n_tokens,
+                        expected.data());
+          kernels.vec_dot_panels(n_cols, packed.data(), m.n_rows, input.data(), input_bytes, n_tokens, got.data(),
+                                 m.n_rows, nullptr);
+          const std::string where = std::string(set.name) + " " + std::string(type_traits(type).name) + ": " +
+                                    std::to_string(n_rows) + " x " + std::to_string(n_cols) + ", " +
+                                    std::to_string(n_tokens) + " tokens";
+          ASSERT_EQ(std::memcmp(expected.data(), got.data(), expected.size() * sizeof(float)), 0) << where;
+          // One row alone through vec_dot: the same bits again.
+          EXPECT_EQ(kernels.vec_dot(n_cols, m.rows.data() + (n_rows - 1) * m.row_bytes,
+                                    input.data() + (n_tokens - 1) * input_bytes),
+                    got[static_cast<size_t>((n_tokens - 1) * m.n_rows + n_rows - 1)])
+              << where;
+          // Every instruction set gives the same bits.
+          if (first_set.empty()) {
+            first_set = got;
+          } else {
+            ASSERT_EQ(std::memcmp(first_set.data(), got.data(), got.size() * sizeof(float)), 0) << where << " vs " << sets[0].name;
+          }
+        }
       }
     }
   }
 }
 
 TEST(PanelLayout, PanelKernelFoldsEachTokensFirstLargestResult) {
-  if (!cpu_features().has_avx512_kernels()) {
-    std::printf("[ kernels  ] panel kernel maxima: not run, this CPU lacks the AVX-512 kernels\n");
-    return;
-  }
   const float kNegInf = -std::numeric_limits<float>::infinity();
+  for (const PanelSet& set : panel_sets()) {
   for (TensorType type : kPackedTypes) {
-    const VecDotPanelsFn panels = best_panel_kernel(type);
+    const VecDotPanelsFn panels = set.kernels(type).vec_dot_panels;
     const int64_t n_rows = 96, n_cols = 640;
     Matrix m = random_matrix(type, n_rows, n_cols, 5);
     // Rows 70 and 90 repeat row 7: whenever row 7 holds a token's largest result, the
@@ -143,7 +183,7 @@ TEST(PanelLayout, PanelKernelFoldsEachTokensFirstLargestResult) {
         const RunningMax& a = maxima[static_cast<size_t>(t)];
         const RunningMax& b = second[static_cast<size_t>(t)];
         const int32_t got = b.value > a.value ? 48 + b.column : a.column;
-        EXPECT_EQ(got, expected) << type_traits(type).name << ", token " << t << " of " << n_tokens;
+        EXPECT_EQ(got, expected) << set.name << " " << type_traits(type).name << ", token " << t << " of " << n_tokens;
         EXPECT_EQ(a.value, *std::max_element(row.begin(), row.begin() + 48));
         if (t % 2 == 0) {
           EXPECT_EQ(expected, 7) << type_traits(type).name << ", token " << t;
@@ -152,6 +192,7 @@ TEST(PanelLayout, PanelKernelFoldsEachTokensFirstLargestResult) {
         }
       }
     }
+  }
   }
 }
 

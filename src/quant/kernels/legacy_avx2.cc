@@ -1,12 +1,15 @@
-// AVX2 dot products of the 32-element legacy weight formats: Q4_0, Q5_0, Q8_0 with a Q8_0
-// activation row, Q4_1 and Q5_1 with a Q8_1 row (whose s = d_a * sum(a) pays for the
-// weight's minimum m: dot = d * d_a * sum(q * a) + m * s).
+// AVX2 dot products of the 32-element legacy weight formats in the file's row layout:
+// Q4_0, Q5_0, Q8_0 with a Q8_0 activation row, Q4_1 and Q5_1 with a Q8_1 row (whose
+// s = d_a * sum(a) pays for the weight's minimum m: dot = d * d_a * sum(q * a) + m * s).
 //
 // Every weight block is first unpacked to 32 signed int8 levels in element order, so one
-// block kernel serves all three formats; the per-format part is only `unpack`. The
-// integer dot product of a block is exact; each block's float scale product is then
-// accumulated with FMA in 8 lanes, a different order from the scalar reference (so the
-// results agree to rounding, not bit for bit).
+// block kernel serves all the formats; the per-format part is only `unpack`. The integer
+// dot product of a block is exact. For the _0 formats each block's integer then takes
+// the float step of every legacy kernel (legacy_panels_avx2.cc, the AVX-512 kernels):
+//   acc = fma(float(isum_b), d_b * d_token,b, acc)          block by block,
+// so a result has the same bits as the panel kernels give for the same row and token.
+// The _1 formats accumulate each block's scale product in 8 lanes (a different order
+// from the scalar reference: they agree to rounding, not bit for bit).
 
 #include <immintrin.h>
 
@@ -90,23 +93,37 @@ template <typename Block, int kTokens>
 void dot_tile(int64_t n_blocks, const Block* w, const uint8_t* a, size_t a_stride, float* out,
               int64_t out_stride) {
   using Activation = typename ActivationOf<Block>::type;
-  __m256 acc[kTokens];
-  float min_sum[kTokens];
-  for (int t = 0; t < kTokens; ++t) {
-    acc[t] = _mm256_setzero_ps();
-    min_sum[t] = 0.0f;
-  }
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const UnpackedBlock weights = unpack(w[b]);
-    for (int t = 0; t < kTokens; ++t) {
-      const Activation& activation = reinterpret_cast<const Activation*>(a + t * a_stride)[b];
-      const __m256i isum = dot_i8_avx2(weights.levels, load_256(activation.qs));
-      const __m256 d = _mm256_set1_ps(weights.d * half_to_float(activation.d));
-      acc[t] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum), acc[t]);
-      if constexpr (ActivationOf<Block>::kHasMin) min_sum[t] += weights.m * half_to_float(activation.s);
+  if constexpr (!ActivationOf<Block>::kHasMin) {
+    float acc[kTokens];
+    for (int t = 0; t < kTokens; ++t) acc[t] = 0.0f;
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      const UnpackedBlock weights = unpack(w[b]);
+      for (int t = 0; t < kTokens; ++t) {
+        const Activation& activation = reinterpret_cast<const Activation*>(a + t * a_stride)[b];
+        const int32_t isum = hsum_epi32(dot_i8_avx2(weights.levels, load_256(activation.qs)));
+        acc[t] = __builtin_fmaf(static_cast<float>(isum), weights.d * half_to_float(activation.d), acc[t]);
+      }
     }
+    for (int t = 0; t < kTokens; ++t) out[t * out_stride] = acc[t];
+  } else {
+    __m256 acc[kTokens];
+    float min_sum[kTokens];
+    for (int t = 0; t < kTokens; ++t) {
+      acc[t] = _mm256_setzero_ps();
+      min_sum[t] = 0.0f;
+    }
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      const UnpackedBlock weights = unpack(w[b]);
+      for (int t = 0; t < kTokens; ++t) {
+        const Activation& activation = reinterpret_cast<const Activation*>(a + t * a_stride)[b];
+        const __m256i isum = dot_i8_avx2(weights.levels, load_256(activation.qs));
+        const __m256 d = _mm256_set1_ps(weights.d * half_to_float(activation.d));
+        acc[t] = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(isum), acc[t]);
+        min_sum[t] += weights.m * half_to_float(activation.s);
+      }
+    }
+    for (int t = 0; t < kTokens; ++t) out[t * out_stride] = hsum_ps(acc[t]) + min_sum[t];
   }
-  for (int t = 0; t < kTokens; ++t) out[t * out_stride] = hsum_ps(acc[t]) + min_sum[t];
 }
 
 template <typename Block>
