@@ -46,13 +46,16 @@ constexpr SimdKernels kAvx512Q2_K{avx512::vec_dot_q2_K_q8_K, avx512::vec_dot_row
 constexpr SimdKernels kAvx2Q3_K{avx2::vec_dot_q3_K_q8_K, nullptr, nullptr};
 constexpr SimdKernels kAvx512Q3_K{avx512::vec_dot_q3_K_q8_K, avx512::vec_dot_rows_q3_K_q8_K, nullptr,
                                   avx512::vec_dot_matrix_q3_K_q8_K};
-constexpr SimdKernels kAvx2Q4_K{avx2::vec_dot_q4_K_q8_K, nullptr, nullptr};
+constexpr SimdKernels kAvx2Q4_K{avx2::vec_dot_q4_K_q8_K, avx2::vec_dot_rows_q4_K_q8_K, nullptr,
+                                avx2::vec_dot_matrix_q4_K_q8_K};
 constexpr SimdKernels kAvx512Q4_K{avx512::vec_dot_q4_K_q8_K, avx512::vec_dot_rows_q4_K_q8_K, nullptr,
                                   avx512::vec_dot_matrix_q4_K_q8_K};
-constexpr SimdKernels kAvx2Q5_K{avx2::vec_dot_q5_K_q8_K, nullptr, nullptr};
+constexpr SimdKernels kAvx2Q5_K{avx2::vec_dot_q5_K_q8_K, avx2::vec_dot_rows_q5_K_q8_K, nullptr,
+                                avx2::vec_dot_matrix_q5_K_q8_K};
 constexpr SimdKernels kAvx512Q5_K{avx512::vec_dot_q5_K_q8_K, avx512::vec_dot_rows_q5_K_q8_K, nullptr,
                                   avx512::vec_dot_matrix_q5_K_q8_K};
-constexpr SimdKernels kAvx2Q6_K{avx2::vec_dot_q6_K_q8_K, nullptr, nullptr};
+constexpr SimdKernels kAvx2Q6_K{avx2::vec_dot_q6_K_q8_K, avx2::vec_dot_rows_q6_K_q8_K, nullptr,
+                                avx2::vec_dot_matrix_q6_K_q8_K};
 constexpr SimdKernels kAvx512Q6_K{avx512::vec_dot_q6_K_q8_K, avx512::vec_dot_rows_q6_K_q8_K, nullptr,
                                   avx512::vec_dot_matrix_q6_K_q8_K};
 constexpr SimdKernels kAvx2Q8_K{nullptr, nullptr, avx2::quantize_row_q8_K};

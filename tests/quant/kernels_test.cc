@@ -251,6 +251,60 @@ TEST_P(KernelVecDot, MatrixMatchesSingleRowKernelOnLargeShapes) {
   }
 }
 
+// The legacy _0 formats and Q4_K / Q5_K / Q6_K take the same integer sums and float
+// steps on every instruction set: where the CPU has several, their matrix kernels (the
+// many-token tiles and the few-token rows) give the same bits.
+TEST(Kernels, InstructionSetsAgreeBitForBit) {
+  const TensorType kTypes[] = {TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ8_0,
+                               TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K};
+  std::vector<const IsaPath*> paths;
+  for (const IsaPath& path : isa_paths()) {
+    if (path.available) paths.push_back(&path);
+  }
+  if (paths.size() < 2) {
+    std::printf("[ kernels  ] instruction sets compared: none (this CPU has %zu set)\n", paths.size());
+    return;
+  }
+  for (TensorType type : kTypes) {
+    const TypeTraits& traits = type_traits(type);
+    const int64_t n = traits.block_size == kSuperBlockSize ? 4 * kSuperBlockSize : 20 * traits.block_size;
+    const size_t w_row_bytes = row_size(type, n), a_row_bytes = row_size(traits.vec_dot_type, n);
+    constexpr int64_t kRows = 45, kMaxTokens = 70;
+    std::vector<uint8_t> w(kRows * w_row_bytes), a(kMaxTokens * a_row_bytes);
+    for (int64_t r = 0; r < kRows; ++r) {
+      const std::vector<uint8_t> row = quantize(type, random_normal(static_cast<size_t>(n), 700 + r));
+      std::memcpy(w.data() + r * w_row_bytes, row.data(), w_row_bytes);
+    }
+    for (int64_t t = 0; t < kMaxTokens; ++t) {
+      const std::vector<uint8_t> row = quantize(traits.vec_dot_type, random_normal(static_cast<size_t>(n), 800 + t));
+      std::memcpy(a.data() + t * a_row_bytes, row.data(), a_row_bytes);
+    }
+    for (int64_t n_tokens : {1, 2, 3, 4, 5, 8, 13, 16, 70}) {
+      std::vector<float> first;
+      for (const IsaPath* path : paths) {
+        const SimdKernels& kernels = path->kernels(traits);
+        std::vector<float> out(static_cast<size_t>(kRows * n_tokens));
+        for (int64_t r = 0; r < kRows; ++r) {
+          if (kernels.vec_dot_matrix != nullptr) break;
+          kernels.vec_dot_rows(n, w.data() + r * w_row_bytes, a.data(), a_row_bytes, n_tokens, out.data() + r, kRows);
+        }
+        if (kernels.vec_dot_matrix != nullptr) {
+          kernels.vec_dot_matrix(n, w.data(), w_row_bytes, kRows, a.data(), a_row_bytes, n_tokens, out.data(), kRows);
+        }
+        if (first.empty()) {
+          first = out;
+          continue;
+        }
+        ASSERT_EQ(std::memcmp(first.data(), out.data(), out.size() * sizeof(float)), 0)
+            << traits.name << ", " << n_tokens << " tokens: " << path->name << " vs " << paths[0]->name;
+      }
+    }
+  }
+  std::printf("[ kernels  ] instruction sets compared:");
+  for (const IsaPath* path : paths) std::printf(" %s", path->name);
+  std::printf("\n");
+}
+
 std::string type_name(const ::testing::TestParamInfo<TensorType>& info) {
   return std::string(type_traits(info.param).name);
 }

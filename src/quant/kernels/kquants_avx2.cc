@@ -1,14 +1,23 @@
-// AVX2 dot products of the K-quant weight formats Q4_K, Q5_K and Q6_K with a Q8_K activation
-// row.
+// AVX2 dot products of the K-quant weight formats Q4_K, Q5_K and Q6_K with Q8_K activation
+// rows, one weight row at a time (decode; kquants_panels_avx2.cc has the many-token
+// matrices).
 //
-// Per super-block the integer sum sum_j scale_j * dot(levels_j, activations_j) is exact
-// (int32), as in the reference; only its product with the float scale, accumulated with
-// FMA in 8 lanes, rounds in a different order. Constant offsets (Q4_K's minimum, Q6_K's
-// -32) are taken out through Q8_K's per-16 activation sums (bsums) instead of per quant.
+// Per super-block the integers of kquants_avx512.cc are computed exactly: T = sum_j
+// sc_j * isum_j split in two halves T_lo, T_hi by sub-block (the formats' order there),
+// and for Q4_K / Q5_K M = sum_j mn_j * (a's sum over sub-block j); Q6_K's "- 32" goes into
+// T_lo. They then take the same float steps, per super-block in this order:
+//   acc = fnmadd(float(M), dmin * y.d, acc)     (Q4_K, Q5_K)
+//   acc = fma(float(T_lo), d * y.d, acc)
+//   acc = fma(float(T_hi), d * y.d, acc)
+// so every path, AVX2 or AVX-512, gives each (row, token) the same bits. Constant
+// offsets (Q4_K's minimum, Q6_K's -32) are taken out through Q8_K's per-16 activation
+// sums (bsums) instead of per quant.
 
 #include <immintrin.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "quant/blocks.h"
 #include "quant/kernels/simd_kernels.h"
@@ -16,138 +25,184 @@
 
 namespace tokenmill::quant::avx2 {
 
-float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a) {
-  const auto* x = static_cast<const BlockQ4_K*>(w);
-  const auto* y = static_cast<const BlockQ8_K*>(a);
-  const __m256i low_nibble = _mm256_set1_epi8(0x0f);
-  __m256 acc = _mm256_setzero_ps();
-  __m256 acc_min = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kSuperBlockSize; ++b) {
-    const float d = y[b].d * half_to_float(x[b].d);
-    const float d_min = y[b].d * half_to_float(x[b].dmin);
-    const __m128i scales_mins = unpack_k4_scales(x[b].scales);  // bytes [sc0..7, mn0..7]
+namespace {
 
-    // Minimum term: sum_j bsums[j] * min[j / 2] over the 16 groups of 16.
-    const __m128i mins_16 = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(scales_mins, scales_mins));
-    const __m256i mins_per_group = _mm256_set_m128i(_mm_unpackhi_epi16(mins_16, mins_16), _mm_unpacklo_epi16(mins_16, mins_16));
-    const __m256i min_products = _mm256_madd_epi16(load_256(y[b].bsums), mins_per_group);
-    acc_min = _mm256_fmadd_ps(_mm256_set1_ps(d_min), _mm256_cvtepi32_ps(min_products), acc_min);
+// One super-block's integers for one row and one token.
+struct SuperBlockSums {
+  int32_t t_lo, t_hi, m;
+};
 
-    // Scale j as int16 in both 128-bit lanes; word_select picks word j into every lane.
-    const __m256i scales_16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scales_mins));
-    __m256i word_select = _mm256_set1_epi16(0x0100);
-    const __m256i next_word = _mm256_set1_epi16(0x0202);
-
-    // Chunk c holds sub-block 2c in its low nibbles and 2c + 1 in its high nibbles.
-    __m256i isum = _mm256_setzero_si256();
-    for (int c = 0; c < 4; ++c) {
-      const __m256i packed = load_256(x[b].qs + 32 * c);
-      const __m256i low = _mm256_and_si256(packed, low_nibble);
-      const __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_nibble);
-      const __m256i low_pairs = _mm256_maddubs_epi16(low, load_256(y[b].qs + 64 * c));
-      const __m256i high_pairs = _mm256_maddubs_epi16(high, load_256(y[b].qs + 64 * c + 32));
-      const __m256i low_scale = _mm256_shuffle_epi8(scales_16, word_select);
-      word_select = _mm256_add_epi8(word_select, next_word);
-      const __m256i high_scale = _mm256_shuffle_epi8(scales_16, word_select);
-      word_select = _mm256_add_epi8(word_select, next_word);
-      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(low_pairs, low_scale));
-      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(high_pairs, high_scale));
-    }
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum), acc);
-  }
-  return hsum_ps(acc) - hsum_ps(acc_min);
+// The float steps (see the top of the file).
+__attribute__((always_inline)) inline float accumulate(float acc, const SuperBlockSums& s, float d, float dmin,
+                                                       bool has_min) {
+  if (has_min) acc = __builtin_fmaf(-static_cast<float>(s.m), dmin, acc);
+  acc = __builtin_fmaf(static_cast<float>(s.t_lo), d, acc);
+  return __builtin_fmaf(static_cast<float>(s.t_hi), d, acc);
 }
 
-float vec_dot_q5_K_q8_K(int64_t n, const void* w, const void* a) {
-  const auto* x = static_cast<const BlockQ5_K*>(w);
-  const auto* y = static_cast<const BlockQ8_K*>(a);
+// Minimum term of Q4_K / Q5_K: sum_j bsums[j] * min[j / 2] over the 16 groups of 16.
+__attribute__((always_inline)) inline int32_t k4_min_sum(__m128i scales_mins, const BlockQ8_K& y) {
+  const __m128i mins_16 = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(scales_mins, scales_mins));
+  const __m256i mins_per_group = _mm256_set_m128i(_mm_unpackhi_epi16(mins_16, mins_16), _mm_unpacklo_epi16(mins_16, mins_16));
+  return hsum_epi32(_mm256_madd_epi16(load_256(y.bsums), mins_per_group));
+}
+
+// Q4_K: chunk c holds sub-block 2c in its low nibbles and 2c + 1 in its high nibbles;
+// T_lo is sub-blocks 0..3 (chunks 0, 1).
+SuperBlockSums sums_q4_K(const BlockQ4_K& x, const BlockQ8_K& y) {
+  const __m256i low_nibble = _mm256_set1_epi8(0x0f);
+  const __m128i scales_mins = unpack_k4_scales(x.scales);  // bytes [sc0..7, mn0..7]
+  // Scale j as int16 in both 128-bit lanes; word_select picks word j into every lane.
+  const __m256i scales_16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scales_mins));
+  __m256i word_select = _mm256_set1_epi16(0x0100);
+  const __m256i next_word = _mm256_set1_epi16(0x0202);
+  __m256i half[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+  for (int c = 0; c < 4; ++c) {
+    const __m256i packed = load_256(x.qs + 32 * c);
+    const __m256i low = _mm256_and_si256(packed, low_nibble);
+    const __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_nibble);
+    const __m256i low_pairs = _mm256_maddubs_epi16(low, load_256(y.qs + 64 * c));
+    const __m256i high_pairs = _mm256_maddubs_epi16(high, load_256(y.qs + 64 * c + 32));
+    const __m256i low_scale = _mm256_shuffle_epi8(scales_16, word_select);
+    word_select = _mm256_add_epi8(word_select, next_word);
+    const __m256i high_scale = _mm256_shuffle_epi8(scales_16, word_select);
+    word_select = _mm256_add_epi8(word_select, next_word);
+    half[c / 2] = _mm256_add_epi32(half[c / 2], _mm256_madd_epi16(low_pairs, low_scale));
+    half[c / 2] = _mm256_add_epi32(half[c / 2], _mm256_madd_epi16(high_pairs, high_scale));
+  }
+  return {hsum_epi32(half[0]), hsum_epi32(half[1]), k4_min_sum(scales_mins, y)};
+}
+
+// Q5_K: Q4_K's nibbles plus 16 where bit j of qh[l] is set (element 32j + l); T_lo is
+// sub-blocks 0, 1, 4, 5 (chunks 0, 2).
+SuperBlockSums sums_q5_K(const BlockQ5_K& x, const BlockQ8_K& y) {
   const __m256i low_nibble = _mm256_set1_epi8(0x0f);
   const __m256i bit_4 = _mm256_set1_epi8(0x10);
-  __m256 acc = _mm256_setzero_ps();
-  __m256 acc_min = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kSuperBlockSize; ++b) {
-    const float d = y[b].d * half_to_float(x[b].d);
-    const float d_min = y[b].d * half_to_float(x[b].dmin);
-    const __m128i scales_mins = unpack_k4_scales(x[b].scales);  // bytes [sc0..7, mn0..7]
-
-    const __m128i mins_16 = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(scales_mins, scales_mins));
-    const __m256i mins_per_group = _mm256_set_m128i(_mm_unpackhi_epi16(mins_16, mins_16), _mm_unpacklo_epi16(mins_16, mins_16));
-    const __m256i min_products = _mm256_madd_epi16(load_256(y[b].bsums), mins_per_group);
-    acc_min = _mm256_fmadd_ps(_mm256_set1_ps(d_min), _mm256_cvtepi32_ps(min_products), acc_min);
-
-    const __m256i scales_16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scales_mins));
-    __m256i word_select = _mm256_set1_epi16(0x0100);
-    const __m256i next_word = _mm256_set1_epi16(0x0202);
-
-    // Sub-block s takes its fifth bits from bit s of every qh byte: shift qh right one
-    // bit per sub-block and move bit 0 to bit 4. (The 16-bit shifts bring bits of the
-    // neighbouring byte in at the top; they reach bit 0 only after 8 shifts.)
-    __m256i qh = load_256(x[b].qh);
-    __m256i isum = _mm256_setzero_si256();
-    for (int c = 0; c < 4; ++c) {
-      const __m256i packed = load_256(x[b].qs + 32 * c);
-      const __m256i low = _mm256_or_si256(_mm256_and_si256(packed, low_nibble),
-                                          _mm256_and_si256(_mm256_slli_epi16(qh, 4), bit_4));
-      qh = _mm256_srli_epi16(qh, 1);
-      const __m256i high = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(packed, 4), low_nibble),
-                                           _mm256_and_si256(_mm256_slli_epi16(qh, 4), bit_4));
-      qh = _mm256_srli_epi16(qh, 1);
-      const __m256i low_pairs = _mm256_maddubs_epi16(low, load_256(y[b].qs + 64 * c));
-      const __m256i high_pairs = _mm256_maddubs_epi16(high, load_256(y[b].qs + 64 * c + 32));
-      const __m256i low_scale = _mm256_shuffle_epi8(scales_16, word_select);
-      word_select = _mm256_add_epi8(word_select, next_word);
-      const __m256i high_scale = _mm256_shuffle_epi8(scales_16, word_select);
-      word_select = _mm256_add_epi8(word_select, next_word);
-      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(low_pairs, low_scale));
-      isum = _mm256_add_epi32(isum, _mm256_madd_epi16(high_pairs, high_scale));
-    }
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum), acc);
+  const __m128i scales_mins = unpack_k4_scales(x.scales);
+  const __m256i scales_16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scales_mins));
+  __m256i word_select = _mm256_set1_epi16(0x0100);
+  const __m256i next_word = _mm256_set1_epi16(0x0202);
+  // Sub-block s takes its fifth bits from bit s of every qh byte: shift qh right one bit
+  // per sub-block and move bit 0 to bit 4. (The 16-bit shifts bring bits of the
+  // neighbouring byte in at the top; they reach bit 0 only after 8 shifts.)
+  __m256i qh = load_256(x.qh);
+  __m256i half[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+  for (int c = 0; c < 4; ++c) {
+    const __m256i packed = load_256(x.qs + 32 * c);
+    const __m256i low = _mm256_or_si256(_mm256_and_si256(packed, low_nibble),
+                                        _mm256_and_si256(_mm256_slli_epi16(qh, 4), bit_4));
+    qh = _mm256_srli_epi16(qh, 1);
+    const __m256i high = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(packed, 4), low_nibble),
+                                         _mm256_and_si256(_mm256_slli_epi16(qh, 4), bit_4));
+    qh = _mm256_srli_epi16(qh, 1);
+    const __m256i low_pairs = _mm256_maddubs_epi16(low, load_256(y.qs + 64 * c));
+    const __m256i high_pairs = _mm256_maddubs_epi16(high, load_256(y.qs + 64 * c + 32));
+    const __m256i low_scale = _mm256_shuffle_epi8(scales_16, word_select);
+    word_select = _mm256_add_epi8(word_select, next_word);
+    const __m256i high_scale = _mm256_shuffle_epi8(scales_16, word_select);
+    word_select = _mm256_add_epi8(word_select, next_word);
+    half[c % 2] = _mm256_add_epi32(half[c % 2], _mm256_madd_epi16(low_pairs, low_scale));
+    half[c % 2] = _mm256_add_epi32(half[c % 2], _mm256_madd_epi16(high_pairs, high_scale));
   }
-  return hsum_ps(acc) - hsum_ps(acc_min);
+  return {hsum_epi32(half[0]), hsum_epi32(half[1]), k4_min_sum(scales_mins, y)};
 }
 
-float vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a) {
-  const auto* x = static_cast<const BlockQ6_K*>(w);
-  const auto* y = static_cast<const BlockQ8_K*>(a);
+// Q6_K: codes q in [0, 63], level q - 32; T_lo is the sub-blocks j with bit 1 of j clear
+// (the even 32-element steps k below) and every -32 term.
+SuperBlockSums sums_q6_K(const BlockQ6_K& x, const BlockQ8_K& y) {
   const __m256i low_nibble = _mm256_set1_epi8(0x0f);
   const __m256i bits_4_5 = _mm256_set1_epi8(0x30);
   // Picks scale bytes s, s (x8) and s + 1 (x8) out of the 16 scales; step by 2.
-  const __m128i first_pair = _mm_set_epi64x(0x0101010101010101, 0);
-  __m256 acc = _mm256_setzero_ps();
-  for (int64_t b = 0; b < n / kSuperBlockSize; ++b) {
-    const float d = y[b].d * half_to_float(x[b].d);
-    const __m128i scales_i8 = load_128(x[b].scales);
-
-    // The -32 of every level: 32 * sum_j scale_j * bsums[j].
-    const __m256i offset_products = _mm256_madd_epi16(load_256(y[b].bsums), _mm256_cvtepi8_epi16(scales_i8));
-
-    __m256i isum = _mm256_setzero_si256();
-    __m128i pair_select = first_pair;
-    for (int half = 0; half < 2; ++half) {
-      const uint8_t* ql = x[b].ql + 64 * half;
-      const __m256i qh = load_256(x[b].qh + 32 * half);
-      const __m256i ql_0 = load_256(ql);
-      const __m256i ql_1 = load_256(ql + 32);
-      // Levels + 32 (0..63) of elements 32k .. 32k + 31 of this half (layout in blocks.h).
-      const __m256i q[4] = {
-          _mm256_or_si256(_mm256_and_si256(ql_0, low_nibble), _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits_4_5)),
-          _mm256_or_si256(_mm256_and_si256(ql_1, low_nibble), _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits_4_5)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql_0, 4), low_nibble), _mm256_and_si256(qh, bits_4_5)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql_1, 4), low_nibble),
-                          _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits_4_5)),
-      };
-      for (int k = 0; k < 4; ++k) {
-        // int16 lanes 0..7 cover group 2m, lanes 8..15 group 2m + 1 (m = 4 half + k).
-        const __m256i pairs = _mm256_maddubs_epi16(q[k], load_256(y[b].qs + 128 * half + 32 * k));
-        const __m256i scales = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales_i8, pair_select));
-        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(pairs, scales));
-        pair_select = _mm_add_epi8(pair_select, _mm_set1_epi8(2));
-      }
+  __m128i pair_select = _mm_set_epi64x(0x0101010101010101, 0);
+  const __m128i scales_i8 = load_128(x.scales);
+  // The -32 of every level: 32 * sum_j scale_j * bsums[j].
+  const __m256i offset_products = _mm256_madd_epi16(load_256(y.bsums), _mm256_cvtepi8_epi16(scales_i8));
+  __m256i half_sums[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+  for (int half = 0; half < 2; ++half) {
+    const uint8_t* ql = x.ql + 64 * half;
+    const __m256i qh = load_256(x.qh + 32 * half);
+    const __m256i ql_0 = load_256(ql);
+    const __m256i ql_1 = load_256(ql + 32);
+    // Levels + 32 (0..63) of elements 32k .. 32k + 31 of this half (layout in blocks.h).
+    const __m256i q[4] = {
+        _mm256_or_si256(_mm256_and_si256(ql_0, low_nibble), _mm256_and_si256(_mm256_slli_epi16(qh, 4), bits_4_5)),
+        _mm256_or_si256(_mm256_and_si256(ql_1, low_nibble), _mm256_and_si256(_mm256_slli_epi16(qh, 2), bits_4_5)),
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql_0, 4), low_nibble), _mm256_and_si256(qh, bits_4_5)),
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql_1, 4), low_nibble),
+                        _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits_4_5)),
+    };
+    for (int k = 0; k < 4; ++k) {
+      // int16 lanes 0..7 cover group 2m, lanes 8..15 group 2m + 1 (m = 4 half + k).
+      const __m256i pairs = _mm256_maddubs_epi16(q[k], load_256(y.qs + 128 * half + 32 * k));
+      const __m256i scales = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales_i8, pair_select));
+      half_sums[k % 2] = _mm256_add_epi32(half_sums[k % 2], _mm256_madd_epi16(pairs, scales));
+      pair_select = _mm_add_epi8(pair_select, _mm_set1_epi8(2));
     }
-    isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(offset_products, 5));
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum), acc);
   }
-  return hsum_ps(acc);
+  const __m256i t_lo = _mm256_sub_epi32(half_sums[0], _mm256_slli_epi32(offset_products, 5));
+  return {hsum_epi32(t_lo), hsum_epi32(half_sums[1]), 0};
+}
+
+// d and dmin of each format's super-block, as floats.
+inline float d_of(const BlockQ4_K& x) { return half_to_float(x.d); }
+inline float d_of(const BlockQ5_K& x) { return half_to_float(x.d); }
+inline float d_of(const BlockQ6_K& x) { return half_to_float(x.d); }
+inline float dmin_of(const BlockQ4_K& x) { return half_to_float(x.dmin); }
+inline float dmin_of(const BlockQ5_K& x) { return half_to_float(x.dmin); }
+inline float dmin_of(const BlockQ6_K&) { return 0.0f; }
+inline SuperBlockSums sums_of(const BlockQ4_K& x, const BlockQ8_K& y) { return sums_q4_K(x, y); }
+inline SuperBlockSums sums_of(const BlockQ5_K& x, const BlockQ8_K& y) { return sums_q5_K(x, y); }
+inline SuperBlockSums sums_of(const BlockQ6_K& x, const BlockQ8_K& y) { return sums_q6_K(x, y); }
+
+// out[t * out_stride] = dot(w, activation row t), each token through the float steps.
+template <typename Block>
+void dot_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
+              int64_t out_stride) {
+  constexpr bool kHasMin = !std::is_same_v<Block, BlockQ6_K>;
+  const auto* x = static_cast<const Block*>(w);
+  const int64_t n_blocks = n / kSuperBlockSize;
+  for (int64_t t = 0; t < n_a_rows; ++t) {
+    const auto* y = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(a) + t * a_stride);
+    float acc = 0.0f;
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      // Decode reads each weight once: the next super-blocks are requested ahead (past a
+      // row's end that is the next row; past the matrix a prefetch is harmless).
+      const char* ahead = reinterpret_cast<const char*>(x + b) + 4096;
+      for (size_t line = 0; line < sizeof(Block); line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
+      acc = accumulate(acc, sums_of(x[b], y[b]), d_of(x[b]) * y[b].d, dmin_of(x[b]) * y[b].d, kHasMin);
+    }
+    out[t * out_stride] = acc;
+  }
+}
+
+}  // namespace
+
+float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a) {
+  float result;
+  dot_rows<BlockQ4_K>(n, w, a, 0, 1, &result, 0);
+  return result;
+}
+float vec_dot_q5_K_q8_K(int64_t n, const void* w, const void* a) {
+  float result;
+  dot_rows<BlockQ5_K>(n, w, a, 0, 1, &result, 0);
+  return result;
+}
+float vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a) {
+  float result;
+  dot_rows<BlockQ6_K>(n, w, a, 0, 1, &result, 0);
+  return result;
+}
+void vec_dot_rows_q4_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
+                            int64_t out_stride) {
+  dot_rows<BlockQ4_K>(n, w, a, a_stride, n_a_rows, out, out_stride);
+}
+void vec_dot_rows_q5_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
+                            int64_t out_stride) {
+  dot_rows<BlockQ5_K>(n, w, a, a_stride, n_a_rows, out, out_stride);
+}
+void vec_dot_rows_q6_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
+                            int64_t out_stride) {
+  dot_rows<BlockQ6_K>(n, w, a, a_stride, n_a_rows, out, out_stride);
 }
 
 }  // namespace tokenmill::quant::avx2

@@ -165,17 +165,24 @@ StagedTokens stage_tokens(int64_t n_blocks, const uint8_t* a, size_t a_stride, i
   return {meta, quants, n_tokens};
 }
 
-// The weight stream ahead of the kernels, requested in equal shares over the block steps
-// of every token tile (see legacy_avx512.cc's PrefetchShare).
-struct PrefetchShare {
-  const uint8_t* base = nullptr;
-  int64_t start = 0, total = 0, n_steps = 1;
-  void fetch(int64_t step) const {
-    const int64_t from = start + total * step / n_steps, to = start + total * (step + 1) / n_steps;
-    for (int64_t line = (from + 63) / 64 * 64; line < to; line += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(base) + line, _MM_HINT_T0);
-    }
+// A share of the weight stream ahead of the kernels (bytes [from, to) of the matrix),
+// requested in equal parts over a token tile's steps: each tile of a panel asks for its
+// share of the next panel's lines, so the memory is busy during every tile (see
+// legacy_avx512.cc's PrefetchShare). A cursor: no divisions in the block loop.
+class PrefetchCursor {
+ public:
+  PrefetchCursor(const uint8_t* base, int64_t from, int64_t to, int64_t n_steps)
+      : next_(reinterpret_cast<const char*>(base) + (from + 63) / 64 * 64),
+        end_(reinterpret_cast<const char*>(base) + to),
+        bytes_per_step_(((to - from) / (n_steps > 0 ? n_steps : 1) + 127) / 64 * 64) {}
+  void step() {
+    for (int64_t i = 0; i < bytes_per_step_ && next_ < end_; i += 64, next_ += 64) _mm_prefetch(next_, _MM_HINT_T0);
   }
+
+ private:
+  const char* next_;
+  const char* end_;
+  int64_t bytes_per_step_;
 };
 
 // Folds 8 results (columns first_column ...) into m in column order: the first of the
@@ -200,10 +207,13 @@ __attribute__((always_inline)) inline void block_sums(const uint8_t* block, int 
                                                       const TokenBlock* const* meta, __m256i* isum) {
   const __m256i ones_16 = _mm256_set1_epi16(1);
   if constexpr (std::is_same_v<Format, Packed<BlockQ8_0>>) {
+    #pragma GCC unroll 8
     for (int t = 0; t < kTokens; ++t) isum[t] = _mm256_setzero_si256();
+    #pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) {
       const __m256i levels = _mm256_xor_si256(load_256(block + 64 * k + 32 * h), _mm256_set1_epi8(static_cast<char>(0x80)));
       const __m256i magnitudes = _mm256_abs_epi8(levels);
+      #pragma GCC unroll 8
       for (int t = 0; t < kTokens; ++t) {
         const __m256i a = _mm256_sign_epi8(broadcast_dword(q + t * kLegacyBlockSize + 4 * k), levels);
         isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitudes, a), ones_16));
@@ -213,51 +223,56 @@ __attribute__((always_inline)) inline void block_sums(const uint8_t* block, int 
     // Codes below 32: four int16 pair sums of one lane add up to less than 2^15.
     __m256i codes[8];
     Format::codes(block, h, codes);
+    #pragma GCC unroll 8
     for (int t = 0; t < kTokens; ++t) isum[t] = _mm256_set1_epi32(meta[t]->start);
+    #pragma GCC unroll 8
     for (int g = 0; g < 2; ++g) {
       __m256i pairs[kTokens];
+      #pragma GCC unroll 8
       for (int t = 0; t < kTokens; ++t) pairs[t] = _mm256_setzero_si256();
+      #pragma GCC unroll 8
       for (int k = 4 * g; k < 4 * g + 4; ++k) {
+        #pragma GCC unroll 8
         for (int t = 0; t < kTokens; ++t) {
           pairs[t] = _mm256_add_epi16(pairs[t], _mm256_maddubs_epi16(codes[k], broadcast_dword(q + t * kLegacyBlockSize + 4 * k)));
         }
       }
+      #pragma GCC unroll 8
       for (int t = 0; t < kTokens; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(pairs[t], ones_16));
     }
   }
 }
 
-// One panel (16 rows) against kTokens staged tokens: out[t * out_stride + r].
+// One panel (16 rows) against kTokens staged tokens: out[t * out_stride + r]. The halves
+// run one after the other (the second reads the panel from cache): both halves' sums at
+// once need more than the 16 vector registers.
 template <typename Format, int kTokens>
 void dot_packed(int64_t n_blocks, const uint8_t* panel, size_t block_bytes, StagedTokens tokens, float* out,
-                int64_t out_stride, const PrefetchShare& prefetch, RunningMax* row_max, int64_t first_column) {
-  __m256 acc[2][kTokens];
+                int64_t out_stride, PrefetchCursor prefetch, RunningMax* row_max, int64_t first_column) {
   for (int h = 0; h < 2; ++h) {
-    for (int t = 0; t < kTokens; ++t) acc[h][t] = _mm256_setzero_ps();
-  }
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const uint8_t* block = panel + b * block_bytes;
-    prefetch.fetch(b);
-    const uint8_t* q = tokens.block_quants(b);
-    const TokenBlock* meta[kTokens];
-    for (int t = 0; t < kTokens; ++t) meta[t] = &tokens.token(b, t);
-    for (int h = 0; h < 2; ++h) {
+    __m256 acc[kTokens];
+#pragma GCC unroll 8
+    for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      const uint8_t* block = panel + b * block_bytes;
+      prefetch.step();
+      const uint8_t* q = tokens.block_quants(b);
+      const TokenBlock* meta[kTokens];
+#pragma GCC unroll 8
+      for (int t = 0; t < kTokens; ++t) meta[t] = &tokens.token(b, t);
       __m256i isum[kTokens];
       block_sums<Format, kTokens>(block, h, q, meta, isum);
       const __m256 scales = _mm256_cvtph_ps(load_128(block + Format::kScales + 16 * h));
+#pragma GCC unroll 8
       for (int t = 0; t < kTokens; ++t) {
-        acc[h][t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(scales, _mm256_set1_ps(meta[t]->d)), acc[h][t]);
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(scales, _mm256_set1_ps(meta[t]->d)), acc[t]);
       }
     }
-  }
-  if (out != nullptr) {
-    for (int t = 0; t < kTokens; ++t) {
-      for (int h = 0; h < 2; ++h) _mm256_storeu_ps(out + t * out_stride + kHalf * h, acc[h][t]);
+    if (out != nullptr) {
+      for (int t = 0; t < kTokens; ++t) _mm256_storeu_ps(out + t * out_stride + kHalf * h, acc[t]);
     }
-  }
-  if (row_max != nullptr) {
-    for (int t = 0; t < kTokens; ++t) {
-      for (int h = 0; h < 2; ++h) fold_running_max(acc[h][t], first_column + kHalf * h, row_max[t]);
+    if (row_max != nullptr) {
+      for (int t = 0; t < kTokens; ++t) fold_running_max(acc[t], first_column + kHalf * h, row_max[t]);
     }
   }
 }
@@ -285,13 +300,10 @@ void dot_panel_tokens(int64_t n_blocks, const uint8_t* panel, size_t block_bytes
                       int64_t n_tokens, float* out, int64_t out_stride, const uint8_t* base, int64_t ahead_from,
                       int64_t ahead, RunningMax* row_max, int64_t first_column) {
   const int64_t n_tiles = (n_tokens + kTokenTile - 1) / kTokenTile;
-  PrefetchShare prefetch;
-  prefetch.base = base;
-  prefetch.n_steps = n_blocks;
   int64_t tile = 0;
   for_token_tiles(n_tokens, [&](auto n, int64_t t) {
-    prefetch.start = ahead_from + ahead * tile / n_tiles;
-    prefetch.total = ahead_from + ahead * (tile + 1) / n_tiles - prefetch.start;
+    const PrefetchCursor prefetch(base, ahead_from + ahead * tile / n_tiles, ahead_from + ahead * (tile + 1) / n_tiles,
+                                  2 * n_blocks);
     ++tile;
     dot_packed<Format, decltype(n)::value>(n_blocks, panel, block_bytes, tokens.from(t), offset_rows(out, t * out_stride),
                                            out_stride, prefetch, row_max != nullptr ? row_max + t : nullptr,

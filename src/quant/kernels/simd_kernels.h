@@ -40,6 +40,20 @@ void vec_dot_rows_q5_0_q8_0(int64_t n, const void* w, const void* a, size_t a_st
                             float* out, int64_t out_stride);
 void vec_dot_rows_q8_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
                             float* out, int64_t out_stride);
+// kquants_avx2.cc (rows) and kquants_panels_avx2.cc (matrices): bit-identical to each
+// other and to the AVX-512 K-quant kernels on the same rows.
+void vec_dot_rows_q4_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                            float* out, int64_t out_stride);
+void vec_dot_rows_q5_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                            float* out, int64_t out_stride);
+void vec_dot_rows_q6_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                            float* out, int64_t out_stride);
+void vec_dot_matrix_q4_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
+                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
+void vec_dot_matrix_q5_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
+                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
+void vec_dot_matrix_q6_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
+                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
 // legacy_panels_avx2.cc: weights in quant/panel_layout.h's layout, bit-identical to the
 // row kernels above (and to the AVX-512 kernels) on the same rows.
 void vec_dot_panels_q8_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
