@@ -68,6 +68,23 @@ const CpuFeatures& cpu_features() {
   return features;
 }
 
+std::string cpu_brand() {
+  unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid(0x80000000, &eax, &ebx, &ecx, &edx) || eax < 0x80000004) return "unknown CPU";
+  char brand[49] = {};
+  for (unsigned leaf = 0; leaf < 3; ++leaf) {
+    unsigned regs[4];
+    __get_cpuid(0x80000002 + leaf, &regs[0], &regs[1], &regs[2], &regs[3]);
+    std::memcpy(brand + 16 * leaf, regs, sizeof regs);
+  }
+  std::string s(brand);
+  const size_t first = s.find_first_not_of(' ');
+  if (first == std::string::npos) return "unknown CPU";
+  s = s.substr(first);
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
 std::string CpuFeatures::to_string() const {
   std::string s;
   auto add = [&](bool on, const char* name) {

@@ -21,6 +21,9 @@ struct CpuFeatures {
   // The AVX-512 subset our kernels use (F, BW, DQ, VL, VNNI).
   bool has_avx512_kernels() const { return avx512f && avx512bw && avx512dq && avx512vl && avx512vnni; }
   bool has_avx2_kernels() const { return avx2 && fma && f16c; }
+  // The widest kernel set these features run: "avx512", "avx2" or "scalar" (what the
+  // matmul kernels dispatch to; printed by bench and serve).
+  const char* kernel_set() const { return has_avx512_kernels() ? "avx512" : has_avx2_kernels() ? "avx2" : "scalar"; }
   std::string to_string() const;
 };
 
@@ -30,5 +33,9 @@ const CpuFeatures& cpu_features();
 
 // Features as detected, ignoring TOKENMILL_ISA.
 CpuFeatures detect_cpu_features();
+
+// The CPU's brand string (cpuid 0x80000002..4), e.g. "AMD EPYC 9R45 96-Core Processor";
+// "unknown CPU" where the CPU has none.
+std::string cpu_brand();
 
 }  // namespace tokenmill

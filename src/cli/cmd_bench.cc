@@ -236,6 +236,10 @@ int run_bench(const BenchOptions& o) {
     if (cpu) {
       bandwidth = measure_read_bandwidth_gbs(cpu->pool());
       round_trip_ns = measure_round_trip_ns(cpu->pool());
+      if (!o.json) {
+        std::printf("cpu %s, kernels %s (cpu features: %s)\n", cpu_brand().c_str(), cpu_features().kernel_set(),
+                    cpu_features().to_string().c_str());
+      }
       if (!o.json && round_trip_ns > 0) std::printf("thread round trip %.0f ns\n", round_trip_ns);
     }
   }
@@ -257,6 +261,8 @@ int run_bench(const BenchOptions& o) {
                         {"stddev_ts", s.stddev},
                         {"samples_ts", s.samples},
                         {"cpu_features", cpu_features().to_string()},
+                        {"cpu_brand", cpu_brand()},
+                        {"kernel_set", cpu_features().kernel_set()},
                         {"test", test},
                         {"kv_type", ops::kv_type_name(kv_type)},
                         {"weight_bytes_per_token", weight_bytes}};

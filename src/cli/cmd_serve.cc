@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/cpu_affinity.h"
+#include "base/cpu_features.h"
 #include "cli/commands.h"
 #include "cli/kv_memory_check.h"
 #include "cli/kv_type_option.h"
@@ -130,6 +131,7 @@ int serve(ServeOptions options) {
   server::Server server(server_config, served);
   if (Status s = server.start(); !s.ok()) return fail(s.to_string());
 
+  std::fprintf(stderr, "kernels: %s on %s\n", cpu_features().kernel_set(), cpu_brand().c_str());
   std::fprintf(stderr, "model %s: context %d tokens per sequence, prefix caching %s%s\n", served.name().c_str(),
                served.max_context(), config.prefix_caching ? "on" : "off",
                options.api_key.empty() ? "" : ", API key required");
