@@ -22,6 +22,7 @@
 #include "quant/blocks.h"
 #include "quant/kernels/scratch.h"
 #include "quant/kernels/simd_kernels.h"
+#include "quant/kernels/tiles_avx2.h"
 #include "quant/kernels/x86_helpers.h"
 
 namespace tokenmill::quant::avx2 {
@@ -29,7 +30,6 @@ namespace tokenmill::quant::avx2 {
 namespace {
 
 constexpr int kRows = 8;          // weight rows per panel: one int32 lane each
-constexpr int kTokenTile = 4;     // tokens whose accumulators stay in registers
 constexpr int kTokenBlock = 64;   // tokens per pass over the weights (their activations stay in L2)
 constexpr int64_t kMinPanelTokens = 4;  // fewer run kquants_avx2.cc's rows
 
@@ -273,29 +273,11 @@ StagedTokens stage_tokens(int64_t n_blocks, const uint8_t* a, size_t a_stride, i
   return {meta, quants, n_tokens};
 }
 
-// The next panel's rows (contiguous) are prefetched in order while this one is
-// transposed and computed, an equal share with every super-block step (8 rows side by
-// side are 8 streams, which the hardware prefetcher does not follow well).
-class PanelPrefetch {
- public:
-  PanelPrefetch(const uint8_t* next, int64_t n_bytes, int64_t n_steps)
-      : next_(reinterpret_cast<const char*>(next)), end_(next_ + n_bytes),
-        bytes_per_step_((n_bytes / (n_steps > 0 ? n_steps : 1) + 127) / 64 * 64) {}
-  void step() {
-    for (int64_t i = 0; i < bytes_per_step_ && next_ < end_; i += 64, next_ += 64) _mm_prefetch(next_, _MM_HINT_T0);
-  }
-
- private:
-  const char* next_;
-  const char* end_;
-  int64_t bytes_per_step_;
-};
-
 // Rows r0 .. r0 + 7 (rows past n_rows repeat the last one; their lanes are computed and
 // never stored), super-block by super-block into `panel`.
 template <typename Format>
 void transpose_panel(int64_t n_blocks, const uint8_t* w, size_t w_stride, int64_t n_rows, typename Format::Panel* panel,
-                     PanelPrefetch& prefetch) {
+                     PrefetchCursor& prefetch) {
   for (int64_t b = 0; b < n_blocks; ++b) {
     prefetch.step();
     const uint8_t* rows[kRows];
@@ -313,7 +295,7 @@ inline __m256i broadcast_dword(const int8_t* p) {
 // out[t * out_stride + r] for the panel's first n_rows rows and kTokens tokens.
 template <typename Format, int kTokens>
 void dot_panel(int64_t n_blocks, const typename Format::Panel* panel, StagedTokens tokens, int64_t n_rows, float* out,
-               int64_t out_stride, PanelPrefetch& prefetch) {
+               int64_t out_stride, PrefetchCursor& prefetch) {
   __m256 acc[kTokens];
   for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
@@ -372,19 +354,6 @@ void dot_panel(int64_t n_blocks, const typename Format::Panel* panel, StagedToke
   }
 }
 
-template <typename Tile>
-void for_token_tiles(int64_t n_tokens, Tile&& tile) {
-  static_assert(kTokenTile == 4, "the remainder cases below are written for tiles of 4");
-  int64_t t = 0;
-  for (; t + kTokenTile <= n_tokens; t += kTokenTile) tile(std::integral_constant<int, kTokenTile>{}, t);
-  switch (n_tokens - t) {
-    case 3: tile(std::integral_constant<int, 3>{}, t); break;
-    case 2: tile(std::integral_constant<int, 2>{}, t); break;
-    case 1: tile(std::integral_constant<int, 1>{}, t); break;
-    default: break;
-  }
-}
-
 template <typename Format>
 void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a, size_t a_stride,
                 int64_t n_a_rows, float* out, int64_t out_stride, VecDotRowsFn rows_kernel) {
@@ -406,11 +375,12 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
       const int64_t n_rows = n_w_rows - r0 < kRows ? n_w_rows - r0 : kRows;
       const int64_t after = n_w_rows - r0 - n_rows;
       const int64_t n_next = after < kRows ? after : kRows;
-      const int64_t n_tiles = (n_tokens + kTokenTile - 1) / kTokenTile;
-      PanelPrefetch prefetch(weights + (r0 + n_rows) * w_stride, n_next * static_cast<int64_t>(w_stride),
-                             n_blocks * (1 + n_tiles));
+      // The next panel streams in over this one's transposition and all its tiles.
+      const int64_t n_tiles = (n_tokens + kAvx2TokenTile - 1) / kAvx2TokenTile;
+      PrefetchCursor prefetch(weights + (r0 + n_rows) * w_stride, 0, n_next * static_cast<int64_t>(w_stride),
+                              n_blocks * (1 + n_tiles));
       transpose_panel<Format>(n_blocks, weights + r0 * w_stride, w_stride, n_rows, panel, prefetch);
-      for_token_tiles(n_tokens, [&](auto tile, int64_t t) {
+      for_avx2_token_tiles(n_tokens, [&](auto tile, int64_t t) {
         dot_panel<Format, decltype(tile)::value>(n_blocks, panel, tokens.from(t), n_rows,
                                                  out + (t0 + t) * out_stride + r0, out_stride, prefetch);
       });

@@ -31,6 +31,7 @@
 #include "quant/blocks.h"
 #include "quant/kernels/scratch.h"
 #include "quant/kernels/simd_kernels.h"
+#include "quant/kernels/tiles_avx2.h"
 #include "quant/kernels/x86_helpers.h"
 #include "quant/panel_layout.h"
 
@@ -40,9 +41,8 @@ namespace {
 
 constexpr int kPanel = 16;        // rows per packed panel: two halves of 8 lanes
 constexpr int kHalf = 8;
-constexpr int kTokenTile = 4;     // tokens whose accumulators (2 halves each) stay in registers
 constexpr int kTokenBlock = 64;   // tokens staged per pass over the weights (they stay in L2)
-constexpr int kRebuildMinTokens = 2 * kTokenTile;  // nibble formats: rebuild codes from here on
+constexpr int kRebuildMinTokens = 2 * kAvx2TokenTile;  // nibble formats: rebuild codes from here on
 constexpr int64_t kPrefetchBytes = 8192;           // the panels are streamed in order
 
 template <typename Block>
@@ -165,26 +165,6 @@ StagedTokens stage_tokens(int64_t n_blocks, const uint8_t* a, size_t a_stride, i
   return {meta, quants, n_tokens};
 }
 
-// A share of the weight stream ahead of the kernels (bytes [from, to) of the matrix),
-// requested in equal parts over a token tile's steps: each tile of a panel asks for its
-// share of the next panel's lines, so the memory is busy during every tile (see
-// legacy_avx512.cc's PrefetchShare). A cursor: no divisions in the block loop.
-class PrefetchCursor {
- public:
-  PrefetchCursor(const uint8_t* base, int64_t from, int64_t to, int64_t n_steps)
-      : next_(reinterpret_cast<const char*>(base) + (from + 63) / 64 * 64),
-        end_(reinterpret_cast<const char*>(base) + to),
-        bytes_per_step_(((to - from) / (n_steps > 0 ? n_steps : 1) + 127) / 64 * 64) {}
-  void step() {
-    for (int64_t i = 0; i < bytes_per_step_ && next_ < end_; i += 64, next_ += 64) _mm_prefetch(next_, _MM_HINT_T0);
-  }
-
- private:
-  const char* next_;
-  const char* end_;
-  int64_t bytes_per_step_;
-};
-
 // Folds 8 results (columns first_column ...) into m in column order: the first of the
 // largest, never NaN (see RunningMax).
 __attribute__((always_inline)) inline void fold_running_max(__m256 x, int64_t first_column, RunningMax& m) {
@@ -277,20 +257,6 @@ void dot_packed(int64_t n_blocks, const uint8_t* panel, size_t block_bytes, Stag
   }
 }
 
-// tile(std::integral_constant<int, n>, t) over n_tokens in tiles of kTokenTile and one of the rest.
-template <typename Tile>
-void for_token_tiles(int64_t n_tokens, Tile&& tile) {
-  static_assert(kTokenTile == 4, "the remainder cases below are written for tiles of 4");
-  int64_t t = 0;
-  for (; t + kTokenTile <= n_tokens; t += kTokenTile) tile(std::integral_constant<int, kTokenTile>{}, t);
-  switch (n_tokens - t) {
-    case 3: tile(std::integral_constant<int, 3>{}, t); break;
-    case 2: tile(std::integral_constant<int, 2>{}, t); break;
-    case 1: tile(std::integral_constant<int, 1>{}, t); break;
-    default: break;
-  }
-}
-
 inline float* offset_rows(float* out, int64_t offset) { return out != nullptr ? out + offset : nullptr; }
 
 // One panel against n_tokens staged tokens; the tiles prefetch `ahead` bytes from offset
@@ -299,9 +265,9 @@ template <typename Format>
 void dot_panel_tokens(int64_t n_blocks, const uint8_t* panel, size_t block_bytes, StagedTokens tokens,
                       int64_t n_tokens, float* out, int64_t out_stride, const uint8_t* base, int64_t ahead_from,
                       int64_t ahead, RunningMax* row_max, int64_t first_column) {
-  const int64_t n_tiles = (n_tokens + kTokenTile - 1) / kTokenTile;
+  const int64_t n_tiles = (n_tokens + kAvx2TokenTile - 1) / kAvx2TokenTile;
   int64_t tile = 0;
-  for_token_tiles(n_tokens, [&](auto n, int64_t t) {
+  for_avx2_token_tiles(n_tokens, [&](auto n, int64_t t) {
     const PrefetchCursor prefetch(base, ahead_from + ahead * tile / n_tiles, ahead_from + ahead * (tile + 1) / n_tiles,
                                   2 * n_blocks);
     ++tile;
