@@ -283,14 +283,9 @@ TEST(Kernels, InstructionSetsAgreeBitForBit) {
       std::vector<float> first;
       for (const IsaPath* path : paths) {
         const SimdKernels& kernels = path->kernels(traits);
+        const DotKernel dot{kernels.vec_dot, kernels.vec_dot_rows, kernels.vec_dot_matrix, path->name};
         std::vector<float> out(static_cast<size_t>(kRows * n_tokens));
-        for (int64_t r = 0; r < kRows; ++r) {
-          if (kernels.vec_dot_matrix != nullptr) break;
-          kernels.vec_dot_rows(n, w.data() + r * w_row_bytes, a.data(), a_row_bytes, n_tokens, out.data() + r, kRows);
-        }
-        if (kernels.vec_dot_matrix != nullptr) {
-          kernels.vec_dot_matrix(n, w.data(), w_row_bytes, kRows, a.data(), a_row_bytes, n_tokens, out.data(), kRows);
-        }
+        dot.dot_matrix(n, w.data(), w_row_bytes, kRows, a.data(), a_row_bytes, n_tokens, out.data(), kRows);
         if (first.empty()) {
           first = out;
           continue;

@@ -83,18 +83,6 @@ std::vector<PanelSet> panel_sets() {
   return sets;
 }
 
-// The set's row-major result: its matrix kernel, else its rows kernel per weight row.
-void row_major_dot(const SimdKernels& kernels, int64_t n_cols, const uint8_t* rows, size_t row_bytes, int64_t n_rows,
-                   const uint8_t* input, size_t input_bytes, int64_t n_tokens, float* out) {
-  if (kernels.vec_dot_matrix != nullptr) {
-    kernels.vec_dot_matrix(n_cols, rows, row_bytes, n_rows, input, input_bytes, n_tokens, out, n_rows);
-    return;
-  }
-  for (int64_t r = 0; r < n_rows; ++r) {
-    kernels.vec_dot_rows(n_cols, rows + r * row_bytes, input, input_bytes, n_tokens, out + r, n_rows);
-  }
-}
-
 TEST(PanelLayout, PanelKernelMatchesRowKernelBitForBit) {
   const std::vector<PanelSet> sets = panel_sets();
   for (TensorType type : kPackedTypes) {
@@ -117,8 +105,10 @@ TEST(PanelLayout, PanelKernelMatchesRowKernelBitForBit) {
           const SimdKernels& kernels = set.kernels(type);
           ASSERT_NE(kernels.vec_dot_panels, nullptr) << set.name << " " << type_traits(type).name;
           std::vector<float> expected(static_cast<size_t>(m.n_rows * n_tokens)), got(expected.size());
-          row_major_dot(kernels, n_cols, m.rows.data(), m.row_bytes, m.n_rows, input.data(), input_bytes, n_tokens,
-                        expected.data());
+          // The set's row-major path: its matrix kernel, else its rows kernel per weight row.
+          const DotKernel row_major{kernels.vec_dot, kernels.vec_dot_rows, kernels.vec_dot_matrix, set.name};
+          row_major.dot_matrix(n_cols, m.rows.data(), m.row_bytes, m.n_rows, input.data(), input_bytes, n_tokens,
+                               expected.data(), m.n_rows);
           kernels.vec_dot_panels(n_cols, packed.data(), m.n_rows, input.data(), input_bytes, n_tokens, got.data(),
                                  m.n_rows, nullptr);
           const std::string where = std::string(set.name) + " " + std::string(type_traits(type).name) + ": " +

@@ -47,62 +47,50 @@ __attribute__((always_inline)) inline int32_t k4_min_sum(__m128i scales_mins, co
   return hsum_epi32(_mm256_madd_epi16(load_256(y.bsums), mins_per_group));
 }
 
-// Q4_K: chunk c holds sub-block 2c in its low nibbles and 2c + 1 in its high nibbles;
-// T_lo is sub-blocks 0..3 (chunks 0, 1).
-SuperBlockSums sums_q4_K(const BlockQ4_K& x, const BlockQ8_K& y) {
-  const __m256i low_nibble = _mm256_set1_epi8(0x0f);
-  const __m128i scales_mins = unpack_k4_scales(x.scales);  // bytes [sc0..7, mn0..7]
-  // Scale j as int16 in both 128-bit lanes; word_select picks word j into every lane.
-  const __m256i scales_16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scales_mins));
-  __m256i word_select = _mm256_set1_epi16(0x0100);
+// Q4_K / Q5_K: chunk c (64 quants) holds sub-block 2c in `low` and 2c + 1 in `high`
+// (codes 0..31); their scaled integer sums against the token, 8 int32 lanes.
+// word_select picks scale word 2c, then 2c + 1, from scales_16 (sc_j as int16 in both
+// 128-bit lanes), and is left at the next chunk's.
+__attribute__((always_inline)) inline __m256i k4_chunk_sums(__m256i low, __m256i high, const BlockQ8_K& y, int c,
+                                                            __m256i scales_16, __m256i& word_select) {
   const __m256i next_word = _mm256_set1_epi16(0x0202);
-  __m256i half[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
-  for (int c = 0; c < 4; ++c) {
-    const __m256i packed = load_256(x.qs + 32 * c);
-    const __m256i low = _mm256_and_si256(packed, low_nibble);
-    const __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_nibble);
-    const __m256i low_pairs = _mm256_maddubs_epi16(low, load_256(y.qs + 64 * c));
-    const __m256i high_pairs = _mm256_maddubs_epi16(high, load_256(y.qs + 64 * c + 32));
-    const __m256i low_scale = _mm256_shuffle_epi8(scales_16, word_select);
-    word_select = _mm256_add_epi8(word_select, next_word);
-    const __m256i high_scale = _mm256_shuffle_epi8(scales_16, word_select);
-    word_select = _mm256_add_epi8(word_select, next_word);
-    half[c / 2] = _mm256_add_epi32(half[c / 2], _mm256_madd_epi16(low_pairs, low_scale));
-    half[c / 2] = _mm256_add_epi32(half[c / 2], _mm256_madd_epi16(high_pairs, high_scale));
-  }
-  return {hsum_epi32(half[0]), hsum_epi32(half[1]), k4_min_sum(scales_mins, y)};
+  const __m256i low_pairs = _mm256_maddubs_epi16(low, load_256(y.qs + 64 * c));
+  const __m256i high_pairs = _mm256_maddubs_epi16(high, load_256(y.qs + 64 * c + 32));
+  const __m256i low_scale = _mm256_shuffle_epi8(scales_16, word_select);
+  word_select = _mm256_add_epi8(word_select, next_word);
+  const __m256i high_scale = _mm256_shuffle_epi8(scales_16, word_select);
+  word_select = _mm256_add_epi8(word_select, next_word);
+  return _mm256_add_epi32(_mm256_madd_epi16(low_pairs, low_scale), _mm256_madd_epi16(high_pairs, high_scale));
 }
 
-// Q5_K: Q4_K's nibbles plus 16 where bit j of qh[l] is set (element 32j + l); T_lo is
-// sub-blocks 0, 1, 4, 5 (chunks 0, 2).
-SuperBlockSums sums_q5_K(const BlockQ5_K& x, const BlockQ8_K& y) {
+// The integers of Q4_K (kFifthBits false) or Q5_K: Q4_K's nibbles, for Q5_K plus 16 where
+// bit j of qh[l] is set (element 32j + l). T_lo is Q4_K's sub-blocks 0..3 (chunks 0, 1)
+// and Q5_K's 0, 1, 4, 5 (chunks 0, 2): kquants_avx512.cc's split.
+template <bool kFifthBits, typename Block>
+SuperBlockSums k4_sums(const Block& x, const BlockQ8_K& y) {
   const __m256i low_nibble = _mm256_set1_epi8(0x0f);
   const __m256i bit_4 = _mm256_set1_epi8(0x10);
-  const __m128i scales_mins = unpack_k4_scales(x.scales);
+  const __m128i scales_mins = unpack_k4_scales(x.scales);  // bytes [sc0..7, mn0..7]
   const __m256i scales_16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(scales_mins));
   __m256i word_select = _mm256_set1_epi16(0x0100);
-  const __m256i next_word = _mm256_set1_epi16(0x0202);
   // Sub-block s takes its fifth bits from bit s of every qh byte: shift qh right one bit
   // per sub-block and move bit 0 to bit 4. (The 16-bit shifts bring bits of the
   // neighbouring byte in at the top; they reach bit 0 only after 8 shifts.)
-  __m256i qh = load_256(x.qh);
+  __m256i qh = _mm256_setzero_si256();
+  if constexpr (kFifthBits) qh = load_256(x.qh);
   __m256i half[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
   for (int c = 0; c < 4; ++c) {
     const __m256i packed = load_256(x.qs + 32 * c);
-    const __m256i low = _mm256_or_si256(_mm256_and_si256(packed, low_nibble),
-                                        _mm256_and_si256(_mm256_slli_epi16(qh, 4), bit_4));
-    qh = _mm256_srli_epi16(qh, 1);
-    const __m256i high = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(packed, 4), low_nibble),
-                                         _mm256_and_si256(_mm256_slli_epi16(qh, 4), bit_4));
-    qh = _mm256_srli_epi16(qh, 1);
-    const __m256i low_pairs = _mm256_maddubs_epi16(low, load_256(y.qs + 64 * c));
-    const __m256i high_pairs = _mm256_maddubs_epi16(high, load_256(y.qs + 64 * c + 32));
-    const __m256i low_scale = _mm256_shuffle_epi8(scales_16, word_select);
-    word_select = _mm256_add_epi8(word_select, next_word);
-    const __m256i high_scale = _mm256_shuffle_epi8(scales_16, word_select);
-    word_select = _mm256_add_epi8(word_select, next_word);
-    half[c % 2] = _mm256_add_epi32(half[c % 2], _mm256_madd_epi16(low_pairs, low_scale));
-    half[c % 2] = _mm256_add_epi32(half[c % 2], _mm256_madd_epi16(high_pairs, high_scale));
+    __m256i low = _mm256_and_si256(packed, low_nibble);
+    __m256i high = _mm256_and_si256(_mm256_srli_epi16(packed, 4), low_nibble);
+    if constexpr (kFifthBits) {
+      low = _mm256_or_si256(low, _mm256_and_si256(_mm256_slli_epi16(qh, 4), bit_4));
+      qh = _mm256_srli_epi16(qh, 1);
+      high = _mm256_or_si256(high, _mm256_and_si256(_mm256_slli_epi16(qh, 4), bit_4));
+      qh = _mm256_srli_epi16(qh, 1);
+    }
+    __m256i& sums = half[kFifthBits ? c % 2 : c / 2];
+    sums = _mm256_add_epi32(sums, k4_chunk_sums(low, high, y, c, scales_16, word_select));
   }
   return {hsum_epi32(half[0]), hsum_epi32(half[1]), k4_min_sum(scales_mins, y)};
 }
@@ -150,8 +138,8 @@ inline float d_of(const BlockQ6_K& x) { return half_to_float(x.d); }
 inline float dmin_of(const BlockQ4_K& x) { return half_to_float(x.dmin); }
 inline float dmin_of(const BlockQ5_K& x) { return half_to_float(x.dmin); }
 inline float dmin_of(const BlockQ6_K&) { return 0.0f; }
-inline SuperBlockSums sums_of(const BlockQ4_K& x, const BlockQ8_K& y) { return sums_q4_K(x, y); }
-inline SuperBlockSums sums_of(const BlockQ5_K& x, const BlockQ8_K& y) { return sums_q5_K(x, y); }
+inline SuperBlockSums sums_of(const BlockQ4_K& x, const BlockQ8_K& y) { return k4_sums<false>(x, y); }
+inline SuperBlockSums sums_of(const BlockQ5_K& x, const BlockQ8_K& y) { return k4_sums<true>(x, y); }
 inline SuperBlockSums sums_of(const BlockQ6_K& x, const BlockQ8_K& y) { return sums_q6_K(x, y); }
 
 // out[t * out_stride] = dot(w, activation row t), each token through the float steps.

@@ -14,8 +14,8 @@
 // The integer part without VNNI: vpmaddubsw multiplies unsigned by signed bytes into
 // int16 pair sums that saturate above 32767, so
 //   Q4_0 / Q5_0: unsigned codes u = level + k (k = 8, 16), the staged start -k * sum(a);
-//       pair sums stay below 2 * 31 * 127, so four (Q5_0) or eight (Q4_0) of them are
-//       added as int16 before one vpmaddwd widens them;
+//       pair sums stay below 2 * 31 * 127, so four of them are added as int16 before one
+//       vpmaddwd widens them;
 //   Q8_0: the signed levels q (the packed codes xor 0x80) as |q| times a with q's sign
 //       (vpsignb); |q| <= 128 and |a| <= 127 keep each pair sum exact.
 // With many tokens the nibble formats' codes are rebuilt once per panel into a buffer
@@ -99,12 +99,10 @@ struct Packed<BlockQ5_0> {
 
 // A nibble format's panel rebuilt as plain codes: per block, 8 groups of 64 bytes in
 // Q8_0's packed order (group k, half h = dword k's codes of rows 8h .. 8h + 7), then the
-// 16 scales. kOffset is the source format's.
-template <typename Source>
+// 16 scales. The tokens are staged with the source format's offset.
 struct Rebuilt {
   static constexpr size_t kScales = 8 * 64;
   static constexpr size_t kBlockBytes = kScales + kPanel * sizeof(uint16_t);
-  static constexpr int kOffset = Packed<Source>::kOffset;
   static void codes(const uint8_t* block, int h, __m256i* out) {
     for (int k = 0; k < 8; ++k) out[k] = load_256(block + 64 * k + 32 * h);
   }
@@ -114,13 +112,13 @@ template <typename Block>
 void rebuild_panel(int64_t n_blocks, const uint8_t* panel, uint8_t* out) {
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* block = panel + b * kPackedBlockBytes<Block>;
-    uint8_t* rebuilt = out + b * Rebuilt<Block>::kBlockBytes;
+    uint8_t* rebuilt = out + b * Rebuilt::kBlockBytes;
     for (int h = 0; h < 2; ++h) {
       __m256i codes[8];
       Packed<Block>::codes(block, h, codes);
       for (int k = 0; k < 8; ++k) _mm256_storeu_si256(reinterpret_cast<__m256i*>(rebuilt + 64 * k + 32 * h), codes[k]);
     }
-    std::memcpy(rebuilt + Rebuilt<Block>::kScales, block + Packed<Block>::kScales, kPanel * sizeof(uint16_t));
+    std::memcpy(rebuilt + Rebuilt::kScales, block + Packed<Block>::kScales, kPanel * sizeof(uint16_t));
   }
 }
 
@@ -187,13 +185,13 @@ __attribute__((always_inline)) inline void block_sums(const uint8_t* block, int 
                                                       const TokenBlock* const* meta, __m256i* isum) {
   const __m256i ones_16 = _mm256_set1_epi16(1);
   if constexpr (std::is_same_v<Format, Packed<BlockQ8_0>>) {
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int t = 0; t < kTokens; ++t) isum[t] = _mm256_setzero_si256();
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) {
       const __m256i levels = _mm256_xor_si256(load_256(block + 64 * k + 32 * h), _mm256_set1_epi8(static_cast<char>(0x80)));
       const __m256i magnitudes = _mm256_abs_epi8(levels);
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int t = 0; t < kTokens; ++t) {
         const __m256i a = _mm256_sign_epi8(broadcast_dword(q + t * kLegacyBlockSize + 4 * k), levels);
         isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitudes, a), ones_16));
@@ -203,21 +201,21 @@ __attribute__((always_inline)) inline void block_sums(const uint8_t* block, int 
     // Codes below 32: four int16 pair sums of one lane add up to less than 2^15.
     __m256i codes[8];
     Format::codes(block, h, codes);
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int t = 0; t < kTokens; ++t) isum[t] = _mm256_set1_epi32(meta[t]->start);
-    #pragma GCC unroll 8
+#pragma GCC unroll 8
     for (int g = 0; g < 2; ++g) {
       __m256i pairs[kTokens];
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int t = 0; t < kTokens; ++t) pairs[t] = _mm256_setzero_si256();
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int k = 4 * g; k < 4 * g + 4; ++k) {
-        #pragma GCC unroll 8
+#pragma GCC unroll 8
         for (int t = 0; t < kTokens; ++t) {
           pairs[t] = _mm256_add_epi16(pairs[t], _mm256_maddubs_epi16(codes[k], broadcast_dword(q + t * kLegacyBlockSize + 4 * k)));
         }
       }
-      #pragma GCC unroll 8
+#pragma GCC unroll 8
       for (int t = 0; t < kTokens; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(pairs[t], ones_16));
     }
   }
@@ -288,7 +286,7 @@ void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_
   uint8_t* rebuilt = nullptr;
   if (kNibbles && n_a_rows >= kRebuildMinTokens) {
     rebuilt = static_cast<uint8_t*>(
-        thread_scratch(ScratchSlot::kPanel, static_cast<size_t>(n_blocks) * Rebuilt<Block>::kBlockBytes));
+        thread_scratch(ScratchSlot::kPanel, static_cast<size_t>(n_blocks) * Rebuilt::kBlockBytes));
   }
   for (int64_t t0 = 0; t0 < n_a_rows; t0 += kTokenBlock) {
     const int64_t n_tokens = n_a_rows - t0 < kTokenBlock ? n_a_rows - t0 : kTokenBlock;
@@ -302,15 +300,13 @@ void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_
       if constexpr (kNibbles) {
         if (rebuilt != nullptr) {
           rebuild_panel<Block>(n_blocks, panel, rebuilt);
-          dot_panel_tokens<Rebuilt<Block>>(n_blocks, rebuilt, Rebuilt<Block>::kBlockBytes, tokens, n_tokens, panel_out,
+          dot_panel_tokens<Rebuilt>(n_blocks, rebuilt, Rebuilt::kBlockBytes, tokens, n_tokens, panel_out,
                                            out_stride, panels, offset + panel_bytes, panel_bytes, tile_max, r0);
           continue;
         }
       }
-      {
-        dot_panel_tokens<Packed<Block>>(n_blocks, panel, kPackedBlockBytes<Block>, tokens, n_tokens, panel_out,
-                                        out_stride, panels, offset + kPrefetchBytes, panel_bytes, tile_max, r0);
-      }
+      dot_panel_tokens<Packed<Block>>(n_blocks, panel, kPackedBlockBytes<Block>, tokens, n_tokens, panel_out, out_stride,
+                                      panels, offset + kPrefetchBytes, panel_bytes, tile_max, r0);
     }
   }
 }

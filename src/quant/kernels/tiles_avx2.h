@@ -2,10 +2,10 @@
 // (legacy_panels_avx2.cc, kquants_panels_avx2.cc). Internal linkage, as x86_helpers.h.
 #pragma once
 
-#include "quant/kernels/x86_helpers.h"
-
 #include <cstdint>
 #include <type_traits>
+
+#include "quant/kernels/x86_helpers.h"
 
 namespace tokenmill::quant {
 namespace {
