@@ -635,6 +635,76 @@ TEST(CpuAttentionKernels, EveryVectorKernelMatchesTheReference) {
   }
 }
 
+// The AVX2 kernel keeps the AVX-512 kernel's sums in its order (16-lane q·k accumulators,
+// 16 double lanes in the softmax, the same e^x with its cutoff), so where the CPU has
+// both they give the same bits: for every head grouping, key count (tails of the 16-key
+// blocks; a long one, so that some probability sits where a last-bit change of its score
+// would round it to another F16 value) and scale (a large one drives scores below the
+// e^x cutoff).
+TEST(CpuAttentionKernels, Avx2AndAvx512GiveTheSameBits) {
+  const CpuFeatures cpu = detect_cpu_features();
+  if (!cpu.has_avx2_kernels() || !cpu.has_avx512_kernels()) {
+    std::printf("[ kernels  ] attention avx2 vs avx512: not run, this CPU lacks one of them\n");
+    return;
+  }
+  constexpr int32_t kMaxHeads = 6, kHeadDim = 256, kMaxKeys = 2000;
+  const std::vector<float> q = random_normal(kMaxHeads * kHeadDim, 71);
+  const std::vector<float> k = random_normal(kMaxKeys * kHeadDim, 72);
+  const std::vector<float> v = random_normal(kMaxKeys * kHeadDim, 73);
+  int n_compared = 0;
+  for (KvType type : {KvType::kF16, KvType::kQ8_0}) {
+    KvShape shape{1, 1, 64, 1, kHeadDim};
+    shape.type = type;
+    const int64_t row_bytes = shape.row_bytes();
+    std::vector<uint8_t> key_rows(kMaxKeys * row_bytes), value_rows(kMaxKeys * row_bytes);
+    std::vector<const uint8_t*> keys(kMaxKeys), values(kMaxKeys);
+    for (int32_t j = 0; j < kMaxKeys; ++j) {
+      for (auto [src, dst] : {std::pair{&k, &key_rows}, std::pair{&v, &value_rows}}) {
+        uint8_t* row = dst->data() + j * row_bytes;
+        if (type == KvType::kQ8_0) {
+          quant::quantize_row_ref(TensorType::kQ8_0, src->data() + j * kHeadDim, row, kHeadDim);
+        } else {
+          for (int32_t d = 0; d < kHeadDim; ++d) {
+            const uint16_t bits = f32_to_f16((*src)[j * kHeadDim + d]);
+            std::memcpy(row + 2 * d, &bits, sizeof(bits));
+          }
+        }
+      }
+      keys[j] = key_rows.data() + j * row_bytes;
+      values[j] = value_rows.data() + j * row_bytes;
+    }
+    for (int32_t n_heads : {1, 2, 3, 4, 6}) {
+      for (int32_t n_keys : {1, 7, 16, 37, 100, 2000}) {
+        for (float scale : {0.0625f, 2.0f}) {
+          auto run = [&](void (*kernel)(const cpu::HeadGroupAttention&)) {
+            std::vector<float> out(n_heads * kHeadDim), scratch_q(n_heads * kHeadDim), scratch_scores(n_heads * n_keys);
+            cpu::HeadGroupAttention a;
+            a.q = q.data();
+            a.n_heads = n_heads;
+            a.head_dim = kHeadDim;
+            a.keys = keys.data();
+            a.values = values.data();
+            a.kv_type = type;
+            a.n_keys = n_keys;
+            a.scale = scale;
+            a.out = out.data();
+            a.scratch_q = scratch_q.data();
+            a.scratch_scores = scratch_scores.data();
+            kernel(a);
+            return out;
+          };
+          const std::vector<float> wide = run(cpu::attend_head_group_avx512);
+          const std::vector<float> narrow = run(cpu::attend_head_group_avx2);
+          ASSERT_EQ(std::memcmp(wide.data(), narrow.data(), wide.size() * sizeof(float)), 0)
+              << kv_type_name(type) << ", " << n_heads << " heads, " << n_keys << " keys, scale " << scale;
+          ++n_compared;
+        }
+      }
+    }
+  }
+  std::printf("[ kernels  ] attention avx2 vs avx512: %d cases, the same bits\n", n_compared);
+}
+
 TEST(KvShapeBytes, Q8RowsTakeSeventeenThirtySecondsOfF16) {
   KvShape shape{18, 100, 16, 1, 256};
   const int64_t f16 = shape.total_bytes();

@@ -2,16 +2,17 @@
 // (attention_kernels.h), for CPUs without AVX-512: the AVX-512 kernel's steps on vectors
 // of 8 floats.
 //
-//   scores:  for each key j, every head's q·k_j: 8 dims per FMA, one accumulator per
-//            (head, key), eight (head, key) chains in flight, then the fixed horizontal
-//            sum reduce_8
+//   scores:  for each key j, every head's q·k_j: 8 dims per FMA, two accumulators per
+//            (head, key) (the AVX-512 kernel's 16 lanes), four (head, key) pairs in
+//            flight, then its fixed horizontal sum
 //   softmax: vectorized (exp to ~1 ulp, double sums in a fixed order), probabilities
 //            rounded to F16
 //   values:  out[h] += p[h][j] * v_j for j in order, 16 dims x up to 4 heads per pass,
 //            16 keys at a time
 // Rows are read through a row format (F16Rows, Q8Rows) giving 8 floats at a time; the
-// arithmetic after that is the same for both. The results depend only on the item, not
-// on the batch (they differ from the AVX-512 kernel's in the last bits: other sums).
+// arithmetic after that is the same for both. Every sum is the AVX-512 kernel's, in its
+// order (16-lane q·k accumulators as pairs of vectors, 16 double lanes in the softmax),
+// so both kernels give the same bits.
 //
 // Only intrinsics and C library calls here: this file is compiled with -mavx2, and an
 // inline function shared with other files could be merged into theirs.
@@ -89,27 +90,36 @@ void score_tile(const HeadGroupAttention& a, const float* q16, int32_t j0) {
   constexpr int kChains = kHeads * kKeys;
   const uint8_t* ahead[kKeys];  // past the stream's end, the tile's own (cached) rows
   for (int j = 0; j < kKeys; ++j) ahead[j] = stream_row(a, j0 + j + kPrefetchRows, a.keys[j0 + j]);
-  __m256 acc[kChains];
-  for (int c = 0; c < kChains; ++c) acc[c] = _mm256_setzero_ps();
-  for (int32_t d = 0; d < a.head_dim; d += 8) {
-    for (int j = 0; j < kKeys; ++j) Rows::prefetch_step(ahead[j], d);
-    __m256 k[kKeys];
-    for (int j = 0; j < kKeys; ++j) k[j] = Rows::load(a.keys[j0 + j], d);
-    for (int h = 0; h < kHeads; ++h) {
-      const __m256 q = _mm256_loadu_ps(q16 + static_cast<int64_t>(h) * a.head_dim + d);
-      for (int j = 0; j < kKeys; ++j) acc[h * kKeys + j] = _mm256_fmadd_ps(q, k[j], acc[h * kKeys + j]);
+  // The AVX-512 kernel's 16 lanes as two vectors: acc[c][0] lane l sums dims d + l,
+  // acc[c][1] dims d + 8 + l, over d = 0, 16, 32, ... in order.
+  __m256 acc[kChains][2];
+  for (int c = 0; c < kChains; ++c) acc[c][0] = acc[c][1] = _mm256_setzero_ps();
+  for (int32_t d = 0; d < a.head_dim; d += 16) {
+    for (int half = 0; half < 2; ++half) {
+      for (int j = 0; j < kKeys; ++j) Rows::prefetch_step(ahead[j], d + 8 * half);
+      __m256 k[kKeys];
+      for (int j = 0; j < kKeys; ++j) k[j] = Rows::load(a.keys[j0 + j], d + 8 * half);
+      for (int h = 0; h < kHeads; ++h) {
+        const __m256 q = _mm256_loadu_ps(q16 + static_cast<int64_t>(h) * a.head_dim + d + 8 * half);
+        for (int j = 0; j < kKeys; ++j) {
+          acc[h * kKeys + j][half] = _mm256_fmadd_ps(q, k[j], acc[h * kKeys + j][half]);
+        }
+      }
     }
   }
   for (int h = 0; h < kHeads; ++h) {
     for (int j = 0; j < kKeys; ++j) {
-      a.scratch_scores[static_cast<int64_t>(h) * a.n_keys + j0 + j] = reduce_8(acc[h * kKeys + j]);
+      const __m256* sums = acc[h * kKeys + j];
+      a.scratch_scores[static_cast<int64_t>(h) * a.n_keys + j0 + j] = reduce_8(_mm256_add_ps(sums[0], sums[1]));
     }
   }
 }
 
+// Four (head, key) chains of two vectors each: the 16 registers hold them with the keys
+// and the query.
 template <typename Rows, int kHeads>
 void score_heads(const HeadGroupAttention& a, const float* q16) {
-  constexpr int kKeys = 8 / kHeads;
+  constexpr int kKeys = 4 / kHeads;
   int32_t j = 0;
   for (; j + kKeys <= a.n_keys; j += kKeys) score_tile<Rows, kHeads, kKeys>(a, q16, j);
   for (; j < a.n_keys; ++j) score_tile<Rows, kHeads, 1>(a, q16, j);
@@ -157,8 +167,10 @@ void value_heads(const HeadGroupAttention& a, const float* probabilities, float*
 }
 
 // e^x for x <= 0, 8 lanes: x = n ln 2 + r (ln 2 in two parts, so r is exact), e^r by its
-// Taylor series to r^7, times 2^n through the exponent bits. Lanes below -87 give 0 (their
-// probability rounds to 0 in F16 anyway).
+// Taylor series to r^7, times 2^n as the AVX-512 kernel's vscalefps computes it: one
+// rounding, also where the result is subnormal (p * 2^(n + 64) is exact, the multiply by
+// 2^-64 rounds once). Lanes below -88 give 0, as there (their probability rounds to 0 in
+// F16 anyway).
 __m256 exp_nonpositive(__m256 x) {
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), kRound);
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
@@ -171,9 +183,10 @@ __m256 exp_nonpositive(__m256 x) {
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  const __m256i exponent = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  const __m256 live = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_GE_OQ);
-  return _mm256_and_ps(live, _mm256_mul_ps(p, _mm256_castsi256_ps(exponent)));
+  const __m256i exponent = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127 + 64)), 23);
+  const __m256 scaled = _mm256_mul_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(exponent)), _mm256_set1_ps(0x1p-64f));
+  const __m256 live = _mm256_cmp_ps(x, _mm256_set1_ps(-88.0f), _CMP_GE_OQ);
+  return _mm256_and_ps(live, scaled);
 }
 
 __m256 masked_load(const float* p, int32_t n_left) {
@@ -204,19 +217,21 @@ void softmax(const HeadGroupAttention& a, float* scores) {
     masked_store(scores + j, left, _mm256_load_ps(lanes));
   }
   const __m256 max_v = _mm256_set1_ps(max_score);
-  __m256d sum_lo = _mm256_setzero_pd(), sum_hi = _mm256_setzero_pd();
+  // 16 running double sums, lane l over keys j = l (mod 16), as the AVX-512 kernel keeps
+  // them (masked-off keys add +0.0, which changes no sum).
+  __m256d sums[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd()};
   for (int32_t j = 0; j < n; j += 8) {
     const int32_t left = n - j;
     const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(left), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     const __m256 e = _mm256_and_ps(_mm256_castsi256_ps(mask),
                                    exp_nonpositive(_mm256_sub_ps(masked_load(scores + j, left), max_v)));
     masked_store(scores + j, left, e);
-    sum_lo = _mm256_add_pd(sum_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-    sum_hi = _mm256_add_pd(sum_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    __m256d* pair = sums + 2 * ((j / 8) % 2);
+    pair[0] = _mm256_add_pd(pair[0], _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    pair[1] = _mm256_add_pd(pair[1], _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
   }
-  alignas(32) double lanes[8];
-  _mm256_store_pd(lanes, sum_lo);
-  _mm256_store_pd(lanes + 4, sum_hi);
+  alignas(32) double lanes[16];
+  for (int i = 0; i < 4; ++i) _mm256_store_pd(lanes + 4 * i, sums[i]);
   double sum = 0.0;
   for (double lane : lanes) sum += lane;
   const __m256 inv_sum = _mm256_set1_ps(static_cast<float>(1.0 / sum));
