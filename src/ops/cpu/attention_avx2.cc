@@ -2,16 +2,16 @@
 // (attention_kernels.h), for CPUs without AVX-512: the AVX-512 kernel's steps on vectors
 // of 8 floats.
 //
-//   scores:  for each key j, every head's q·k_j: 8 dims per FMA, two accumulators per
-//            (head, key) (the AVX-512 kernel's 16 lanes), four (head, key) pairs in
-//            flight, then its fixed horizontal sum
+//   scores:  for each key j, every head's q·k_j: 8 dims per FMA, eight (head, key)
+//            chains in flight, in two passes that are the halves of the AVX-512 kernel's
+//            16 lanes, then its fixed horizontal sum
 //   softmax: vectorized (exp to ~1 ulp, double sums in a fixed order), probabilities
 //            rounded to F16
 //   values:  out[h] += p[h][j] * v_j for j in order, 16 dims x up to 4 heads per pass,
 //            16 keys at a time
 // Rows are read through a row format (F16Rows, Q8Rows) giving 8 floats at a time; the
 // arithmetic after that is the same for both. Every sum is the AVX-512 kernel's, in its
-// order (16-lane q·k accumulators as pairs of vectors, 16 double lanes in the softmax),
+// order (16-lane q·k accumulators as two 8-lane passes, 16 double lanes in the softmax),
 // so both kernels give the same bits.
 //
 // Only intrinsics and C library calls here: this file is compiled with -mavx2, and an
@@ -90,36 +90,37 @@ void score_tile(const HeadGroupAttention& a, const float* q16, int32_t j0) {
   constexpr int kChains = kHeads * kKeys;
   const uint8_t* ahead[kKeys];  // past the stream's end, the tile's own (cached) rows
   for (int j = 0; j < kKeys; ++j) ahead[j] = stream_row(a, j0 + j + kPrefetchRows, a.keys[j0 + j]);
-  // The AVX-512 kernel's 16 lanes as two vectors: acc[c][0] lane l sums dims d + l,
-  // acc[c][1] dims d + 8 + l, over d = 0, 16, 32, ... in order.
-  __m256 acc[kChains][2];
-  for (int c = 0; c < kChains; ++c) acc[c][0] = acc[c][1] = _mm256_setzero_ps();
-  for (int32_t d = 0; d < a.head_dim; d += 16) {
-    for (int half = 0; half < 2; ++half) {
-      for (int j = 0; j < kKeys; ++j) Rows::prefetch_step(ahead[j], d + 8 * half);
+  // The AVX-512 kernel's 16 lanes in two passes over the tile's rows (the second reads
+  // them from L1): lane l of the first sums dims l, l + 16, l + 32, ... in order, lane l
+  // of the second dims 8 + l, 24 + l, ...; then its horizontal sum, lo + hi first.
+  __m256 low[kChains];
+  __m256 acc[kChains];
+  for (int half = 0; half < 2; ++half) {
+    for (int c = 0; c < kChains; ++c) acc[c] = _mm256_setzero_ps();
+    for (int32_t d = 8 * half; d < a.head_dim; d += 16) {
+      for (int j = 0; j < kKeys; ++j) Rows::prefetch_step(ahead[j], d);
       __m256 k[kKeys];
-      for (int j = 0; j < kKeys; ++j) k[j] = Rows::load(a.keys[j0 + j], d + 8 * half);
+      for (int j = 0; j < kKeys; ++j) k[j] = Rows::load(a.keys[j0 + j], d);
       for (int h = 0; h < kHeads; ++h) {
-        const __m256 q = _mm256_loadu_ps(q16 + static_cast<int64_t>(h) * a.head_dim + d + 8 * half);
-        for (int j = 0; j < kKeys; ++j) {
-          acc[h * kKeys + j][half] = _mm256_fmadd_ps(q, k[j], acc[h * kKeys + j][half]);
-        }
+        const __m256 q = _mm256_loadu_ps(q16 + static_cast<int64_t>(h) * a.head_dim + d);
+        for (int j = 0; j < kKeys; ++j) acc[h * kKeys + j] = _mm256_fmadd_ps(q, k[j], acc[h * kKeys + j]);
       }
+    }
+    if (half == 0) {
+      for (int c = 0; c < kChains; ++c) low[c] = acc[c];
     }
   }
   for (int h = 0; h < kHeads; ++h) {
     for (int j = 0; j < kKeys; ++j) {
-      const __m256* sums = acc[h * kKeys + j];
-      a.scratch_scores[static_cast<int64_t>(h) * a.n_keys + j0 + j] = reduce_8(_mm256_add_ps(sums[0], sums[1]));
+      const int c = h * kKeys + j;
+      a.scratch_scores[static_cast<int64_t>(h) * a.n_keys + j0 + j] = reduce_8(_mm256_add_ps(low[c], acc[c]));
     }
   }
 }
 
-// Four (head, key) chains of two vectors each: the 16 registers hold them with the keys
-// and the query.
 template <typename Rows, int kHeads>
 void score_heads(const HeadGroupAttention& a, const float* q16) {
-  constexpr int kKeys = 4 / kHeads;
+  constexpr int kKeys = 8 / kHeads;
   int32_t j = 0;
   for (; j + kKeys <= a.n_keys; j += kKeys) score_tile<Rows, kHeads, kKeys>(a, q16, j);
   for (; j < a.n_keys; ++j) score_tile<Rows, kHeads, 1>(a, q16, j);
