@@ -234,14 +234,10 @@ class Engine::Impl {
     for (Sequence* s : plan.cannot_fit) finish(s, FinishReason::kLength, "");
     if (plan.scheduled.empty()) return;
 
-    // Copy-on-write for blocks shared between the choices of one prompt.
+    // Copy-on-write for blocks shared between the choices of one prompt (the scheduler
+    // reserved the private blocks with the step's growth).
     for (const ScheduledSequence& item : plan.scheduled) {
-      Sequence* s = item.sequence;
-      for (int32_t pos = s->n_computed; pos < s->n_computed + item.n_new; pos += config_.block_size) {
-        if (auto copy = kv_.make_writable(s->blocks, pos)) kv_storage_.copy_block(copy->first, copy->second);
-      }
-      const int32_t last = s->n_computed + item.n_new - 1;
-      if (auto copy = kv_.make_writable(s->blocks, last)) kv_storage_.copy_block(copy->first, copy->second);
+      for (const kv::BlockCopy& copy : item.copies) kv_storage_.copy_block(copy.from, copy.to);
     }
 
     model::Batch batch;

@@ -52,18 +52,20 @@ SchedulerOutput Scheduler::schedule() {
     Sequence* seq = running_[i].get();
     const int32_t n_new = std::min({seq->n_pending(), budget, seq->max_step_tokens()});
     if (n_new <= 0) continue;
-    bool fits = kv_.grow(seq->blocks, seq->n_computed + n_new);
+    // The step's blocks, copies of shared ones included, or preemption until they fit.
+    std::vector<kv::BlockCopy> copies;
+    bool fits = kv_.reserve_writes(seq->blocks, seq->n_computed, seq->n_computed + n_new, copies);
     while (!fits && preempt_newest(seq, out)) {
       // preempt_newest may have removed a sequence before index i; find seq again.
       i = std::find_if(running_.begin(), running_.end(), [&](const auto& s) { return s.get() == seq; }) -
           running_.begin();
-      fits = kv_.grow(seq->blocks, seq->n_computed + n_new);
+      fits = kv_.reserve_writes(seq->blocks, seq->n_computed, seq->n_computed + n_new, copies);
     }
     if (!fits) {
       out.cannot_fit.push_back(seq);
       continue;
     }
-    out.scheduled.push_back({seq, n_new});
+    out.scheduled.push_back({seq, n_new, std::move(copies)});
     budget -= n_new;
   }
   // Budget spent by sequences preempted after they were scheduled comes back only next
@@ -77,14 +79,15 @@ SchedulerOutput Scheduler::schedule() {
       seq->n_computed = kv_.match_prefix(seq->blocks, seq->tokens, seq->max_cached_tokens());
     }
     const int32_t n_new = std::min({seq->n_pending(), budget, seq->max_step_tokens()});
-    if (!kv_.grow(seq->blocks, seq->n_computed + n_new)) {
+    std::vector<kv::BlockCopy> copies;
+    if (!kv_.reserve_writes(seq->blocks, seq->n_computed, seq->n_computed + n_new, copies)) {
       // Not enough blocks: give back the cached prefix it took and try again next step.
       kv_.free(seq->blocks);
       seq->n_computed = 0;
       break;
     }
     if (!seq->admitted_before) out.newly_admitted.push_back(seq);
-    out.scheduled.push_back({seq, n_new});
+    out.scheduled.push_back({seq, n_new, std::move(copies)});
     budget -= n_new;
     running_.push_back(std::move(waiting_.front()));
     waiting_.pop_front();

@@ -30,6 +30,9 @@ struct SchedulerConfig {
 struct ScheduledSequence {
   Sequence* sequence;
   int32_t n_new;  // tokens computed this step: tokens[n_computed, n_computed + n_new)
+  // Shared blocks among those positions, replaced by private ones when the step was
+  // planned: their contents must be copied, in this order, before the step writes.
+  std::vector<kv::BlockCopy> copies;
 };
 
 struct SchedulerOutput {

@@ -94,6 +94,22 @@ void KvCacheManager::commit(SequenceBlocks& seq, std::span<const int32_t> tokens
   }
 }
 
+bool KvCacheManager::reserve_writes(SequenceBlocks& seq, int32_t first, int32_t n_positions,
+                                    std::vector<BlockCopy>& copies) {
+  const int32_t n_grow = blocks_needed(seq, n_positions);
+  const int32_t end = std::min(blocks_for(n_positions), static_cast<int32_t>(seq.table.size()));
+  int32_t n_shared = 0;
+  for (int32_t index = first / block_size_; index < end; ++index) n_shared += pool_.ref_count(seq.table[index]) > 1;
+  if (pool_.n_free() < n_grow + n_shared || !windows_fit(n_grow + n_shared)) return false;
+  for (int32_t index = first / block_size_; index < end; ++index) {
+    if (auto copy = make_writable(seq, index * block_size_)) copies.push_back({copy->first, copy->second});
+  }
+  const bool grown = grow(seq, n_positions);
+  assert(grown);
+  (void)grown;
+  return true;
+}
+
 std::optional<std::pair<int32_t, int32_t>> KvCacheManager::make_writable(SequenceBlocks& seq, int32_t position) {
   const int32_t index = position / block_size_;
   assert(index < static_cast<int32_t>(seq.table.size()));

@@ -23,6 +23,12 @@
 
 namespace tokenmill::kv {
 
+// A block's contents to copy into another before the other is written (copy-on-write).
+struct BlockCopy {
+  int32_t from;
+  int32_t to;
+};
+
 // One sequence's view of the cache.
 struct SequenceBlocks {
   std::vector<int32_t> table;    // block ids by position / block_size
@@ -63,12 +69,19 @@ class KvCacheManager {
   // and lets go of the window slots no token from n_computed on can see.
   void commit(SequenceBlocks& seq, std::span<const int32_t> tokens, int32_t n_computed);
 
-  // If the block holding `position` is shared with another sequence, replaces it in
-  // this sequence's table by a fresh block and returns {old, new}: the caller copies
-  // the KV contents. nullopt when the block is already private (or none is free: check
-  // has_free_block() first).
+  // Makes positions [first, n_positions) writable by this sequence: grows the table to
+  // hold n_positions, and replaces every block among those positions that is shared
+  // with another sequence (the choices of one prompt share their blocks until they
+  // write) by a fresh block, appending {old, fresh} to `copies`: the caller copies those
+  // contents before it writes. All-or-nothing: false, and no change, when too few blocks
+  // (or window slots) are free for the growth and the copies together.
+  bool reserve_writes(SequenceBlocks& seq, int32_t first, int32_t n_positions, std::vector<BlockCopy>& copies);
+
+  // The single-block step of reserve_writes: if the block holding `position` is shared,
+  // replaces it by a fresh block and returns {old, new}. nullopt both when it is already
+  // private and when no block is free, so a step's writes go through reserve_writes,
+  // which reserves the copies with the growth.
   std::optional<std::pair<int32_t, int32_t>> make_writable(SequenceBlocks& seq, int32_t position);
-  bool has_free_block() const { return pool_.n_free() > 0 && (!has_window() || windows_.n_free() > 0); }
 
   // Another sequence holding the same blocks (the choices of one prompt).
   SequenceBlocks fork(const SequenceBlocks& seq);

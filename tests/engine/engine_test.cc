@@ -282,6 +282,43 @@ TEST_F(EngineTest, WindowedCacheGivesTheTokensOfTheFullCache) {
               static_cast<long long>(cached_full), static_cast<long long>(cached_windowed));
 }
 
+// The choices of one prompt share its last, partly filled block until each writes its
+// first token there. Through a pool that runs out exactly then (four requests of eight
+// seeded choices in 24 blocks), every choice must still give the tokens it gives with
+// blocks to spare: the copy of the shared block is reserved with the step, or the
+// sequence waits (preemption), never written in place.
+TEST_F(EngineTest, ChoicesUnderMemoryPressureGiveTheTokensOfAnUnconstrainedRun) {
+  std::mt19937 rng(23);
+  std::vector<Request> requests;
+  for (int i = 0; i < 4; ++i) {
+    Request r = greedy_request(random_prompt(rng, 20 + 3 * i, n_vocab_), 24);
+    r.n = 8;
+    r.sampling.temperature = 50.0f;  // flatten the peaked tiny model so the choices differ
+    r.sampling.seed = 100 + i;
+    requests.push_back(r);
+  }
+  auto run = [&](const EngineConfig& config, uint64_t* preemptions) {
+    Engine engine(*tiny_.model, *tiny_.tokenizer, config);
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (const Request& r : requests) streams.push_back(*engine.submit(r));
+    std::vector<std::vector<std::vector<int32_t>>> tokens;
+    for (auto& stream : streams) tokens.push_back(collect(stream, 8).tokens);
+    *preemptions = engine.metrics().snapshot().preemptions_total;
+    return tokens;
+  };
+  uint64_t unconstrained_preemptions = 0, constrained_preemptions = 0;
+  const auto expected = run(small_config(), &unconstrained_preemptions);
+  EngineConfig tight = small_config();
+  tight.ctx_total = 16 * 24;  // 24 blocks for 32 sequences of up to 3 blocks each
+  const auto got = run(tight, &constrained_preemptions);
+  EXPECT_EQ(unconstrained_preemptions, 0u);
+  EXPECT_GT(constrained_preemptions, 0u);
+  for (size_t r = 0; r < requests.size(); ++r) {
+    for (int c = 0; c < 8; ++c) EXPECT_EQ(got[r][c], expected[r][c]) << "request " << r << " choice " << c;
+  }
+  std::printf("choices under pressure: %llu preemptions\n", static_cast<unsigned long long>(constrained_preemptions));
+}
+
 // Many requests of random lengths, some cancelled mid-way, through a pool too small for
 // all of them at once: every request ends, preemption happens, and every block returns.
 TEST_F(EngineTest, EveryBlockReturnsAfterChurn) {

@@ -84,6 +84,37 @@ TEST(KvCacheManager, ForkSharesAndCopyOnWriteSeparates) {
   EXPECT_EQ(kv.pool().n_free(), 8);
 }
 
+// reserve_writes counts the copy of a shared block with the growth: with no block free
+// for the copy it changes nothing and says so, instead of leaving the block shared.
+TEST(KvCacheManager, ReserveWritesCopiesSharedBlocksOrChangesNothing) {
+  KvCacheManager kv(3, kBlock, true);
+  SequenceBlocks parent;
+  ASSERT_TRUE(kv.grow(parent, 6));  // blocks 0, 1 (the second half full)
+  SequenceBlocks child = kv.fork(parent);
+  SequenceBlocks other;
+  ASSERT_TRUE(kv.grow(other, 1));  // the last free block
+  std::vector<BlockCopy> copies;
+  const std::vector<int32_t> before = child.table;
+  EXPECT_FALSE(kv.reserve_writes(child, 6, 7, copies));
+  EXPECT_EQ(child.table, before);
+  EXPECT_TRUE(copies.empty());
+  EXPECT_EQ(kv.pool().ref_count(parent.table[1]), 2);
+  kv.free(other);
+  ASSERT_TRUE(kv.reserve_writes(child, 6, 7, copies));
+  ASSERT_EQ(copies.size(), 1u);
+  EXPECT_EQ(copies[0].from, parent.table[1]);
+  EXPECT_EQ(copies[0].to, child.table[1]);
+  EXPECT_EQ(kv.pool().ref_count(parent.table[1]), 1);
+  // Private now: writing further into it (and growing by a block) copies nothing.
+  copies.clear();
+  kv.free(parent);
+  ASSERT_TRUE(kv.reserve_writes(child, 7, 9, copies));
+  EXPECT_TRUE(copies.empty());
+  EXPECT_EQ(child.table.size(), 3u);
+  kv.free(child);
+  EXPECT_EQ(kv.pool().n_free(), 3);
+}
+
 }  // namespace
 }  // namespace tokenmill::kv
 
