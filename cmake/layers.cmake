@@ -13,11 +13,13 @@ function(tokenmill_layer name)
   foreach(dep IN LISTS ARGN)
     target_link_libraries(tm_${name} PUBLIC tm_${dep})
   endforeach()
-  # Files named *_avx2.cc / *_avx512.cc hold kernels for one instruction set; they are
-  # only ever called after a run-time CPU check.
+  # Files named *_avx2.cc / *_avxvnni.cc / *_avx512.cc hold kernels for one instruction
+  # set; they are only ever called after a run-time CPU check.
   foreach(src IN LISTS sources)
     if(src MATCHES "_avx2\\.cc$")
       set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
+    elseif(src MATCHES "_avxvnni\\.cc$")
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mavxvnni")
     elseif(src MATCHES "_avx512\\.cc$")
       set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
         "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512dq;-mavx512vl;-mavx512vnni;-mavx512bf16")

@@ -54,12 +54,12 @@ const CpuFeatures& cpu_features() {
     if (cap != nullptr) {
       if (std::strcmp(cap, "scalar") == 0) {
         f = CpuFeatures{};
-      } else if (std::strcmp(cap, "avx2") == 0) {
+      } else if (std::strcmp(cap, "avx2") == 0 || std::strcmp(cap, "avxvnni") == 0) {
         CpuFeatures capped;
         capped.avx2 = f.avx2;
         capped.fma = f.fma;
         capped.f16c = f.f16c;
-        capped.avx_vnni = f.avx_vnni;
+        capped.avx_vnni = std::strcmp(cap, "avxvnni") == 0 && f.avx_vnni;
         f = capped;
       }
     }

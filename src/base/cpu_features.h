@@ -21,14 +21,21 @@ struct CpuFeatures {
   // The AVX-512 subset our kernels use (F, BW, DQ, VL, VNNI).
   bool has_avx512_kernels() const { return avx512f && avx512bw && avx512dq && avx512vl && avx512vnni; }
   bool has_avx2_kernels() const { return avx2 && fma && f16c; }
-  // The widest kernel set these features run: "avx512", "avx2" or "scalar" (what the
-  // matmul kernels dispatch to; printed by bench and serve).
-  const char* kernel_set() const { return has_avx512_kernels() ? "avx512" : has_avx2_kernels() ? "avx2" : "scalar"; }
+  // AVX2 kernels with the VEX-encoded vpdpbusd (Alder Lake and later, Zen 5).
+  bool has_avx_vnni_kernels() const { return has_avx2_kernels() && avx_vnni; }
+  // The widest kernel set these features run: "avx512", "avxvnni" (AVX2 with AVX-VNNI),
+  // "avx2" or "scalar" (what the matmul kernels dispatch to; printed by bench and serve).
+  const char* kernel_set() const {
+    if (has_avx512_kernels()) return "avx512";
+    if (has_avx_vnni_kernels()) return "avxvnni";
+    return has_avx2_kernels() ? "avx2" : "scalar";
+  }
   std::string to_string() const;
 };
 
-// Detected once, then cached. TOKENMILL_ISA=scalar|avx2|avx512 caps what is reported,
-// so tests and benchmarks can force a lower path on a bigger CPU.
+// Detected once, then cached. TOKENMILL_ISA caps what is reported, so tests and
+// benchmarks can force a lower path on a bigger CPU: scalar, avx2 (plain AVX2 + FMA +
+// F16C), avxvnni (the same with AVX-VNNI where the CPU has it).
 const CpuFeatures& cpu_features();
 
 // Features as detected, ignoring TOKENMILL_ISA.

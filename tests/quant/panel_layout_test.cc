@@ -17,6 +17,7 @@
 #include "base/cpu_features.h"
 #include "base/first_max.h"
 #include "quant/kernels/dispatch.h"
+#include "quant/kernels/simd_kernels.h"
 #include "quant/quant.h"
 #include "quant/type_traits.h"
 #include "quant_test_util.h"
@@ -66,17 +67,32 @@ TEST(PanelLayout, PackedRowsDequantizeToTheSameFloats) {
   }
 }
 
-// The instruction sets with panel kernels that this CPU can run (TOKENMILL_ISA caps them).
+// The instruction sets with panel kernels that this CPU can run (TOKENMILL_ISA caps them):
+// each set's kernels for a type, avxvnni being AVX2's with its own panel kernels.
 struct PanelSet {
   const char* name;
-  const SimdKernels& (*kernels)(TensorType);
+  SimdKernels (*kernels)(TensorType);
 };
+VecDotPanelsFn avx_vnni_panels(TensorType type) {
+  switch (type) {
+    case TensorType::kQ8_0: return avx_vnni::vec_dot_panels_q8_0_q8_0;
+    case TensorType::kQ4_0: return avx_vnni::vec_dot_panels_q4_0_q8_0;
+    case TensorType::kQ5_0: return avx_vnni::vec_dot_panels_q5_0_q8_0;
+    default: return nullptr;
+  }
+}
 std::vector<PanelSet> panel_sets() {
   std::vector<PanelSet> sets;
-  if (cpu_features().has_avx2_kernels()) sets.push_back({"avx2", [](TensorType t) -> const SimdKernels& { return type_traits(t).avx2; }});
-  if (cpu_features().has_avx512_kernels()) {
-    sets.push_back({"avx512", [](TensorType t) -> const SimdKernels& { return type_traits(t).avx512; }});
+  const CpuFeatures& cpu = cpu_features();
+  if (cpu.has_avx2_kernels()) sets.push_back({"avx2", [](TensorType t) { return type_traits(t).avx2; }});
+  if (cpu.has_avx_vnni_kernels()) {
+    sets.push_back({"avxvnni", [](TensorType t) {
+                      SimdKernels kernels = type_traits(t).avx2;
+                      kernels.vec_dot_panels = avx_vnni_panels(t);
+                      return kernels;
+                    }});
   }
+  if (cpu.has_avx512_kernels()) sets.push_back({"avx512", [](TensorType t) { return type_traits(t).avx512; }});
   std::printf("[ kernels  ] panel kernels run:");
   for (const PanelSet& set : sets) std::printf(" %s", set.name);
   std::printf("%s\n", sets.empty() ? " none (no AVX2 on this CPU)" : "");
@@ -102,7 +118,7 @@ TEST(PanelLayout, PanelKernelMatchesRowKernelBitForBit) {
         }
         std::vector<float> first_set;
         for (const PanelSet& set : sets) {
-          const SimdKernels& kernels = set.kernels(type);
+          const SimdKernels kernels = set.kernels(type);
           ASSERT_NE(kernels.vec_dot_panels, nullptr) << set.name << " " << type_traits(type).name;
           std::vector<float> expected(static_cast<size_t>(m.n_rows * n_tokens)), got(expected.size());
           // The set's row-major path: its matrix kernel, else its rows kernel per weight row.

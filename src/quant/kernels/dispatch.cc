@@ -2,8 +2,10 @@
 
 #include <array>
 #include <cassert>
+#include <string_view>
 
 #include "base/cpu_features.h"
+#include "quant/kernels/simd_kernels.h"
 
 namespace tokenmill::quant {
 
@@ -48,6 +50,16 @@ ChoiceTable choose_kernels() {
         choice.dot.isa = set.name;
       }
       if (set.kernels.quantize_row != nullptr) choice.quantize = set.kernels.quantize_row;
+    }
+    // On AVX2 the packed panels of the legacy _0 formats have AVX-VNNI variants (the same
+    // bits): the other kernels of the type stay AVX2's.
+    if (choice.dot.isa == std::string_view("avx2") && cpu.has_avx_vnni_kernels()) {
+      switch (traits.type) {
+        case gguf::TensorType::kQ8_0: choice.panels = avx_vnni::vec_dot_panels_q8_0_q8_0; break;
+        case gguf::TensorType::kQ4_0: choice.panels = avx_vnni::vec_dot_panels_q4_0_q8_0; break;
+        case gguf::TensorType::kQ5_0: choice.panels = avx_vnni::vec_dot_panels_q5_0_q8_0; break;
+        default: break;
+      }
     }
   }
   return table;

@@ -66,6 +66,17 @@ void quantize_row_q8_0(const float* src, void* dst, int64_t n);
 void quantize_row_q8_K(const float* src, void* dst, int64_t n);
 }  // namespace avx2
 
+// legacy_panels_avxvnni.cc: avx2::vec_dot_panels_* with AVX-VNNI (compiled with -mavxvnni
+// as well; call only where CpuFeatures::has_avx_vnni_kernels()). The same bits.
+namespace avx_vnni {
+void vec_dot_panels_q8_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
+void vec_dot_panels_q4_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
+void vec_dot_panels_q5_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
+}  // namespace avx_vnni
+
 // floats_avx512.cc, legacy_avx512.cc, kquants_avx512.cc, kquants_low_avx512.cc,
 // activations_avx512.cc
 namespace avx512 {
