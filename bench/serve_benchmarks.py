@@ -2,14 +2,16 @@
 """Serving benchmarks for tokenmill, with llama.cpp's llama-server in the same run.
 
     python3 bench/serve_benchmarks.py [--model models/gemma-3-270m-q4_k_m.gguf]
-                                      [--isa native|avx2] [--llama-server PATH]
+                                      [--isa native|avx2|avxvnni] [--llama-server PATH]
                                       [--out results.json] [--gen-len N] [--pairs N]
 
 llama-server: --llama-server PATH, else $LLAMA_SERVER, else the one bench/compare_llamacpp
 builds for --isa (`bench/compare_llamacpp --isa avx2 --build-only server`):
 $CACHE/llama.cpp-build/bin/llama-server (native) or $CACHE/llama.cpp-build-avx2/bin/llama-server,
 CACHE = $TOKENMILL_CACHE or ~/.cache/tokenmill. --isa avx2 also runs tokenmill with
-TOKENMILL_ISA=avx2; --isa native (the default) runs it with TOKENMILL_ISA unset, as compare_llamacpp does.
+TOKENMILL_ISA=avx2; --isa avxvnni runs tokenmill with TOKENMILL_ISA=avxvnni (its AVX-VNNI panels)
+against the same AVX2 llama-server; --isa native (the default) runs it with TOKENMILL_ISA unset, as
+compare_llamacpp does.
 
 Measures, on loopback only:
   1. output tok/s of one stream vs 16 concurrent streams (tokenmill: --pairs pairs measured
@@ -119,8 +121,8 @@ def words(n, seed):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default=str(ROOT / "models" / "gemma-3-270m-q4_k_m.gguf"))
-    parser.add_argument("--isa", choices=("native", "avx2"), default="native",
-                        help="picks the llama-server build; avx2 also sets TOKENMILL_ISA=avx2")
+    parser.add_argument("--isa", choices=("native", "avx2", "avxvnni"), default="native",
+                        help="picks the llama-server build (avxvnni: the avx2 one) and sets TOKENMILL_ISA to it")
     parser.add_argument("--llama-server", default=os.environ.get("LLAMA_SERVER"),
                         help="default: $LLAMA_SERVER, else compare_llamacpp's build for --isa")
     parser.add_argument("--out", default="serve_benchmarks.json")
@@ -129,7 +131,7 @@ def main():
     args = parser.parse_args()
     if not args.llama_server:
         cache = pathlib.Path(os.environ.get("TOKENMILL_CACHE", pathlib.Path.home() / ".cache" / "tokenmill"))
-        build = "llama.cpp-build" if args.isa == "native" else f"llama.cpp-build-{args.isa}"
+        build = "llama.cpp-build" if args.isa == "native" else "llama.cpp-build-avx2"
         args.llama_server = str(cache / build / "bin" / "llama-server")
     # Inherited by every tokenmill serve started below.
     if args.isa == "native":
