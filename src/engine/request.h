@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "engine/sampler.h"
 #include "engine/sampling_params.h"
 
@@ -52,6 +53,15 @@ struct StreamEvent {
   std::optional<FinishReason> finish;        // set on the choice's last event
   std::string error;                         // with FinishReason::kError
 };
+
+// Choices one request may ask for.
+inline constexpr int32_t kMaxChoices = 8;
+
+// What Engine::submit refuses, with the reason: bad sampling parameters, an empty prompt,
+// n outside [1, kMaxChoices], max_tokens < 1, token ids outside the vocabulary, a prompt
+// plus max_tokens longer than max_context, or a prompt that does not fit the cache
+// (kv_positions) with the one token it must generate.
+Status check_request(const Request& request, int32_t n_vocab, int32_t max_context, int64_t kv_positions);
 
 struct Usage {
   int32_t prompt_tokens = 0;

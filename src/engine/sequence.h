@@ -68,6 +68,21 @@ struct Sequence {
   }
 
   int32_t n_pending() const { return static_cast<int32_t>(tokens.size()) - n_computed; }
+
+  // n > 1: the first choice's first draw is where choices 1..n-1 are created (they share
+  // the prompt's blocks and sample from the same logits). Until then only choice 0 exists.
+  bool forks_on_next_draw() const { return choice == 0 && state->request.n > 1 && !state->forked; }
 };
+
+// A request's first choice, its prompt still to compute (arrival: the admission order).
+std::unique_ptr<Sequence> first_choice(std::shared_ptr<RequestState> state, uint64_t arrival,
+                                       const tokenizer::Tokenizer& tokenizer);
+
+// Choice `choice` (1 .. n - 1) of parent's request, created when the parent's prompt is
+// done: the same tokens and computed positions in `blocks` (shared with the parent:
+// KvCacheManager::fork), its own sampler seeded seed + choice, decoder, stop filter and
+// grammar.
+std::unique_ptr<Sequence> next_choice(const Sequence& parent, int32_t choice, uint64_t arrival,
+                                      kv::SequenceBlocks blocks, const tokenizer::Tokenizer& tokenizer);
 
 }  // namespace tokenmill::engine
