@@ -18,6 +18,7 @@
 #include "base/cpu_features.h"
 #include "base/large_buffer.h"
 #include "base/timer.h"
+#include "cli/load_options.h"
 #include "cli/commands.h"
 #include "cli/kv_memory_check.h"
 #include "cli/kv_type_option.h"
@@ -155,8 +156,7 @@ int run_bench(const BenchOptions& o) {
     std::fprintf(stderr, "error: %s\n", path.status().message().c_str());
     return 1;
   }
-  model::LoadOptions load;
-  load.n_threads = o.n_threads;
+  const model::LoadOptions load = load_options(o.n_threads);
   auto loaded = model::load_model(*path, load);
   if (!loaded.ok()) {
     std::fprintf(stderr, "error: %s\n", loaded.status().to_string().c_str());

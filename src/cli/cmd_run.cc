@@ -8,6 +8,7 @@
 #include <string>
 
 #include "base/thread_pool.h"
+#include "cli/load_options.h"
 #include "cli/commands.h"
 #include "cli/kv_memory_check.h"
 #include "cli/model_path.h"
@@ -55,8 +56,7 @@ int run_generate(RunOptions options) {
 
   auto path = resolve_model_path(options.model);
   if (!path.ok()) return fail(path.status().message());
-  model::LoadOptions load;
-  load.n_threads = options.n_threads;
+  const model::LoadOptions load = load_options(options.n_threads);
   auto model = model::load_model(*path, load);
   if (!model.ok()) return fail(model.status().to_string());
   auto tokenizer = tokenizer::Tokenizer::from_gguf((*model)->file());

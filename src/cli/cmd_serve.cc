@@ -11,6 +11,7 @@
 
 #include "base/cpu_affinity.h"
 #include "base/cpu_features.h"
+#include "cli/load_options.h"
 #include "cli/commands.h"
 #include "cli/kv_memory_check.h"
 #include "cli/kv_type_option.h"
@@ -66,8 +67,7 @@ int serve(ServeOptions options) {
 
   auto path = resolve_model_path(options.model);
   if (!path.ok()) return fail(path.status().message());
-  model::LoadOptions load;
-  load.n_threads = options.n_threads;
+  const model::LoadOptions load = load_options(options.n_threads);
   auto model = model::load_model(*path, load);
   if (!model.ok()) return fail(model.status().to_string());
   auto tokenizer = tokenizer::Tokenizer::from_gguf((*model)->file());

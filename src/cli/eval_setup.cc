@@ -1,3 +1,4 @@
+#include "cli/load_options.h"
 #include "cli/eval_setup.h"
 
 #include <cerrno>
@@ -14,9 +15,8 @@ Result<EvalModel> load_eval_model(const std::string& spec, int n_threads, bool r
   auto path = resolve_model_path(spec);
   if (!path.ok()) return path.status();
   m.path = *path;
-  model::LoadOptions load;
-  load.n_threads = n_threads;
-  load.repack = repack;
+  model::LoadOptions load = load_options(n_threads);
+  load.repack = load.repack && repack;
   auto loaded = model::load_model(m.path, load);
   if (!loaded.ok()) return loaded.status();
   m.model = std::move(loaded).value();

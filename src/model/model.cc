@@ -1,8 +1,5 @@
 #include "model/model.h"
 
-#include <cstdlib>
-#include <string_view>
-
 #include <algorithm>
 #include <cmath>
 
@@ -113,11 +110,7 @@ Result<std::unique_ptr<Model>> load_model(std::shared_ptr<const gguf::File> file
   auto weights = bind_weights(*file, *config);
   if (!weights.ok()) return weights.status();
   if (options.prefetch) file->prefetch();
-  // TOKENMILL_REPACK=0 keeps the file's layout (for comparisons; results are the same bits).
-  const char* repack_env = std::getenv("TOKENMILL_REPACK");
-  if (options.repack && !(repack_env != nullptr && std::string_view(repack_env) == "0")) {
-    repack_for_kernels(*weights, *file);
-  }
+  if (options.repack) repack_for_kernels(*weights, *file);
   const int n_threads = options.n_threads > 0 ? options.n_threads : default_thread_count();
   auto backend = std::make_unique<ops::CpuBackend>(n_threads);
   switch (config->architecture) {
