@@ -27,8 +27,7 @@ struct EngineConfig {
   int32_t ctx_total = 16384;      // positions the cache holds over all sequences (if kv_memory_bytes = 0)
   // Tokens per forward pass: decode tokens first, then prefill chunks. This also bounds how
   // long running streams wait while a long prompt is being read: a step of 128 prompt
-  // tokens takes 35-50 ms on 2 cores with the default model (a 1B model several times
-  // that), against 12-14 ms for a decode step of 16 streams.
+  // tokens takes a few decode steps' time (docs/serving.md, chunked prefill).
   int32_t max_batch_tokens = 128;
   int32_t max_seqs = 64;          // sequences running at once
   int32_t max_context = 8192;     // prompt + generated tokens of one sequence

@@ -64,8 +64,8 @@ struct Q8Rows {
     const __m128i codes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(block + 2 + d % kKvQ8Block));
     return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(codes)), scale);
   }
-  // The line holding step d's last byte, every step (once per block instead, with the
-  // block's last step: 28 us for a 220-key item from memory against 18 us).
+  // The line holding step d's last byte, every step (once per block, with the block's
+  // last step, came too late for the next block's first reads).
   static void prefetch_step(const uint8_t* row, int32_t d) {
     _mm_prefetch(reinterpret_cast<const char*>(row + last_byte(d + 7)), _MM_HINT_T0);
   }

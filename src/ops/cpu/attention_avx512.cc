@@ -103,7 +103,7 @@ __m128 reduce_4x16(__m512 a, __m512 b, __m512 c, __m512 d) {
 // stream of rows, its keys and then its values (stream_row), and the prefetches run
 // ahead along that stream a few lines per step of the arithmetic: a burst of a whole
 // row's or block's lines at once overflows the core's miss buffers and most of it is
-// dropped (bench/attention_bench: 220 F16 keys from memory 22.0 -> 13.0 us). The score
+// dropped (bench/attention_bench measures both). The score
 // pass's last tiles thus fetch the first kPrefetchRows values; the value pass fetches
 // from kValueKeys ahead (the two are equal).
 constexpr int32_t kPrefetchRows = 16;

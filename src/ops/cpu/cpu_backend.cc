@@ -24,11 +24,10 @@ namespace {
 
 // Matmul work is split into about this many pieces per thread, of at least this many rows.
 // Each piece is a kernel call that starts its weight stream anew and stages the tokens
-// again; with 4 per thread (handed out round-robin) a 16-sequence decode step was ~10%
-// slower than with 1-2 walked in order (ThreadPool::parallel_ranges). One beat two: a
-// thread done first took the other's second piece whole and the other then waited for
-// it (served 16 streams, alternating binaries: 1411-1470 against 1375-1435 tok/s; the
-// forward pass alone +1-3%). A thread the OS delays now delays the matmul.
+// again, so pieces are few and walked in order (ThreadPool::parallel_ranges); with more
+// than one per thread, a thread done first takes the other's next piece whole and the
+// other then waits for it. The cost: a thread the OS delays delays the matmul.
+// (Measurements: docs/performance.md, Tuning constants.)
 constexpr int64_t kMatmulPiecesPerThread = 1;
 constexpr int64_t kMinMatmulPieceRows = 16;
 
@@ -174,14 +173,13 @@ void CpuBackend::get_rows(const WeightMatrix& table, std::span<const int32_t> id
 namespace {
 
 // Below this many values a row-wise op (RMS norm, RoPE) runs on the calling thread alone.
-// Above it, rows are split between the threads: run alone, the six norms and two RoPEs
-// of each layer were ~4% of a 16-sequence decode step, with the other thread waiting.
+// Above it, rows are split between the threads: run alone, a batched step's norms and
+// RoPEs leave the other thread waiting.
 constexpr int64_t kParallelRows = 1 << 13;
-// The vectorized RMS norm (about 50 ns per 640 values) runs alone up to this many: a
-// few sequences' norms cost less than handing half to the pool. From 16 x 640 (a
-// 16-sequence step's norms; 64 x 256 for its per-head q / k norms) splitting pays, the
-// pool's threads being awake within a step: 0.21 -> 0.14-0.15 ms of the step (at 1 << 15
-// these ran alone).
+// The vectorized RMS norm runs alone up to this many values: a few sequences' norms cost
+// less than handing half to the pool. From a 16-sequence step's norms (16 x 640, and
+// 64 x 256 for its per-head q / k norms) splitting pays, the pool's threads being awake
+// within a step.
 constexpr int64_t kParallelNormValues = 1 << 12;
 
 }  // namespace

@@ -60,14 +60,11 @@ constexpr int kTokenTile = 8;    // tokens whose accumulators stay in registers
 constexpr int kTokenBlock = 64;  // tokens per pass over the weights (their activations stay in L2)
 // With fewer tokens than Format::kMinPanelTokens a call reads the rows in place, each
 // super-block unpacked once for up to kRowTokens tokens; from there on transposing
-// 16-row panels pays (measured from DRAM on the reference machine: at 3 tokens the
-// in-place path is 20-40% faster, at 5 the panels are; Q6_K's costlier transposition
-// moves its crossing one token up).
+// 16-row panels pays (Q6_K's costlier transposition moves its crossing one token up).
 constexpr int kRowTokens = 4;
 
 // Decode streams each weight once from memory; the hardware prefetcher alone leaves
-// bandwidth unused on this machine (a plain read of 1 GiB: 45 GB/s, with prefetches a
-// few KB ahead: 50), so the single-token path prefetches kPrefetchBytes ahead of the
+// bandwidth unused, so the single-token path prefetches kPrefetchBytes ahead of the
 // super-block it reads (past a row's end that is the next row: rows are contiguous;
 // past the matrix's end a prefetch is harmless).
 constexpr int64_t kPrefetchBytes = 8192;

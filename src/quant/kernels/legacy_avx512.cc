@@ -49,11 +49,8 @@ constexpr int kTokenTile = 8;     // tokens whose accumulators stay in registers
 constexpr int kPairTokenTile = 6; // the same with two Q8_0 panels at once (dot_packed)
 constexpr int kTokenBlock = 64;   // tokens per pass over the weights (their activations stay in L2)
 // Packed Q4_0 / Q5_0 with this many tokens or more run as pairs of panels rebuilt in
-// Q8_0's layout (dot_panels); fewer unpack one panel's codes in registers per tile. Q5_0,
-// 1024 x 640, one thread, hot / from memory, GMAC/s: 32 tokens 353 / 337 as pairs against
-// 301 / 272 for the single-panel buffer of before, 64 tokens 370 / 348 against 302 / 297;
-// at 16 pairs and per-tile unpacking tie (321 / 300, 319 / 297), at 8 pairs lose (256 / 222
-// against 318 / 297).
+// Q8_0's layout (dot_panels); fewer unpack one panel's codes in registers per tile: the
+// rebuild pays once two tiles of tokens share it.
 constexpr int kPairMinTokens = 2 * kTokenTile;
 
 // Codes<Block>::kOffset = k, the amount by which every unsigned code exceeds its level.
