@@ -569,6 +569,35 @@ TEST(CpuAttentionQ8, SingleQueryMatchesItsRowOfTheBatch) {
 // Each vector kernel this CPU can run, called directly (the back end picks only the best
 // one), against the scalar reference on one item: F16 and Q8_0 rows, a softcap, a tail of
 // keys that is not a multiple of any vector width.
+// n_keys key and value rows of head_dim values, stored as the cache stores them (F16, or
+// Q8_0 blocks), with a pointer to each row as HeadGroupAttention takes them.
+struct KvRows {
+  std::vector<uint8_t> key_rows, value_rows;
+  std::vector<const uint8_t*> keys, values;
+  KvRows(KvType type, const std::vector<float>& k, const std::vector<float>& v, int32_t n_keys, int32_t head_dim) {
+    KvShape shape{1, 1, 64, 1, head_dim};
+    shape.type = type;
+    const int64_t row_bytes = shape.row_bytes();
+    key_rows.resize(n_keys * row_bytes);
+    value_rows.resize(n_keys * row_bytes);
+    for (int32_t j = 0; j < n_keys; ++j) {
+      for (auto [src, dst] : {std::pair{&k, &key_rows}, std::pair{&v, &value_rows}}) {
+        uint8_t* row = dst->data() + j * row_bytes;
+        if (type == KvType::kQ8_0) {
+          quant::quantize_row_ref(TensorType::kQ8_0, src->data() + j * head_dim, row, head_dim);
+        } else {
+          for (int32_t d = 0; d < head_dim; ++d) {
+            const uint16_t bits = f32_to_f16((*src)[j * head_dim + d]);
+            std::memcpy(row + 2 * d, &bits, sizeof(bits));
+          }
+        }
+      }
+      keys.push_back(key_rows.data() + j * row_bytes);
+      values.push_back(value_rows.data() + j * row_bytes);
+    }
+  }
+};
+
 TEST(CpuAttentionKernels, EveryVectorKernelMatchesTheReference) {
   const CpuFeatures cpu = detect_cpu_features();
   struct Kernel {
@@ -583,26 +612,9 @@ TEST(CpuAttentionKernels, EveryVectorKernelMatchesTheReference) {
   const std::vector<float> k = random_normal(kKeys * kHeadDim, 62);
   const std::vector<float> v = random_normal(kKeys * kHeadDim, 63);
   for (KvType type : {KvType::kF16, KvType::kQ8_0}) {
-    KvShape shape{1, 1, 64, 1, kHeadDim};
-    shape.type = type;
-    const int64_t row_bytes = shape.row_bytes();
-    std::vector<uint8_t> key_rows(kKeys * row_bytes), value_rows(kKeys * row_bytes);
-    std::vector<const uint8_t*> keys(kKeys), values(kKeys);
-    for (int32_t j = 0; j < kKeys; ++j) {
-      for (auto [src, dst] : {std::pair{&k, &key_rows}, std::pair{&v, &value_rows}}) {
-        uint8_t* row = dst->data() + j * row_bytes;
-        if (type == KvType::kQ8_0) {
-          quant::quantize_row_ref(TensorType::kQ8_0, src->data() + j * kHeadDim, row, kHeadDim);
-        } else {
-          for (int32_t d = 0; d < kHeadDim; ++d) {
-            const uint16_t bits = f32_to_f16((*src)[j * kHeadDim + d]);
-            std::memcpy(row + 2 * d, &bits, sizeof(bits));
-          }
-        }
-      }
-      keys[j] = key_rows.data() + j * row_bytes;
-      values[j] = value_rows.data() + j * row_bytes;
-    }
+    const KvRows rows(type, k, v, kKeys, kHeadDim);
+    const std::vector<const uint8_t*>& keys = rows.keys;
+    const std::vector<const uint8_t*>& values = rows.values;
     for (float softcap : {0.0f, 5.0f}) {
       auto run = [&](void (*kernel)(const cpu::HeadGroupAttention&)) {
         std::vector<float> out(kHeads * kHeadDim), scratch_q(kHeads * kHeadDim), scratch_scores(kHeads * kKeys);
@@ -653,26 +665,9 @@ TEST(CpuAttentionKernels, Avx2AndAvx512GiveTheSameBits) {
   const std::vector<float> v = random_normal(kMaxKeys * kHeadDim, 73);
   int n_compared = 0;
   for (KvType type : {KvType::kF16, KvType::kQ8_0}) {
-    KvShape shape{1, 1, 64, 1, kHeadDim};
-    shape.type = type;
-    const int64_t row_bytes = shape.row_bytes();
-    std::vector<uint8_t> key_rows(kMaxKeys * row_bytes), value_rows(kMaxKeys * row_bytes);
-    std::vector<const uint8_t*> keys(kMaxKeys), values(kMaxKeys);
-    for (int32_t j = 0; j < kMaxKeys; ++j) {
-      for (auto [src, dst] : {std::pair{&k, &key_rows}, std::pair{&v, &value_rows}}) {
-        uint8_t* row = dst->data() + j * row_bytes;
-        if (type == KvType::kQ8_0) {
-          quant::quantize_row_ref(TensorType::kQ8_0, src->data() + j * kHeadDim, row, kHeadDim);
-        } else {
-          for (int32_t d = 0; d < kHeadDim; ++d) {
-            const uint16_t bits = f32_to_f16((*src)[j * kHeadDim + d]);
-            std::memcpy(row + 2 * d, &bits, sizeof(bits));
-          }
-        }
-      }
-      keys[j] = key_rows.data() + j * row_bytes;
-      values[j] = value_rows.data() + j * row_bytes;
-    }
+    const KvRows rows(type, k, v, kMaxKeys, kHeadDim);
+    const std::vector<const uint8_t*>& keys = rows.keys;
+    const std::vector<const uint8_t*>& values = rows.values;
     for (int32_t n_heads : {1, 2, 3, 4, 6}) {
       for (int32_t n_keys : {1, 7, 16, 37, 100, 2000}) {
         for (float scale : {0.0625f, 2.0f}) {

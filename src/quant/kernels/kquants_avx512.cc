@@ -665,30 +665,17 @@ StagedTokens stage_tokens(int64_t n_blocks, const uint8_t* a, size_t a_stride, i
   return {staging.meta, staging.quants, n_tokens};
 }
 
-// The next panel's rows (contiguous) are prefetched in order while this one is computed,
-// an equal share with every super-block transposed and every super-block of every tile:
-// 16 rows side by side are 16 streams, which the hardware prefetcher does not follow
-// well, and prefetches issued in one phase only leave the memory idle in the other.
-class PanelPrefetch {
- public:
-  PanelPrefetch(const uint8_t* next, int64_t n_bytes, int64_t n_steps)
-      : next_(reinterpret_cast<const char*>(next)), end_(next_ + n_bytes),
-        bytes_per_step_((n_bytes / (n_steps > 0 ? n_steps : 1) + 127) / 64 * 64) {}
-  void step() {
-    for (int64_t i = 0; i < bytes_per_step_ && next_ < end_; i += 64, next_ += 64) _mm_prefetch(next_, _MM_HINT_T0);
-  }
-
- private:
-  const char* next_;
-  const char* end_;
-  int64_t bytes_per_step_;
-};
+// The next panel's rows (contiguous) are prefetched in order (PrefetchCursor) while this
+// one is computed, an equal share with every super-block transposed and every
+// super-block of every tile: 16 rows side by side are 16 streams, which the hardware
+// prefetcher does not follow well, and prefetches issued in one phase only leave the
+// memory idle in the other.
 
 // Rows r0 .. r0 + 15 of the weights (rows past n_rows repeat the last one; their lanes are
 // computed and never stored), super-block by super-block into `panel`.
 template <typename Format>
 void transpose_panel(int64_t n_blocks, const uint8_t* w, size_t w_stride, int64_t n_rows,
-                     typename Format::Panel* panel, PanelPrefetch& prefetch) {
+                     typename Format::Panel* panel, PrefetchCursor& prefetch) {
   using Block = typename Format::Block;
   size_t offsets[kPanel];
   for (int r = 0; r < kPanel; ++r) offsets[r] = static_cast<size_t>(r < n_rows ? r : n_rows - 1) * w_stride;
@@ -703,7 +690,7 @@ void transpose_panel(int64_t n_blocks, const uint8_t* w, size_t w_stride, int64_
 // out[t * out_stride + r] for the panel's first n_rows rows and kTokens tokens.
 template <typename Format, int kTokens>
 void dot_panel(int64_t n_blocks, const typename Format::Panel* panel, StagedTokens tokens, int64_t n_rows, float* out,
-               int64_t out_stride, PanelPrefetch& prefetch) {
+               int64_t out_stride, PrefetchCursor& prefetch) {
   Accumulator acc[kTokens];
   for (int64_t b = 0; b < n_blocks; ++b) {
     prefetch.step();
@@ -815,8 +802,8 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
       const int64_t after = n_w_rows - r0 - n_rows;
       const int64_t n_next = after < kPanel ? after : kPanel;
       const int64_t n_tiles = (n_tokens + kTokenTile - 1) / kTokenTile;
-      PanelPrefetch prefetch(weights + (r0 + n_rows) * w_stride, n_next * static_cast<int64_t>(w_stride),
-                             n_blocks * (1 + n_tiles));
+      PrefetchCursor prefetch(weights + (r0 + n_rows) * w_stride, 0, n_next * static_cast<int64_t>(w_stride),
+                              n_blocks * (1 + n_tiles));
       transpose_panel<Format>(n_blocks, weights + r0 * w_stride, w_stride, n_rows, panel, prefetch);
       for_token_tiles<kTokenTile>(n_tokens, [&](auto tile, int64_t t) {
         dot_panel<Format, decltype(tile)::value>(n_blocks, panel, tokens.from(t), n_rows,

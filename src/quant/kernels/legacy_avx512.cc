@@ -511,7 +511,7 @@ constexpr int64_t kPackedPrefetchBytes = 8192;  // the panels are streamed in or
 // first reads the panel from memory, so the next panel's bytes are requested evenly over
 // all of them (each block step of each tile asks for its share of lines) instead of in
 // a burst during the first tile with the memory idle during the others. (The K-quant
-// panels' PanelPrefetch is a cursor in rounded-up steps; exact shares measured 14% faster
+// panels' PrefetchCursor (x86_helpers.h) is a cursor in rounded-up steps; exact shares measured 14% faster
 // here at 16 tokens.)
 struct PrefetchShare {
   const uint8_t* base = nullptr;  // the matrix's first panel (line-aligned)

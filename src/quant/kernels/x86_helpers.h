@@ -100,6 +100,26 @@ inline __m128i unpack_k4_scales(const uint8_t* packed) {
                        static_cast<int>(scales_0_3));
 }
 
+// Bytes [from, to) of a weight stream requested in equal parts over n_steps steps of a
+// kernel: the lines of the panel that comes next stream in while this one is computed
+// (side-by-side rows are streams the hardware prefetcher does not follow well). A
+// cursor, so that the block loops divide nothing.
+class PrefetchCursor {
+ public:
+  PrefetchCursor(const uint8_t* base, int64_t from, int64_t to, int64_t n_steps)
+      : next_(reinterpret_cast<const char*>(base) + (from + 63) / 64 * 64),
+        end_(reinterpret_cast<const char*>(base) + to),
+        bytes_per_step_(((to - from) / (n_steps > 0 ? n_steps : 1) + 127) / 64 * 64) {}
+  void step() {
+    for (int64_t i = 0; i < bytes_per_step_ && next_ < end_; i += 64, next_ += 64) _mm_prefetch(next_, _MM_HINT_T0);
+  }
+
+ private:
+  const char* next_;
+  const char* end_;
+  int64_t bytes_per_step_;
+};
+
 #if defined(__AVX512F__)
 
 inline __m512i load_512(const void* p) { return _mm512_loadu_si512(p); }
