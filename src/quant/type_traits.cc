@@ -13,112 +13,146 @@ namespace {
 
 using gguf::TensorType;
 
-// Per-instruction-set columns: {vec_dot, vec_dot_rows, quantize_row}.
-constexpr SimdKernels kNoKernels{};
-constexpr SimdKernels kAvx2F32{avx2::vec_dot_f32, nullptr, nullptr};
-constexpr SimdKernels kAvx512F32{avx512::vec_dot_f32, nullptr, nullptr};
-constexpr SimdKernels kAvx2F16{avx2::vec_dot_f16, nullptr, nullptr};
-constexpr SimdKernels kAvx512F16{avx512::vec_dot_f16, nullptr, nullptr};
-constexpr SimdKernels kAvx2BF16{avx2::vec_dot_bf16, nullptr, nullptr};
-constexpr SimdKernels kAvx512BF16{avx512::vec_dot_bf16, nullptr, nullptr};
-constexpr SimdKernels kAvx2Q4_1{avx2::vec_dot_q4_1_q8_1, avx2::vec_dot_rows_q4_1_q8_1, nullptr};
-constexpr SimdKernels kAvx2Q5_1{avx2::vec_dot_q5_1_q8_1, avx2::vec_dot_rows_q5_1_q8_1, nullptr};
-constexpr SimdKernels kAvx2Q4_0{avx2::vec_dot_q4_0_q8_0, avx2::vec_dot_rows_q4_0_q8_0, nullptr, nullptr,
-                                avx2::vec_dot_panels_q4_0_q8_0};
-constexpr SimdKernels kAvx512Q4_0{avx512::vec_dot_q4_0_q8_0, avx512::vec_dot_rows_q4_0_q8_0, nullptr,
-                                  avx512::vec_dot_matrix_q4_0_q8_0, avx512::vec_dot_panels_q4_0_q8_0};
-constexpr SimdKernels kAvx512Q4_1{avx512::vec_dot_q4_1_q8_1, avx512::vec_dot_rows_q4_1_q8_1, nullptr,
-                                  avx512::vec_dot_matrix_q4_1_q8_1};
-constexpr SimdKernels kAvx512Q5_1{avx512::vec_dot_q5_1_q8_1, avx512::vec_dot_rows_q5_1_q8_1, nullptr,
-                                  avx512::vec_dot_matrix_q5_1_q8_1};
-constexpr SimdKernels kAvx2Q5_0{avx2::vec_dot_q5_0_q8_0, avx2::vec_dot_rows_q5_0_q8_0, nullptr, nullptr,
-                                avx2::vec_dot_panels_q5_0_q8_0};
-constexpr SimdKernels kAvx512Q5_0{avx512::vec_dot_q5_0_q8_0, avx512::vec_dot_rows_q5_0_q8_0, nullptr,
-                                  avx512::vec_dot_matrix_q5_0_q8_0, avx512::vec_dot_panels_q5_0_q8_0};
-constexpr SimdKernels kAvx2Q8_0{avx2::vec_dot_q8_0_q8_0, avx2::vec_dot_rows_q8_0_q8_0, avx2::quantize_row_q8_0, nullptr,
-                                avx2::vec_dot_panels_q8_0_q8_0};
-constexpr SimdKernels kAvx512Q8_0{avx512::vec_dot_q8_0_q8_0, avx512::vec_dot_rows_q8_0_q8_0,
-                                  avx512::quantize_row_q8_0, avx512::vec_dot_matrix_q8_0_q8_0,
-                                  avx512::vec_dot_panels_q8_0_q8_0};
-constexpr SimdKernels kAvx2Q2_K{avx2::vec_dot_q2_K_q8_K, nullptr, nullptr};
-constexpr SimdKernels kAvx512Q2_K{avx512::vec_dot_q2_K_q8_K, avx512::vec_dot_rows_q2_K_q8_K, nullptr,
-                                  avx512::vec_dot_matrix_q2_K_q8_K};
-constexpr SimdKernels kAvx2Q3_K{avx2::vec_dot_q3_K_q8_K, nullptr, nullptr};
-constexpr SimdKernels kAvx512Q3_K{avx512::vec_dot_q3_K_q8_K, avx512::vec_dot_rows_q3_K_q8_K, nullptr,
-                                  avx512::vec_dot_matrix_q3_K_q8_K};
-constexpr SimdKernels kAvx2Q4_K{avx2::vec_dot_q4_K_q8_K, avx2::vec_dot_rows_q4_K_q8_K, nullptr,
-                                avx2::vec_dot_matrix_q4_K_q8_K};
-constexpr SimdKernels kAvx512Q4_K{avx512::vec_dot_q4_K_q8_K, avx512::vec_dot_rows_q4_K_q8_K, nullptr,
-                                  avx512::vec_dot_matrix_q4_K_q8_K};
-constexpr SimdKernels kAvx2Q5_K{avx2::vec_dot_q5_K_q8_K, avx2::vec_dot_rows_q5_K_q8_K, nullptr,
-                                avx2::vec_dot_matrix_q5_K_q8_K};
-constexpr SimdKernels kAvx512Q5_K{avx512::vec_dot_q5_K_q8_K, avx512::vec_dot_rows_q5_K_q8_K, nullptr,
-                                  avx512::vec_dot_matrix_q5_K_q8_K};
-constexpr SimdKernels kAvx2Q6_K{avx2::vec_dot_q6_K_q8_K, avx2::vec_dot_rows_q6_K_q8_K, nullptr,
-                                avx2::vec_dot_matrix_q6_K_q8_K};
-constexpr SimdKernels kAvx512Q6_K{avx512::vec_dot_q6_K_q8_K, avx512::vec_dot_rows_q6_K_q8_K, nullptr,
-                                  avx512::vec_dot_matrix_q6_K_q8_K};
-constexpr SimdKernels kAvx2Q8_K{nullptr, nullptr, avx2::quantize_row_q8_K};
-constexpr SimdKernels kAvx512Q8_K{nullptr, nullptr, avx512::quantize_row_q8_K};
+// A set's kernels from the one dot product its files implement for a type; the other
+// forms are that kernel with one row (the same bits: every form of a set is one
+// algorithm). These thunks only call the kernel, so they are compiled without the set's
+// instruction flags.
+template <VecDotMatrixFn kMatrix>
+float dot_by_matrix(int64_t n, const void* w, const void* a) {
+  float result;
+  kMatrix(n, w, 0, 1, a, 0, 1, &result, 0);
+  return result;
+}
+template <VecDotMatrixFn kMatrix>
+void rows_by_matrix(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
+                    int64_t out_stride) {
+  kMatrix(n, w, 0, 1, a, a_stride, n_a_rows, out, out_stride);
+}
+template <VecDotRowsFn kRows>
+float dot_by_rows(int64_t n, const void* w, const void* a) {
+  float result;
+  kRows(n, w, a, 0, 1, &result, 0);
+  return result;
+}
+
+template <VecDotMatrixFn kMatrix>
+constexpr SimdKernels by_matrix(VecDotPanelsFn panels = nullptr, QuantizeRowFn quantize = nullptr) {
+  return {.vec_dot = dot_by_matrix<kMatrix>, .vec_dot_rows = rows_by_matrix<kMatrix>, .quantize_row = quantize,
+          .vec_dot_matrix = kMatrix, .vec_dot_panels = panels};
+}
+template <VecDotRowsFn kRows>
+constexpr SimdKernels by_rows(VecDotMatrixFn matrix = nullptr, VecDotPanelsFn panels = nullptr,
+                              QuantizeRowFn quantize = nullptr) {
+  return {.vec_dot = dot_by_rows<kRows>, .vec_dot_rows = kRows, .quantize_row = quantize, .vec_dot_matrix = matrix,
+          .vec_dot_panels = panels};
+}
 
 // Ordered by ggml type id. vec_dot_type follows ggml's x86 CPU backend: legacy _0 types
 // and Q8_0 multiply against Q8_0, _1 types against Q8_1 (whose stored sum pays for the
 // weight's minimum), every K-quant against Q8_K; float types keep their own format.
 constexpr std::array<TypeTraits, 15> kTypeTraits = {{
-    {TensorType::kF32, "f32", 1, sizeof(float), false, TensorType::kF32,
-     ref::dequantize_row_f32, ref::quantize_row_f32, ref::vec_dot_f32,
-     kAvx2F32, kAvx512F32},
-    {TensorType::kF16, "f16", 1, sizeof(uint16_t), false, TensorType::kF16,
-     ref::dequantize_row_f16, ref::quantize_row_f16, ref::vec_dot_f16,
-     kAvx2F16, kAvx512F16},
-    {TensorType::kQ4_0, "q4_0", kLegacyBlockSize, sizeof(BlockQ4_0), true, TensorType::kQ8_0,
-     ref::dequantize_row_q4_0, ref::quantize_row_q4_0, ref::vec_dot_q4_0_q8_0,
-     kAvx2Q4_0, kAvx512Q4_0},
-    {TensorType::kQ4_1, "q4_1", kLegacyBlockSize, sizeof(BlockQ4_1), true, TensorType::kQ8_1,
-     ref::dequantize_row_q4_1, ref::quantize_row_q4_1, ref::vec_dot_q4_1_q8_1,
-     kAvx2Q4_1, kAvx512Q4_1},
-    {TensorType::kQ5_0, "q5_0", kLegacyBlockSize, sizeof(BlockQ5_0), true, TensorType::kQ8_0,
-     ref::dequantize_row_q5_0, ref::quantize_row_q5_0, ref::vec_dot_q5_0_q8_0,
-     kAvx2Q5_0, kAvx512Q5_0},
-    {TensorType::kQ5_1, "q5_1", kLegacyBlockSize, sizeof(BlockQ5_1), true, TensorType::kQ8_1,
-     ref::dequantize_row_q5_1, ref::quantize_row_q5_1, ref::vec_dot_q5_1_q8_1,
-     kAvx2Q5_1, kAvx512Q5_1},
-    {TensorType::kQ8_0, "q8_0", kLegacyBlockSize, sizeof(BlockQ8_0), true, TensorType::kQ8_0,
-     ref::dequantize_row_q8_0, ref::quantize_row_q8_0, ref::vec_dot_q8_0_q8_0,
-     kAvx2Q8_0, kAvx512Q8_0},
-    {TensorType::kQ8_1, "q8_1", kLegacyBlockSize, sizeof(BlockQ8_1), true, TensorType::kQ8_1,
-     ref::dequantize_row_q8_1, ref::quantize_row_q8_1, nullptr,
-     kNoKernels, kNoKernels},
-    {TensorType::kQ2_K, "q2_K", kSuperBlockSize, sizeof(BlockQ2_K), true, TensorType::kQ8_K,
-     ref::dequantize_row_q2_K, ref::quantize_row_q2_K, ref::vec_dot_q2_K_q8_K,
-     kAvx2Q2_K, kAvx512Q2_K},
-    {TensorType::kQ3_K, "q3_K", kSuperBlockSize, sizeof(BlockQ3_K), true, TensorType::kQ8_K,
-     ref::dequantize_row_q3_K, ref::quantize_row_q3_K, ref::vec_dot_q3_K_q8_K,
-     kAvx2Q3_K, kAvx512Q3_K},
-    {TensorType::kQ4_K, "q4_K", kSuperBlockSize, sizeof(BlockQ4_K), true, TensorType::kQ8_K,
-     ref::dequantize_row_q4_K, ref::quantize_row_q4_K, ref::vec_dot_q4_K_q8_K,
-     kAvx2Q4_K, kAvx512Q4_K},
-    {TensorType::kQ5_K, "q5_K", kSuperBlockSize, sizeof(BlockQ5_K), true, TensorType::kQ8_K,
-     ref::dequantize_row_q5_K, ref::quantize_row_q5_K, ref::vec_dot_q5_K_q8_K,
-     kAvx2Q5_K, kAvx512Q5_K},
-    {TensorType::kQ6_K, "q6_K", kSuperBlockSize, sizeof(BlockQ6_K), true, TensorType::kQ8_K,
-     ref::dequantize_row_q6_K, ref::quantize_row_q6_K, ref::vec_dot_q6_K_q8_K,
-     kAvx2Q6_K, kAvx512Q6_K},
-    {TensorType::kQ8_K, "q8_K", kSuperBlockSize, sizeof(BlockQ8_K), true, TensorType::kQ8_K,
-     ref::dequantize_row_q8_K, ref::quantize_row_q8_K, nullptr,
-     kAvx2Q8_K, kAvx512Q8_K},
-    {TensorType::kBF16, "bf16", 1, sizeof(uint16_t), false, TensorType::kBF16,
-     ref::dequantize_row_bf16, ref::quantize_row_bf16, ref::vec_dot_bf16,
-     kAvx2BF16, kAvx512BF16},
+    {.type = TensorType::kF32, .name = "f32", .block_size = 1, .bytes_per_block = sizeof(float),
+     .is_quantized = false, .vec_dot_type = TensorType::kF32,
+     .dequantize_row = ref::dequantize_row_f32, .quantize_row_ref = ref::quantize_row_f32,
+     .vec_dot_ref = ref::vec_dot_f32,
+     .avx2 = {.vec_dot = avx2::vec_dot_f32}, .avx512 = {.vec_dot = avx512::vec_dot_f32}},
+    {.type = TensorType::kF16, .name = "f16", .block_size = 1, .bytes_per_block = sizeof(uint16_t),
+     .is_quantized = false, .vec_dot_type = TensorType::kF16,
+     .dequantize_row = ref::dequantize_row_f16, .quantize_row_ref = ref::quantize_row_f16,
+     .vec_dot_ref = ref::vec_dot_f16,
+     .avx2 = {.vec_dot = avx2::vec_dot_f16}, .avx512 = {.vec_dot = avx512::vec_dot_f16}},
+    {.type = TensorType::kQ4_0, .name = "q4_0", .block_size = kLegacyBlockSize, .bytes_per_block = sizeof(BlockQ4_0),
+     .is_quantized = true, .vec_dot_type = TensorType::kQ8_0,
+     .dequantize_row = ref::dequantize_row_q4_0, .quantize_row_ref = ref::quantize_row_q4_0,
+     .vec_dot_ref = ref::vec_dot_q4_0_q8_0,
+     .avx2 = by_rows<avx2::vec_dot_rows_q4_0_q8_0>(nullptr, avx2::vec_dot_panels_q4_0_q8_0),
+     .avx512 = by_matrix<avx512::vec_dot_matrix_q4_0_q8_0>(avx512::vec_dot_panels_q4_0_q8_0)},
+    {.type = TensorType::kQ4_1, .name = "q4_1", .block_size = kLegacyBlockSize, .bytes_per_block = sizeof(BlockQ4_1),
+     .is_quantized = true, .vec_dot_type = TensorType::kQ8_1,
+     .dequantize_row = ref::dequantize_row_q4_1, .quantize_row_ref = ref::quantize_row_q4_1,
+     .vec_dot_ref = ref::vec_dot_q4_1_q8_1,
+     .avx2 = by_rows<avx2::vec_dot_rows_q4_1_q8_1>(),
+     .avx512 = by_matrix<avx512::vec_dot_matrix_q4_1_q8_1>()},
+    {.type = TensorType::kQ5_0, .name = "q5_0", .block_size = kLegacyBlockSize, .bytes_per_block = sizeof(BlockQ5_0),
+     .is_quantized = true, .vec_dot_type = TensorType::kQ8_0,
+     .dequantize_row = ref::dequantize_row_q5_0, .quantize_row_ref = ref::quantize_row_q5_0,
+     .vec_dot_ref = ref::vec_dot_q5_0_q8_0,
+     .avx2 = by_rows<avx2::vec_dot_rows_q5_0_q8_0>(nullptr, avx2::vec_dot_panels_q5_0_q8_0),
+     .avx512 = by_matrix<avx512::vec_dot_matrix_q5_0_q8_0>(avx512::vec_dot_panels_q5_0_q8_0)},
+    {.type = TensorType::kQ5_1, .name = "q5_1", .block_size = kLegacyBlockSize, .bytes_per_block = sizeof(BlockQ5_1),
+     .is_quantized = true, .vec_dot_type = TensorType::kQ8_1,
+     .dequantize_row = ref::dequantize_row_q5_1, .quantize_row_ref = ref::quantize_row_q5_1,
+     .vec_dot_ref = ref::vec_dot_q5_1_q8_1,
+     .avx2 = by_rows<avx2::vec_dot_rows_q5_1_q8_1>(),
+     .avx512 = by_matrix<avx512::vec_dot_matrix_q5_1_q8_1>()},
+    {.type = TensorType::kQ8_0, .name = "q8_0", .block_size = kLegacyBlockSize, .bytes_per_block = sizeof(BlockQ8_0),
+     .is_quantized = true, .vec_dot_type = TensorType::kQ8_0,
+     .dequantize_row = ref::dequantize_row_q8_0, .quantize_row_ref = ref::quantize_row_q8_0,
+     .vec_dot_ref = ref::vec_dot_q8_0_q8_0,
+     .avx2 = by_rows<avx2::vec_dot_rows_q8_0_q8_0>(nullptr, avx2::vec_dot_panels_q8_0_q8_0, avx2::quantize_row_q8_0),
+     .avx512 = by_matrix<avx512::vec_dot_matrix_q8_0_q8_0>(avx512::vec_dot_panels_q8_0_q8_0,
+                                                            avx512::quantize_row_q8_0)},
+    {.type = TensorType::kQ8_1, .name = "q8_1", .block_size = kLegacyBlockSize, .bytes_per_block = sizeof(BlockQ8_1),
+     .is_quantized = true, .vec_dot_type = TensorType::kQ8_1,
+     .dequantize_row = ref::dequantize_row_q8_1, .quantize_row_ref = ref::quantize_row_q8_1,
+     .vec_dot_ref = nullptr, .avx2 = {}, .avx512 = {}},
+    {.type = TensorType::kQ2_K, .name = "q2_K", .block_size = kSuperBlockSize, .bytes_per_block = sizeof(BlockQ2_K),
+     .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
+     .dequantize_row = ref::dequantize_row_q2_K, .quantize_row_ref = ref::quantize_row_q2_K,
+     .vec_dot_ref = ref::vec_dot_q2_K_q8_K,
+     .avx2 = {.vec_dot = avx2::vec_dot_q2_K_q8_K},
+     .avx512 = by_matrix<avx512::vec_dot_matrix_q2_K_q8_K>()},
+    {.type = TensorType::kQ3_K, .name = "q3_K", .block_size = kSuperBlockSize, .bytes_per_block = sizeof(BlockQ3_K),
+     .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
+     .dequantize_row = ref::dequantize_row_q3_K, .quantize_row_ref = ref::quantize_row_q3_K,
+     .vec_dot_ref = ref::vec_dot_q3_K_q8_K,
+     .avx2 = {.vec_dot = avx2::vec_dot_q3_K_q8_K},
+     .avx512 = by_matrix<avx512::vec_dot_matrix_q3_K_q8_K>()},
+    {.type = TensorType::kQ4_K, .name = "q4_K", .block_size = kSuperBlockSize, .bytes_per_block = sizeof(BlockQ4_K),
+     .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
+     .dequantize_row = ref::dequantize_row_q4_K, .quantize_row_ref = ref::quantize_row_q4_K,
+     .vec_dot_ref = ref::vec_dot_q4_K_q8_K,
+     .avx2 = by_rows<avx2::vec_dot_rows_q4_K_q8_K>(avx2::vec_dot_matrix_q4_K_q8_K),
+     .avx512 = by_matrix<avx512::vec_dot_matrix_q4_K_q8_K>()},
+    {.type = TensorType::kQ5_K, .name = "q5_K", .block_size = kSuperBlockSize, .bytes_per_block = sizeof(BlockQ5_K),
+     .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
+     .dequantize_row = ref::dequantize_row_q5_K, .quantize_row_ref = ref::quantize_row_q5_K,
+     .vec_dot_ref = ref::vec_dot_q5_K_q8_K,
+     .avx2 = by_rows<avx2::vec_dot_rows_q5_K_q8_K>(avx2::vec_dot_matrix_q5_K_q8_K),
+     .avx512 = by_matrix<avx512::vec_dot_matrix_q5_K_q8_K>()},
+    {.type = TensorType::kQ6_K, .name = "q6_K", .block_size = kSuperBlockSize, .bytes_per_block = sizeof(BlockQ6_K),
+     .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
+     .dequantize_row = ref::dequantize_row_q6_K, .quantize_row_ref = ref::quantize_row_q6_K,
+     .vec_dot_ref = ref::vec_dot_q6_K_q8_K,
+     .avx2 = by_rows<avx2::vec_dot_rows_q6_K_q8_K>(avx2::vec_dot_matrix_q6_K_q8_K),
+     .avx512 = by_matrix<avx512::vec_dot_matrix_q6_K_q8_K>()},
+    {.type = TensorType::kQ8_K, .name = "q8_K", .block_size = kSuperBlockSize, .bytes_per_block = sizeof(BlockQ8_K),
+     .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
+     .dequantize_row = ref::dequantize_row_q8_K, .quantize_row_ref = ref::quantize_row_q8_K,
+     .vec_dot_ref = nullptr,
+     .avx2 = {.quantize_row = avx2::quantize_row_q8_K}, .avx512 = {.quantize_row = avx512::quantize_row_q8_K}},
+    {.type = TensorType::kBF16, .name = "bf16", .block_size = 1, .bytes_per_block = sizeof(uint16_t),
+     .is_quantized = false, .vec_dot_type = TensorType::kBF16,
+     .dequantize_row = ref::dequantize_row_bf16, .quantize_row_ref = ref::quantize_row_bf16,
+     .vec_dot_ref = ref::vec_dot_bf16,
+     .avx2 = {.vec_dot = avx2::vec_dot_bf16}, .avx512 = {.vec_dot = avx512::vec_dot_bf16}},
 }};
+
+// ggml type id -> position in kTypeTraits, or -1: one array read per lookup.
+constexpr size_t kIdCount = 32;
+constexpr std::array<int8_t, kIdCount> kPositionOfId = [] {
+  std::array<int8_t, kIdCount> position{};
+  for (int8_t& p : position) p = -1;
+  for (size_t i = 0; i < kTypeTraits.size(); ++i) position[static_cast<size_t>(kTypeTraits[i].type)] = static_cast<int8_t>(i);
+  return position;
+}();
 
 }  // namespace
 
 const TypeTraits* find_type_traits(gguf::TensorType type) {
-  for (const TypeTraits& traits : kTypeTraits) {
-    if (traits.type == type) return &traits;
-  }
-  return nullptr;
+  const auto id = static_cast<size_t>(type);
+  if (id >= kIdCount || kPositionOfId[id] < 0) return nullptr;
+  return &kTypeTraits[static_cast<size_t>(kPositionOfId[id])];
 }
 
 const TypeTraits& type_traits(gguf::TensorType type) {

@@ -165,21 +165,6 @@ void dot_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t 
 
 }  // namespace
 
-float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a) {
-  float result;
-  dot_rows<BlockQ4_K>(n, w, a, 0, 1, &result, 0);
-  return result;
-}
-float vec_dot_q5_K_q8_K(int64_t n, const void* w, const void* a) {
-  float result;
-  dot_rows<BlockQ5_K>(n, w, a, 0, 1, &result, 0);
-  return result;
-}
-float vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a) {
-  float result;
-  dot_rows<BlockQ6_K>(n, w, a, 0, 1, &result, 0);
-  return result;
-}
 void vec_dot_rows_q4_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
                             int64_t out_stride) {
   dot_rows<BlockQ4_K>(n, w, a, a_stride, n_a_rows, out, out_stride);

@@ -813,37 +813,7 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
   }
 }
 
-template <typename Format>
-float dot_row(int64_t n, const void* w, const void* a) {
-  float result;
-  dot_matrix<Format>(n, w, 0, 1, a, 0, 1, &result, 0);
-  return result;
-}
-
-template <typename Format>
-void dot_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
-              int64_t out_stride) {
-  dot_matrix<Format>(n, w, 0, 1, a, a_stride, n_a_rows, out, out_stride);
-}
-
 }  // namespace
-
-float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a) { return dot_row<Q4K>(n, w, a); }
-float vec_dot_q5_K_q8_K(int64_t n, const void* w, const void* a) { return dot_row<Q5K>(n, w, a); }
-float vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a) { return dot_row<Q6K>(n, w, a); }
-
-void vec_dot_rows_q4_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
-                            int64_t out_stride) {
-  dot_rows<Q4K>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
-void vec_dot_rows_q5_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
-                            int64_t out_stride) {
-  dot_rows<Q5K>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
-void vec_dot_rows_q6_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
-                            int64_t out_stride) {
-  dot_rows<Q6K>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
 
 void vec_dot_matrix_q4_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {

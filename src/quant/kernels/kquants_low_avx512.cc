@@ -169,31 +169,9 @@ void row_kernel(int64_t n, const Block* x, const uint8_t* a, size_t a_stride, fl
   }
 }
 
-// The loops below are those of kquants_avx512.cc's dot_rows / dot_matrix, without its
-// activation staging (Q2_K and Q3_K read Q8_K rows as they are).
-
-template <typename Block>
-float dot_row(int64_t n, const void* w, const void* a) {
-  float result;
-  row_kernel<Block, 1>(n, static_cast<const Block*>(w), static_cast<const uint8_t*>(a), 0, &result, 0);
-  return result;
-}
-
-// One weight row against n_a_rows activation rows, kTokenTile at a time.
-template <typename Block>
-void dot_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
-              int64_t out_stride) {
-  const auto* x = static_cast<const Block*>(w);
-  const auto* rows = static_cast<const uint8_t*>(a);
-  int64_t t = 0;
-  for (; t + kTokenTile <= n_a_rows; t += kTokenTile) {
-    row_kernel<Block, kTokenTile>(n, x, rows + t * a_stride, a_stride, out + t * out_stride, out_stride);
-  }
-  for (; t < n_a_rows; ++t) row_kernel<Block, 1>(n, x, rows + t * a_stride, 0, out + t * out_stride, 0);
-}
-
 // Weight rows in cache panels (x86_helpers.h): for each panel, every tile of kTokenTile
-// activation rows against each row of the panel.
+// activation rows against each row of the panel. Unlike kquants_avx512.cc's matrix
+// kernel, no activation staging: Q2_K and Q3_K read Q8_K rows as they are.
 template <typename Block>
 void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a, size_t a_stride,
                 int64_t n_a_rows, float* out, int64_t out_stride) {
@@ -218,18 +196,6 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
 }
 
 }  // namespace
-
-float vec_dot_q2_K_q8_K(int64_t n, const void* w, const void* a) { return dot_row<BlockQ2_K>(n, w, a); }
-float vec_dot_q3_K_q8_K(int64_t n, const void* w, const void* a) { return dot_row<BlockQ3_K>(n, w, a); }
-
-void vec_dot_rows_q2_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
-                            int64_t out_stride) {
-  dot_rows<BlockQ2_K>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
-void vec_dot_rows_q3_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
-                            int64_t out_stride) {
-  dot_rows<BlockQ3_K>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
 
 void vec_dot_matrix_q2_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {

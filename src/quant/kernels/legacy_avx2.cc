@@ -126,14 +126,6 @@ void dot_tile(int64_t n_blocks, const Block* w, const uint8_t* a, size_t a_strid
   }
 }
 
-template <typename Block>
-float dot_row(int64_t n, const void* w, const void* a) {
-  float result;
-  dot_tile<Block, 1>(n / kLegacyBlockSize, static_cast<const Block*>(w), static_cast<const uint8_t*>(a), 0,
-                     &result, 0);
-  return result;
-}
-
 // Activation rows in tiles of 4 (4 accumulators fit the 16 ymm registers with room for
 // the weight levels), the remainder one by one.
 constexpr int kTokenTile = 4;
@@ -155,12 +147,6 @@ void dot_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t 
 }
 
 }  // namespace
-
-float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* a) { return dot_row<BlockQ4_0>(n, w, a); }
-float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* a) { return dot_row<BlockQ5_0>(n, w, a); }
-float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* a) { return dot_row<BlockQ8_0>(n, w, a); }
-float vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* a) { return dot_row<BlockQ4_1>(n, w, a); }
-float vec_dot_q5_1_q8_1(int64_t n, const void* w, const void* a) { return dot_row<BlockQ5_1>(n, w, a); }
 
 void vec_dot_rows_q4_1_q8_1(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
                             float* out, int64_t out_stride) {

@@ -713,48 +713,7 @@ void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_
   }
 }
 
-template <typename Block>
-float dot_row(int64_t n, const void* w, const void* a) {
-  float result;
-  dot_matrix<Block>(n, w, 0, 1, a, 0, 1, &result, 0);
-  return result;
-}
-
-template <typename Block>
-void dot_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
-              int64_t out_stride) {
-  dot_matrix<Block>(n, w, 0, 1, a, a_stride, n_a_rows, out, out_stride);
-}
-
 }  // namespace
-
-float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* a) { return dot_row<BlockQ4_0>(n, w, a); }
-float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* a) { return dot_row<BlockQ5_0>(n, w, a); }
-float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* a) { return dot_row<BlockQ8_0>(n, w, a); }
-float vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* a) { return dot_row<BlockQ4_1>(n, w, a); }
-float vec_dot_q5_1_q8_1(int64_t n, const void* w, const void* a) { return dot_row<BlockQ5_1>(n, w, a); }
-
-void vec_dot_rows_q4_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                            float* out, int64_t out_stride) {
-  dot_rows<BlockQ4_0>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
-void vec_dot_rows_q5_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                            float* out, int64_t out_stride) {
-  dot_rows<BlockQ5_0>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
-void vec_dot_rows_q8_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                            float* out, int64_t out_stride) {
-  dot_rows<BlockQ8_0>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
-
-void vec_dot_rows_q4_1_q8_1(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                            float* out, int64_t out_stride) {
-  dot_rows<BlockQ4_1>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
-void vec_dot_rows_q5_1_q8_1(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                            float* out, int64_t out_stride) {
-  dot_rows<BlockQ5_1>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
 
 void vec_dot_matrix_q4_1_q8_1(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {

@@ -15,33 +15,41 @@
 
 namespace tokenmill::quant {
 
-// floats_avx2.cc, legacy_avx2.cc, kquants_avx2.cc, kquants_low_avx2.cc, activations_avx2.cc
+// Each file exports the one dot product its algorithm computes per type (a single row,
+// one weight row against many activation rows, or a matrix tile); the traits table
+// derives the narrower forms from it (type_traits.cc). Arguments as in type_traits.h's
+// function types.
+
 namespace avx2 {
+// floats_avx2.cc
 float vec_dot_f32(int64_t n, const void* w, const void* a);
-float vec_dot_bf16(int64_t n, const void* w, const void* a);
-float vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* a);
-float vec_dot_q5_1_q8_1(int64_t n, const void* w, const void* a);
-void vec_dot_rows_q4_1_q8_1(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                            float* out, int64_t out_stride);
-void vec_dot_rows_q5_1_q8_1(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                            float* out, int64_t out_stride);
 float vec_dot_f16(int64_t n, const void* w, const void* a);
-float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* a);
-float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* a);
-float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* a);
-float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a);
-float vec_dot_q5_K_q8_K(int64_t n, const void* w, const void* a);
-float vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a);
-float vec_dot_q2_K_q8_K(int64_t n, const void* w, const void* a);
-float vec_dot_q3_K_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_bf16(int64_t n, const void* w, const void* a);
+// legacy_avx2.cc: one weight row, activation rows in tiles of 4.
 void vec_dot_rows_q4_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                            float* out, int64_t out_stride);
+void vec_dot_rows_q4_1_q8_1(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
                             float* out, int64_t out_stride);
 void vec_dot_rows_q5_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
                             float* out, int64_t out_stride);
+void vec_dot_rows_q5_1_q8_1(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                            float* out, int64_t out_stride);
 void vec_dot_rows_q8_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
                             float* out, int64_t out_stride);
-// kquants_avx2.cc (rows) and kquants_panels_avx2.cc (matrices): bit-identical to each
-// other and to the AVX-512 K-quant kernels on the same rows.
+// legacy_panels_avx2.cc: weights in quant/panel_layout.h's layout, bit-identical to the
+// row kernels above (and to the AVX-512 kernels) on the same rows.
+void vec_dot_panels_q4_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
+void vec_dot_panels_q5_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
+void vec_dot_panels_q8_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
+// kquants_low_avx2.cc: rows only.
+float vec_dot_q2_K_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_q3_K_q8_K(int64_t n, const void* w, const void* a);
+// kquants_avx2.cc (one weight row) and kquants_panels_avx2.cc (8-row panels from 4
+// activation rows on, the row kernel below that): bit-identical to each other and to
+// the AVX-512 K-quant kernels on the same rows.
 void vec_dot_rows_q4_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
                             float* out, int64_t out_stride);
 void vec_dot_rows_q5_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
@@ -54,14 +62,7 @@ void vec_dot_matrix_q5_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
 void vec_dot_matrix_q6_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
-// legacy_panels_avx2.cc: weights in quant/panel_layout.h's layout, bit-identical to the
-// row kernels above (and to the AVX-512 kernels) on the same rows.
-void vec_dot_panels_q8_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
-                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
-void vec_dot_panels_q4_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
-                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
-void vec_dot_panels_q5_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
-                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
+// activations_avx2.cc
 void quantize_row_q8_0(const float* src, void* dst, int64_t n);
 void quantize_row_q8_K(const float* src, void* dst, int64_t n);
 }  // namespace avx2
@@ -69,79 +70,50 @@ void quantize_row_q8_K(const float* src, void* dst, int64_t n);
 // legacy_panels_avxvnni.cc: avx2::vec_dot_panels_* with AVX-VNNI (compiled with -mavxvnni
 // as well; call only where CpuFeatures::has_avx_vnni_kernels()). The same bits.
 namespace avx_vnni {
-void vec_dot_panels_q8_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
-                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
 void vec_dot_panels_q4_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
                               int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
 void vec_dot_panels_q5_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
+void vec_dot_panels_q8_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
                               int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
 }  // namespace avx_vnni
 
-// floats_avx512.cc, legacy_avx512.cc, kquants_avx512.cc, kquants_low_avx512.cc,
-// activations_avx512.cc
+// Every AVX-512 dot product is a matrix kernel (its one-row forms are one-row matrices).
 namespace avx512 {
+// floats_avx512.cc
 float vec_dot_f32(int64_t n, const void* w, const void* a);
+float vec_dot_f16(int64_t n, const void* w, const void* a);
 float vec_dot_bf16(int64_t n, const void* w, const void* a);
-// Weights in quant/panel_layout.h's layout (n_w_rows a multiple of 16), bit-identical to
-// the vec_dot_matrix kernel of the same type on the same rows.
-void vec_dot_panels_q8_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
-                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
+// legacy_avx512.cc; the panels in quant/panel_layout.h's layout (n_w_rows a multiple of
+// 16), bit-identical to the matrix kernel of the same type on the same rows.
+void vec_dot_matrix_q4_0_q8_0(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
+                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
+void vec_dot_matrix_q4_1_q8_1(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
+                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
+void vec_dot_matrix_q5_0_q8_0(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
+                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
+void vec_dot_matrix_q5_1_q8_1(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
+                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
+void vec_dot_matrix_q8_0_q8_0(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
+                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
 void vec_dot_panels_q4_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
                               int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
 void vec_dot_panels_q5_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
                               int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
-float vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* a);
-float vec_dot_q5_1_q8_1(int64_t n, const void* w, const void* a);
-void vec_dot_rows_q4_1_q8_1(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                            float* out, int64_t out_stride);
-void vec_dot_rows_q5_1_q8_1(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                            float* out, int64_t out_stride);
-void vec_dot_matrix_q4_1_q8_1(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
+void vec_dot_panels_q8_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
+// kquants_low_avx512.cc and kquants_avx512.cc
+void vec_dot_matrix_q2_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
-void vec_dot_matrix_q5_1_q8_1(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
+void vec_dot_matrix_q3_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
-float vec_dot_f16(int64_t n, const void* w, const void* a);
-float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* a);
-float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* a);
-float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* a);
-float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a);
-float vec_dot_q5_K_q8_K(int64_t n, const void* w, const void* a);
-float vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a);
-void vec_dot_rows_q4_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                            float* out, int64_t out_stride);
-void vec_dot_rows_q5_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                            float* out, int64_t out_stride);
-void vec_dot_rows_q8_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                            float* out, int64_t out_stride);
-void vec_dot_rows_q4_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                            float* out, int64_t out_stride);
-void vec_dot_rows_q5_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                            float* out, int64_t out_stride);
-void vec_dot_rows_q6_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                            float* out, int64_t out_stride);
 void vec_dot_matrix_q4_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
 void vec_dot_matrix_q5_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
 void vec_dot_matrix_q6_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
-// Q2_K / Q3_K (kquants_low_avx512.cc): rows and matrix bit-identical to vec_dot.
-float vec_dot_q2_K_q8_K(int64_t n, const void* w, const void* a);
-float vec_dot_q3_K_q8_K(int64_t n, const void* w, const void* a);
-void vec_dot_rows_q2_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                            float* out, int64_t out_stride);
-void vec_dot_rows_q3_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                            float* out, int64_t out_stride);
-void vec_dot_matrix_q2_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
-                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
-void vec_dot_matrix_q3_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
-                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
-void vec_dot_matrix_q4_0_q8_0(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
-                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
-void vec_dot_matrix_q5_0_q8_0(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
-                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
-void vec_dot_matrix_q8_0_q8_0(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
-                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
+// activations_avx512.cc
 void quantize_row_q8_0(const float* src, void* dst, int64_t n);
 void quantize_row_q8_K(const float* src, void* dst, int64_t n);
 }  // namespace avx512

@@ -39,8 +39,9 @@ inline uint32_t load_u32(const uint8_t* bytes) {
 // comes from memory once per matmul and each activation row once per panel (a row
 // outer loop instead re-reads every token's activations for every weight row).
 constexpr int64_t kPanelBytes = 256 * 1024;
+// A row size of 0 (a caller's stride for a single row) gives one tile.
 inline int64_t panel_rows(size_t row_bytes, int64_t row_tile) {
-  const int64_t rows = kPanelBytes / static_cast<int64_t>(row_bytes);
+  const int64_t rows = row_bytes == 0 ? 0 : kPanelBytes / static_cast<int64_t>(row_bytes);
   return rows < row_tile ? row_tile : rows / row_tile * row_tile;
 }
 
