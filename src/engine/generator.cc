@@ -14,6 +14,29 @@ constexpr int32_t kBlockSize = 16;
 
 int32_t blocks_for(int32_t n_positions) { return (n_positions + kBlockSize - 1) / kBlockSize; }
 
+Status check_prompt(const std::vector<int32_t>& prompt, int32_t n_vocab, int32_t max_context) {
+  if (prompt.empty()) return invalid_argument("the prompt is empty");
+  const int32_t n_prompt = static_cast<int32_t>(prompt.size());
+  if (n_prompt >= max_context) {
+    return invalid_argument("the prompt has " + std::to_string(n_prompt) + " tokens; the context holds " +
+                            std::to_string(max_context) + " (raise --ctx-size)");
+  }
+  for (int32_t t : prompt) {
+    if (t < 0 || t >= n_vocab) return invalid_argument("prompt token id out of range");
+  }
+  return {};
+}
+
+// Grows the block table until it covers n_positions.
+Status ensure_blocks(kv::BlockPool& pool, std::vector<int32_t>& table, int32_t n_positions) {
+  while (static_cast<int32_t>(table.size()) < blocks_for(n_positions)) {
+    auto id = pool.allocate();
+    if (!id) return resource_exhausted("the KV cache is full");
+    table.push_back(*id);
+  }
+  return {};
+}
+
 }  // namespace
 
 Generator::Generator(model::Model& model, const tokenizer::Tokenizer& tokenizer, int32_t max_context)
@@ -30,15 +53,8 @@ int64_t Generator::kv_cache_bytes(const model::Model& model, int32_t max_context
 Result<GenerationStats> Generator::generate(const std::vector<int32_t>& prompt, const SamplingParams& sampling,
                                             const GenerationOptions& options, const TextCallback& on_text) {
   TM_RETURN_IF_ERROR(sampling.validate());
-  if (prompt.empty()) return invalid_argument("the prompt is empty");
+  TM_RETURN_IF_ERROR(check_prompt(prompt, model_.config().n_vocab, max_context_));
   const int32_t n_prompt = static_cast<int32_t>(prompt.size());
-  if (n_prompt >= max_context_) {
-    return invalid_argument("the prompt has " + std::to_string(n_prompt) + " tokens; the context holds " +
-                            std::to_string(max_context_) + " (raise --ctx-size)");
-  }
-  for (int32_t t : prompt) {
-    if (t < 0 || t >= model_.config().n_vocab) return invalid_argument("prompt token id out of range");
-  }
   const int32_t max_tokens = std::min(options.max_tokens, max_context_ - n_prompt);
 
   // The sequence's block table grows as positions are filled; blocks go back at the end.
@@ -48,14 +64,6 @@ Result<GenerationStats> Generator::generate(const std::vector<int32_t>& prompt, 
     std::vector<int32_t>& table;
     ~Releaser() { pool.release(table); }
   } releaser{pool_, table};
-  auto ensure_blocks = [&](int32_t n_positions) -> Status {
-    while (static_cast<int32_t>(table.size()) < blocks_for(n_positions)) {
-      auto id = pool_.allocate();
-      if (!id) return resource_exhausted("the KV cache is full");
-      table.push_back(*id);
-    }
-    return {};
-  };
 
   GenerationStats stats;
   stats.n_prompt_tokens = n_prompt;
@@ -68,7 +76,7 @@ Result<GenerationStats> Generator::generate(const std::vector<int32_t>& prompt, 
   // Prompt: in chunks, logits only for the last token of the last chunk.
   for (int32_t begin = 0; begin < n_prompt; begin += options.prefill_chunk) {
     const int32_t end = std::min(n_prompt, begin + options.prefill_chunk);
-    TM_RETURN_IF_ERROR(ensure_blocks(end));
+    TM_RETURN_IF_ERROR(ensure_blocks(pool_, table, end));
     model::Batch batch;
     batch.add_sequence(std::vector<int32_t>(prompt.begin() + begin, prompt.begin() + end), begin, table,
                        end == n_prompt);
@@ -97,7 +105,7 @@ Result<GenerationStats> Generator::generate(const std::vector<int32_t>& prompt, 
       break;
     }
     if (stats.n_generated_tokens == max_tokens) break;
-    TM_RETURN_IF_ERROR(ensure_blocks(position + 1));
+    TM_RETURN_IF_ERROR(ensure_blocks(pool_, table, position + 1));
     model::Batch batch;
     batch.add_sequence({token}, position, table, true);
     TM_RETURN_IF_ERROR(model_.forward(batch, kv_, logits));

@@ -24,6 +24,17 @@ void JsonGrammar::end_value() {
   mode_ = stack_.empty() ? Mode::kDone : Mode::kCommaOrClose;
 }
 
+void JsonGrammar::close_container() {
+  stack_.pop_back();
+  end_value();
+}
+
+void JsonGrammar::begin_string(bool is_key) {
+  mode_ = Mode::kString;
+  string_.begin();
+  string_is_key_ = is_key;
+}
+
 bool JsonGrammar::start_value(char c) {
   if (stack_.empty() && c != '{') return false;  // json_object: the top level is an object
   switch (c) {
@@ -34,9 +45,7 @@ bool JsonGrammar::start_value(char c) {
       mode_ = c == '{' ? Mode::kKeyOrClose : Mode::kValueOrClose;
       return true;
     case '"':
-      mode_ = Mode::kString;
-      string_.begin();
-      string_is_key_ = false;
+      begin_string(/*is_key=*/false);
       return true;
     case 't': mode_ = Mode::kLiteral; literal_ = "rue"; return true;
     case 'f': mode_ = Mode::kLiteral; literal_ = "alse"; return true;
@@ -45,6 +54,21 @@ bool JsonGrammar::start_value(char c) {
       mode_ = Mode::kNumber;
       return number_.begin(c, /*integer_only=*/false);
   }
+}
+
+bool JsonGrammar::step_string(char c) {
+  switch (string_.step(c)) {
+    case JsonStringLexer::Step::kRefused: return false;
+    case JsonStringLexer::Step::kTaken: return true;
+    case JsonStringLexer::Step::kClosed:
+      if (string_is_key_) {
+        mode_ = Mode::kColon;
+      } else {
+        end_value();
+      }
+      return true;
+  }
+  return false;
 }
 
 bool JsonGrammar::step(char c) {
@@ -61,23 +85,19 @@ bool JsonGrammar::step(char c) {
       return start_value(c);
     case Mode::kValueOrClose:
       if (c == ']') {
-        stack_.pop_back();
-        end_value();
+        close_container();
         return true;
       }
       return start_value(c);
     case Mode::kKeyOrClose:
       if (c == '}') {
-        stack_.pop_back();
-        end_value();
+        close_container();
         return true;
       }
       [[fallthrough]];
     case Mode::kKey:
       if (c != '"') return false;
-      mode_ = Mode::kString;
-      string_.begin();
-      string_is_key_ = true;
+      begin_string(/*is_key=*/true);
       return true;
     case Mode::kColon:
       if (c != ':') return false;
@@ -89,24 +109,12 @@ bool JsonGrammar::step(char c) {
         return true;
       }
       if (c == (in_object() ? '}' : ']')) {
-        stack_.pop_back();
-        end_value();
+        close_container();
         return true;
       }
       return false;
     case Mode::kString:
-      switch (string_.step(c)) {
-        case JsonStringLexer::Step::kRefused: return false;
-        case JsonStringLexer::Step::kTaken: return true;
-        case JsonStringLexer::Step::kClosed:
-          if (string_is_key_) {
-            mode_ = Mode::kColon;
-          } else {
-            end_value();
-          }
-          return true;
-      }
-      return false;
+      return step_string(c);
     case Mode::kLiteral:
       if (c != *literal_) return false;
       if (*++literal_ == '\0') end_value();

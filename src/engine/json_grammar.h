@@ -46,9 +46,12 @@ class JsonGrammar final : public OutputGrammar {
     kDone,
   };
 
-  bool step(char c);          // false if c is not allowed (the state is then undefined)
-  bool start_value(char c);   // c begins a value
-  void end_value();           // a value just ended
+  bool step(char c);               // false if c is not allowed (the state is then undefined)
+  bool start_value(char c);        // c begins a value
+  bool step_string(char c);        // step() inside a string or key
+  void end_value();                // a value just ended
+  void close_container();          // the innermost object or array just closed
+  void begin_string(bool is_key);  // a string's opening quote was just read
   bool in_object() const { return !stack_.empty() && stack_.back() == '{'; }
 
   Mode mode_ = Mode::kValue;

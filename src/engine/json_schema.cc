@@ -37,18 +37,7 @@ class SchemaCompiler {
       return invalid_argument("the schema has more than 4096 parts");
     }
     if (!schema.is_object()) return invalid_argument("the schema at " + path + " must be an object");
-    for (const auto& [key, value] : schema.items()) {
-      static const std::set<std::string, std::less<>> kKnown = {
-          "type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "enum", "const",
-          "$ref", "anyOf", "oneOf", "$defs", "definitions"};
-      if (!kKnown.contains(key) && !kAnnotations.contains(key)) {
-        return invalid_argument("the schema keyword '" + key + "' at " + path + " is not supported");
-      }
-      if ((key == "$defs" || key == "definitions") && &schema != &root_) {
-        return invalid_argument("'" + key + "' at " + path + " is supported at the top level only");
-      }
-      (void)value;
-    }
+    TM_RETURN_IF_ERROR(check_keywords(schema, path));
     if (schema.contains("$ref")) return compile_ref(schema["$ref"], path, depth, index);
     if (schema.contains("anyOf") || schema.contains("oneOf")) {
       const nlohmann::ordered_json& list = schema.contains("anyOf") ? schema["anyOf"] : schema["oneOf"];
@@ -56,78 +45,80 @@ class SchemaCompiler {
       return compile_alternatives(list, path, depth, index);
     }
     if (schema.contains("type") && schema["type"].is_array() && !schema.contains("enum") && !schema.contains("const")) {
-      nlohmann::ordered_json alternatives = nlohmann::ordered_json::array();
-      for (const auto& type : schema["type"]) {
-        nlohmann::ordered_json one = schema;
-        one["type"] = type;
-        alternatives.push_back(std::move(one));
-      }
-      if (alternatives.empty()) return invalid_argument("'type' at " + path + " is an empty list");
-      return compile_alternatives(alternatives, path, depth, index);
+      return compile_type_list(schema, path, depth, index);
     }
     index = static_cast<int32_t>(nodes_.size());
     nodes_.emplace_back();
     JsonSchema::Node node;
     if (schema.contains("enum") || schema.contains("const")) {
-      node.kind = JsonSchema::Kind::kLiterals;
-      if (schema.contains("const")) node.literals.push_back(schema["const"].dump());
-      if (schema.contains("enum")) {
-        const nlohmann::ordered_json& values = schema["enum"];
-        if (!values.is_array() || values.empty()) return invalid_argument("'enum' at " + path + " must be a non-empty array");
-        for (const auto& v : values) node.literals.push_back(v.dump());
-      }
-      for (const std::string& literal : node.literals) {
-        literal_bytes_ += static_cast<int64_t>(literal.size());
-        if (++n_literals_ > JsonSchema::kMaxLiterals || literal_bytes_ > JsonSchema::kMaxLiteralBytes) {
-          return invalid_argument("the schema's enum / const values exceed 1024 values or 64 KiB");
-        }
-      }
-      nodes_[static_cast<size_t>(index)] = std::move(node);
-      return {};
+      TM_RETURN_IF_ERROR(compile_literals(schema, path, node));
+    } else {
+      TM_RETURN_IF_ERROR(compile_typed(schema, path, depth, node));
     }
+    nodes_[static_cast<size_t>(index)] = std::move(node);
+    return {};
+  }
+
+  std::vector<JsonSchema::Node> take() { return std::move(nodes_); }
+  const JsonSchema::Node& node(int32_t i) const { return nodes_[static_cast<size_t>(i)]; }
+
+ private:
+  // Every keyword is one compile() understands or an annotation; $defs only at the top.
+  Status check_keywords(const nlohmann::ordered_json& schema, const std::string& path) const {
+    for (const auto& item : schema.items()) {
+      static const std::set<std::string, std::less<>> kKnown = {
+          "type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "enum", "const",
+          "$ref", "anyOf", "oneOf", "$defs", "definitions"};
+      const std::string& key = item.key();
+      if (!kKnown.contains(key) && !kAnnotations.contains(key)) {
+        return invalid_argument("the schema keyword '" + key + "' at " + path + " is not supported");
+      }
+      if ((key == "$defs" || key == "definitions") && &schema != &root_) {
+        return invalid_argument("'" + key + "' at " + path + " is supported at the top level only");
+      }
+    }
+    return {};
+  }
+
+  // "type": [a, b, ...]: the alternatives of the schema with each type in turn.
+  Status compile_type_list(const nlohmann::ordered_json& schema, const std::string& path, int depth, int32_t& index) {
+    nlohmann::ordered_json alternatives = nlohmann::ordered_json::array();
+    for (const auto& type : schema["type"]) {
+      nlohmann::ordered_json one = schema;
+      one["type"] = type;
+      alternatives.push_back(std::move(one));
+    }
+    if (alternatives.empty()) return invalid_argument("'type' at " + path + " is an empty list");
+    return compile_alternatives(alternatives, path, depth, index);
+  }
+
+  // enum / const: the allowed values, counted against the schema-wide literal limits.
+  Status compile_literals(const nlohmann::ordered_json& schema, const std::string& path, JsonSchema::Node& node) {
+    node.kind = JsonSchema::Kind::kLiterals;
+    if (schema.contains("const")) node.literals.push_back(schema["const"].dump());
+    if (schema.contains("enum")) {
+      const nlohmann::ordered_json& values = schema["enum"];
+      if (!values.is_array() || values.empty()) return invalid_argument("'enum' at " + path + " must be a non-empty array");
+      for (const auto& v : values) node.literals.push_back(v.dump());
+    }
+    for (const std::string& literal : node.literals) {
+      literal_bytes_ += static_cast<int64_t>(literal.size());
+      if (++n_literals_ > JsonSchema::kMaxLiterals || literal_bytes_ > JsonSchema::kMaxLiteralBytes) {
+        return invalid_argument("the schema's enum / const values exceed 1024 values or 64 KiB");
+      }
+    }
+    return {};
+  }
+
+  // A schema with one type name.
+  Status compile_typed(const nlohmann::ordered_json& schema, const std::string& path, int depth, JsonSchema::Node& node) {
     if (!schema.contains("type")) return invalid_argument("the schema at " + path + " needs a 'type' (or 'enum' / 'const')");
     const nlohmann::ordered_json& type = schema["type"];
     if (!type.is_string()) return invalid_argument("'type' at " + path + " must be a type name or a list of them");
     const std::string name = type.get<std::string>();
-    if (name == "object") {
-      node.kind = JsonSchema::Kind::kObject;
-      std::set<std::string> names;
-      if (schema.contains("properties")) {
-        const nlohmann::ordered_json& properties = schema["properties"];
-        if (!properties.is_object()) return invalid_argument("'properties' at " + path + " must be an object");
-        for (const auto& [key, child] : properties.items()) {
-          int32_t child_index = 0;
-          TM_RETURN_IF_ERROR(compile(child, path + ".properties." + key, depth + 1, child_index));
-          node.properties.emplace_back(nlohmann::ordered_json(key).dump(), child_index);
-          names.insert(key);
-        }
-      }
-      if (schema.contains("required")) {
-        const nlohmann::ordered_json& required = schema["required"];
-        if (!required.is_array()) return invalid_argument("'required' at " + path + " must be an array of names");
-        for (const auto& r : required) {
-          if (!r.is_string() || !names.contains(r.get<std::string>())) {
-            return invalid_argument("'required' at " + path + " names " + r.dump() + ", which is not in 'properties'");
-          }
-        }
-      }
-      if (schema.contains("additionalProperties") && !schema["additionalProperties"].is_boolean()) {
-        return invalid_argument("'additionalProperties' at " + path + " must be true or false (schemas are not supported)");
-      }
-    } else if (name == "array") {
-      node.kind = JsonSchema::Kind::kArray;
-      if (!schema.contains("items")) return invalid_argument("the array at " + path + " needs 'items'");
-      TM_RETURN_IF_ERROR(compile(schema["items"], path + ".items", depth + 1, node.items));
-      for (const char* key : {"minItems", "maxItems"}) {
-        if (!schema.contains(key)) continue;
-        const nlohmann::ordered_json& v = schema[key];
-        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
-          return invalid_argument("'" + std::string(key) + "' at " + path + " must be a non-negative integer");
-        }
-        (std::string(key) == "minItems" ? node.min_items : node.max_items) = static_cast<int32_t>(v.get<int64_t>());
-      }
-      if (node.min_items > node.max_items) return invalid_argument("'minItems' exceeds 'maxItems' at " + path);
-    } else if (name == "string") {
+    if (name == "object") return compile_object(schema, path, depth, node);
+    if (name == "array") return compile_array(schema, path, depth, node);
+    if (name == "string") {
       node.kind = JsonSchema::Kind::kString;
     } else if (name == "number") {
       node.kind = JsonSchema::Kind::kNumber;
@@ -142,14 +133,53 @@ class SchemaCompiler {
     } else {
       return invalid_argument("unknown type '" + name + "' at " + path);
     }
-    nodes_[static_cast<size_t>(index)] = std::move(node);
     return {};
   }
 
-  std::vector<JsonSchema::Node> take() { return std::move(nodes_); }
-  const JsonSchema::Node& node(int32_t i) const { return nodes_[static_cast<size_t>(i)]; }
+  Status compile_object(const nlohmann::ordered_json& schema, const std::string& path, int depth, JsonSchema::Node& node) {
+    node.kind = JsonSchema::Kind::kObject;
+    std::set<std::string> names;
+    if (schema.contains("properties")) {
+      const nlohmann::ordered_json& properties = schema["properties"];
+      if (!properties.is_object()) return invalid_argument("'properties' at " + path + " must be an object");
+      for (const auto& [key, child] : properties.items()) {
+        int32_t child_index = 0;
+        TM_RETURN_IF_ERROR(compile(child, path + ".properties." + key, depth + 1, child_index));
+        node.properties.emplace_back(nlohmann::ordered_json(key).dump(), child_index);
+        names.insert(key);
+      }
+    }
+    if (schema.contains("required")) {
+      const nlohmann::ordered_json& required = schema["required"];
+      if (!required.is_array()) return invalid_argument("'required' at " + path + " must be an array of names");
+      for (const auto& r : required) {
+        if (!r.is_string() || !names.contains(r.get<std::string>())) {
+          return invalid_argument("'required' at " + path + " names " + r.dump() + ", which is not in 'properties'");
+        }
+      }
+    }
+    if (schema.contains("additionalProperties") && !schema["additionalProperties"].is_boolean()) {
+      return invalid_argument("'additionalProperties' at " + path + " must be true or false (schemas are not supported)");
+    }
+    return {};
+  }
 
- private:
+  Status compile_array(const nlohmann::ordered_json& schema, const std::string& path, int depth, JsonSchema::Node& node) {
+    node.kind = JsonSchema::Kind::kArray;
+    if (!schema.contains("items")) return invalid_argument("the array at " + path + " needs 'items'");
+    TM_RETURN_IF_ERROR(compile(schema["items"], path + ".items", depth + 1, node.items));
+    for (const char* key : {"minItems", "maxItems"}) {
+      if (!schema.contains(key)) continue;
+      const nlohmann::ordered_json& v = schema[key];
+      if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
+        return invalid_argument("'" + std::string(key) + "' at " + path + " must be a non-negative integer");
+      }
+      (std::string(key) == "minItems" ? node.min_items : node.max_items) = static_cast<int32_t>(v.get<int64_t>());
+    }
+    if (node.min_items > node.max_items) return invalid_argument("'minItems' exceeds 'maxItems' at " + path);
+    return {};
+  }
+
   // "#/$defs/NAME" or "#/definitions/NAME", compiled on first use.
   Status compile_ref(const nlohmann::ordered_json& ref, const std::string& path, int depth, int32_t& index) {
     const std::string text = ref.is_string() ? ref.get<std::string>() : ref.dump();
@@ -326,6 +356,67 @@ bool JsonSchemaGrammar::start(Frame& f, char c) {
   return false;
 }
 
+bool JsonSchemaGrammar::push_child(int32_t node, char c) {
+  if (static_cast<int>(stack_.size()) > JsonSchema::kMaxDepth) return false;
+  stack_.emplace_back(node);
+  return start(stack_.back(), c);
+}
+
+bool JsonSchemaGrammar::step_object(Frame& f, const JsonSchema::Node& n, char c) {
+  switch (f.phase) {
+    case 1: {
+      const std::string& key = n.properties[static_cast<size_t>(f.index)].first;
+      if (c != key[f.matched.size()]) return false;
+      f.matched.push_back(c);
+      if (f.matched.size() == key.size()) {
+        f.matched.clear();
+        f.phase = 2;
+      }
+      return true;
+    }
+    case 2:
+      if (c != ':') return false;
+      f.phase = 4;
+      return true;
+    case 3:
+      if (c != '}') return false;
+      end_value();
+      return true;
+    case 4:
+      return push_child(n.properties[static_cast<size_t>(f.index)].second, c);
+    case 5:
+      if (static_cast<size_t>(f.index) + 1 < n.properties.size()) {
+        if (c != ',') return false;
+        ++f.index;
+        f.phase = 1;
+        return true;
+      }
+      if (c != '}') return false;
+      end_value();
+      return true;
+  }
+  return false;
+}
+
+bool JsonSchemaGrammar::step_array(Frame& f, const JsonSchema::Node& n, char c) {
+  if ((f.phase == 1 && f.index >= n.min_items) || (f.phase == 3 && f.index >= n.min_items)) {
+    if (c == ']') {
+      end_value();
+      return true;
+    }
+  }
+  if (f.phase == 3) {
+    if (c != ',' || f.index >= n.max_items) return false;
+    f.phase = 4;
+    return true;
+  }
+  if ((f.phase == 1 || f.phase == 4) && f.index < n.max_items) {
+    f.phase = 2;
+    return push_child(n.items, c);
+  }
+  return false;
+}
+
 bool JsonSchemaGrammar::step(char c) {
   if (done_) return false;
   if (between_tokens() && is_whitespace(c)) return ++whitespace_run_ <= JsonGrammar::kMaxWhitespaceRun;
@@ -334,65 +425,13 @@ bool JsonSchemaGrammar::step(char c) {
     stack_.emplace_back(schema_->root());
     return start(stack_.back(), c);
   }
-  auto push_child = [&](int32_t node) {
-    if (static_cast<int>(stack_.size()) > JsonSchema::kMaxDepth) return false;
-    stack_.emplace_back(node);
-    return start(stack_.back(), c);
-  };
   Frame& f = stack_.back();
   const JsonSchema::Node& n = schema_->node(f.node);
   switch (n.kind) {
     case JsonSchema::Kind::kObject:
-      switch (f.phase) {
-        case 1: {
-          const std::string& key = n.properties[static_cast<size_t>(f.index)].first;
-          if (c != key[f.matched.size()]) return false;
-          f.matched.push_back(c);
-          if (f.matched.size() == key.size()) {
-            f.matched.clear();
-            f.phase = 2;
-          }
-          return true;
-        }
-        case 2:
-          if (c != ':') return false;
-          f.phase = 4;
-          return true;
-        case 3:
-          if (c != '}') return false;
-          end_value();
-          return true;
-        case 4:
-          return push_child(n.properties[static_cast<size_t>(f.index)].second);
-        case 5:
-          if (static_cast<size_t>(f.index) + 1 < n.properties.size()) {
-            if (c != ',') return false;
-            ++f.index;
-            f.phase = 1;
-            return true;
-          }
-          if (c != '}') return false;
-          end_value();
-          return true;
-      }
-      return false;
+      return step_object(f, n, c);
     case JsonSchema::Kind::kArray:
-      if ((f.phase == 1 && f.index >= n.min_items) || (f.phase == 3 && f.index >= n.min_items)) {
-        if (c == ']') {
-          end_value();
-          return true;
-        }
-      }
-      if (f.phase == 3) {
-        if (c != ',' || f.index >= n.max_items) return false;
-        f.phase = 4;
-        return true;
-      }
-      if ((f.phase == 1 || f.phase == 4) && f.index < n.max_items) {
-        f.phase = 2;
-        return push_child(n.items);
-      }
-      return false;
+      return step_array(f, n, c);
     case JsonSchema::Kind::kString:
       switch (string_.step(c)) {
         case JsonStringLexer::Step::kRefused: return false;

@@ -84,6 +84,11 @@ class JsonSchemaGrammar final : public OutputGrammar {
     std::string matched;  // a key or literal being matched; a number's bytes
   };
   bool step(char c);
+  // step() for the top frame f, of node n, by its kind.
+  bool step_object(Frame& f, const JsonSchema::Node& n, char c);
+  bool step_array(Frame& f, const JsonSchema::Node& n, char c);
+  // Opens a value of `node` inside the top frame, whose references it invalidates.
+  bool push_child(int32_t node, char c);
   bool start(Frame& frame, char c);  // c is the value's first byte
   void end_value();                  // the top frame's value is complete: pop it
   bool between_tokens() const;

@@ -30,6 +30,9 @@ bool more_likely(const C& a, const C& b) {
 // printed logprobs can show; the sums of these weights stay in double.
 double relative_weight(double x) { return std::exp(static_cast<float>(x)); }
 
+// more_likely as the comparator the sorts take.
+constexpr auto by_likelihood = [](const auto& a, const auto& b) { return more_likely(a, b); };
+
 uint64_t random_seed() {
   std::random_device device;
   return (static_cast<uint64_t>(device()) << 32) ^ device();
@@ -111,53 +114,19 @@ int32_t Sampler::sample_penalized(std::span<const float> logits) {
   const float max_logit = logits[best];
   if (!(max_logit > kNegInf)) return best;  // everything masked
 
-  const double temperature = params_.temperature;
-  const size_t n_vocab = logits.size();
-
-  // Keep tokens with logit - max_logit >= min_relative. The tail bound is widened by the
-  // temperature so that it also holds for the final tempered draw. min_p is exactly such
-  // a bound (p >= min_p * p_max  <=>  logit - max_logit >= log(min_p)); top_k and min_p
-  // both keep a prefix of the candidates in more_likely order, so they commute and min_p
-  // can cut here. top_p does not commute with min_p: it normalizes over what survives
-  // top_k, including tokens min_p drops later, so with top_p on, min_p waits for it.
   const double log_min_p =
       params_.min_p > 0.0f ? std::log(static_cast<double>(params_.min_p)) : -HUGE_VAL;
   const bool top_p_on = params_.top_p < 1.0f;
-  double min_relative =
-      -(std::log(static_cast<double>(n_vocab)) + kTailMargin) * std::max(1.0, temperature);
-  if (!top_p_on) min_relative = std::max(min_relative, log_min_p);
-
-  // top_k and top_p need only the head of the distribution; a histogram pass finds how
-  // far down it reaches, so that what follows works on a few hundred candidates, not on
-  // the whole vocabulary. top_p after top_k normalizes over the top_k survivors, which
-  // are few already, so only one of the two cuts here.
-  const bool cut_top_k =
-      params_.top_k > 0 && static_cast<size_t>(params_.top_k) < n_vocab;
+  // top_p after top_k normalizes over the top_k survivors, which are few already, so the
+  // histogram pass cuts for only one of the two.
+  const bool cut_top_k = params_.top_k > 0 && static_cast<size_t>(params_.top_k) < logits.size();
   const bool cut_top_p = top_p_on && !cut_top_k;
-  double top_p_total = 0.0;  // sum of exp(logit - max_logit) over all candidates
-  if (cut_top_k || cut_top_p) {
-    min_relative = bound_by_histogram(logits, max_logit, min_relative, cut_top_p, &top_p_total);
-  }
-  candidates_.clear();
-  for (size_t i = 0; i < n_vocab; ++i) {
-    if (static_cast<double>(logits[i]) - max_logit >= min_relative) {
-      candidates_.push_back({static_cast<int32_t>(i), logits[i]});
-    }
-  }
-  const auto by_likelihood = [](const Candidate& a, const Candidate& b) {
-    return more_likely(a, b);
-  };
-  // Invariant: candidates_[0, n_sorted) are the most likely ones, in more_likely order.
-  size_t n_sorted = 0;
+  double top_p_total = 0.0;  // with cut_top_p: sum of exp(logit - max_logit) over all candidates
+  const double min_relative =
+      candidate_bound(logits, max_logit, log_min_p, cut_top_k, cut_top_p, &top_p_total);
+  collect_candidates(logits, max_logit, min_relative);
 
-  if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < candidates_.size()) {
-    std::nth_element(candidates_.begin(), candidates_.begin() + params_.top_k,
-                     candidates_.end(), by_likelihood);
-    candidates_.resize(static_cast<size_t>(params_.top_k));
-    std::sort(candidates_.begin(), candidates_.end(), by_likelihood);
-    n_sorted = candidates_.size();
-  }
-
+  const size_t n_sorted = keep_top_k();
   if (top_p_on && candidates_.size() > 1) {
     double total = top_p_total;
     if (!cut_top_p) {
@@ -165,33 +134,81 @@ int32_t Sampler::sample_penalized(std::span<const float> logits) {
         total += relative_weight(static_cast<double>(c.logit) - max_logit);
       }
     }
-    const double target = params_.top_p * total;
-    // Sort a prefix that grows 8x until it holds the nucleus: peaked distributions stop
-    // after one small partial sort.
-    double cumulative = 0.0;
-    size_t n_keep = 0;
-    while (n_keep < candidates_.size()) {
-      if (n_keep == n_sorted) {
-        const size_t next = std::min(candidates_.size(), std::max<size_t>(64, n_sorted * 8));
-        std::partial_sort(candidates_.begin() + static_cast<ptrdiff_t>(n_sorted),
-                          candidates_.begin() + static_cast<ptrdiff_t>(next),
-                          candidates_.end(), by_likelihood);
-        n_sorted = next;
-      }
-      cumulative += relative_weight(static_cast<double>(candidates_[n_keep].logit) - max_logit);
-      ++n_keep;
-      if (cumulative >= target) break;
-    }
-    candidates_.resize(n_keep);
+    keep_nucleus(max_logit, params_.top_p * total, n_sorted);
   }
   if (top_p_on && params_.min_p > 0.0f) {
     std::erase_if(candidates_, [&](const Candidate& c) {
       return static_cast<double>(c.logit) - max_logit < log_min_p;
     });
   }
+  return draw(uniform, max_logit, best);
+}
 
-  // Candidates are now in id order (nothing sorted them) or in more_likely order: either
-  // way an order fixed by the inputs alone, which the draw below depends on.
+double Sampler::candidate_bound(std::span<const float> logits, float max_logit, double log_min_p,
+                                bool cut_top_k, bool cut_top_p, double* top_p_total) {
+  // Keep tokens with logit - max_logit >= min_relative. The tail bound is widened by the
+  // temperature so that it also holds for the final tempered draw. min_p is exactly such
+  // a bound (p >= min_p * p_max  <=>  logit - max_logit >= log(min_p)); top_k and min_p
+  // both keep a prefix of the candidates in more_likely order, so they commute and min_p
+  // can cut here. top_p does not commute with min_p: it normalizes over what survives
+  // top_k, including tokens min_p drops later, so with top_p on, min_p waits for it.
+  const double temperature = params_.temperature;
+  const bool top_p_on = params_.top_p < 1.0f;
+  double min_relative =
+      -(std::log(static_cast<double>(logits.size())) + kTailMargin) * std::max(1.0, temperature);
+  if (!top_p_on) min_relative = std::max(min_relative, log_min_p);
+
+  // top_k and top_p need only the head of the distribution; a histogram pass finds how
+  // far down it reaches, so that what follows works on a few hundred candidates, not on
+  // the whole vocabulary.
+  if (cut_top_k || cut_top_p) {
+    min_relative = bound_by_histogram(logits, max_logit, min_relative, cut_top_p, top_p_total);
+  }
+  return min_relative;
+}
+
+void Sampler::collect_candidates(std::span<const float> logits, float max_logit, double min_relative) {
+  candidates_.clear();
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (static_cast<double>(logits[i]) - max_logit >= min_relative) {
+      candidates_.push_back({static_cast<int32_t>(i), logits[i]});
+    }
+  }
+}
+
+size_t Sampler::keep_top_k() {
+  if (params_.top_k <= 0 || static_cast<size_t>(params_.top_k) >= candidates_.size()) return 0;
+  std::nth_element(candidates_.begin(), candidates_.begin() + params_.top_k, candidates_.end(),
+                   by_likelihood);
+  candidates_.resize(static_cast<size_t>(params_.top_k));
+  std::sort(candidates_.begin(), candidates_.end(), by_likelihood);
+  return candidates_.size();
+}
+
+void Sampler::keep_nucleus(float max_logit, double target, size_t n_sorted) {
+  // Sort a prefix that grows 8x until it holds the nucleus: peaked distributions stop
+  // after one small partial sort.
+  double cumulative = 0.0;
+  size_t n_keep = 0;
+  while (n_keep < candidates_.size()) {
+    if (n_keep == n_sorted) {
+      const size_t next = std::min(candidates_.size(), std::max<size_t>(64, n_sorted * 8));
+      std::partial_sort(candidates_.begin() + static_cast<ptrdiff_t>(n_sorted),
+                        candidates_.begin() + static_cast<ptrdiff_t>(next), candidates_.end(),
+                        by_likelihood);
+      n_sorted = next;
+    }
+    cumulative += relative_weight(static_cast<double>(candidates_[n_keep].logit) - max_logit);
+    ++n_keep;
+    if (cumulative >= target) break;
+  }
+  candidates_.resize(n_keep);
+}
+
+int32_t Sampler::draw(double uniform, float max_logit, int32_t fallback) {
+  // Candidates are in id order (nothing sorted them) or in more_likely order: either way
+  // an order fixed by the inputs alone, which the draw depends on.
+  const double temperature = params_.temperature;
   weights_.resize(candidates_.size());
   double total = 0.0;
   for (size_t i = 0; i < candidates_.size(); ++i) {
@@ -205,7 +222,7 @@ int32_t Sampler::sample_penalized(std::span<const float> logits) {
     cumulative += weights_[i];
     if (target < cumulative) return candidates_[i].id;
   }
-  return best;  // only when rounding put target at total
+  return fallback;  // only when rounding put target at total
 }
 
 double Sampler::bound_by_histogram(std::span<const float> logits, float max_logit,

@@ -64,7 +64,24 @@ class Sampler {
   };
 
   int32_t sample_penalized(std::span<const float> logits);
-  // A tighter min_relative (see sample_penalized) that still keeps every token top_k,
+  // The steps of sample_penalized, in order. max_logit is the largest logit (not -inf).
+  //
+  // The min_relative that collect_candidates cuts at: a tail bound, tightened by min_p
+  // (unless top_p is on) and by the histogram when cut_top_k or cut_top_p; with
+  // cut_top_p, *top_p_total gets bound_by_histogram's sum.
+  double candidate_bound(std::span<const float> logits, float max_logit, double log_min_p,
+                         bool cut_top_k, bool cut_top_p, double* top_p_total);
+  // candidates_ = the tokens with logit - max_logit >= min_relative, in id order.
+  void collect_candidates(std::span<const float> logits, float max_logit, double min_relative);
+  // Applies top_k to candidates_ and returns n_sorted: candidates_[0, n_sorted) are then
+  // the most likely ones in more_likely order (0 when top_k cut nothing).
+  size_t keep_top_k();
+  // Keeps the shortest more_likely prefix of candidates_ whose exp(logit - max_logit)
+  // sums to >= target, sorting only as far as it needs beyond n_sorted.
+  void keep_nucleus(float max_logit, double target, size_t n_sorted);
+  // The tempered draw among candidates_ at `uniform`; fallback if rounding reaches the end.
+  int32_t draw(double uniform, float max_logit, int32_t fallback);
+  // A tighter min_relative (see candidate_bound) that still keeps every token top_k,
   // or top_p when `top_p`, can keep; with `top_p`, also the sum of exp(logit - max_logit)
   // over all tokens within min_relative, which top_p normalizes by.
   double bound_by_histogram(std::span<const float> logits, float max_logit, double min_relative,
