@@ -1,6 +1,4 @@
-// AVX2 dot products of F32 and F16 rows. As in the reference (float_formats.cc) each
-// product is rounded to float and the sum is kept in double, so the result differs from
-// the reference only by the order of the double additions: almost always not at all.
+// AVX2 dot products of F32, F16 and BF16 rows: floats_simd-inl.h on vectors of 8 floats.
 
 #include <immintrin.h>
 
@@ -14,65 +12,32 @@ namespace tokenmill::quant::avx2 {
 
 namespace {
 
-// acc += the 8 float products, widened to double.
-__m256d add_widened(__m256d acc_low, __m256d* acc_high, __m256 products) {
-  *acc_high = _mm256_add_pd(*acc_high, _mm256_cvtps_pd(_mm256_extractf128_ps(products, 1)));
-  return _mm256_add_pd(acc_low, _mm256_cvtps_pd(_mm256_castps256_ps128(products)));
-}
+struct Simd {
+  static constexpr int kLanes = 8;
+  static __m256 load_f32(const float* p) { return _mm256_loadu_ps(p); }
+  static __m256 load_f16(const uint16_t* p) { return _mm256_cvtph_ps(load_128(p)); }
+  static __m256 load_bf16(const uint16_t* p) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load_128(p)), 16));
+  }
+  static __m256 mul(__m256 a, __m256 b) { return _mm256_mul_ps(a, b); }
 
-double hsum_pd(__m256d v) {
-  __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
-  return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
-}
+  // Lane l sums the products of values l (mod 8).
+  struct DoubleSums {
+    __m256d low = _mm256_setzero_pd(), high = _mm256_setzero_pd();
+    void add(__m256 products) {
+      high = _mm256_add_pd(high, _mm256_cvtps_pd(_mm256_extractf128_ps(products, 1)));
+      low = _mm256_add_pd(low, _mm256_cvtps_pd(_mm256_castps256_ps128(products)));
+    }
+    double total() const {
+      const __m256d v = _mm256_add_pd(low, high);
+      const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+      return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+    }
+  };
+};
 
 }  // namespace
 
-float vec_dot_f32(int64_t n, const void* w, const void* a) {
-  const auto* x = static_cast<const float*>(w);
-  const auto* y = static_cast<const float*>(a);
-  __m256d acc_low = _mm256_setzero_pd(), acc_high = _mm256_setzero_pd();
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    acc_low = add_widened(acc_low, &acc_high, _mm256_mul_ps(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-  }
-  double sum = hsum_pd(_mm256_add_pd(acc_low, acc_high));
-  for (; i < n; ++i) sum += static_cast<double>(x[i] * y[i]);
-  return static_cast<float>(sum);
-}
-
-float vec_dot_f16(int64_t n, const void* w, const void* a) {
-  const auto* x = static_cast<const uint16_t*>(w);
-  const auto* y = static_cast<const uint16_t*>(a);
-  __m256d acc_low = _mm256_setzero_pd(), acc_high = _mm256_setzero_pd();
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 products = _mm256_mul_ps(_mm256_cvtph_ps(load_128(x + i)), _mm256_cvtph_ps(load_128(y + i)));
-    acc_low = add_widened(acc_low, &acc_high, products);
-  }
-  double sum = hsum_pd(_mm256_add_pd(acc_low, acc_high));
-  for (; i < n; ++i) sum += static_cast<double>(half_to_float(x[i]) * half_to_float(y[i]));
-  return static_cast<float>(sum);
-}
-
-float vec_dot_bf16(int64_t n, const void* w, const void* a) {
-  const auto* x = static_cast<const uint16_t*>(w);
-  const auto* y = static_cast<const uint16_t*>(a);
-  // BF16 is the upper half of an F32: widen to 32 bits and shift.
-  auto to_f32 = [](const uint16_t* p) {
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(load_128(p)), 16));
-  };
-  __m256d acc_low = _mm256_setzero_pd(), acc_high = _mm256_setzero_pd();
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) acc_low = add_widened(acc_low, &acc_high, _mm256_mul_ps(to_f32(x + i), to_f32(y + i)));
-  double sum = hsum_pd(_mm256_add_pd(acc_low, acc_high));
-  for (; i < n; ++i) {
-    uint32_t xb = static_cast<uint32_t>(x[i]) << 16, yb = static_cast<uint32_t>(y[i]) << 16;
-    float xf, yf;
-    std::memcpy(&xf, &xb, sizeof xf);
-    std::memcpy(&yf, &yb, sizeof yf);
-    sum += static_cast<double>(xf * yf);
-  }
-  return static_cast<float>(sum);
-}
+#include "quant/kernels/floats_simd-inl.h"
 
 }  // namespace tokenmill::quant::avx2

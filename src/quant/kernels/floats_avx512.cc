@@ -1,4 +1,5 @@
-// AVX-512 dot products of F32 and F16 rows: floats_avx2.cc, 16 values per step.
+// AVX-512 dot products of F32, F16 and BF16 rows: floats_simd-inl.h on vectors of 16
+// floats.
 
 // GCC 12's AVX-512 headers seed some intrinsics with _mm512_undefined_*(), which
 // -Wuninitialized then reports at every use: a known false positive.
@@ -17,60 +18,28 @@ namespace tokenmill::quant::avx512 {
 
 namespace {
 
-// acc += the 16 float products, widened to double.
-__m512d add_widened(__m512d acc_low, __m512d* acc_high, __m512 products) {
-  *acc_high = _mm512_add_pd(*acc_high, _mm512_cvtps_pd(_mm512_extractf32x8_ps(products, 1)));
-  return _mm512_add_pd(acc_low, _mm512_cvtps_pd(_mm512_castps512_ps256(products)));
-}
+struct Simd {
+  static constexpr int kLanes = 16;
+  static __m512 load_f32(const float* p) { return _mm512_loadu_ps(p); }
+  static __m512 load_f16(const uint16_t* p) { return _mm512_cvtph_ps(load_256(p)); }
+  static __m512 load_bf16(const uint16_t* p) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(load_256(p)), 16));
+  }
+  static __m512 mul(__m512 a, __m512 b) { return _mm512_mul_ps(a, b); }
+
+  // Lane l sums the products of values l (mod 16).
+  struct DoubleSums {
+    __m512d low = _mm512_setzero_pd(), high = _mm512_setzero_pd();
+    void add(__m512 products) {
+      high = _mm512_add_pd(high, _mm512_cvtps_pd(_mm512_extractf32x8_ps(products, 1)));
+      low = _mm512_add_pd(low, _mm512_cvtps_pd(_mm512_castps512_ps256(products)));
+    }
+    double total() const { return _mm512_reduce_add_pd(_mm512_add_pd(low, high)); }
+  };
+};
 
 }  // namespace
 
-float vec_dot_f32(int64_t n, const void* w, const void* a) {
-  const auto* x = static_cast<const float*>(w);
-  const auto* y = static_cast<const float*>(a);
-  __m512d acc_low = _mm512_setzero_pd(), acc_high = _mm512_setzero_pd();
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    acc_low = add_widened(acc_low, &acc_high, _mm512_mul_ps(_mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
-  }
-  double sum = _mm512_reduce_add_pd(_mm512_add_pd(acc_low, acc_high));
-  for (; i < n; ++i) sum += static_cast<double>(x[i] * y[i]);
-  return static_cast<float>(sum);
-}
-
-float vec_dot_f16(int64_t n, const void* w, const void* a) {
-  const auto* x = static_cast<const uint16_t*>(w);
-  const auto* y = static_cast<const uint16_t*>(a);
-  __m512d acc_low = _mm512_setzero_pd(), acc_high = _mm512_setzero_pd();
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512 products = _mm512_mul_ps(_mm512_cvtph_ps(load_256(x + i)), _mm512_cvtph_ps(load_256(y + i)));
-    acc_low = add_widened(acc_low, &acc_high, products);
-  }
-  double sum = _mm512_reduce_add_pd(_mm512_add_pd(acc_low, acc_high));
-  for (; i < n; ++i) sum += static_cast<double>(half_to_float(x[i]) * half_to_float(y[i]));
-  return static_cast<float>(sum);
-}
-
-float vec_dot_bf16(int64_t n, const void* w, const void* a) {
-  const auto* x = static_cast<const uint16_t*>(w);
-  const auto* y = static_cast<const uint16_t*>(a);
-  // BF16 is the upper half of an F32: widen to 32 bits and shift.
-  auto to_f32 = [](const uint16_t* p) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(load_256(p)), 16));
-  };
-  __m512d acc_low = _mm512_setzero_pd(), acc_high = _mm512_setzero_pd();
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) acc_low = add_widened(acc_low, &acc_high, _mm512_mul_ps(to_f32(x + i), to_f32(y + i)));
-  double sum = _mm512_reduce_add_pd(_mm512_add_pd(acc_low, acc_high));
-  for (; i < n; ++i) {
-    uint32_t xb = static_cast<uint32_t>(x[i]) << 16, yb = static_cast<uint32_t>(y[i]) << 16;
-    float xf, yf;
-    std::memcpy(&xf, &xb, sizeof xf);
-    std::memcpy(&yf, &yb, sizeof yf);
-    sum += static_cast<double>(xf * yf);
-  }
-  return static_cast<float>(sum);
-}
+#include "quant/kernels/floats_simd-inl.h"
 
 }  // namespace tokenmill::quant::avx512
