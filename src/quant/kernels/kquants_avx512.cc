@@ -46,6 +46,7 @@
 #include <type_traits>
 
 #include "quant/blocks.h"
+#include "quant/kernels/kquant_panels.h"
 #include "quant/kernels/scratch.h"
 #include "quant/kernels/simd_kernels.h"
 #include "quant/kernels/panel_transpose_avx512.h"
@@ -57,7 +58,7 @@ namespace {
 
 constexpr int kPanel = 16;       // weight rows per panel: one int32 lane each
 constexpr int kTokenTile = 8;    // tokens whose accumulators stay in registers
-constexpr int kTokenBlock = 64;  // tokens per pass over the weights (their activations stay in L2)
+constexpr int kTokenBlock = kKQuantTokenBlock;
 // With fewer tokens than Format::kMinPanelTokens a call reads the rows in place, each
 // super-block unpacked once for up to kRowTokens tokens; from there on transposing
 // 16-row panels pays (Q6_K's costlier transposition moves its crossing one token up).
@@ -133,18 +134,14 @@ __m512i byte_pair(__m512i v, int i) {
 //     Q4_K / Q5_K [8 lanes summing to T | 8 lanes summing to M], Q6_K 16 summing to T.
 //   token_pairs(y, pairs): the token's int16 pairs that the panel's `pairs` multiply.
 
-// A transposed super-block of 16 rows: codes[i] lane r = codes 4i .. 4i + 3 of row r
-// (element order, unsigned), scales[j] lane r = sc_j of row r (int32), pairs[i] lane r =
-// an int16 pair per row that the token's pairs[i] multiply (the min terms or the -32
-// offsets), d / dmin lane r = row r's scales as floats.
-template <int kSubBlocks, int kPairs>
-struct PanelOf {
-  __m512i codes[kSuperBlockSize / 4];
-  __m512i scales[kSubBlocks];
-  __m512i pairs[kPairs];
-  __m512 d;
-  __m512 dmin;
+// A transposed super-block of 16 rows (kquant_panels.h); scales[j] lane r = sc_j of row r
+// as int32.
+struct Vectors512 {
+  using Int = __m512i;
+  using Float = __m512;
 };
+template <int kSubBlocks, int kPairs>
+using PanelOf = KQuantPanel<Vectors512, kSubBlocks, kPairs>;
 
 // Q4_K / Q5_K sub-block scales and mins as bytes [sc0 .. sc7, mn0 .. mn7] (the layout of
 // unpack_k4_scales), in vector registers: the 12 packed bytes are read as words
@@ -620,72 +617,11 @@ void dot_group_rows(int64_t n_blocks, const uint8_t* w, size_t w_stride, int64_t
 // ---------------------------------------------------------------------------------------
 // Many tokens.
 
-// Per token and super-block: its scale and the int16 pairs that the panel's pairs multiply.
-struct TokenBlock {
-  float d;
-  int32_t pairs[8];
-};
-
-// A run of activation rows staged block-major: super-block b of token t at
-// meta[b * stride + t] and its 256 quants at quants + (b * stride + t) * 256. A tile's
-// tokens then sit at fixed offsets from one pointer per super-block.
-struct StagedTokens {
-  const TokenBlock* meta;
-  const int8_t* quants;
-  int64_t stride;  // tokens staged per super-block
-
-  StagedTokens from(int64_t t) const { return {meta + t, quants + t * kSuperBlockSize, stride}; }
-  const TokenBlock* block_meta(int64_t b) const { return meta + b * stride; }
-  const int8_t* block_quants(int64_t b) const { return quants + b * stride * kSuperBlockSize; }
-};
-
-// Scratch for staging up to kTokenBlock tokens of n_blocks super-blocks.
-struct StagingBuffers {
-  TokenBlock* meta;
-  int8_t* quants;
-  explicit StagingBuffers(int64_t n_blocks)
-      : meta(static_cast<TokenBlock*>(
-            thread_scratch(ScratchSlot::kStagedMeta, sizeof(TokenBlock) * static_cast<size_t>(n_blocks) * kTokenBlock))),
-        quants(static_cast<int8_t*>(
-            thread_scratch(ScratchSlot::kStagedQuants, static_cast<size_t>(n_blocks) * kTokenBlock * kSuperBlockSize))) {}
-};
-
-template <typename Format>
-StagedTokens stage_tokens(int64_t n_blocks, const uint8_t* a, size_t a_stride, int64_t n_tokens,
-                          const StagingBuffers& staging) {
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    const auto* y = reinterpret_cast<const BlockQ8_K*>(a + t * a_stride);
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      TokenBlock& token = staging.meta[b * n_tokens + t];
-      token.d = y[b].d;
-      Format::token_pairs(y[b], token.pairs);
-      std::memcpy(staging.quants + (b * n_tokens + t) * kSuperBlockSize, y[b].qs, kSuperBlockSize);
-    }
-  }
-  return {staging.meta, staging.quants, n_tokens};
-}
-
 // The next panel's rows (contiguous) are prefetched in order (PrefetchCursor) while this
 // one is computed, an equal share with every super-block transposed and every
 // super-block of every tile: 16 rows side by side are 16 streams, which the hardware
 // prefetcher does not follow well, and prefetches issued in one phase only leave the
 // memory idle in the other.
-
-// Rows r0 .. r0 + 15 of the weights (rows past n_rows repeat the last one; their lanes are
-// computed and never stored), super-block by super-block into `panel`.
-template <typename Format>
-void transpose_panel(int64_t n_blocks, const uint8_t* w, size_t w_stride, int64_t n_rows,
-                     typename Format::Panel* panel, PrefetchCursor& prefetch) {
-  using Block = typename Format::Block;
-  size_t offsets[kPanel];
-  for (int r = 0; r < kPanel; ++r) offsets[r] = static_cast<size_t>(r < n_rows ? r : n_rows - 1) * w_stride;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    prefetch.step();
-    const uint8_t* rows[kPanel];
-    for (int r = 0; r < kPanel; ++r) rows[r] = w + offsets[r] + b * sizeof(Block);
-    Format::transpose(rows, panel[b]);
-  }
-}
 
 // out[t * out_stride + r] for the panel's first n_rows rows and kTokens tokens.
 template <typename Format, int kTokens>
@@ -793,10 +729,9 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
     return;
   }
   auto* panel = static_cast<Panel*>(thread_scratch(ScratchSlot::kPanel, sizeof(Panel) * n_blocks));
-  StagingBuffers staging(n_blocks);
   for (int64_t t0 = 0; t0 < n_a_rows; t0 += kTokenBlock) {
     const int64_t n_tokens = n_a_rows - t0 < kTokenBlock ? n_a_rows - t0 : kTokenBlock;
-    const StagedTokens tokens = stage_tokens<Format>(n_blocks, activations + t0 * a_stride, a_stride, n_tokens, staging);
+    const StagedTokens tokens = stage_tokens<Format>(n_blocks, activations + t0 * a_stride, a_stride, n_tokens);
     for (int64_t r0 = 0; r0 < n_w_rows; r0 += kPanel) {
       const int64_t n_rows = n_w_rows - r0 < kPanel ? n_w_rows - r0 : kPanel;
       const int64_t after = n_w_rows - r0 - n_rows;
@@ -804,7 +739,7 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
       const int64_t n_tiles = (n_tokens + kTokenTile - 1) / kTokenTile;
       PrefetchCursor prefetch(weights + (r0 + n_rows) * w_stride, 0, n_next * static_cast<int64_t>(w_stride),
                               n_blocks * (1 + n_tiles));
-      transpose_panel<Format>(n_blocks, weights + r0 * w_stride, w_stride, n_rows, panel, prefetch);
+      transpose_panel<Format, kPanel>(n_blocks, weights + r0 * w_stride, w_stride, n_rows, panel, prefetch);
       for_token_tiles<kTokenTile>(n_tokens, [&](auto tile, int64_t t) {
         dot_panel<Format, decltype(tile)::value>(n_blocks, panel, tokens.from(t), n_rows,
                                                  out + (t0 + t) * out_stride + r0, out_stride, prefetch);

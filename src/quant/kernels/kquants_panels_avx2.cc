@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "quant/blocks.h"
+#include "quant/kernels/kquant_panels.h"
 #include "quant/kernels/scratch.h"
 #include "quant/kernels/simd_kernels.h"
 #include "quant/kernels/tiles_avx2.h"
@@ -30,7 +31,7 @@ namespace tokenmill::quant::avx2 {
 namespace {
 
 constexpr int kRows = 8;          // weight rows per panel: one int32 lane each
-constexpr int kTokenBlock = 64;   // tokens per pass over the weights (their activations stay in L2)
+constexpr int kTokenBlock = kKQuantTokenBlock;
 constexpr int64_t kMinPanelTokens = 4;  // fewer run kquants_avx2.cc's rows
 
 // out[k] lane r = dword k of src[r] (32 bytes each).
@@ -82,18 +83,14 @@ __m256i byte_pair(__m256i v, int i) {
   return _mm256_or_si256(low, _mm256_slli_epi32(high, 16));
 }
 
-// A transposed super-block of 8 rows: codes[i] lane r = codes 4i .. 4i + 3 of row r
-// (element order, unsigned), scales[j] lane r = (sc_j, sc_j) of row r as int16, pairs[i]
-// lane r = the int16 pair that the token's pairs[i] multiply (the min terms or the -32
-// offsets), d / dmin lane r = row r's scales as floats.
-template <int kSubBlocks, int kPairs>
-struct PanelOf {
-  __m256i codes[kSuperBlockSize / 4];
-  __m256i scales[kSubBlocks];
-  __m256i pairs[kPairs];
-  __m256 d;
-  __m256 dmin;
+// A transposed super-block of 8 rows (kquant_panels.h); scales[j] lane r = (sc_j, sc_j)
+// of row r as int16.
+struct Vectors256 {
+  using Int = __m256i;
+  using Float = __m256;
 };
+template <int kSubBlocks, int kPairs>
+using PanelOf = KQuantPanel<Vectors256, kSubBlocks, kPairs>;
 
 // Q4_K / Q5_K: the head (d, dmin, 12 scale bytes) of 8 rows into d, dmin, scales, pairs
 // (see kquants_avx512.cc's unpack_k4_scales_panel for the bit layout).
@@ -237,57 +234,6 @@ struct Q6K {
   }
 };
 
-// Per token and super-block: its scale and the int16 pairs that the panel's pairs multiply.
-struct TokenBlock {
-  float d;
-  int32_t pairs[8];
-};
-
-// Activation rows staged block-major: super-block b of token t at meta[b * stride + t],
-// its 256 quants at quants + (b * stride + t) * 256.
-struct StagedTokens {
-  const TokenBlock* meta;
-  const int8_t* quants;
-  int64_t stride;
-
-  StagedTokens from(int64_t t) const { return {meta + t, quants + t * kSuperBlockSize, stride}; }
-  const TokenBlock* block_meta(int64_t b) const { return meta + b * stride; }
-  const int8_t* block_quants(int64_t b) const { return quants + b * stride * kSuperBlockSize; }
-};
-
-template <typename Format>
-StagedTokens stage_tokens(int64_t n_blocks, const uint8_t* a, size_t a_stride, int64_t n_tokens) {
-  auto* meta = static_cast<TokenBlock*>(
-      thread_scratch(ScratchSlot::kStagedMeta, sizeof(TokenBlock) * static_cast<size_t>(n_blocks) * kTokenBlock));
-  auto* quants = static_cast<int8_t*>(
-      thread_scratch(ScratchSlot::kStagedQuants, static_cast<size_t>(n_blocks) * kTokenBlock * kSuperBlockSize));
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    const auto* y = reinterpret_cast<const BlockQ8_K*>(a + t * a_stride);
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      TokenBlock& token = meta[b * n_tokens + t];
-      token.d = y[b].d;
-      Format::token_pairs(y[b], token.pairs);
-      std::memcpy(quants + (b * n_tokens + t) * kSuperBlockSize, y[b].qs, kSuperBlockSize);
-    }
-  }
-  return {meta, quants, n_tokens};
-}
-
-// Rows r0 .. r0 + 7 (rows past n_rows repeat the last one; their lanes are computed and
-// never stored), super-block by super-block into `panel`.
-template <typename Format>
-void transpose_panel(int64_t n_blocks, const uint8_t* w, size_t w_stride, int64_t n_rows, typename Format::Panel* panel,
-                     PrefetchCursor& prefetch) {
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    prefetch.step();
-    const uint8_t* rows[kRows];
-    for (int r = 0; r < kRows; ++r) {
-      rows[r] = w + static_cast<size_t>(r < n_rows ? r : n_rows - 1) * w_stride + b * sizeof(typename Format::Block);
-    }
-    Format::transpose(rows, panel[b]);
-  }
-}
-
 inline __m256i broadcast_dword(const int8_t* p) {
   return _mm256_set1_epi32(static_cast<int>(load_u32(reinterpret_cast<const uint8_t*>(p))));
 }
@@ -379,7 +325,7 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
       const int64_t n_tiles = (n_tokens + kAvx2TokenTile - 1) / kAvx2TokenTile;
       PrefetchCursor prefetch(weights + (r0 + n_rows) * w_stride, 0, n_next * static_cast<int64_t>(w_stride),
                               n_blocks * (1 + n_tiles));
-      transpose_panel<Format>(n_blocks, weights + r0 * w_stride, w_stride, n_rows, panel, prefetch);
+      transpose_panel<Format, kRows>(n_blocks, weights + r0 * w_stride, w_stride, n_rows, panel, prefetch);
       for_avx2_token_tiles(n_tokens, [&](auto tile, int64_t t) {
         dot_panel<Format, decltype(tile)::value>(n_blocks, panel, tokens.from(t), n_rows,
                                                  out + (t0 + t) * out_stride + r0, out_stride, prefetch);
