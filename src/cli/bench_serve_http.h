@@ -1,9 +1,12 @@
-// A minimal blocking HTTP/1.1 client for `tokenmill bench-serve`: plain http:// over
-// POSIX sockets, keep-alive, Content-Length and chunked bodies, each body byte handed to
-// the caller with the time it arrived (what latency measurements need).
+// A small blocking HTTP/1.1 client for `tokenmill bench-serve`: plain http:// on
+// Boost.Beast, keep-alive, each body byte handed to the caller with the time it arrived
+// (what latency measurements need).
 //
-// The framing pieces (URL, response head, chunked decoding, SSE events) are pure and
-// unit tested in tests/cli; HttpConnection is the only part that touches a socket.
+// Beast's parser does the response framing (status line, headers, Content-Length,
+// chunked, a body that runs to the end of the connection). Reading a response goes
+// through ByteSource, so that read_response is tested on scripted bytes in tests/cli;
+// HttpConnection is the only part that touches a socket. parse_http_url and SseParser
+// are here because Boost 1.74 has no URL library and Beast no server-sent events.
 //
 // Thread-safety: none of these classes is shared; the load generator gives each client
 // thread its own HttpConnection.
@@ -12,6 +15,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -32,41 +36,42 @@ struct HttpUrl {
 
 Result<HttpUrl> parse_http_url(std::string_view url);
 
-// The status line and headers of a response.
+// The status line and headers of a final (non-1xx) response, as Beast's parser read them.
 struct HttpResponseHead {
-  int http_minor = 1;  // HTTP/1.<minor>
   int status = 0;
+  bool chunked = false;
+  int64_t content_length = -1;  // -1: no Content-Length
+  // Whether the connection may carry another request after this response: false for
+  // "Connection: close", for HTTP/1.0 without "Connection: keep-alive", and for a body
+  // that runs to the end of the connection.
+  bool keep_alive = false;
   std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased, in order
 
   // The first header with this (lower-case) name, or nullptr.
   const std::string* header(std::string_view lower_name) const;
-  bool chunked() const;
-  // The Content-Length, or -1 when absent.
-  int64_t content_length() const;
-  // Whether the connection may carry another request after this response.
-  bool keep_alive() const;
 };
 
-// Parses "HTTP/1.1 200 OK\r\nName: value\r\n...\r\n" (the blank line excluded).
-Result<HttpResponseHead> parse_response_head(std::string_view head);
+// Called with body bytes (already de-chunked) and the time the read returned them.
+using BodyCallback = std::function<void(std::string_view bytes, SteadyClock::time_point arrived)>;
 
-// Decodes a chunked body incrementally: feed() any split of the wire bytes, get the
-// body bytes out. Trailers are read and dropped.
-class ChunkedDecoder {
+// The bytes of a connection, in the pieces reads return them.
+class ByteSource {
  public:
-  // Appends the body bytes in `in` to `out`. Returns an error on malformed framing;
-  // bytes after the terminating chunk are ignored (the caller stops reading there).
-  Status feed(std::string_view in, std::string& out);
-  bool done() const { return state_ == State::kDone; }
-
- private:
-  enum class State { kSize, kSizeLineEnd, kData, kDataCr, kDataLf, kTrailer, kDone };
-  State state_ = State::kSize;
-  uint64_t remaining_ = 0;      // bytes left in the current chunk
-  int n_size_digits_ = 0;
-  bool in_extension_ = false;   // after ';' on a size line
-  std::string trailer_line_;    // the trailer line being read
+  struct Piece {
+    std::string_view bytes;  // empty: the peer closed the connection; valid until the next read
+    SteadyClock::time_point arrived;
+  };
+  virtual ~ByteSource() = default;
+  // Blocks for the next bytes; an error for a timeout or a broken connection.
+  virtual Result<Piece> read_some() = 0;
 };
+
+// Reads one response from `source`, skipping interim 1xx responses, and hands each body
+// piece to `on_body` as soon as the parser has decoded it, with its bytes' arrival time.
+// Stops at the end of the response: bytes after it are left unread or dropped. Errors:
+// malformed framing (corrupt_data), the connection ending early and the source's own
+// errors (io_error).
+Result<HttpResponseHead> read_response(ByteSource& source, const BodyCallback& on_body);
 
 // Splits a text/event-stream body into events: feed() any split of the body, get the
 // "data" field of each complete event (several data lines joined by '\n'). Comments,
@@ -84,16 +89,16 @@ class SseParser {
   std::vector<std::string> events_;
 };
 
-// One request/response exchange on a connection that is kept open between requests.
+// One request/response exchange at a time on a connection that is kept open between
+// requests. Every connect, write and read is bounded by `io_timeout`.
 class HttpConnection {
  public:
-  HttpConnection(HttpUrl url, std::chrono::milliseconds io_timeout) : url_(std::move(url)), io_timeout_(io_timeout) {}
-  ~HttpConnection() { close(); }
+  HttpConnection(HttpUrl url, std::chrono::milliseconds io_timeout);
+  ~HttpConnection();
   HttpConnection(const HttpConnection&) = delete;
   HttpConnection& operator=(const HttpConnection&) = delete;
 
-  // Called with body bytes (already de-chunked) and the time the read returned them.
-  using BodyCallback = std::function<void(std::string_view bytes, SteadyClock::time_point arrived)>;
+  using BodyCallback = cli::BodyCallback;
 
   struct Exchange {
     HttpResponseHead head;
@@ -112,13 +117,12 @@ class HttpConnection {
   void close();
 
  private:
-  Result<Exchange> request_once(const std::string& wire, const BodyCallback& on_body, bool* retryable);
-  Status read_some(std::string& buffer, bool* eof);
+  struct Socket;  // the Asio stream, kept out of this header
 
   HttpUrl url_;
   std::chrono::milliseconds io_timeout_;
-  int fd_ = -1;
-  bool reused_ = false;  // fd_ has already carried a response
+  std::unique_ptr<Socket> socket_;  // null while closed
+  bool reused_ = false;             // socket_ has already carried a response
 };
 
 }  // namespace tokenmill::cli
