@@ -86,6 +86,48 @@ int32_t weighted_min_sum(const BlockQ8_K& a, const int mins[8]) {
   return sum;
 }
 
+// The 256 levels of a Q4_K / Q5_K super-block in element order: chunk c's 32 bytes hold
+// elements 64c .. 64c + 31 in their low nibbles, the next 32 in their high ones; Q5_K adds
+// bit 2c (or 2c + 1) of qh[i] as the fifth bit.
+void k4_levels(const BlockQ4_K& x, int8_t levels[kQK]) {
+  for (int c = 0; c < 4; ++c) {
+    for (int i = 0; i < 32; ++i) {
+      levels[64 * c + i] = static_cast<int8_t>(x.qs[32 * c + i] & 0x0f);
+      levels[64 * c + 32 + i] = static_cast<int8_t>(x.qs[32 * c + i] >> 4);
+    }
+  }
+}
+void k4_levels(const BlockQ5_K& x, int8_t levels[kQK]) {
+  for (int c = 0; c < 4; ++c) {
+    for (int i = 0; i < 32; ++i) {
+      const int qh = x.qh[i];
+      levels[64 * c + i] = static_cast<int8_t>((x.qs[32 * c + i] & 0x0f) | (((qh >> (2 * c)) & 1) << 4));
+      levels[64 * c + 32 + i] = static_cast<int8_t>((x.qs[32 * c + i] >> 4) | (((qh >> (2 * c + 1)) & 1) << 4));
+    }
+  }
+}
+
+// Q4_K and Q5_K: 8 sub-blocks with 6-bit scales and mins; the minimum terms are collected
+// first and the lanes added last, as ggml does.
+template <typename Block>
+float k4_vec_dot(const Block* x, const BlockQ8_K* y, int64_t n) {
+  float totals[kLanes] = {};
+  float sum = 0.0f;
+  for (int64_t b = 0; b < n / kQK; ++b) {
+    int8_t levels[kQK];
+    k4_levels(x[b], levels);
+    int scales[8], mins[8];
+    for (int j = 0; j < 8; ++j) unpack_scale_min_k4(j, x[b].scales, &scales[j], &mins[j]);
+    int32_t lanes[kLanes];
+    lane_sums(levels, y[b].qs, scales, 32, lanes);
+    accumulate_lanes(f16_to_f32(x[b].d) * y[b].d, lanes, totals);
+    const float d_min = f16_to_f32(x[b].dmin) * y[b].d;
+    sum -= d_min * static_cast<float>(weighted_min_sum(y[b], mins));
+  }
+  for (float t : totals) sum += t;
+  return sum;
+}
+
 }  // namespace
 
 // --------------------------------------------------------------------- legacy x Q8_0/1
@@ -206,56 +248,11 @@ float vec_dot_q3_K_q8_K(int64_t n, const void* w, const void* a) {
 }
 
 float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a) {
-  const auto* x = static_cast<const BlockQ4_K*>(w);
-  const auto* y = static_cast<const BlockQ8_K*>(a);
-  float totals[kLanes] = {};
-  float sum = 0.0f;  // collects the minimum terms first, the lanes last
-  for (int64_t b = 0; b < n / kQK; ++b) {
-    int8_t levels[kQK];
-    for (int c = 0; c < 4; ++c) {
-      for (int i = 0; i < 32; ++i) {
-        levels[64 * c + i] = static_cast<int8_t>(x[b].qs[32 * c + i] & 0x0f);
-        levels[64 * c + 32 + i] = static_cast<int8_t>(x[b].qs[32 * c + i] >> 4);
-      }
-    }
-    int scales[8], mins[8];
-    for (int j = 0; j < 8; ++j) unpack_scale_min_k4(j, x[b].scales, &scales[j], &mins[j]);
-    int32_t lanes[kLanes];
-    lane_sums(levels, y[b].qs, scales, 32, lanes);
-    accumulate_lanes(f16_to_f32(x[b].d) * y[b].d, lanes, totals);
-    const float d_min = f16_to_f32(x[b].dmin) * y[b].d;
-    sum -= d_min * static_cast<float>(weighted_min_sum(y[b], mins));
-  }
-  for (float t : totals) sum += t;
-  return sum;
+  return k4_vec_dot(static_cast<const BlockQ4_K*>(w), static_cast<const BlockQ8_K*>(a), n);
 }
 
 float vec_dot_q5_K_q8_K(int64_t n, const void* w, const void* a) {
-  const auto* x = static_cast<const BlockQ5_K*>(w);
-  const auto* y = static_cast<const BlockQ8_K*>(a);
-  float totals[kLanes] = {};
-  float sum = 0.0f;  // collects the minimum terms first, the lanes last
-  for (int64_t b = 0; b < n / kQK; ++b) {
-    int8_t levels[kQK];
-    for (int c = 0; c < 4; ++c) {
-      for (int i = 0; i < 32; ++i) {
-        const int qh = x[b].qh[i];
-        levels[64 * c + i] =
-            static_cast<int8_t>((x[b].qs[32 * c + i] & 0x0f) | (((qh >> (2 * c)) & 1) << 4));
-        levels[64 * c + 32 + i] =
-            static_cast<int8_t>((x[b].qs[32 * c + i] >> 4) | (((qh >> (2 * c + 1)) & 1) << 4));
-      }
-    }
-    int scales[8], mins[8];
-    for (int j = 0; j < 8; ++j) unpack_scale_min_k4(j, x[b].scales, &scales[j], &mins[j]);
-    int32_t lanes[kLanes];
-    lane_sums(levels, y[b].qs, scales, 32, lanes);
-    accumulate_lanes(f16_to_f32(x[b].d) * y[b].d, lanes, totals);
-    const float d_min = f16_to_f32(x[b].dmin) * y[b].d;
-    sum -= d_min * static_cast<float>(weighted_min_sum(y[b], mins));
-  }
-  for (float t : totals) sum += t;
-  return sum;
+  return k4_vec_dot(static_cast<const BlockQ5_K*>(w), static_cast<const BlockQ8_K*>(a), n);
 }
 
 float vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a) {
