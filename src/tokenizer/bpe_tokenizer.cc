@@ -1,34 +1,9 @@
 #include "tokenizer/bpe_tokenizer.h"
 
-#include <queue>
-
+#include "tokenizer/symbol_merge.h"
 #include "tokenizer/unicode.h"
 
 namespace tokenmill::tokenizer {
-
-namespace {
-
-struct Symbol {
-  int prev = -1;
-  int next = -1;
-  size_t begin = 0;   // offset in the byte-level word
-  size_t length = 0;  // 0 once merged into the symbol on its left
-};
-
-struct Candidate {
-  int left = 0;
-  int right = 0;
-  int32_t rank = 0;
-  size_t length = 0;  // bytes of the merged text; stale if the symbols changed since
-
-  // Priority: lowest rank first, then the leftmost pair.
-  bool operator<(const Candidate& other) const {
-    if (rank != other.rank) return rank > other.rank;
-    return left > other.left;
-  }
-};
-
-}  // namespace
 
 Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(const Vocab& vocab) {
   Result<PreTokenizerConfig> config = tokenizer::pretokenizer_config(vocab.pre);
@@ -74,48 +49,17 @@ void BpeTokenizer::encode_word(std::string_view raw_word, std::vector<int32_t>& 
     }
   }
 
-  std::vector<Symbol> symbols;
-  for (size_t pos = 0; pos < word.size();) {
-    const size_t length =
-        std::min(utf8_sequence_length(static_cast<uint8_t>(word[pos])), word.size() - pos);
-    Symbol symbol;
-    symbol.begin = pos;
-    symbol.length = length;
-    symbol.prev = static_cast<int>(symbols.size()) - 1;
-    pos += length;
-    symbol.next = pos == word.size() ? -1 : static_cast<int>(symbols.size()) + 1;
-    symbols.push_back(symbol);
-  }
-
+  std::vector<MergeSymbol> symbols = character_symbols(word);
   std::string scratch;
-  std::priority_queue<Candidate> queue;
-  const auto consider = [&](int left, int right) {
-    if (left < 0 || right < 0) return;
-    const Symbol& l = symbols[left];
-    const Symbol& r = symbols[right];
+  // Lower ranks merge first: the priority is the negated rank.
+  merge_symbols<int32_t>(symbols, [&](int left, int right) -> std::optional<int32_t> {
+    const MergeSymbol& l = symbols[left];
+    const MergeSymbol& r = symbols[right];
     const int32_t rank = merge_rank(std::string_view(word).substr(l.begin, l.length),
                                     std::string_view(word).substr(r.begin, r.length), scratch);
-    if (rank < 0) return;
-    queue.push(Candidate{left, right, rank, l.length + r.length});
-  };
-  for (int i = 1; i < static_cast<int>(symbols.size()); ++i) consider(i - 1, i);
-
-  while (!queue.empty()) {
-    const Candidate best = queue.top();
-    queue.pop();
-    Symbol& left = symbols[best.left];
-    Symbol& right = symbols[best.right];
-    // Symbols only grow, so an unchanged total length means neither side has changed.
-    if (left.length == 0 || right.length == 0 || left.length + right.length != best.length) {
-      continue;
-    }
-    left.length += right.length;
-    right.length = 0;
-    left.next = right.next;
-    if (right.next >= 0) symbols[right.next].prev = best.left;
-    consider(left.prev, best.left);
-    consider(best.left, left.next);
-  }
+    if (rank < 0) return std::nullopt;
+    return -rank;
+  });
 
   for (int i = symbols.empty() ? -1 : 0; i != -1; i = symbols[i].next) {
     const std::string_view piece = std::string_view(word).substr(symbols[i].begin, symbols[i].length);
