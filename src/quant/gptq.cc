@@ -273,22 +273,9 @@ void store_block(TensorType type, const float* xq, const int* levels, BlockFit& 
 
 }  // namespace
 
-bool supports_gptq(gguf::TensorType type) {
-  switch (type) {
-    case TensorType::kQ4_0:
-    case TensorType::kQ4_1:
-    case TensorType::kQ5_0:
-    case TensorType::kQ5_1:
-    case TensorType::kQ2_K:
-    case TensorType::kQ3_K:
-    case TensorType::kQ4_K:
-    case TensorType::kQ5_K:
-    case TensorType::kQ6_K:
-      return true;
-    default:
-      return false;
-  }
-}
+// GPTQ quantizes each column with the importance-weighted block fit, so it covers
+// exactly the types that fit covers.
+bool supports_gptq(gguf::TensorType type) { return supports_weighted_quantization(type); }
 
 bool cholesky_upper(double* a, int64_t n, ThreadPool* pool) {
   for (int64_t k = 0; k < n; ++k) {
