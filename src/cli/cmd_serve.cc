@@ -16,6 +16,7 @@
 #include "cli/kv_memory_check.h"
 #include "cli/kv_type_option.h"
 #include "cli/model_path.h"
+#include "cli/spec_options.h"
 #include "engine/engine.h"
 #include "ops/kv_storage.h"
 #include "model/model.h"
@@ -44,6 +45,7 @@ struct ServeOptions {
   ops::KvType kv_type = ops::KvType::kF16;
   int64_t max_body_bytes = 4 << 20;
   double grace_seconds = 30;
+  engine::SpeculativeConfig speculative;
 };
 
 int fail(const std::string& message) {
@@ -85,6 +87,8 @@ int serve(ServeOptions options) {
   config.window_kv = !options.no_window_kv;
   config.kv_type = options.kv_type;
   if (Status s = (*model)->check_kv_type(config.kv_type); !s.ok()) return fail(s.message());
+  config.speculative = options.speculative;
+  if (const std::string e = engine::speculative_config_error(config.speculative); !e.empty()) return fail("speculative decoding: " + std::string(e));
   // With a compute thread on every CPU the process may use, each thread gets its own CPU
   // and the HTTP threads share all but the engine thread's: left free, a woken HTTP thread
   // runs on the CPU of the engine thread that woke it (docs/serving.md).
@@ -132,8 +136,9 @@ int serve(ServeOptions options) {
   if (Status s = server.start(); !s.ok()) return fail(s.to_string());
 
   std::fprintf(stderr, "kernels: %s on %s\n", cpu_features().kernel_set(), cpu_brand().c_str());
-  std::fprintf(stderr, "model %s: context %d tokens per sequence, prefix caching %s%s\n", served.name().c_str(),
-               served.max_context(), config.prefix_caching ? "on" : "off",
+  std::fprintf(stderr, "model %s: context %d tokens per sequence, prefix caching %s, speculation %s%s\n",
+               served.name().c_str(), served.max_context(), config.prefix_caching ? "on" : "off",
+               config.speculative.mode == engine::SpecMode::kOff ? "off" : "ngram",
                options.api_key.empty() ? "" : ", API key required");
   const std::string shown_host = options.host.find(':') != std::string::npos ? "[" + options.host + "]" : options.host;
   std::fprintf(stderr, "listening on http://%s:%u\n", shown_host.c_str(), static_cast<unsigned>(server.port()));
@@ -176,6 +181,7 @@ void register_serve(CLI::App& app) {
                 "Keep every position in sliding-window layers too (default: only their window, same results)");
   add_kv_type_option(cmd, o->kv_type,
                      "How the KV cache stores keys and values: f16, or q8_0 (about half the memory and bytes read)");
+  add_spec_options(cmd, o->speculative);
   cmd->add_option("--max-body-bytes", o->max_body_bytes, "Largest request body accepted (larger: 413)")
       ->capture_default_str()->check(CLI::Range(int64_t{1024}, int64_t{1} << 32));
   cmd->add_option("--grace-seconds", o->grace_seconds, "On SIGTERM, how long requests in flight may take to finish")

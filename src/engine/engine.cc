@@ -10,9 +10,11 @@
 
 #include "base/cpu_affinity.h"
 #include "base/log.h"
+#include "base/timer.h"
 #include "engine/kv_sizing.h"
 #include "engine/output_processor.h"
 #include "engine/scheduler.h"
+#include "engine/speculation.h"
 #include "kv/kv_cache_manager.h"
 #include "ops/kv_storage.h"
 
@@ -133,7 +135,11 @@ class Engine::Impl {
   // reserves their blocks), prepare (copy-on-write, the flattened batch, the rows whose
   // logits are needed), run (one forward pass), then the outputs: prompt log-probabilities,
   // the choices of n > 1 requests, the draws (in parallel) and their events.
+  //
+  // With speculation, a propose phase comes first (the drafts running sequences carry
+  // into the step) and the draws of those sequences verify their drafts.
   void step() {
+    propose_drafts();
     SchedulerOutput plan = plan_step();
     if (plan.scheduled.empty()) return;
     PreparedStep prepared = prepare(plan);
@@ -141,7 +147,48 @@ class Engine::Impl {
     score_prompt_tokens(prepared);
     fork_new_choices(prepared);
     std::vector<Draw> draws = sample(prepared);
-    for (size_t i = 0; i < draws.size(); ++i) output_.emit(*prepared.samples[i], std::move(draws[i]));
+    for (size_t i = 0; i < draws.size(); ++i) emit_draw(prepared, i, std::move(draws[i]));
+  }
+
+  // Whether s may carry drafts into this step: a decoding sequence whose every draw is
+  // the greedy pick (so a draft is verified by the pick the forward pass finds anyway).
+  bool may_speculate(const Sequence& s) const {
+    const Request& r = s.state->request;
+    return config_.speculative.mode != SpecMode::kOff && r.speculative && s.n_pending() == 1 && s.n_generated >= 1 &&
+           !s.forks_on_next_draw() && OutputProcessor::takes_pick(s) && !r.sampling.logprobs;
+  }
+
+  // The drafts each running sequence carries: as many as its acceptance rate makes worth
+  // their positions in this step (allocate_drafts, with the measured step costs), within
+  // the tokens it may still generate.
+  void propose_drafts() {
+    const auto& running = scheduler_.running();
+    std::vector<double> rates(running.size(), 0.0);
+    std::vector<int32_t> limits(running.size(), 0);
+    int32_t n_decode = 0;
+    for (size_t i = 0; i < running.size(); ++i) {
+      Sequence& s = *running[i];
+      s.drafts.clear();
+      n_decode += s.n_pending() == 1;
+      if (!may_speculate(s)) continue;
+      const Request& r = s.state->request;
+      const int32_t left = std::min(r.max_tokens - s.n_generated, config_.max_context - static_cast<int32_t>(s.tokens.size()));
+      rates[i] = s.acceptance.rate();
+      limits[i] = std::min(config_.speculative.draft_max, left - 1);
+    }
+    const std::vector<int32_t> k =
+        config_.speculative.adaptive ? allocate_drafts(rates, limits, n_decode, step_cost_) : limits;
+    for (size_t i = 0; i < running.size(); ++i) {
+      Sequence& s = *running[i];
+      if (limits[i] <= 0) continue;
+      if (k[i] == 0) {
+        s.acceptance.decay();  // not worth it now: let the evidence fade, to try again later
+        continue;
+      }
+      const SpeculativeConfig& spec = config_.speculative;
+      s.drafts = spec.drafter ? spec.drafter(s.tokens, k[i]) : propose_ngram_drafts(s.tokens, spec.ngram_min, spec.ngram_max, k[i]);
+      if (static_cast<int32_t>(s.drafts.size()) > k[i]) s.drafts.resize(static_cast<size_t>(k[i]));
+    }
   }
 
   SchedulerOutput plan_step() {
@@ -166,7 +213,8 @@ class Engine::Impl {
   struct PreparedStep {
     model::Batch batch;
     std::vector<Sequence*> samples;    // the sequences that draw a token this step
-    std::vector<int32_t> sample_rows;  // the logits row of each
+    std::vector<int32_t> sample_rows;  // the logits row of each (its first, with drafts)
+    std::vector<int32_t> sample_drafts;  // drafts each carries: rows sample_rows[i] .. + drafts
     std::vector<PromptRow> prompt_rows;
     bool takes_first_max = false;  // some draw is just the greedy pick
     bool needs_logits = false;     // some draw, or a prompt logprob, reads logits
@@ -182,9 +230,10 @@ class Engine::Impl {
     int32_t n_rows = 0;
     for (const ScheduledSequence& item : plan.scheduled) {
       Sequence* s = item.sequence;
-      const int32_t first = s->n_computed, end = s->n_computed + item.n_new;
-      p.batch.add_sequence(std::vector<int32_t>(s->tokens.begin() + first, s->tokens.begin() + end), first,
-                           s->blocks.table, false);
+      const int32_t first = s->n_computed, end = s->n_computed + item.n_new - item.n_drafts;
+      std::vector<int32_t> step_tokens(s->tokens.begin() + first, s->tokens.begin() + end);
+      step_tokens.insert(step_tokens.end(), s->drafts.begin(), s->drafts.begin() + item.n_drafts);
+      p.batch.add_sequence(std::move(step_tokens), first, s->blocks.table, false);
       const int32_t first_token = p.batch.n_tokens() - item.n_new;
       if (s->wants_prompt_logprobs()) {
         // Positions q whose next token q + 1 is a prompt token not scored yet.
@@ -193,12 +242,14 @@ class Engine::Impl {
           p.prompt_rows.push_back({s, q, n_rows++});
         }
       }
-      if (end == static_cast<int32_t>(s->tokens.size())) {  // caught up: it draws
-        p.batch.output_tokens.push_back(p.batch.n_tokens() - 1);
+      if (end == static_cast<int32_t>(s->tokens.size())) {  // caught up: it draws (a pick per draft too)
+        for (int32_t j = item.n_drafts; j >= 0; --j) p.batch.output_tokens.push_back(p.batch.n_tokens() - 1 - j);
         p.samples.push_back(s);
         p.takes_first_max = p.takes_first_max || OutputProcessor::takes_pick(*s);
         p.needs_logits = p.needs_logits || OutputProcessor::reads_logits(*s);
-        p.sample_rows.push_back(n_rows++);
+        p.sample_rows.push_back(n_rows);
+        p.sample_drafts.push_back(item.n_drafts);
+        n_rows += 1 + item.n_drafts;
       }
     }
     p.needs_logits = p.needs_logits || !p.prompt_rows.empty();
@@ -211,16 +262,23 @@ class Engine::Impl {
   // nothing. When every draw is such a pick, and nothing else reads a logit, none is
   // stored. False (every scheduled choice ended) when the pass failed.
   bool run(const SchedulerOutput& plan, const PreparedStep& p) {
+    Timer timer;
     Status status = model_.forward(p.batch, kv_storage_, logits_, p.takes_first_max ? &first_max_ : nullptr,
                                    p.takes_first_max && !p.needs_logits);
+    // Draft positions cost what decode positions do (each is an output row, through the
+    // output projection): the model is fitted to steps made only of such positions.
+    if (p.batch.output_tokens.size() == static_cast<size_t>(p.batch.n_tokens())) {
+      step_cost_.observe(p.batch.n_tokens(), timer.seconds());
+    }
     if (!status.ok()) {
       log_error("forward pass failed: " + status.to_string());
       for (const ScheduledSequence& item : plan.scheduled) output_.finish(item.sequence, FinishReason::kError, status.message());
       return false;
     }
+    // Drafts count as computed only once accepted (emit_draw).
     for (const ScheduledSequence& item : plan.scheduled) {
       Sequence* s = item.sequence;
-      s->n_computed += item.n_new;
+      s->n_computed += item.n_new - item.n_drafts;
       kv_.commit(s->blocks, s->tokens, s->n_computed);
     }
     return true;
@@ -254,13 +312,45 @@ class Engine::Impl {
 
   // Each sequence draws from its own logits row with its own sampler: the draws (a few
   // passes over the vocabulary each) run in parallel; the events go out in order after.
+  //
+  // A sequence with drafts takes the pick after its accepted ones: picks are the greedy
+  // tokens after each position, so the drafts that equal them are what plain decoding
+  // would have drawn, and the pick after them is its next token.
   std::vector<Draw> sample(const PreparedStep& p) {
     std::vector<Draw> draws(p.samples.size());
     model_.backend().for_each_parallel(p.samples.size(), [&](size_t i) {
-      const int32_t row = p.sample_rows[i];
+      int32_t row = p.sample_rows[i];
+      if (p.sample_drafts[i] > 0) {
+        const std::span<const int32_t> drafts(p.samples[i]->drafts.data(), static_cast<size_t>(p.sample_drafts[i]));
+        row += accepted_prefix(drafts, std::span<const int32_t>(first_max_).subspan(static_cast<size_t>(row)));
+      }
       draws[i] = output_.draw(*p.samples[i], logits_row(row), p.takes_first_max ? first_max_[static_cast<size_t>(row)] : -1);
     });
     return draws;
+  }
+
+  // Emits draw i: after the drafts its sequence had accepted, if any. Then the accepted
+  // positions count as computed, and the blocks of rejected ones go back to the pool
+  // (their entries are never read: a later step writes those positions again first).
+  void emit_draw(const PreparedStep& p, size_t i, Draw draw) {
+    Sequence* s = p.samples[i];
+    const int32_t k = p.sample_drafts[i];
+    if (k == 0) {
+      output_.emit(*s, std::move(draw));
+      return;
+    }
+    const std::span<const int32_t> picks = std::span<const int32_t>(first_max_).subspan(static_cast<size_t>(p.sample_rows[i]));
+    const std::vector<int32_t> drafts(s->drafts.begin(), s->drafts.begin() + k);
+    const int32_t accepted = accepted_prefix(drafts, picks);
+    metrics_.add_speculation(k, accepted);
+    s->acceptance.observe(k, accepted);
+    for (int32_t j = 0; j < accepted; ++j) {
+      if (!output_.emit(*s, Draw{drafts[static_cast<size_t>(j)], std::nullopt})) return;  // s ended
+    }
+    if (!output_.emit(*s, std::move(draw))) return;
+    s->n_computed += accepted;
+    kv_.commit(s->blocks, s->tokens, s->n_computed);
+    kv_.truncate(s->blocks, static_cast<int32_t>(s->tokens.size()));
   }
 
   // The prompt is done: choices 1..n-1 share its blocks and sample from the same logits.
@@ -290,6 +380,7 @@ class Engine::Impl {
   kv::KvCacheManager kv_;
   Scheduler scheduler_;
   OutputProcessor output_;
+  StepCostModel step_cost_;  // measured forward passes, for how many drafts pay
   std::vector<float> logits_;  // [n_outputs, n_vocab] of the last step
   std::vector<int32_t> first_max_;  // [n_outputs]: first_max_index of each logits row
   uint64_t next_arrival_ = 0;

@@ -15,6 +15,7 @@
 #include "engine/metrics.h"
 #include "engine/request.h"
 #include "engine/request_stream.h"
+#include "engine/speculation.h"
 #include "model/model.h"
 #include "ops/kv_type.h"
 #include "tokenizer/tokenizer.h"
@@ -43,6 +44,10 @@ struct EngineConfig {
   // Empty, or one CPU per back-end thread: the engine thread (which runs part 0 of every
   // parallel call) is pinned to cpus[0] and the back end's thread k to cpus[k].
   std::vector<int> pinned_cpus;
+  // Speculative decoding (engine/speculation.h, docs/speculative.md): greedy requests'
+  // sequences carry n-gram drafts into the step where they pay. The output is the same.
+  // REQUIRES: speculative_config_error(speculative) is "".
+  SpeculativeConfig speculative;
 };
 
 class Engine {

@@ -79,6 +79,16 @@ void EngineMetrics::add_preemption() {
   ++counters_.preemptions_total;
 }
 
+void EngineMetrics::add_speculation(int32_t proposed, int32_t accepted) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++counters_.spec_drafts_total;
+  counters_.spec_draft_tokens_total += static_cast<uint64_t>(proposed);
+  counters_.spec_accepted_tokens_total += static_cast<uint64_t>(accepted);
+  std::vector<uint64_t>& per_position = counters_.spec_accepted_per_position;
+  if (per_position.size() < static_cast<size_t>(proposed)) per_position.resize(static_cast<size_t>(proposed), 0);
+  for (int32_t i = 0; i < accepted; ++i) ++per_position[static_cast<size_t>(i)];
+}
+
 void EngineMetrics::add_finished_request(const std::string& finish_reason) {
   std::lock_guard<std::mutex> lock(mutex_);
   ++counters_.requests_total_by_finish_reason[finish_reason];

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -49,6 +50,12 @@ struct EngineMetrics {
     uint64_t prefix_cache_queries_total = 0;  // prompt tokens looked up in the cache
     uint64_t prefix_cache_hits_total = 0;     // of those, found
     uint64_t preemptions_total = 0;
+    // Speculative decoding (vLLM's spec_decode counters): verifications, drafts proposed
+    // in them, drafts accepted, and accepted drafts by position (0: the first draft).
+    uint64_t spec_drafts_total = 0;
+    uint64_t spec_draft_tokens_total = 0;
+    uint64_t spec_accepted_tokens_total = 0;
+    std::vector<uint64_t> spec_accepted_per_position;  // grows with the longest run
     std::map<std::string, uint64_t> requests_total_by_finish_reason;
     Histogram::Snapshot time_to_first_token, inter_token_latency, e2e_request_latency;
   };
@@ -60,6 +67,8 @@ struct EngineMetrics {
   void add_generation_tokens(uint64_t n);
   void add_prefix_cache(uint64_t queried, uint64_t hit);
   void add_preemption();
+  // One sequence's drafts verified: `accepted` of `proposed` (the first ones) kept.
+  void add_speculation(int32_t proposed, int32_t accepted);
   void add_finished_request(const std::string& finish_reason);
 
  private:

@@ -31,13 +31,13 @@ Draw OutputProcessor::draw(Sequence& s, std::span<float> logits, int32_t first_m
   return d;
 }
 
-void OutputProcessor::emit(Sequence& s, Draw drawn) {
+bool OutputProcessor::emit(Sequence& s, Draw drawn) {
   RequestState& state = *s.state;
   const Request& request = state.request;
   const int32_t token = drawn.token;
   if (token < 0) {
     finish(&s, FinishReason::kError, "no token can continue the JSON output");
-    return;
+    return false;
   }
   const double now = state.since_submit.seconds();
   if (!state.first_token_seen) {
@@ -65,21 +65,21 @@ void OutputProcessor::emit(Sequence& s, Draw drawn) {
   if (is_stop_token) {
     event.text = flush_text(s);
     emit_final(s, std::move(event), FinishReason::kStop);
-    return;
+    return false;
   }
   s.tokens.push_back(token);
   auto filtered = s.stop_filter->push(s.decoder->push(token));
   event.text = std::move(filtered.text);
   if (filtered.stopped) {
     emit_final(s, std::move(event), FinishReason::kStop);
-    return;
+    return false;
   }
   if (s.json) {
     s.json->advance(tokenizer_.token_piece(token, /*render_special=*/false));
     if (s.json->complete()) {  // the object is closed: nothing may follow
       event.text += flush_text(s);
       emit_final(s, std::move(event), FinishReason::kStop);
-      return;
+      return false;
     }
   }
   const bool out_of_tokens = s.n_generated >= request.max_tokens || static_cast<int32_t>(s.tokens.size()) >= max_context_;
@@ -88,9 +88,10 @@ void OutputProcessor::emit(Sequence& s, Draw drawn) {
     event.text += rest.text;
     if (!rest.stopped) event.text += s.stop_filter->flush();
     emit_final(s, std::move(event), rest.stopped ? FinishReason::kStop : FinishReason::kLength);
-    return;
+    return false;
   }
   state.stream->push(std::move(event));
+  return true;
 }
 
 // Text still held by the decoder and the stop filter when a choice ends on a token.

@@ -43,8 +43,9 @@ class OutputProcessor {
   // has it, else -1).
   Draw draw(Sequence& s, std::span<float> logits, int32_t first_max = -1) const;
 
-  // Hands the drawn token to s's stream; ends the choice when it stops.
-  void emit(Sequence& s, Draw drawn);
+  // Hands the drawn token to s's stream; ends the choice when it stops. Returns whether
+  // s still runs (false: it ended, and is gone).
+  bool emit(Sequence& s, Draw drawn);
 
   // Ends a choice for a reason other than its own token (cancelled, out of cache, an
   // error); with n > 1 before the fork, the choices that never began end with it.

@@ -36,6 +36,9 @@ struct Request {
   // (engine/json_schema.h); it ends, with finish reason stop, when the value closes.
   // Takes the place of json_object when set.
   std::shared_ptr<const JsonSchema> json_schema;
+  // Whether the engine may speculate on this request's tokens (when it is configured
+  // to): the output is the same either way; false only changes its speed.
+  bool speculative = true;
 };
 
 enum class FinishReason { kStop, kLength, kCancelled, kError };

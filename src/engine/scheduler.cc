@@ -50,10 +50,23 @@ SchedulerOutput Scheduler::schedule() {
   // 1. Running sequences, oldest first.
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Sequence* seq = running_[i].get();
-    const int32_t n_new = std::min({seq->n_pending(), budget, seq->max_step_tokens()});
+    int32_t n_new = std::min({seq->n_pending(), budget, seq->max_step_tokens()});
     if (n_new <= 0) continue;
-    // The step's blocks, copies of shared ones included, or preemption until they fit.
+    // Drafts ride along only in the budget left and in blocks no running sequence will
+    // miss (a block each kept free for them): drafts never displace a token or cause a
+    // preemption.
+    const int32_t n_drafts = std::min<int32_t>(static_cast<int32_t>(seq->drafts.size()), budget - n_new);
+    const int32_t spare = kv_.pool().n_free() - static_cast<int32_t>(running_.size());
     std::vector<kv::BlockCopy> copies;
+    if (n_drafts > 0 && kv_.blocks_needed(seq->blocks, seq->n_computed + n_new + n_drafts) <= spare &&
+        kv_.reserve_writes(seq->blocks, seq->n_computed, seq->n_computed + n_new + n_drafts, copies)) {
+      seq->drafts.resize(static_cast<size_t>(n_drafts));
+      out.scheduled.push_back({seq, n_new + n_drafts, n_drafts, std::move(copies)});
+      budget -= n_new + n_drafts;
+      continue;
+    }
+    seq->drafts.clear();
+    // The step's blocks, copies of shared ones included, or preemption until they fit.
     bool fits = kv_.reserve_writes(seq->blocks, seq->n_computed, seq->n_computed + n_new, copies);
     while (!fits && preempt_newest(seq, out)) {
       // preempt_newest may have removed a sequence before index i; find seq again.
@@ -65,7 +78,7 @@ SchedulerOutput Scheduler::schedule() {
       out.cannot_fit.push_back(seq);
       continue;
     }
-    out.scheduled.push_back({seq, n_new, std::move(copies)});
+    out.scheduled.push_back({seq, n_new, 0, std::move(copies)});
     budget -= n_new;
   }
   // Budget spent by sequences preempted after they were scheduled comes back only next
@@ -87,7 +100,7 @@ SchedulerOutput Scheduler::schedule() {
       break;
     }
     if (!seq->admitted_before) out.newly_admitted.push_back(seq);
-    out.scheduled.push_back({seq, n_new, std::move(copies)});
+    out.scheduled.push_back({seq, n_new, 0, std::move(copies)});
     budget -= n_new;
     running_.push_back(std::move(waiting_.front()));
     waiting_.pop_front();

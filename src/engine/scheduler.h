@@ -1,5 +1,6 @@
 // Picks what one forward pass computes. Running sequences come first, oldest first, each
-// with all its pending tokens (one, when decoding) as far as the token budget allows;
+// with all its pending tokens (one, when decoding, and the drafts it carries) as far as
+// the token budget allows - drafts are dropped before anything else is given up;
 // then waiting sequences are admitted in arrival order, their prompts cut into chunks
 // that fit what is left of the budget (chunked prefill: a long prompt never stalls the
 // running streams for more than a step). A newly admitted sequence first takes the
@@ -29,7 +30,10 @@ struct SchedulerConfig {
 
 struct ScheduledSequence {
   Sequence* sequence;
-  int32_t n_new;  // tokens computed this step: tokens[n_computed, n_computed + n_new)
+  // Positions computed this step: tokens[n_computed, n_computed + n_new - n_drafts), then
+  // the sequence's drafts (the first n_drafts of them; the scheduler trims the rest).
+  int32_t n_new;
+  int32_t n_drafts = 0;
   // Shared blocks among those positions, replaced by private ones when the step was
   // planned: their contents must be copied, in this order, before the step writes.
   std::vector<kv::BlockCopy> copies;

@@ -15,6 +15,7 @@
 #include "engine/request_stream.h"
 #include "engine/output_grammar.h"
 #include "engine/sampler.h"
+#include "engine/speculation.h"
 #include "engine/stop_strings.h"
 #include "kv/kv_cache_manager.h"
 #include "tokenizer/incremental_decoder.h"
@@ -54,6 +55,11 @@ struct Sequence {
   // and those computed but not sent yet (they go with the choice's first event).
   int32_t next_prompt_logprob = 1;
   std::vector<TokenLogprobs> pending_prompt_logprobs;
+  // Speculative decoding: the tokens proposed to follow `tokens` this step (computed
+  // with the pending token, never part of `tokens` until accepted), and how often this
+  // sequence's drafts have been accepted.
+  std::vector<int32_t> drafts;
+  AcceptanceEstimate acceptance;
 
   bool wants_prompt_logprobs() const { return state->request.prompt_logprobs && next_prompt_logprob < n_prompt; }
   // Tokens one step may compute for this sequence: prompt positions whose logits are all

@@ -134,6 +134,18 @@ std::optional<std::pair<int32_t, int32_t>> KvCacheManager::make_writable(Sequenc
   return std::make_pair(old_id, *fresh);
 }
 
+void KvCacheManager::truncate(SequenceBlocks& seq, int32_t n_positions) {
+  const int32_t keep = blocks_for(n_positions);
+  assert(static_cast<int32_t>(seq.hashes.size()) <= keep);
+  for (int32_t index = static_cast<int32_t>(seq.table.size()) - 1; index >= keep; --index) {
+    const int32_t id = seq.table[index];
+    assert(pool_.ref_count(id) == 1);
+    if (has_window() && index >= seq.window_begin) windows_.release(id);
+    pool_.release(id);
+  }
+  if (keep < static_cast<int32_t>(seq.table.size())) seq.table.resize(keep);
+}
+
 SequenceBlocks KvCacheManager::fork(const SequenceBlocks& seq) {
   for (int32_t id : seq.table) pool_.retain(id);
   if (has_window()) {

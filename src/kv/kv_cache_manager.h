@@ -83,6 +83,12 @@ class KvCacheManager {
   // which reserves the copies with the growth.
   std::optional<std::pair<int32_t, int32_t>> make_writable(SequenceBlocks& seq, int32_t position);
 
+  // Shrinks the table to the blocks holding positions [0, n_positions): the blocks past
+  // them (a step's rejected draft positions) and their window slots go back to the pool.
+  // REQUIRES: those blocks are the sequence's own and unregistered (positions past what
+  // commit() has seen).
+  void truncate(SequenceBlocks& seq, int32_t n_positions);
+
   // Another sequence holding the same blocks (the choices of one prompt).
   SequenceBlocks fork(const SequenceBlocks& seq);
 

@@ -73,6 +73,19 @@ std::string render_metrics(const engine::EngineMetrics::Snapshot& m) {
   scalar(out, "tokenmill_preemptions_total", "counter", "Running sequences preempted for lack of KV blocks.",
          static_cast<double>(m.preemptions_total));
 
+  scalar(out, "tokenmill_spec_decode_num_drafts_total", "counter", "Speculative verifications (a sequence's drafts checked in one step).",
+         static_cast<double>(m.spec_drafts_total));
+  scalar(out, "tokenmill_spec_decode_num_draft_tokens_total", "counter", "Draft tokens proposed.",
+         static_cast<double>(m.spec_draft_tokens_total));
+  scalar(out, "tokenmill_spec_decode_num_accepted_tokens_total", "counter", "Draft tokens accepted.",
+         static_cast<double>(m.spec_accepted_tokens_total));
+  family(out, "tokenmill_spec_decode_num_accepted_tokens_per_pos_total", "counter",
+         "Draft tokens accepted, by position in the draft (0: the first).");
+  for (size_t i = 0; i < m.spec_accepted_per_position.size(); ++i) {
+    out += "tokenmill_spec_decode_num_accepted_tokens_per_pos_total{position=\"" + std::to_string(i) + "\"} " +
+           std::to_string(m.spec_accepted_per_position[i]) + "\n";
+  }
+
   family(out, "tokenmill_requests_total", "counter", "Finished requests by finish reason.");
   std::map<std::string, uint64_t> by_reason = {{"stop", 0}, {"length", 0}, {"cancelled", 0}, {"error", 0}};
   for (const auto& [reason, n] : m.requests_total_by_finish_reason) by_reason[reason] = n;

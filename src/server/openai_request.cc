@@ -24,6 +24,7 @@ void read_sampling(const Fields& f, const ServedModel& model, engine::Request& r
     if (!stop.empty()) r.stop.push_back(std::move(stop));
   }
   if (auto v = f.boolean("ignore_eos")) r.ignore_eos = *v;
+  if (auto v = f.boolean("speculative")) r.speculative = *v;  // false: never speculate on it
   if (const Json* ids = f.array("stop_token_ids")) {
     for (const Json& id : *ids) {
       if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= model.tokenizer().n_vocab()) {

@@ -124,6 +124,26 @@ namespace {
 // Window of 6 positions, blocks of 4: a token at position p sees blocks (p - 5) / 4 ..
 constexpr int32_t kWindow = 6;
 
+// Rejected draft positions: the blocks past the accepted length go back to the pool
+// unregistered (a later prefix lookup never finds a rejected token), the rest stays.
+TEST(KvCacheManager, TruncateReturnsTheBlocksPastTheAcceptedPositions) {
+  KvCacheManager kv(8, kBlock, true);
+  SequenceBlocks seq;
+  auto tokens = iota_tokens(6);
+  ASSERT_TRUE(kv.grow(seq, 6 + 7));  // 6 tokens and 7 draft positions: 4 blocks
+  EXPECT_EQ(seq.table.size(), 4u);
+  kv.commit(seq, tokens, 5);  // the pending token and 2 accepted drafts are not all in yet
+  kv.truncate(seq, 6);
+  EXPECT_EQ(seq.table.size(), 2u);
+  EXPECT_EQ(kv.pool().n_free(), 6);
+  EXPECT_EQ(kv.pool().n_cached_free(), 0);
+  kv.truncate(seq, 6);  // nothing more to let go
+  EXPECT_EQ(seq.table.size(), 2u);
+  kv.free(seq);
+  EXPECT_EQ(kv.pool().n_free(), 8);
+  EXPECT_EQ(kv.pool().n_cached_free(), 1);  // only the one full block of accepted tokens
+}
+
 TEST(KvCacheManagerWindow, GrowingSequenceLetsGoOfBlocksOutOfTheWindow) {
   KvCacheManager kv(16, kBlock, true, {kWindow, 16});
   const auto tokens = iota_tokens(40);
@@ -141,6 +161,19 @@ TEST(KvCacheManagerWindow, GrowingSequenceLetsGoOfBlocksOutOfTheWindow) {
   kv.free(seq);
   EXPECT_EQ(kv.windows().n_held(), 0);
   EXPECT_EQ(kv.pool().n_free(), 16);
+}
+
+TEST(KvCacheManagerWindow, TruncateReleasesTheWindowSlotsOfDroppedBlocks) {
+  KvCacheManager kv(8, kBlock, true, {2 * kBlock, 6});
+  SequenceBlocks seq;
+  ASSERT_TRUE(kv.grow(seq, 3 * kBlock));
+  EXPECT_EQ(kv.windows().n_held(), 3);
+  kv.truncate(seq, kBlock + 1);
+  EXPECT_EQ(seq.table.size(), 2u);
+  EXPECT_EQ(kv.windows().n_held(), 2);
+  kv.free(seq);
+  EXPECT_EQ(kv.windows().n_held(), 0);
+  EXPECT_EQ(kv.pool().n_free(), 8);
 }
 
 TEST(KvCacheManagerWindow, ALongSequenceNeedsFewSlots) {

@@ -1,0 +1,108 @@
+#include "engine/speculation.h"
+
+#include <algorithm>
+#include <cmath>
+#include <queue>
+#include <utility>
+
+namespace tokenmill::engine {
+
+const char* speculative_config_error(const SpeculativeConfig& config) {
+  if (config.draft_max < 1 || config.draft_max > kMaxDrafts) return "draft_max must be in 1 .. 32";
+  if (config.ngram_min < 1 || config.ngram_max < config.ngram_min || config.ngram_max > 64) {
+    return "the n-gram lengths must satisfy 1 <= ngram_min <= ngram_max <= 64";
+  }
+  return "";
+}
+
+std::vector<int32_t> propose_ngram_drafts(std::span<const int32_t> tokens, int32_t ngram_min, int32_t ngram_max,
+                                          int32_t max_drafts) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  for (int64_t len = std::min<int64_t>(ngram_max, n - 1); len >= ngram_min; --len) {
+    const std::span<const int32_t> suffix = tokens.subspan(static_cast<size_t>(n - len));
+    // Most recent occurrence first: the text being copied is usually the nearest one.
+    for (int64_t start = n - len - 1; start >= 0; --start) {
+      if (!std::equal(suffix.begin(), suffix.end(), tokens.begin() + start)) continue;
+      const int64_t from = start + len;
+      const int64_t count = std::min<int64_t>(max_drafts, n - from);
+      return std::vector<int32_t>(tokens.begin() + from, tokens.begin() + from + count);
+    }
+  }
+  return {};
+}
+
+int32_t accepted_prefix(std::span<const int32_t> drafts, std::span<const int32_t> picks) {
+  int32_t a = 0;
+  while (a < static_cast<int32_t>(drafts.size()) && drafts[a] == picks[a]) ++a;
+  return a;
+}
+
+double AcceptanceEstimate::rate() const {
+  return (accepted_ + kPriorAccepted) / (accepted_ + rejected_ + kPriorAccepted + kPriorRejected);
+}
+
+void AcceptanceEstimate::observe(int32_t proposed, int32_t accepted) {
+  accepted_ = accepted_ * kKeep + accepted;
+  rejected_ = rejected_ * kKeep + (accepted < proposed ? 1 : 0);
+}
+
+void AcceptanceEstimate::decay() {
+  accepted_ *= kKeep;
+  rejected_ *= kKeep;
+}
+
+double StepCostModel::step_seconds(int32_t n_tokens) const {
+  const double det = w_ * sxx_ - sx_ * sx_;
+  // Until two different step sizes were seen: a fixed part of four tokens' worth (the
+  // weights' read dominates a small decode step on a CPU).
+  if (w_ < 2 || det <= 1e-9 * w_ * w_) {
+    const double per_token = w_ > 0 ? sy_ / w_ / (4.0 + sx_ / w_) : 1.0;
+    return per_token * (4.0 + n_tokens);
+  }
+  double b = (w_ * sxy_ - sx_ * sy_) / det;
+  double a = (sy_ - b * sx_) / w_;
+  b = std::max(b, 0.0);
+  a = std::max(a, 0.0);
+  return a + b * n_tokens;
+}
+
+void StepCostModel::observe(int32_t n_tokens, double seconds) {
+  const double x = n_tokens;
+  w_ = w_ * kKeep + 1;
+  sx_ = sx_ * kKeep + x;
+  sy_ = sy_ * kKeep + seconds;
+  sxx_ = sxx_ * kKeep + x * x;
+  sxy_ = sxy_ * kKeep + x * seconds;
+}
+
+double StepCostModel::break_even(int32_t n_produced, int32_t n_tokens) const {
+  // Throughput n_produced / cost(n_tokens) rises with one more position accepted with
+  // chance r iff r > n_produced * (cost(n_tokens + 1) - cost(n_tokens)) / cost(n_tokens).
+  const double cost = step_seconds(n_tokens);
+  if (cost <= 0) return 0.0;
+  return n_produced * (step_seconds(n_tokens + 1) - cost) / cost;
+}
+
+std::vector<int32_t> allocate_drafts(std::span<const double> rates, std::span<const int32_t> limits, int32_t n_decode,
+                                     const StepCostModel& cost) {
+  std::vector<int32_t> drafts(rates.size(), 0);
+  // (chance of the sequence's next draft, sequence), best first.
+  std::priority_queue<std::pair<double, size_t>> next;
+  for (size_t i = 0; i < rates.size(); ++i) {
+    if (limits[i] > 0 && rates[i] > 0) next.push({rates[i], i});
+  }
+  double produced = n_decode;  // tokens the step is expected to yield
+  int32_t positions = n_decode;
+  while (!next.empty()) {
+    const auto [chance, i] = next.top();
+    if (chance <= cost.break_even(static_cast<int32_t>(produced), positions)) break;
+    next.pop();
+    ++drafts[i];
+    produced += chance;
+    ++positions;
+    if (drafts[i] < limits[i]) next.push({chance * rates[i], i});
+  }
+  return drafts;
+}
+
+}  // namespace tokenmill::engine

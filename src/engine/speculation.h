@@ -1,0 +1,99 @@
+// Speculative decoding inside the batched step: a running sequence may carry draft
+// tokens into a step, the forward pass scores its 1 + k positions with everyone else's
+// tokens (the weights are still read once), and the drafts the target model agrees with
+// are accepted, each a token gained for the price of one more position in the pass.
+//
+// What is here: the configuration, the n-gram (prompt lookup) drafter, and the two
+// estimates that decide how many drafts pay (docs/speculative.md):
+//   - AcceptanceEstimate: per sequence, the chance that its next draft is accepted,
+//     from its recent verifications (decaying toward a prior, so a sequence whose drafts
+//     failed is probed again later);
+//   - StepCostModel: the cost of a step as fixed + per_token * tokens, fitted online to
+//     the measured steps. A draft pays when its chance of acceptance is above the share
+//     of the step's cost one more position adds (on a CPU a step of many sequences is
+//     compute-bound, so there a draft must be nearly certain).
+//
+// Thread-safety: none; owned by the engine thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+namespace tokenmill::engine {
+
+enum class SpecMode { kOff, kNgram };
+
+// Proposes up to max_drafts tokens to follow `tokens` (a sequence's prompt and output so
+// far); fewer or none where it has no good guess. Called on the engine thread.
+using DraftFn = std::function<std::vector<int32_t>(std::span<const int32_t> tokens, int32_t max_drafts)>;
+
+struct SpeculativeConfig {
+  SpecMode mode = SpecMode::kNgram;
+  int32_t draft_max = 8;  // drafts per sequence and step, at most (1 .. kMaxDrafts)
+  int32_t ngram_min = 2;  // suffix lengths the n-gram drafter matches, longest first
+  int32_t ngram_max = 4;
+  // Off: every eligible sequence carries as many drafts as the drafter finds, up to
+  // draft_max, whatever they cost (for tests and for measuring what adaptation saves).
+  bool adaptive = true;
+  // Where the drafts come from; empty: the n-gram drafter (propose_ngram_drafts).
+  DraftFn drafter;
+};
+
+inline constexpr int32_t kMaxDrafts = 32;
+
+// Checks the ranges above; InvalidArgument-style message, or "" when valid.
+const char* speculative_config_error(const SpeculativeConfig& config);
+
+// The continuation of the most recent earlier occurrence of the longest suffix of
+// `tokens` (ngram_max down to ngram_min tokens) found in `tokens` itself: at most
+// max_drafts tokens, none when no suffix recurs.
+std::vector<int32_t> propose_ngram_drafts(std::span<const int32_t> tokens, int32_t ngram_min, int32_t ngram_max,
+                                          int32_t max_drafts);
+
+// Drafts verified greedily: how many of `drafts` equal the target's picks, in order, where
+// picks[i] is the target's token after the sequence extended by drafts[0 .. i) (picks
+// has drafts.size() + 1 entries; the next token is picks[accepted]).
+int32_t accepted_prefix(std::span<const int32_t> drafts, std::span<const int32_t> picks);
+
+class AcceptanceEstimate {
+ public:
+  // P(the next draft is accepted | the ones before it were).
+  double rate() const;
+  // One verification: `accepted` of `proposed` drafts (the first rejection ends it).
+  void observe(int32_t proposed, int32_t accepted);
+  // A step without drafts: the evidence fades toward the prior.
+  void decay();
+
+ private:
+  static constexpr double kPriorAccepted = 1.0, kPriorRejected = 1.0;
+  static constexpr double kKeep = 0.9;  // weight of the past per verification or idle step
+  double accepted_ = 0.0, rejected_ = 0.0;
+};
+
+class StepCostModel {
+ public:
+  // Seconds a step of n_tokens positions takes, as estimated so far.
+  double step_seconds(int32_t n_tokens) const;
+  // The step's tokens and its measured duration.
+  void observe(int32_t n_tokens, double seconds);
+  // The smallest acceptance chance at which one more draft position pays in a step that
+  // already produces n_produced tokens over n_tokens positions.
+  double break_even(int32_t n_produced, int32_t n_tokens) const;
+
+ private:
+  // Exponentially weighted sums for the least-squares line seconds = a + b * tokens.
+  static constexpr double kKeep = 0.98;
+  double w_ = 0, sx_ = 0, sy_ = 0, sxx_ = 0, sxy_ = 0;
+};
+
+// How many drafts each of a step's sequences should carry. rates[i]: sequence i's
+// acceptance rate (0 for one that may not speculate), limits[i]: at most this many. The
+// j-th draft of sequence i is accepted with chance rates[i]^j (all before it having
+// been); drafts are added best chance first while that chance is above the break-even
+// of the step as it grows (StepCostModel::break_even, from n_decode positions and tokens).
+std::vector<int32_t> allocate_drafts(std::span<const double> rates, std::span<const int32_t> limits, int32_t n_decode,
+                                     const StepCostModel& cost);
+
+}  // namespace tokenmill::engine

@@ -1,0 +1,107 @@
+// The pieces of speculative decoding that do not need a model: the n-gram drafter, the
+// greedy verification, the acceptance and step-cost estimates and the draft allocation.
+#include "engine/speculation.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace tokenmill::engine {
+namespace {
+
+using Tokens = std::vector<int32_t>;
+
+TEST(NgramDrafts, ContinueTheMostRecentOccurrenceOfTheLongestSuffix) {
+  // ... 1 2 3 [7 8] ... 9 2 3 [5 6] ... 2 3: the suffix "2 3" last occurred before 5 6.
+  const Tokens tokens = {1, 2, 3, 7, 8, 9, 2, 3, 5, 6, 4, 2, 3};
+  EXPECT_EQ(propose_ngram_drafts(tokens, 2, 4, 8), (Tokens{5, 6, 4, 2, 3}));
+  EXPECT_EQ(propose_ngram_drafts(tokens, 2, 4, 2), (Tokens{5, 6}));
+  // A longer suffix wins over a more recent shorter one: "1 2 3" occurred only at the start.
+  const Tokens longer = {1, 2, 3, 7, 8, 0, 2, 3, 9, 1, 2, 3};
+  EXPECT_EQ(propose_ngram_drafts(longer, 2, 3, 3), (Tokens{7, 8, 0}));
+}
+
+TEST(NgramDrafts, NothingWhenNoSuffixRecurs) {
+  EXPECT_TRUE(propose_ngram_drafts(Tokens{1, 2, 3, 4, 5}, 1, 4, 8).empty());
+  EXPECT_TRUE(propose_ngram_drafts(Tokens{}, 1, 4, 8).empty());
+  EXPECT_TRUE(propose_ngram_drafts(Tokens{7}, 1, 4, 8).empty());
+  // "5" recurs but shorter suffixes than ngram_min are not tried.
+  EXPECT_TRUE(propose_ngram_drafts(Tokens{5, 1, 2, 5}, 2, 4, 8).empty());
+  EXPECT_EQ(propose_ngram_drafts(Tokens{5, 1, 2, 5}, 1, 4, 8), (Tokens{1, 2, 5}));
+}
+
+TEST(GreedyVerification, AcceptsTheDraftsThatEqualThePicksInOrder) {
+  EXPECT_EQ(accepted_prefix(Tokens{4, 5, 6}, Tokens{4, 5, 6, 7}), 3);
+  EXPECT_EQ(accepted_prefix(Tokens{4, 5, 6}, Tokens{4, 9, 6, 7}), 1);
+  EXPECT_EQ(accepted_prefix(Tokens{4, 5, 6}, Tokens{3, 5, 6, 7}), 0);
+  EXPECT_EQ(accepted_prefix(Tokens{}, Tokens{3}), 0);
+}
+
+TEST(AcceptanceEstimate, FollowsVerificationsAndFadesBackToThePrior) {
+  AcceptanceEstimate e;
+  EXPECT_DOUBLE_EQ(e.rate(), 0.5);
+  for (int i = 0; i < 20; ++i) e.observe(4, 4);
+  EXPECT_GT(e.rate(), 0.95);
+  for (int i = 0; i < 40; ++i) e.observe(4, 0);
+  EXPECT_LT(e.rate(), 0.2);
+  for (int i = 0; i < 200; ++i) e.decay();
+  EXPECT_NEAR(e.rate(), 0.5, 0.01);
+}
+
+TEST(StepCostModel, FitsTheLineOfTheMeasuredSteps) {
+  StepCostModel cost;
+  for (int i = 0; i < 50; ++i) {
+    for (int32_t n : {1, 4, 16, 32}) cost.observe(n, 0.004 + 0.001 * n);
+  }
+  EXPECT_NEAR(cost.step_seconds(1), 0.005, 1e-6);
+  EXPECT_NEAR(cost.step_seconds(64), 0.068, 1e-5);
+  // One stream: one more position costs 1/5 of the step, so a draft must be accepted 20%
+  // of the time to pay; 16 streams: 16 * 1 / 20 = 80%.
+  EXPECT_NEAR(cost.break_even(1, 1), 0.2, 1e-3);
+  EXPECT_NEAR(cost.break_even(16, 16), 0.8, 1e-3);
+}
+
+TEST(AllocateDrafts, GivesPositionsToTheLikeliestDraftsWhileTheyPay) {
+  StepCostModel cost;
+  for (int i = 0; i < 50; ++i) {
+    for (int32_t n : {1, 4, 16, 32}) cost.observe(n, 0.004 + 0.001 * n);
+  }
+  // One stream that is usually right: drafts up to its limit while rate^k > break-even.
+  const std::vector<double> one = {0.9};
+  const std::vector<int32_t> limit8 = {8};
+  EXPECT_EQ(allocate_drafts(one, limit8, 1, cost), (std::vector<int32_t>{8}));
+  const std::vector<int32_t> limit3 = {3};
+  EXPECT_EQ(allocate_drafts(one, limit3, 1, cost), (std::vector<int32_t>{3}));
+  // One that is usually wrong gets none.
+  const std::vector<double> poor = {0.15};
+  EXPECT_EQ(allocate_drafts(poor, limit8, 1, cost), (std::vector<int32_t>{0}));
+  // Sixteen streams: only near-certain drafts pay, and the likelier sequence gets more.
+  std::vector<double> rates(16, 0.5);
+  rates[3] = 0.98;
+  const std::vector<int32_t> limits(16, 8);
+  const std::vector<int32_t> k = allocate_drafts(rates, limits, 16, cost);
+  EXPECT_GT(k[3], 0);
+  for (size_t i = 0; i < k.size(); ++i) {
+    if (i != 3) EXPECT_EQ(k[i], 0) << i;
+  }
+  // A sequence that may not speculate (limit 0 or rate 0) gets none.
+  const std::vector<double> mixed = {0.9, 0.0};
+  const std::vector<int32_t> mixed_limits = {0, 8};
+  EXPECT_EQ(allocate_drafts(mixed, mixed_limits, 2, cost), (std::vector<int32_t>{0, 0}));
+}
+
+TEST(SpeculativeConfig, RefusesOutOfRangeSettings) {
+  SpeculativeConfig c;
+  EXPECT_STREQ(speculative_config_error(c), "");
+  c.draft_max = 0;
+  EXPECT_STRNE(speculative_config_error(c), "");
+  c.draft_max = kMaxDrafts + 1;
+  EXPECT_STRNE(speculative_config_error(c), "");
+  c = SpeculativeConfig{};
+  c.ngram_min = 5;
+  c.ngram_max = 4;
+  EXPECT_STRNE(speculative_config_error(c), "");
+}
+
+}  // namespace
+}  // namespace tokenmill::engine
