@@ -154,8 +154,9 @@ class Engine::Impl {
   // the greedy pick (so a draft is verified by the pick the forward pass finds anyway).
   bool may_speculate(const Sequence& s) const {
     const Request& r = s.state->request;
-    return config_.speculative.mode != SpecMode::kOff && r.speculative && s.n_pending() == 1 && s.n_generated >= 1 &&
-           !s.forks_on_next_draw() && OutputProcessor::takes_pick(s) && !r.sampling.logprobs;
+    const bool has_drafter = config_.speculative.mode != SpecMode::kOff || s.prediction != nullptr;
+    return has_drafter && r.speculative && s.n_pending() == 1 && s.n_generated >= 1 && !s.forks_on_next_draw() &&
+           OutputProcessor::takes_pick(s) && !r.sampling.logprobs;
   }
 
   // The drafts each running sequence carries: as many as its acceptance rate makes worth
@@ -185,10 +186,26 @@ class Engine::Impl {
         s.acceptance.decay();  // not worth it now: let the evidence fade, to try again later
         continue;
       }
-      const SpeculativeConfig& spec = config_.speculative;
-      s.drafts = spec.drafter ? spec.drafter(s.tokens, k[i]) : propose_ngram_drafts(s.tokens, spec.ngram_min, spec.ngram_max, k[i]);
+      s.drafts = draft(s, k[i]);
       if (static_cast<int32_t>(s.drafts.size()) > k[i]) s.drafts.resize(static_cast<size_t>(k[i]));
     }
+  }
+
+  // Up to k drafts for s: from its request's prediction first, else from the engine's
+  // drafter (n-gram over its own tokens, unless speculation is off).
+  std::vector<int32_t> draft(Sequence& s, int32_t k) {
+    const SpeculativeConfig& spec = config_.speculative;
+    s.drafts_from_prediction = false;
+    if (s.prediction) {
+      const std::span<const int32_t> output = std::span<const int32_t>(s.tokens).subspan(static_cast<size_t>(s.n_prompt));
+      std::vector<int32_t> drafts = s.prediction->propose(output, spec.ngram_max, k);
+      if (!drafts.empty()) {
+        s.drafts_from_prediction = true;
+        return drafts;
+      }
+    }
+    if (spec.mode == SpecMode::kOff) return {};
+    return spec.drafter ? spec.drafter(s.tokens, k) : propose_ngram_drafts(s.tokens, spec.ngram_min, spec.ngram_max, k);
   }
 
   SchedulerOutput plan_step() {
@@ -344,6 +361,7 @@ class Engine::Impl {
     const int32_t accepted = accepted_prefix(drafts, picks);
     metrics_.add_speculation(k, accepted);
     s->acceptance.observe(k, accepted);
+    if (s->drafts_from_prediction) s->state->n_accepted_prediction += accepted;
     for (int32_t j = 0; j < accepted; ++j) {
       if (!output_.emit(*s, Draw{drafts[static_cast<size_t>(j)], std::nullopt})) return;  // s ended
     }

@@ -136,6 +136,11 @@ void OutputProcessor::complete_choice(Sequence& s, StreamEvent event) {
     usage.prompt_tokens = static_cast<int32_t>(state.request.prompt.size());
     usage.completion_tokens = state.n_completion_tokens;
     usage.cached_tokens = state.n_cached_tokens;
+    if (!state.request.prediction.empty()) {
+      usage.accepted_prediction_tokens = state.n_accepted_prediction;
+      usage.rejected_prediction_tokens = std::max<int32_t>(
+          0, state.request.n * static_cast<int32_t>(state.request.prediction.size()) - state.n_accepted_prediction);
+    }
     usage.total_s = state.since_submit.seconds();
     usage.time_to_first_token_s = state.time_to_first_token_s;
     state.stream->set_usage(usage);

@@ -13,6 +13,15 @@ Status check_request(const Request& request, int32_t n_vocab, int32_t max_contex
   for (int32_t t : request.prompt) {
     if (t < 0 || t >= n_vocab) return invalid_argument("prompt token id out of range");
   }
+  for (int32_t t : request.prediction) {
+    if (t < 0 || t >= n_vocab) return invalid_argument("prediction token id out of range");
+  }
+  // A prediction longer than the output can be is harmless (drafts never pass max_tokens)
+  // but is bounded, as the prompt is.
+  if (static_cast<int64_t>(request.prediction.size()) > max_context) {
+    return invalid_argument("the prediction (" + std::to_string(request.prediction.size()) +
+                            " tokens) is longer than the context of " + std::to_string(max_context) + " tokens");
+  }
   const int64_t n_prompt = static_cast<int64_t>(request.prompt.size());
   if (n_prompt + request.max_tokens > max_context) {
     return invalid_argument("the prompt (" + std::to_string(n_prompt) + " tokens) plus max_tokens (" +

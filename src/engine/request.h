@@ -39,6 +39,10 @@ struct Request {
   // Whether the engine may speculate on this request's tokens (when it is configured
   // to): the output is the same either way; false only changes its speed.
   bool speculative = true;
+  // OpenAI Predicted Outputs: the tokens the output is expected to be (a file being
+  // edited, say). Greedy choices take them as drafts (engine/speculation.h), whatever the
+  // engine's --spec; the output is the same with or without them.
+  std::vector<int32_t> prediction;
 };
 
 enum class FinishReason { kStop, kLength, kCancelled, kError };
@@ -70,6 +74,10 @@ struct Usage {
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;  // all choices
   int32_t cached_tokens = 0;      // prompt tokens served from the prefix cache
+  // With Request::prediction: its tokens that the choices' outputs took as accepted
+  // drafts, and the rest (n x its length minus those), as OpenAI counts them.
+  int32_t accepted_prediction_tokens = 0;
+  int32_t rejected_prediction_tokens = 0;
   double time_to_first_token_s = 0;
   double total_s = 0;
 };

@@ -21,6 +21,9 @@ void init_choice(Sequence& seq, const tokenizer::Tokenizer& tokenizer) {
   } else if (seq.state->request.json_object) {
     seq.json = std::make_unique<JsonGrammar>();
   }
+  if (!seq.state->request.prediction.empty()) {
+    seq.prediction = std::make_unique<PredictionTracker>(seq.state->request.prediction);
+  }
 }
 
 }  // namespace

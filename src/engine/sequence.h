@@ -33,6 +33,7 @@ struct RequestState {
   int32_t n_cached_tokens = 0;   // prompt tokens found in the prefix cache at admission
   int32_t n_completion_tokens = 0;
   int32_t n_choices_finished = 0;
+  int32_t n_accepted_prediction = 0;  // Request::prediction tokens accepted as drafts
 };
 
 struct Sequence {
@@ -59,7 +60,9 @@ struct Sequence {
   // with the pending token, never part of `tokens` until accepted), and how often this
   // sequence's drafts have been accepted.
   std::vector<int32_t> drafts;
+  bool drafts_from_prediction = false;
   AcceptanceEstimate acceptance;
+  std::unique_ptr<PredictionTracker> prediction;  // with Request::prediction
 
   bool wants_prompt_logprobs() const { return state->request.prompt_logprobs && next_prompt_logprob < n_prompt; }
   // Tokens one step may compute for this sequence: prompt positions whose logits are all

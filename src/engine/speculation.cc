@@ -31,6 +31,38 @@ std::vector<int32_t> propose_ngram_drafts(std::span<const int32_t> tokens, int32
   return {};
 }
 
+std::vector<int32_t> PredictionTracker::propose(std::span<const int32_t> output, int32_t ngram_max,
+                                                int32_t max_drafts) {
+  for (; n_seen_ < output.size(); ++n_seen_) {
+    if (cursor_ >= 0 && cursor_ < size() && prediction_[static_cast<size_t>(cursor_)] == output[n_seen_]) {
+      ++cursor_;
+    } else {
+      cursor_ = -1;
+    }
+  }
+  if (cursor_ < 0) anchor(output, ngram_max);
+  if (cursor_ < 0 || cursor_ >= size()) return {};
+  const int32_t count = std::min(max_drafts, size() - cursor_);
+  return std::vector<int32_t>(prediction_.begin() + cursor_, prediction_.begin() + cursor_ + count);
+}
+
+void PredictionTracker::anchor(std::span<const int32_t> output, int32_t ngram_max) {
+  const auto n = static_cast<int32_t>(output.size());
+  for (int32_t len = std::min(ngram_max, n); len >= 1; --len) {
+    const std::span<const int32_t> suffix = output.subspan(static_cast<size_t>(n - len));
+    int32_t found = -1;
+    for (int32_t start = 0; start + len <= size(); ++start) {
+      if (!std::equal(suffix.begin(), suffix.end(), prediction_.begin() + start)) continue;
+      found = start + len;
+      break;
+    }
+    if (found >= 0) {
+      cursor_ = found;
+      return;
+    }
+  }
+}
+
 int32_t accepted_prefix(std::span<const int32_t> drafts, std::span<const int32_t> picks) {
   int32_t a = 0;
   while (a < static_cast<int32_t>(drafts.size()) && drafts[a] == picks[a]) ++a;
@@ -52,17 +84,28 @@ void AcceptanceEstimate::decay() {
 }
 
 double StepCostModel::step_seconds(int32_t n_tokens) const {
-  const double det = w_ * sxx_ - sx_ * sx_;
-  // Until two different step sizes were seen: a fixed part of four tokens' worth (the
-  // weights' read dominates a small decode step on a CPU).
-  if (w_ < 2 || det <= 1e-9 * w_ * w_) {
-    const double per_token = w_ > 0 ? sy_ / w_ / (4.0 + sx_ / w_) : 1.0;
-    return per_token * (4.0 + n_tokens);
+  // The prior: a fixed part of kPriorFixed positions' worth (a small decode step on a CPU
+  // is mostly the read of the weights), as two pseudo-steps of weight kPriorWeight, kPriorSpan
+  // positions apart, on the line through the measured mean. The steps measured soon
+  // outweigh it; until several sizes were seen, it keeps one slow step from fixing a
+  // slope that no later step would correct (a slope too steep stops the drafting that
+  // would measure it).
+  constexpr double kPriorFixed = 4.0, kPriorWeight = 3.0, kPriorSpan = 8.0;
+  const double mean_x = w_ > 0 ? sx_ / w_ : 1.0;
+  const double mean_y = w_ > 0 ? sy_ / w_ : 1.0;
+  const double per_position = mean_y / (kPriorFixed + mean_x);
+  double w = w_, sx = sx_, sy = sy_, sxx = sxx_, sxy = sxy_;
+  for (const double x : {mean_x, mean_x + kPriorSpan}) {
+    const double y = per_position * (kPriorFixed + x);
+    w += kPriorWeight;
+    sx += kPriorWeight * x;
+    sy += kPriorWeight * y;
+    sxx += kPriorWeight * x * x;
+    sxy += kPriorWeight * x * y;
   }
-  double b = (w_ * sxy_ - sx_ * sy_) / det;
-  double a = (sy_ - b * sx_) / w_;
-  b = std::max(b, 0.0);
-  a = std::max(a, 0.0);
+  const double det = w * sxx - sx * sx;
+  const double b = std::max(0.0, (w * sxy - sx * sy) / det);
+  const double a = std::max(0.0, (sy - b * sx) / w);
   return a + b * n_tokens;
 }
 

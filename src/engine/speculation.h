@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace tokenmill::engine {
@@ -31,7 +32,7 @@ using DraftFn = std::function<std::vector<int32_t>(std::span<const int32_t> toke
 
 struct SpeculativeConfig {
   SpecMode mode = SpecMode::kNgram;
-  int32_t draft_max = 8;  // drafts per sequence and step, at most (1 .. kMaxDrafts)
+  int32_t draft_max = 16;  // drafts per sequence and step, at most (1 .. kMaxDrafts)
   int32_t ngram_min = 2;  // suffix lengths the n-gram drafter matches, longest first
   int32_t ngram_max = 4;
   // Off: every eligible sequence carries as many drafts as the drafter finds, up to
@@ -56,6 +57,26 @@ std::vector<int32_t> propose_ngram_drafts(std::span<const int32_t> tokens, int32
 // picks[i] is the target's token after the sequence extended by drafts[0 .. i) (picks
 // has drafts.size() + 1 entries; the next token is picks[accepted]).
 int32_t accepted_prefix(std::span<const int32_t> drafts, std::span<const int32_t> picks);
+
+// OpenAI Predicted Outputs: the tokens the client expects the output to be, followed as
+// the output grows. While the output has matched it since the last anchor, the drafts
+// are the prediction's next tokens; where the output departs, the longest suffix of the
+// output (up to ngram_max tokens) that occurs in the prediction re-anchors it, the first
+// occurrence after the old place preferred.
+class PredictionTracker {
+ public:
+  explicit PredictionTracker(std::vector<int32_t> prediction) : prediction_(std::move(prediction)) {}
+  bool empty() const { return prediction_.empty(); }
+  int32_t size() const { return static_cast<int32_t>(prediction_.size()); }
+  // Up to max_drafts tokens to follow `output` (the tokens generated so far).
+  std::vector<int32_t> propose(std::span<const int32_t> output, int32_t ngram_max, int32_t max_drafts);
+
+ private:
+  void anchor(std::span<const int32_t> output, int32_t ngram_max);
+  std::vector<int32_t> prediction_;
+  int32_t cursor_ = 0;   // the prediction's index of the next output token; -1: not aligned
+  size_t n_seen_ = 0;    // output tokens followed so far
+};
 
 class AcceptanceEstimate {
  public:

@@ -78,6 +78,8 @@ class EngineCall : public std::enable_shared_from_this<EngineCall> {
     for (const auto& stream : streams_) {
       const engine::Usage usage = stream->usage();
       stats_.cached_tokens += usage.cached_tokens;
+      stats_.accepted_prediction_tokens += usage.accepted_prediction_tokens;
+      stats_.rejected_prediction_tokens += usage.rejected_prediction_tokens;
       completion_tokens += usage.completion_tokens;
     }
     stats_.completion_tokens = std::max(stats_.completion_tokens, completion_tokens);

@@ -43,6 +43,8 @@ struct CallStats {
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;  // all choices
   int32_t cached_tokens = 0;
+  int32_t accepted_prediction_tokens = 0;  // Predicted Outputs (engine::Usage)
+  int32_t rejected_prediction_tokens = 0;
   std::chrono::steady_clock::time_point submitted;
   std::chrono::steady_clock::time_point first_token;  // = finished if none came
   std::chrono::steady_clock::time_point finished;

@@ -43,6 +43,35 @@ void read_sampling(const Fields& f, const ServedModel& model, engine::Request& r
   }
 }
 
+// OpenAI Predicted Outputs: {"type": "content", "content": a string or [{"type": "text",
+// "text": ...}]}, tokenized as plain text (no special tokens). An empty one is no
+// prediction.
+void read_prediction(const Fields& f, const ServedModel& model, engine::Request& r) {
+  const Json* prediction = f.object("prediction");
+  if (prediction == nullptr) return;
+  Fields p(*prediction, "prediction");
+  if (p.string("type").value_or("") != "content") {
+    throw bad_request("'prediction.type' must be \"content\"", "prediction.type");
+  }
+  auto it = prediction->find("content");
+  std::string text;
+  if (it != prediction->end() && it->is_string()) {
+    text = it->get<std::string>();
+  } else if (it != prediction->end() && it->is_array()) {
+    for (size_t i = 0; i < it->size(); ++i) {
+      const Json& part = (*it)[i];
+      const std::string where = "prediction.content[" + std::to_string(i) + "]";
+      if (!part.is_object() || Fields(part, where).string("type").value_or("") != "text") {
+        throw bad_request("'" + where + "' must be a {\"type\": \"text\", \"text\": ...} part", where);
+      }
+      text += Fields(part, where).string("text").value_or("");
+    }
+  } else {
+    throw bad_request("'prediction.content' must be a string or an array of text parts", "prediction.content");
+  }
+  if (!text.empty()) r.prediction = model.tokenizer().encode(text, /*add_special=*/false, /*parse_special=*/false);
+}
+
 void read_stream(const Fields& f, OpenAiRequest& out) {
   out.stream = f.boolean("stream").value_or(false);
   if (const Json* options = f.object("stream_options")) {
@@ -163,6 +192,7 @@ OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
   request.prompt = std::move(prompt).value();
 
   read_sampling(f, model, request);
+  read_prediction(f, model, request);
   read_stream(f, out);
   request.sampling.logprobs = f.boolean("logprobs").value_or(false);
   if (auto top = f.integer("top_logprobs", 0, engine::kMaxTopLogprobs)) {
@@ -240,6 +270,7 @@ OpenAiRequest parse_completion_request(const Json& body, const ServedModel& mode
   engine::Request shared;
   read_response_format(f, shared);  // an extension here, as in vLLM
   read_sampling(f, model, shared);
+  read_prediction(f, model, shared);
   read_stream(f, out);
   out.echo = f.boolean("echo").value_or(false);
   if (auto top = f.integer("logprobs", 0, engine::kMaxTopLogprobs)) {

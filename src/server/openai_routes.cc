@@ -30,7 +30,10 @@ Json usage_json(const CallStats& stats) {
   return {{"prompt_tokens", stats.prompt_tokens},
           {"completion_tokens", stats.completion_tokens},
           {"total_tokens", stats.prompt_tokens + stats.completion_tokens},
-          {"prompt_tokens_details", {{"cached_tokens", stats.cached_tokens}}}};
+          {"prompt_tokens_details", {{"cached_tokens", stats.cached_tokens}}},
+          {"completion_tokens_details",
+           {{"accepted_prediction_tokens", stats.accepted_prediction_tokens},
+            {"rejected_prediction_tokens", stats.rejected_prediction_tokens}}}};
 }
 
 // Turns engine events into chat.completion(.chunk) or text_completion objects.
