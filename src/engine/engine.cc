@@ -146,17 +146,17 @@ class Engine::Impl {
     if (!run(plan, prepared)) return;
     score_prompt_tokens(prepared);
     fork_new_choices(prepared);
-    std::vector<Draw> draws = sample(prepared);
-    for (size_t i = 0; i < draws.size(); ++i) emit_draw(prepared, i, std::move(draws[i]));
+    std::vector<std::vector<Draw>> draws = sample(prepared);
+    for (size_t i = 0; i < draws.size(); ++i) emit_draws(prepared, i, std::move(draws[i]));
   }
 
-  // Whether s may carry drafts into this step: a decoding sequence whose every draw is
-  // the greedy pick (so a draft is verified by the pick the forward pass finds anyway).
+  // Whether s may carry drafts into this step: a decoding sequence without a JSON
+  // grammar (whose state a draft would have to advance before it is verified).
   bool may_speculate(const Sequence& s) const {
     const Request& r = s.state->request;
     const bool has_drafter = config_.speculative.mode != SpecMode::kOff || s.prediction != nullptr;
     return has_drafter && r.speculative && s.n_pending() == 1 && s.n_generated >= 1 && !s.forks_on_next_draw() &&
-           OutputProcessor::takes_pick(s) && !r.sampling.logprobs;
+           !s.json;
   }
 
   // The drafts each running sequence carries: as many as its acceptance rate makes worth
@@ -330,42 +330,50 @@ class Engine::Impl {
   // Each sequence draws from its own logits row with its own sampler: the draws (a few
   // passes over the vocabulary each) run in parallel; the events go out in order after.
   //
-  // A sequence with drafts takes the pick after its accepted ones: picks are the greedy
-  // tokens after each position, so the drafts that equal them are what plain decoding
-  // would have drawn, and the pick after them is its next token.
-  std::vector<Draw> sample(const PreparedStep& p) {
-    std::vector<Draw> draws(p.samples.size());
+  // A sequence with drafts verifies them by drawing: at each of its positions it draws
+  // the token plain decoding would draw there (the same sampler, the same tokens before
+  // it, so the same random number), and the draft is accepted when the draw equals it;
+  // the first draw that differs is its next token, and after k accepted drafts the draw
+  // at the last position is. So every token has exactly plain decoding's distribution -
+  // for a drafter that proposes one token per position this is speculative sampling
+  // (accept x with chance p(x), else draw from p without x) - and a seeded request
+  // gives the same tokens with speculation or without.
+  std::vector<std::vector<Draw>> sample(const PreparedStep& p) {
+    std::vector<std::vector<Draw>> draws(p.samples.size());
     model_.backend().for_each_parallel(p.samples.size(), [&](size_t i) {
-      int32_t row = p.sample_rows[i];
-      if (p.sample_drafts[i] > 0) {
-        const std::span<const int32_t> drafts(p.samples[i]->drafts.data(), static_cast<size_t>(p.sample_drafts[i]));
-        row += accepted_prefix(drafts, std::span<const int32_t>(first_max_).subspan(static_cast<size_t>(row)));
+      Sequence& s = *p.samples[i];
+      const int32_t row = p.sample_rows[i], k = p.sample_drafts[i];
+      auto first_max = [&](int32_t r) { return p.takes_first_max ? first_max_[static_cast<size_t>(r)] : -1; };
+      if (k == 0) {
+        draws[i].push_back(output_.draw(s, logits_row(row), first_max(row)));
+        return;
       }
-      draws[i] = output_.draw(*p.samples[i], logits_row(row), p.takes_first_max ? first_max_[static_cast<size_t>(row)] : -1);
+      std::vector<int32_t> history = s.tokens;  // the tokens before each position
+      for (int32_t j = 0; j <= k; ++j) {
+        draws[i].push_back(output_.draw(s, logits_row(row + j), first_max(row + j), history));
+        if (j == k || draws[i].back().token != s.drafts[static_cast<size_t>(j)]) break;
+        history.push_back(s.drafts[static_cast<size_t>(j)]);
+      }
     });
     return draws;
   }
 
-  // Emits draw i: after the drafts its sequence had accepted, if any. Then the accepted
-  // positions count as computed, and the blocks of rejected ones go back to the pool
-  // (their entries are never read: a later step writes those positions again first).
-  void emit_draw(const PreparedStep& p, size_t i, Draw draw) {
+  // Emits the draws of sample i in order. With drafts, the accepted positions then count
+  // as computed, and the blocks of rejected ones go back to the pool (their entries are
+  // never read: a later step writes those positions again first).
+  void emit_draws(const PreparedStep& p, size_t i, std::vector<Draw> draws) {
     Sequence* s = p.samples[i];
     const int32_t k = p.sample_drafts[i];
-    if (k == 0) {
-      output_.emit(*s, std::move(draw));
-      return;
+    const auto accepted = static_cast<int32_t>(draws.size()) - 1;
+    if (k > 0) {
+      metrics_.add_speculation(k, accepted);
+      s->acceptance.observe(k, accepted);
+      if (s->drafts_from_prediction) s->state->n_accepted_prediction += accepted;
     }
-    const std::span<const int32_t> picks = std::span<const int32_t>(first_max_).subspan(static_cast<size_t>(p.sample_rows[i]));
-    const std::vector<int32_t> drafts(s->drafts.begin(), s->drafts.begin() + k);
-    const int32_t accepted = accepted_prefix(drafts, picks);
-    metrics_.add_speculation(k, accepted);
-    s->acceptance.observe(k, accepted);
-    if (s->drafts_from_prediction) s->state->n_accepted_prediction += accepted;
-    for (int32_t j = 0; j < accepted; ++j) {
-      if (!output_.emit(*s, Draw{drafts[static_cast<size_t>(j)], std::nullopt})) return;  // s ended
+    for (Draw& draw : draws) {
+      if (!output_.emit(*s, std::move(draw))) return;  // s ended
     }
-    if (!output_.emit(*s, std::move(draw))) return;
+    if (k == 0) return;
     s->n_computed += accepted;
     kv_.commit(s->blocks, s->tokens, s->n_computed);
     kv_.truncate(s->blocks, static_cast<int32_t>(s->tokens.size()));

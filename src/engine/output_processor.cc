@@ -14,18 +14,20 @@ bool OutputProcessor::reads_logits(const Sequence& s) {
   return !takes_pick(s) || s.state->request.sampling.logprobs || s.forks_on_next_draw();
 }
 
-Draw OutputProcessor::draw(Sequence& s, std::span<float> logits, int32_t first_max) const {
+Draw OutputProcessor::draw(Sequence& s, std::span<float> logits, int32_t first_max,
+                           std::span<const int32_t> previous) const {
   Draw d;
   const SamplingParams& sampling = s.state->request.sampling;
+  if (previous.empty()) previous = s.tokens;
   if (s.json) {
     // JSON mode: the draw is among the tokens that keep the output valid JSON.
     thread_local std::vector<float> masked;
     if (!mask_to_json(*s.json, logits, tokenizer_, sampling.picks_first_max(), masked)) return d;
-    d.token = s.sampler->sample(masked, std::span<const int32_t>(s.tokens));
+    d.token = s.sampler->sample(masked, previous);
   } else if (first_max >= 0 && takes_pick(s)) {
     d.token = first_max;
   } else {
-    d.token = s.sampler->sample(logits, std::span<const int32_t>(s.tokens));
+    d.token = s.sampler->sample(logits, previous);
   }
   if (sampling.logprobs) d.logprobs = compute_logprobs(logits, d.token, sampling.top_logprobs);
   return d;

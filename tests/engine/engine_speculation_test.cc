@@ -121,6 +121,55 @@ TEST_F(EngineSpeculationTest, DraftsChangeNoGreedyToken) {
   EXPECT_EQ(m.generation_tokens_total, plain.metrics.generation_tokens_total);
 }
 
+// Sampled requests verify drafts by drawing at every draft position what plain decoding
+// draws there, so a seeded request gives the same tokens with speculation or without,
+// whatever the drafts, with temperature, top-k, top-p, min-p, penalties, n > 1 and
+// logprobs on.
+TEST_F(EngineSpeculationTest, SeededSamplingGivesTheSameTokensWithDrafts) {
+  std::vector<Request> sampled = requests_;
+  for (size_t i = 0; i < sampled.size(); ++i) {
+    Request& r = sampled[i];
+    r.sampling.temperature = 0.7f + 0.1f * static_cast<float>(i % 4);
+    r.sampling.top_k = i % 3 == 0 ? 0 : 20;
+    r.sampling.top_p = i % 2 == 0 ? 1.0f : 0.9f;
+    r.sampling.min_p = i % 5 == 0 ? 0.05f : 0.0f;
+    r.sampling.repetition_penalty = i % 4 == 1 ? 1.1f : 1.0f;
+    r.sampling.presence_penalty = i % 4 == 2 ? 0.5f : 0.0f;
+    r.sampling.seed = 1000 + i;
+    r.sampling.logprobs = i % 6 == 0;
+    r.n = i % 7 == 0 ? 3 : 1;
+  }
+  auto run_sampled = [&](SpecMode mode, EngineMetrics::Snapshot* metrics) {
+    Engine engine(*tiny_.model, *tiny_.tokenizer, config(mode));
+    std::vector<std::shared_ptr<RequestStream>> streams;
+    for (const Request& r : sampled) streams.push_back(*engine.submit(r));
+    std::vector<std::vector<std::vector<int32_t>>> tokens;  // [request][choice]
+    std::vector<std::vector<std::vector<float>>> logprobs;  // [request][choice]
+    for (size_t i = 0; i < streams.size(); ++i) {
+      tokens.emplace_back(static_cast<size_t>(sampled[i].n));
+      logprobs.emplace_back(static_cast<size_t>(sampled[i].n));
+      StreamEvent e;
+      while (streams[i]->wait_next(e, milliseconds(20000))) {
+        auto& t = tokens.back()[static_cast<size_t>(e.choice)];
+        t.insert(t.end(), e.token_ids.begin(), e.token_ids.end());
+        for (const TokenLogprobs& lp : e.logprobs) logprobs.back()[static_cast<size_t>(e.choice)].push_back(lp.chosen.logprob);
+      }
+    }
+    *metrics = engine.metrics().snapshot();
+    return std::make_pair(tokens, logprobs);
+  };
+  EngineMetrics::Snapshot plain_metrics, spec_metrics;
+  const auto plain = run_sampled(SpecMode::kOff, &plain_metrics);
+  const auto spec = run_sampled(SpecMode::kNgram, &spec_metrics);
+  for (size_t i = 0; i < sampled.size(); ++i) {
+    EXPECT_EQ(spec.first[i], plain.first[i]) << "request " << i;
+    EXPECT_EQ(spec.second[i], plain.second[i]) << "request " << i << " logprobs";
+  }
+  EXPECT_EQ(plain_metrics.spec_drafts_total, 0u);
+  EXPECT_GT(spec_metrics.spec_accepted_tokens_total, 20u);
+  EXPECT_LT(spec_metrics.spec_accepted_tokens_total, spec_metrics.spec_draft_tokens_total);
+}
+
 TEST_F(EngineSpeculationTest, ARequestCanOptOut) {
   Engine engine(*tiny_.model, *tiny_.tokenizer, config(SpecMode::kNgram));
   for (Request r : requests_) {
@@ -135,7 +184,7 @@ TEST_F(EngineSpeculationTest, ARequestCanOptOut) {
 // drafts are accepted and rejected, and afterwards every block and window slot is free.
 TEST_F(EngineSpeculationTest, EveryBlockAndSlotReturnsAfterSpeculativeChurn) {
   EngineConfig c = config(SpecMode::kNgram);
-  c.ctx_total = 16 * 24;
+  c.ctx_total = 16 * 14;
   c.max_context = 200;
   c.max_batch_tokens = 48;
   Engine engine(*tiny_.model, *tiny_.tokenizer, c);
