@@ -1,0 +1,183 @@
+#!/usr/bin/env python3
+"""Speculative decoding benchmarks: tokenmill with drafts against tokenmill without, same run.
+
+    python3 bench/spec_benchmarks.py [--model models/gemma-3-270m-q4_k_m.gguf] [--rounds 3]
+                                     [--max-tokens 256] [--out spec_benchmarks.json]
+
+One `tokenmill serve` (2 threads, --spec ngram). Every measurement alternates requests
+with "speculative": false (plain decoding) and without it, so both see the same machine
+state; the figure is the median over --rounds of the ratio of output tok/s. Greedy
+(temperature 0) unless said otherwise, so every pair produces the same tokens (checked).
+
+  copy-heavy, 1 stream:   quoting, extraction, a file repeated, a text corrected
+  free text, 1 stream:    stories and answers that do not copy their prompt
+  free text, sampled:     the same at temperature 0.8 (seeded: the tokens match too)
+  Predicted Outputs:      a code edit whose unchanged file is sent as the prediction,
+                          against the same request without prediction and without drafts
+  16 streams:             copy-heavy and free, aggregate tok/s
+
+Prints the CPU and kernel set the server reported. Figures drift on shared machines:
+compare within one run.
+"""
+import argparse
+import concurrent.futures
+import json
+import pathlib
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import time
+import urllib.request
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+TOKENMILL = ROOT / "build" / "bin" / "tokenmill"
+
+SOURCE = (ROOT / "src" / "engine" / "scheduler.cc").read_text()[:2400]
+ARTICLE = (
+    "The river town of Alder Bend was founded in 1843 by ferrymen who carried grain across the Wide "
+    "Water. In 1871 a stone bridge replaced the ferries, and the town grew around its market square. "
+    "The great flood of 1902 destroyed the mill and half of the houses on the east bank; they were "
+    "rebuilt in brick by 1910. Today Alder Bend has 12,400 inhabitants, a grain museum in the old "
+    "customs house, and a festival every September that celebrates the first crossing.")
+COPY_PROMPTS = [
+    "Here is a C++ file:\n\n" + SOURCE + "\n\nRepeat the file above exactly, from its first line:\n\n",
+    "Article:\n" + ARTICLE + "\n\nQuote the sentence of the article that mentions the flood, word for word.",
+    "Article:\n" + ARTICLE + "\n\nRewrite the article as a bullet list, keeping every sentence as it is.",
+    "Fix the spelling in this text and return the whole corrected text:\n\n" +
+    ARTICLE.replace("destroyed", "destroyd").replace("festival", "festivl"),
+]
+FREE_PROMPTS = [
+    "Write a short story about a lighthouse keeper who finds a message in a bottle.",
+    "Explain to a ten-year-old why the sky is blue.",
+    "Give me five ideas for a rainy Sunday afternoon, with a sentence on each.",
+    "What should I think about before adopting a dog?",
+]
+EDIT_PROMPT = ("Here is a C++ file:\n\n" + SOURCE + "\n\nRepeat the file above exactly, changing nothing, "
+               "from its first line:\n\n")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    def __init__(self, model, extra=()):
+        self.port = free_port()
+        self.log_path = pathlib.Path("/tmp") / f"tokenmill-spec-bench-{self.port}.log"
+        self.proc = subprocess.Popen([str(TOKENMILL), "serve", "-m", model, "--port", str(self.port), "-t", "2",
+                                      *extra], stdout=subprocess.DEVNULL, stderr=open(self.log_path, "w"))
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {self.log_path.read_text()}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except Exception:
+                time.sleep(0.3)
+        raise RuntimeError("server did not become healthy")
+
+    def kernels(self):
+        m = re.search(r"^kernels: (.*)$", self.log_path.read_text(), re.M)
+        return m.group(1) if m else "unknown"
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def chat(port, prompt, max_tokens, speculative=True, prediction=None, temperature=0.0, seed=None):
+    body = {"model": "default", "messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens,
+            "temperature": temperature}
+    if not speculative:
+        body["speculative"] = False
+    if prediction is not None:
+        body["prediction"] = {"type": "content", "content": prediction}
+    if seed is not None:
+        body["seed"] = seed
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/chat/completions", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=600) as r:
+        out = json.load(r)
+    return out["choices"][0]["message"]["content"], out["usage"]
+
+
+def throughput(port, prompts, max_tokens, streams, **kwargs):
+    """Output tok/s of max(streams, len(prompts)) requests cycling through prompts, `streams` at a
+    time, and their texts."""
+    jobs = [prompts[i % len(prompts)] for i in range(max(streams, len(prompts)))]
+    start = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(streams) as pool:
+        results = list(pool.map(lambda p: chat(port, p, max_tokens, **kwargs), jobs))
+    elapsed = time.perf_counter() - start
+    tokens = sum(usage["completion_tokens"] for _, usage in results)
+    return tokens / elapsed, [text for text, _ in results]
+
+
+def compare(name, port, rounds, plain_kwargs, spec_kwargs, prompts, max_tokens, streams, results):
+    ratios, plain_rates, spec_rates = [], [], []
+    for _ in range(rounds):
+        plain, plain_texts = throughput(port, prompts, max_tokens, streams, **plain_kwargs)
+        spec, spec_texts = throughput(port, prompts, max_tokens, streams, **spec_kwargs)
+        if plain_texts != spec_texts:
+            raise RuntimeError(f"{name}: the outputs differ with speculation")
+        ratios.append(spec / plain)
+        plain_rates.append(plain)
+        spec_rates.append(spec)
+    results[name] = {"plain_tok_s": statistics.median(plain_rates), "spec_tok_s": statistics.median(spec_rates),
+                     "ratio": statistics.median(ratios), "ratios": ratios}
+    print(f"{name:34s} plain {statistics.median(plain_rates):7.1f} tok/s  spec {statistics.median(spec_rates):7.1f}"
+          f" tok/s  {statistics.median(ratios):.2f}x  (all: {', '.join(f'{r:.2f}' for r in ratios)})", flush=True)
+
+
+def spec_counters(port):
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics").read().decode()
+    return {k: float(v) for k, v in re.findall(r"^(tokenmill_spec_decode_num_\w+_total) (\S+)$", text, re.M)}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default=str(ROOT / "models" / "gemma-3-270m-q4_k_m.gguf"))
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument("--out", default="spec_benchmarks.json")
+    args = parser.parse_args()
+
+    server = Server(args.model)
+    results = {"model": args.model, "kernels": server.kernels()}
+    print(f"kernels: {results['kernels']}", flush=True)
+    try:
+        port, n, r = server.port, args.max_tokens, args.rounds
+        chat(port, FREE_PROMPTS[0], 8)  # warm-up
+        plain, spec = {"speculative": False}, {}
+        for streams in (1, 16):
+            compare(f"copy-heavy, {streams} stream(s)", port, r, plain, spec, COPY_PROMPTS, n, streams, results)
+            compare(f"free text, {streams} stream(s)", port, r, plain, spec, FREE_PROMPTS, n, streams, results)
+        sampled = {"temperature": 0.8, "seed": 5}
+        compare("free text sampled, 1 stream", port, r, {**plain, **sampled}, sampled, FREE_PROMPTS, n, 1, results)
+        compare("Predicted Outputs code edit, 1 stream", port, r, plain, {"prediction": SOURCE}, [EDIT_PROMPT], n,
+                1, results)
+        counters = spec_counters(port)
+    finally:
+        server.stop()
+    drafts = counters.get("tokenmill_spec_decode_num_draft_tokens_total", 0)
+    accepted = counters.get("tokenmill_spec_decode_num_accepted_tokens_total", 0)
+    verifications = counters.get("tokenmill_spec_decode_num_drafts_total", 0)
+    results["acceptance_rate"] = accepted / drafts if drafts else 0.0
+    results["mean_accepted_per_verification"] = accepted / verifications if verifications else 0.0
+    print(f"over the run: {accepted:.0f} of {drafts:.0f} drafts accepted ({100 * results['acceptance_rate']:.0f}%), "
+          f"{results['mean_accepted_per_verification']:.2f} per verification", flush=True)
+    pathlib.Path(args.out).write_text(json.dumps(results, indent=2))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
