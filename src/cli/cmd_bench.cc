@@ -18,11 +18,13 @@
 #include "base/cpu_features.h"
 #include "base/large_buffer.h"
 #include "base/timer.h"
+#include "cli/bench_spec.h"
 #include "cli/load_options.h"
 #include "cli/commands.h"
 #include "cli/kv_memory_check.h"
 #include "cli/kv_type_option.h"
 #include "cli/model_path.h"
+#include "cli/spec_options.h"
 #include "model/model.h"
 #include "ops/cpu/cpu_backend.h"
 #include "ops/kv_storage.h"
@@ -43,6 +45,8 @@ struct BenchOptions {
   bool roofline = false;
   bool profile = false;  // time every back-end operation of the timed runs
   ops::KvType kv_type = ops::KvType::kF16;
+  // --spec ngram: the speculative comparison (bench_spec.h) instead of pp / tg.
+  engine::SpeculativeConfig speculative{.mode = engine::SpecMode::kOff};
 };
 
 struct Series {
@@ -151,6 +155,14 @@ nlohmann::json profile_json(const ops::OpTimes& times, int64_t n_passes) {
 }
 
 int run_bench(const BenchOptions& o) {
+  if (o.speculative.mode != engine::SpecMode::kOff) {
+    if (const std::string e = engine::speculative_config_error(o.speculative); !e.empty()) {
+      std::fprintf(stderr, "error: speculative decoding: %s\n", e.c_str());
+      return 1;
+    }
+    return run_spec_bench({.model = o.model, .n_threads = o.n_threads, .repetitions = o.repetitions,
+                           .n_gen = o.n_gen > 0 ? o.n_gen : 128, .json = o.json, .speculative = o.speculative});
+  }
   auto path = resolve_model_path(o.model);
   if (!path.ok()) {
     std::fprintf(stderr, "error: %s\n", path.status().message().c_str());
@@ -326,6 +338,7 @@ void register_bench(CLI::App& app) {
   cmd->add_flag("--roofline", o->roofline,
                 "Measure memory read bandwidth and the threads' round trip; report the decode roofline");
   cmd->add_flag("--profile", o->profile, "Time each back-end operation of the timed runs and print where a pass goes");
+  add_spec_options(cmd, o->speculative);
   cmd->callback([o] { exit_code() = run_bench(*o); });
 }
 
