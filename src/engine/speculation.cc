@@ -90,7 +90,7 @@ double StepCostModel::step_seconds(int32_t n_tokens) const {
   // outweigh it; until several sizes were seen, it keeps one slow step from fixing a
   // slope that no later step would correct (a slope too steep stops the drafting that
   // would measure it).
-  constexpr double kPriorFixed = 4.0, kPriorWeight = 3.0, kPriorSpan = 8.0;
+  constexpr double kPriorFixed = 6.0, kPriorWeight = 3.0, kPriorSpan = 8.0;
   const double mean_x = w_ > 0 ? sx_ / w_ : 1.0;
   const double mean_y = w_ > 0 ? sy_ / w_ : 1.0;
   const double per_position = mean_y / (kPriorFixed + mean_x);
@@ -110,6 +110,9 @@ double StepCostModel::step_seconds(int32_t n_tokens) const {
 }
 
 void StepCostModel::observe(int32_t n_tokens, double seconds) {
+  // A step far slower than the line (the first of a new size grows buffers, the machine
+  // was busy) would tilt the line for many steps: it counts as twice the line at most.
+  if (w_ > 8) seconds = std::min(seconds, 2 * step_seconds(n_tokens));
   const double x = n_tokens;
   w_ = w_ * kKeep + 1;
   sx_ = sx_ * kKeep + x;
@@ -126,6 +129,11 @@ double StepCostModel::break_even(int32_t n_produced, int32_t n_tokens) const {
   return n_produced * (step_seconds(n_tokens + 1) - cost) / cost;
 }
 
+// A draft must beat the break-even by this factor: what the step model leaves out (the
+// drafter's search, verifying and emitting the tokens) and the noise of both estimates
+// would otherwise turn drafts near the break-even into a loss.
+constexpr double kDraftMargin = 1.15;
+
 std::vector<int32_t> allocate_drafts(std::span<const double> rates, std::span<const int32_t> limits, int32_t n_decode,
                                      const StepCostModel& cost) {
   std::vector<int32_t> drafts(rates.size(), 0);
@@ -138,7 +146,7 @@ std::vector<int32_t> allocate_drafts(std::span<const double> rates, std::span<co
   int32_t positions = n_decode;
   while (!next.empty()) {
     const auto [chance, i] = next.top();
-    if (chance <= cost.break_even(static_cast<int32_t>(produced), positions)) break;
+    if (chance <= kDraftMargin * cost.break_even(static_cast<int32_t>(produced), positions)) break;
     next.pop();
     ++drafts[i];
     produced += chance;

@@ -257,12 +257,18 @@ TEST_F(EngineTest, WindowedCacheGivesTheTokensOfTheFullCache) {
       std::vector<std::shared_ptr<RequestStream>> streams;
       for (size_t j = i; j < i + 4 && j < requests.size(); ++j) streams.push_back(*engine.submit(requests[j]));
       for (auto& stream : streams) {
-        std::vector<int32_t> tokens;
+        // Each choice's tokens, choice after choice: how the events of the choices
+        // interleave depends on the steps (speculation may give one choice several tokens
+        // in a step), the tokens of each do not.
+        std::vector<std::vector<int32_t>> by_choice(2);
         StreamEvent e;
         while (stream->wait_next(e, milliseconds(20000))) {
-          tokens.push_back(e.choice);
+          auto& tokens = by_choice[static_cast<size_t>(e.choice)];
           tokens.insert(tokens.end(), e.token_ids.begin(), e.token_ids.end());
         }
+        std::vector<int32_t> tokens = by_choice[0];
+        tokens.push_back(-1);
+        tokens.insert(tokens.end(), by_choice[1].begin(), by_choice[1].end());
         out.push_back(tokens);
         *cached += stream->usage().cached_tokens;
       }
