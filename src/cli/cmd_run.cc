@@ -12,6 +12,8 @@
 #include "cli/commands.h"
 #include "cli/kv_memory_check.h"
 #include "cli/model_path.h"
+#include "cli/run_speculative.h"
+#include "cli/spec_options.h"
 #include "engine/generator.h"
 #include "model/model.h"
 #include "tokenizer/chat_template.h"
@@ -33,6 +35,7 @@ struct RunOptions {
   bool show_prompt_tokens = false;
   engine::SamplingParams sampling;
   long long seed = -1;
+  engine::SpeculativeConfig speculative;
 };
 
 int fail(const std::string& message) {
@@ -84,6 +87,13 @@ int run_generate(RunOptions options) {
     std::fprintf(stderr, "\n");
   }
 
+  if (options.speculative.mode != engine::SpecMode::kOff) {
+    if (const std::string e = engine::speculative_config_error(options.speculative); !e.empty()) {
+      return fail("speculative decoding: " + e);
+    }
+    return run_speculative(**model, **tokenizer, prompt_tokens, options.sampling, options.n_predict, options.ctx_size,
+                           options.speculative);
+  }
   const int64_t kv_bytes = engine::Generator::kv_cache_bytes(**model, options.ctx_size);
   if (Status s = check_kv_memory(kv_bytes, "-c"); !s.ok()) return fail(s.message());
   engine::Generator generator(**model, **tokenizer, options.ctx_size);
@@ -132,6 +142,7 @@ void register_run(CLI::App& app) {
   cmd->add_flag("--chat", o->chat, "Wrap the prompt in the model's chat template");
   cmd->add_option("-s,--system", o->system, "System message (with --chat)");
   cmd->add_flag("--show-prompt-tokens", o->show_prompt_tokens, "Print the prompt's token ids to stderr");
+  add_spec_options(cmd, o->speculative);
   cmd->callback([o] { exit_code() = run_generate(*o); });
 }
 

@@ -2,6 +2,8 @@
 import json
 import re
 
+import pytest
+
 from conftest import ROOT, run
 
 GREEDY = ["--temp", "0"]
@@ -97,3 +99,17 @@ def test_bench_roofline_reports_bandwidth_and_the_threads_round_trip(tokenmill, 
     # A cache line between two cores takes tens to hundreds of nanoseconds, never zero or
     # a millisecond.
     assert 1 < row["thread_round_trip_ns"] < 100_000, row
+
+
+@pytest.mark.parametrize("sampling", [["--temp", "0"], ["--seed", "42"]])
+def test_speculative_run_gives_the_plain_text(tokenmill, default_model, sampling):
+    """run --spec ngram (the default) goes through the serving engine with n-gram drafts;
+    greedy and seeded output equal --spec off's single-sequence generator, token for token."""
+    prompt = "Repeat exactly: the quick brown fox jumps over the lazy dog. The quick brown fox jumps over the lazy dog."
+    base = [tokenmill, "run", "-m", default_model, "-p", prompt, "-n", "48", *sampling]
+    plain = run(base + ["--spec", "off"])
+    spec = run(base + ["--spec", "ngram"])
+    assert plain.returncode == 0 and spec.returncode == 0, spec.stderr
+    assert spec.stdout == plain.stdout
+    assert "speculation:" in spec.stderr
+    assert "speculation:" not in plain.stderr
