@@ -11,7 +11,8 @@ state; the figure is the median over --rounds of the ratio of output tok/s. Gree
 
   copy-heavy, 1 stream:   quoting, extraction, a file repeated, a text corrected
   free text, 1 stream:    stories and answers that do not copy their prompt
-  free text, sampled:     the same at temperature 0.8 (seeded: the tokens match too)
+  free text, sampled:     the same at temperature 0.8 (seeded: the tokens match too), and at
+                          temperature 1 with a repetition penalty (text that does not repeat)
   Predicted Outputs:      a code edit whose unchanged file is sent as the prediction,
                           against the same request without prediction and without drafts
   16 streams:             copy-heavy and free, aggregate tok/s
@@ -94,9 +95,9 @@ class Server:
             self.proc.kill()
 
 
-def chat(port, prompt, max_tokens, speculative=True, prediction=None, temperature=0.0, seed=None):
+def chat(port, prompt, max_tokens, speculative=True, prediction=None, temperature=0.0, seed=None, extra=None):
     body = {"model": "default", "messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens,
-            "temperature": temperature}
+            "temperature": temperature, **(extra or {})}
     if not speculative:
         body["speculative"] = False
     if prediction is not None:
@@ -111,9 +112,11 @@ def chat(port, prompt, max_tokens, speculative=True, prediction=None, temperatur
 
 
 def throughput(port, prompts, max_tokens, streams, **kwargs):
-    """Output tok/s of max(streams, len(prompts)) requests cycling through prompts, `streams` at a
-    time, and their texts."""
-    jobs = [prompts[i % len(prompts)] for i in range(max(streams, len(prompts)))]
+    """Output tok/s of requests cycling through prompts, `streams` at a time, and their texts:
+    each prompt once for one stream; three requests per stream for several (a steady load,
+    as a server sees, rather than the tail of one burst)."""
+    n_jobs = len(prompts) if streams == 1 else 3 * streams
+    jobs = [prompts[i % len(prompts)] for i in range(n_jobs)]
     start = time.perf_counter()
     with concurrent.futures.ThreadPoolExecutor(streams) as pool:
         results = list(pool.map(lambda p: chat(port, p, max_tokens, **kwargs), jobs))
@@ -163,6 +166,13 @@ def main():
             compare(f"free text, {streams} stream(s)", port, r, plain, spec, FREE_PROMPTS, n, streams, results)
         sampled = {"temperature": 0.8, "seed": 5}
         compare("free text sampled, 1 stream", port, r, {**plain, **sampled}, sampled, FREE_PROMPTS, n, 1, results)
+        # The default model's greedy and mildly sampled text repeats itself (where n-gram
+        # drafts pay); with a repetition penalty it does not: the case where drafts rarely pay.
+        varied = {"temperature": 1.0, "seed": 5, "extra": {"repetition_penalty": 1.3}}
+        compare("free text, repetition penalty, 1 stream", port, r, {**plain, **varied}, varied, FREE_PROMPTS, n, 1,
+                results)
+        compare("free text, repetition penalty, 16 streams", port, r, {**plain, **varied}, varied, FREE_PROMPTS, n,
+                16, results)
         compare("Predicted Outputs code edit, 1 stream", port, r, plain, {"prediction": SOURCE}, [EDIT_PROMPT], n,
                 1, results)
         counters = spec_counters(port)
