@@ -3,6 +3,7 @@
 
     python3 bench/spec_benchmarks.py [--model models/gemma-3-270m-q4_k_m.gguf] [--rounds 3]
                                      [--max-tokens 256] [--out spec_benchmarks.json]
+                                     [--isa native|avx2|avxvnni] [--llama-server PATH]
 
 One `tokenmill serve` (2 threads, --spec ngram). Every measurement alternates requests
 with "speculative": false (plain decoding) and without it, so both see the same machine
@@ -17,12 +18,18 @@ state; the figure is the median over --rounds of the ratio of output tok/s. Gree
                           against the same request without prediction and without drafts
   16 streams:             copy-heavy and free, aggregate tok/s
 
+With --llama-server (or $LLAMA_SERVER), llama.cpp's llama-server runs the copy-heavy and free
+prompts too, plain and with its n-gram self-speculation (--spec-type ngram-simple and
+ngram-mod), one server per setting: its speed-ups set beside tokenmill's. Build one with
+`bench/compare_llamacpp --isa avx2 --build-only server` and compare with --isa avx2.
+
 Prints the CPU and kernel set the server reported. Figures drift on shared machines:
 compare within one run.
 """
 import argparse
 import concurrent.futures
 import json
+import os
 import pathlib
 import re
 import signal
@@ -141,6 +148,45 @@ def compare(name, port, rounds, plain_kwargs, spec_kwargs, prompts, max_tokens, 
           f" tok/s  {statistics.median(ratios):.2f}x  (all: {', '.join(f'{r:.2f}' for r in ratios)})", flush=True)
 
 
+def llama_server_comparison(args, results):
+    """llama.cpp's llama-server on the same prompts: plain, then with its n-gram self-speculation
+    (--spec-type ngram-simple, ngram-mod); a server per setting, --rounds rounds."""
+    settings = {"plain": [], "ngram-simple": ["--spec-type", "ngram-simple"], "ngram-mod": ["--spec-type", "ngram-mod"]}
+    cases = {"copy-heavy": COPY_PROMPTS, "free text": FREE_PROMPTS}
+    rates = {(s, c): [] for s in settings for c in cases}
+    for _ in range(args.rounds):
+        for setting, flags in settings.items():
+            port = free_port()
+            proc = subprocess.Popen([args.llama_server, "-m", args.model, "--port", str(port), "-t", "2", "-c", "8192",
+                                     "-np", "1", "--no-webui", *flags], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            try:
+                deadline = time.time() + 120
+                while True:
+                    try:
+                        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
+                            if r.status == 200:
+                                break
+                    except Exception:
+                        if time.time() > deadline or proc.poll() is not None:
+                            raise RuntimeError(f"llama-server {setting} did not start")
+                        time.sleep(0.3)
+                chat(port, FREE_PROMPTS[0], 8, speculative=True)
+                for case, prompts in cases.items():
+                    rates[(setting, case)].append(throughput(port, prompts, args.max_tokens, 1)[0])
+            finally:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=60)
+    for case in cases:
+        plain = statistics.median(rates[("plain", case)])
+        for setting in ("ngram-simple", "ngram-mod"):
+            spec = statistics.median(rates[(setting, case)])
+            results[f"llama.cpp {setting}, {case}, 1 stream"] = {"plain_tok_s": plain, "spec_tok_s": spec,
+                                                                  "ratio": spec / plain}
+            print(f"llama.cpp {setting:13s} {case:10s} 1 stream  plain {plain:7.1f} tok/s  spec {spec:7.1f} tok/s  "
+                  f"{spec / plain:.2f}x", flush=True)
+
+
 def spec_counters(port):
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics").read().decode()
     return {k: float(v) for k, v in re.findall(r"^(tokenmill_spec_decode_num_\w+_total) (\S+)$", text, re.M)}
@@ -152,7 +198,15 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--out", default="spec_benchmarks.json")
+    parser.add_argument("--isa", choices=("native", "avx2", "avxvnni"), default="native",
+                        help="TOKENMILL_ISA for the server (avx2: to compare with an AVX2 llama.cpp build)")
+    parser.add_argument("--llama-server", default=os.environ.get("LLAMA_SERVER"),
+                        help="also measure llama.cpp's n-gram speculation on the same prompts (default: $LLAMA_SERVER)")
     args = parser.parse_args()
+    if args.isa == "native":
+        os.environ.pop("TOKENMILL_ISA", None)
+    else:
+        os.environ["TOKENMILL_ISA"] = args.isa
 
     server = Server(args.model)
     results = {"model": args.model, "kernels": server.kernels()}
@@ -185,6 +239,8 @@ def main():
     results["mean_accepted_per_verification"] = accepted / verifications if verifications else 0.0
     print(f"over the run: {accepted:.0f} of {drafts:.0f} drafts accepted ({100 * results['acceptance_rate']:.0f}%), "
           f"{results['mean_accepted_per_verification']:.2f} per verification", flush=True)
+    if args.llama_server:
+        llama_server_comparison(args, results)
     pathlib.Path(args.out).write_text(json.dumps(results, indent=2))
     print(f"wrote {args.out}")
 
