@@ -348,12 +348,11 @@ class Engine::Impl {
         draws[i].push_back(output_.draw(s, logits_row(row), first_max(row)));
         return;
       }
-      std::vector<int32_t> history = s.tokens;  // the tokens before each position
-      for (int32_t j = 0; j <= k; ++j) {
-        draws[i].push_back(output_.draw(s, logits_row(row + j), first_max(row + j), history));
-        if (j == k || draws[i].back().token != s.drafts[static_cast<size_t>(j)]) break;
-        history.push_back(s.drafts[static_cast<size_t>(j)]);
-      }
+      const std::span<const int32_t> drafts(s.drafts.data(), static_cast<size_t>(k));
+      draws[i] = verify_by_drawing<Draw>(drafts, s.tokens, [&](size_t j, std::span<const int32_t> history) {
+        const auto r = row + static_cast<int32_t>(j);
+        return output_.draw(s, logits_row(r), first_max(r), history);
+      });
     });
     return draws;
   }

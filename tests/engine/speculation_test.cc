@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
+
+#include "engine/sampler.h"
 
 namespace tokenmill::engine {
 namespace {
@@ -94,6 +98,85 @@ TEST(AllocateDrafts, GivesPositionsToTheLikeliestDraftsWhileTheyPay) {
   const std::vector<double> mixed = {0.9, 0.0};
   const std::vector<int32_t> mixed_limits = {0, 8};
   EXPECT_EQ(allocate_drafts(mixed, mixed_limits, 2, cost), (std::vector<int32_t>{0, 0}));
+}
+
+// Verification by drawing keeps the target's distribution whatever the drafts: 20,000
+// seeded samplers (temperature 0.7, top-k 4) verify the drafts {5, 0} - token 5 is outside
+// the target's top 4, token 0 unlikely at the second position - and the emitted tokens at
+// both positions follow the target's distributions (chi-square, p > 0.01); the first draft
+// is never accepted, and with temperature 1 and no top-k it is accepted with p(5).
+struct Drawn {
+  int32_t token;
+};
+
+double chi_square(const std::vector<int>& counts, const std::vector<double>& expected_p) {
+  double n = 0, chi = 0;
+  for (int c : counts) n += c;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (expected_p[i] == 0) {
+      EXPECT_EQ(counts[i], 0) << "token " << i << " has no probability";
+      continue;
+    }
+    const double e = n * expected_p[i];
+    chi += (counts[i] - e) * (counts[i] - e) / e;
+  }
+  return chi;
+}
+
+std::vector<double> target(const std::vector<double>& p, double temperature, int top_k) {
+  std::vector<size_t> order(p.size());
+  for (size_t i = 0; i < p.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return p[a] > p[b]; });
+  std::vector<double> out(p.size(), 0.0);
+  double total = 0;
+  for (int i = 0; i < (top_k > 0 ? top_k : static_cast<int>(p.size())); ++i) {
+    out[order[i]] = std::exp(std::log(p[order[i]]) / temperature);
+    total += out[order[i]];
+  }
+  for (double& v : out) v /= total;
+  return out;
+}
+
+TEST(VerifyByDrawing, EmittedTokensFollowTheTargetWhateverTheDrafts) {
+  const std::vector<double> p0 = {0.4, 0.25, 0.15, 0.1, 0.07, 0.03}, p1 = {0.05, 0.2, 0.3, 0.25, 0.12, 0.08};
+  auto logits_of = [](const std::vector<double>& p) {
+    std::vector<float> l;
+    for (double v : p) l.push_back(static_cast<float>(std::log(v)));
+    return l;
+  };
+  const std::vector<int32_t> drafts = {5, 0};
+  for (const auto& [temperature, top_k] : {std::pair{0.7f, 4}, std::pair{1.0f, 0}}) {
+    std::vector<int> first(6, 0), second(6, 0);
+    int accepted_first = 0;
+    const int kDraws = 20000;
+    for (int seed = 0; seed < kDraws; ++seed) {
+      SamplingParams params;
+      params.temperature = temperature;
+      params.top_k = top_k;
+      params.top_p = 1.0f;
+      params.seed = static_cast<uint64_t>(seed);
+      Sampler sampler(params);
+      const auto out = verify_by_drawing<Drawn>(drafts, {}, [&](size_t j, std::span<const int32_t> history) {
+        std::vector<float> logits = logits_of(j == 0 ? p0 : p1);
+        return Drawn{sampler.sample(logits, history)};
+      });
+      ++first[static_cast<size_t>(out[0].token)];
+      if (out.size() > 1) {
+        ++accepted_first;
+        ++second[static_cast<size_t>(out[1].token)];
+      }
+    }
+    const std::vector<double> t0 = target(p0, temperature, top_k), t1 = target(p1, temperature, top_k);
+    const int df0 = (top_k > 0 ? top_k : 6) - 1;
+    const double critical = df0 == 3 ? 11.345 : 15.086;  // chi-square quantile 0.99
+    EXPECT_LT(chi_square(first, t0), critical) << "temperature " << temperature;
+    if (top_k > 0) {
+      EXPECT_EQ(accepted_first, 0);  // the draft is outside the target's top k
+    } else {
+      EXPECT_NEAR(accepted_first, kDraws * t0[5], 4 * std::sqrt(kDraws * t0[5]));
+      EXPECT_LT(chi_square(second, t1), critical);
+    }
+  }
 }
 
 TEST(SpeculativeConfig, RefusesOutOfRangeSettings) {
