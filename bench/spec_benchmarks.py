@@ -33,11 +33,12 @@ import os
 import pathlib
 import re
 import signal
-import socket
 import statistics
 import subprocess
 import time
 import urllib.request
+
+from serve_benchmarks import free_port, wait_healthy
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TOKENMILL = ROOT / "build" / "bin" / "tokenmill"
@@ -66,29 +67,13 @@ EDIT_PROMPT = ("Here is a C++ file:\n\n" + SOURCE + "\n\nRepeat the file above e
                "from its first line:\n\n")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Server:
     def __init__(self, model, extra=()):
         self.port = free_port()
         self.log_path = pathlib.Path("/tmp") / f"tokenmill-spec-bench-{self.port}.log"
         self.proc = subprocess.Popen([str(TOKENMILL), "serve", "-m", model, "--port", str(self.port), "-t", "2",
                                       *extra], stdout=subprocess.DEVNULL, stderr=open(self.log_path, "w"))
-        deadline = time.time() + 120
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited: {self.log_path.read_text()}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as r:
-                    if r.status == 200:
-                        return
-            except Exception:
-                time.sleep(0.3)
-        raise RuntimeError("server did not become healthy")
+        wait_healthy(self.port, self.proc)
 
     def kernels(self):
         m = re.search(r"^kernels: (.*)$", self.log_path.read_text(), re.M)
@@ -161,16 +146,7 @@ def llama_server_comparison(args, results):
                                      "-np", "1", "--no-webui", *flags], stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL)
             try:
-                deadline = time.time() + 120
-                while True:
-                    try:
-                        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2) as r:
-                            if r.status == 200:
-                                break
-                    except Exception:
-                        if time.time() > deadline or proc.poll() is not None:
-                            raise RuntimeError(f"llama-server {setting} did not start")
-                        time.sleep(0.3)
+                wait_healthy(port, proc)
                 chat(port, FREE_PROMPTS[0], 8, speculative=True)
                 for case, prompts in cases.items():
                     rates[(setting, case)].append(throughput(port, prompts, args.max_tokens, 1)[0])
