@@ -11,10 +11,11 @@
 #include "base/cpu_affinity.h"
 #include "base/log.h"
 #include "base/timer.h"
+#include "engine/draft_proposer.h"
 #include "engine/kv_sizing.h"
 #include "engine/output_processor.h"
 #include "engine/scheduler.h"
-#include "engine/speculation.h"
+#include "engine/step_batch.h"
 #include "kv/kv_cache_manager.h"
 #include "ops/kv_storage.h"
 
@@ -30,7 +31,8 @@ class Engine::Impl {
         kv_storage_(kv_shape(model, config, sizing_.window > 0, sizing_.n_blocks, sizing_.n_window_slots)),
         kv_(sizing_.n_blocks, config.block_size, config.prefix_caching, {sizing_.window, sizing_.n_window_slots}),
         scheduler_({config.max_batch_tokens, config.max_seqs}, kv_),
-        output_(tokenizer, config.max_context, metrics_, scheduler_) {
+        output_(tokenizer, config.max_context, metrics_, scheduler_),
+        proposer_(config.speculative, config.max_context) {
     if (kv_.has_window()) kv_storage_.bind_window_slots(&kv_.windows().slot_of_block());
     if (!config_.pinned_cpus.empty()) model_.backend().pin_threads(config_.pinned_cpus);
     thread_ = std::thread([this] {
@@ -139,73 +141,15 @@ class Engine::Impl {
   // With speculation, a propose phase comes first (the drafts running sequences carry
   // into the step) and the draws of those sequences verify their drafts.
   void step() {
-    propose_drafts();
+    proposer_.propose(scheduler_.running());
     SchedulerOutput plan = plan_step();
     if (plan.scheduled.empty()) return;
-    PreparedStep prepared = prepare(plan);
+    StepBatch prepared = prepare(plan);
     if (!run(plan, prepared)) return;
     score_prompt_tokens(prepared);
     fork_new_choices(prepared);
     std::vector<std::vector<Draw>> draws = sample(prepared);
     for (size_t i = 0; i < draws.size(); ++i) emit_draws(prepared, i, std::move(draws[i]));
-  }
-
-  // Whether s may carry drafts into this step: a decoding sequence without a JSON
-  // grammar (whose state a draft would have to advance before it is verified).
-  bool may_speculate(const Sequence& s) const {
-    const Request& r = s.state->request;
-    const bool has_drafter = config_.speculative.mode != SpecMode::kOff || s.prediction != nullptr;
-    return has_drafter && r.speculative && s.n_pending() == 1 && s.n_generated >= 1 && !s.forks_on_next_draw() &&
-           !s.json;
-  }
-
-  // The drafts each running sequence carries: as many as its acceptance rate makes worth
-  // their positions in this step (allocate_drafts, with the measured step costs), within
-  // the tokens it may still generate.
-  void propose_drafts() {
-    const auto& running = scheduler_.running();
-    std::vector<double> rates(running.size(), 0.0);
-    std::vector<int32_t> limits(running.size(), 0);
-    int32_t n_decode = 0;
-    for (size_t i = 0; i < running.size(); ++i) {
-      Sequence& s = *running[i];
-      s.drafts.clear();
-      n_decode += s.n_pending() == 1;
-      if (!may_speculate(s)) continue;
-      const Request& r = s.state->request;
-      const int32_t left = std::min(r.max_tokens - s.n_generated, config_.max_context - static_cast<int32_t>(s.tokens.size()));
-      rates[i] = s.acceptance.rate();
-      limits[i] = std::min(config_.speculative.draft_max, left - 1);
-    }
-    const std::vector<int32_t> k =
-        config_.speculative.adaptive ? allocate_drafts(rates, limits, n_decode, step_cost_) : limits;
-    for (size_t i = 0; i < running.size(); ++i) {
-      Sequence& s = *running[i];
-      if (limits[i] <= 0) continue;
-      if (k[i] == 0) {
-        s.acceptance.decay();  // not worth it now: let the evidence fade, to try again later
-        continue;
-      }
-      s.drafts = draft(s, k[i]);
-      if (static_cast<int32_t>(s.drafts.size()) > k[i]) s.drafts.resize(static_cast<size_t>(k[i]));
-    }
-  }
-
-  // Up to k drafts for s: from its request's prediction first, else from the engine's
-  // drafter (n-gram over its own tokens, unless speculation is off).
-  std::vector<int32_t> draft(Sequence& s, int32_t k) {
-    const SpeculativeConfig& spec = config_.speculative;
-    s.drafts_from_prediction = false;
-    if (s.prediction) {
-      const std::span<const int32_t> output = std::span<const int32_t>(s.tokens).subspan(static_cast<size_t>(s.n_prompt));
-      std::vector<int32_t> drafts = s.prediction->propose(output, spec.ngram_max, k);
-      if (!drafts.empty()) {
-        s.drafts_from_prediction = true;
-        return drafts;
-      }
-    }
-    if (spec.mode == SpecMode::kOff) return {};
-    return spec.drafter ? spec.drafter(s.tokens, k) : propose_ngram_drafts(s.tokens, spec.ngram_min, spec.ngram_max, k);
   }
 
   SchedulerOutput plan_step() {
@@ -221,56 +165,13 @@ class Engine::Impl {
     return plan;
   }
 
-  // A step's batch and what its logits rows are for.
-  struct PromptRow {
-    Sequence* sequence;
-    int32_t position;  // its logits give the log-probability of the prompt token after it
-    int32_t row;
-  };
-  struct PreparedStep {
-    model::Batch batch;
-    std::vector<Sequence*> samples;    // the sequences that draw a token this step
-    std::vector<int32_t> sample_rows;  // the logits row of each (its first, with drafts)
-    std::vector<int32_t> sample_drafts;  // drafts each carries: rows sample_rows[i] .. + drafts
-    std::vector<PromptRow> prompt_rows;
-    bool takes_first_max = false;  // some draw is just the greedy pick
-    bool needs_logits = false;     // some draw, or a prompt logprob, reads logits
-  };
-
-  PreparedStep prepare(const SchedulerOutput& plan) {
+  StepBatch prepare(const SchedulerOutput& plan) {
     // Copy-on-write for blocks shared between the choices of one prompt (the scheduler
     // reserved the private blocks with the step's growth).
     for (const ScheduledSequence& item : plan.scheduled) {
       for (const kv::BlockCopy& copy : item.copies) kv_storage_.copy_block(copy.from, copy.to);
     }
-    PreparedStep p;
-    int32_t n_rows = 0;
-    for (const ScheduledSequence& item : plan.scheduled) {
-      Sequence* s = item.sequence;
-      const int32_t first = s->n_computed, end = s->n_computed + item.n_new - item.n_drafts;
-      std::vector<int32_t> step_tokens(s->tokens.begin() + first, s->tokens.begin() + end);
-      step_tokens.insert(step_tokens.end(), s->drafts.begin(), s->drafts.begin() + item.n_drafts);
-      p.batch.add_sequence(std::move(step_tokens), first, s->blocks.table, false);
-      const int32_t first_token = p.batch.n_tokens() - item.n_new;
-      if (s->wants_prompt_logprobs()) {
-        // Positions q whose next token q + 1 is a prompt token not scored yet.
-        for (int32_t q = std::max(first, s->next_prompt_logprob - 1); q < std::min(end, s->n_prompt - 1); ++q) {
-          p.batch.output_tokens.push_back(first_token + (q - first));
-          p.prompt_rows.push_back({s, q, n_rows++});
-        }
-      }
-      if (end == static_cast<int32_t>(s->tokens.size())) {  // caught up: it draws (a pick per draft too)
-        for (int32_t j = item.n_drafts; j >= 0; --j) p.batch.output_tokens.push_back(p.batch.n_tokens() - 1 - j);
-        p.samples.push_back(s);
-        p.takes_first_max = p.takes_first_max || OutputProcessor::takes_pick(*s);
-        p.needs_logits = p.needs_logits || OutputProcessor::reads_logits(*s);
-        p.sample_rows.push_back(n_rows);
-        p.sample_drafts.push_back(item.n_drafts);
-        n_rows += 1 + item.n_drafts;
-      }
-    }
-    p.needs_logits = p.needs_logits || !p.prompt_rows.empty();
-    return p;
+    return build_step_batch(plan);
   }
 
   // The forward pass. The greedy picks come with the logits (found while they were in
@@ -278,15 +179,11 @@ class Engine::Impl {
   // from memory. Asked for only then: a back end without a fold would scan every row for
   // nothing. When every draw is such a pick, and nothing else reads a logit, none is
   // stored. False (every scheduled choice ended) when the pass failed.
-  bool run(const SchedulerOutput& plan, const PreparedStep& p) {
+  bool run(const SchedulerOutput& plan, const StepBatch& p) {
     Timer timer;
     Status status = model_.forward(p.batch, kv_storage_, logits_, p.takes_first_max ? &first_max_ : nullptr,
                                    p.takes_first_max && !p.needs_logits);
-    // Draft positions cost what decode positions do (each is an output row, through the
-    // output projection): the model is fitted to steps made only of such positions.
-    if (p.batch.output_tokens.size() == static_cast<size_t>(p.batch.n_tokens())) {
-      step_cost_.observe(p.batch.n_tokens(), timer.seconds());
-    }
+    proposer_.observe_step(p.batch.n_tokens(), p.batch.output_tokens.size(), timer.seconds());
     if (!status.ok()) {
       log_error("forward pass failed: " + status.to_string());
       for (const ScheduledSequence& item : plan.scheduled) output_.finish(item.sequence, FinishReason::kError, status.message());
@@ -306,7 +203,7 @@ class Engine::Impl {
     return std::span<float>(logits_.data() + static_cast<size_t>(row) * n_vocab, n_vocab);
   }
 
-  void score_prompt_tokens(const PreparedStep& p) {
+  void score_prompt_tokens(const StepBatch& p) {
     if (p.prompt_rows.empty()) return;
     std::vector<TokenLogprobs> scored(p.prompt_rows.size());
     model_.backend().for_each_parallel(p.prompt_rows.size(), [&](size_t i) {
@@ -321,7 +218,7 @@ class Engine::Impl {
     }
   }
 
-  void fork_new_choices(const PreparedStep& p) {
+  void fork_new_choices(const StepBatch& p) {
     for (size_t i = 0; i < p.samples.size(); ++i) {
       if (p.samples[i]->forks_on_next_draw()) fork_choices(*p.samples[i], logits_row(p.sample_rows[i]));
     }
@@ -338,7 +235,7 @@ class Engine::Impl {
   // for a drafter that proposes one token per position this is speculative sampling
   // (accept x with chance p(x), else draw from p without x) - and a seeded request
   // gives the same tokens with speculation or without.
-  std::vector<std::vector<Draw>> sample(const PreparedStep& p) {
+  std::vector<std::vector<Draw>> sample(const StepBatch& p) {
     std::vector<std::vector<Draw>> draws(p.samples.size());
     model_.backend().for_each_parallel(p.samples.size(), [&](size_t i) {
       Sequence& s = *p.samples[i];
@@ -360,15 +257,11 @@ class Engine::Impl {
   // Emits the draws of sample i in order. With drafts, the accepted positions then count
   // as computed, and the blocks of rejected ones go back to the pool (their entries are
   // never read: a later step writes those positions again first).
-  void emit_draws(const PreparedStep& p, size_t i, std::vector<Draw> draws) {
+  void emit_draws(const StepBatch& p, size_t i, std::vector<Draw> draws) {
     Sequence* s = p.samples[i];
     const int32_t k = p.sample_drafts[i];
     const auto accepted = static_cast<int32_t>(draws.size()) - 1;
-    if (k > 0) {
-      metrics_.add_speculation(k, accepted);
-      s->acceptance.observe(k, accepted);
-      if (s->drafts_from_prediction) s->state->n_accepted_prediction += accepted;
-    }
+    if (k > 0) proposer_.verified(*s, k, accepted, metrics_);
     for (Draw& draw : draws) {
       if (!output_.emit(*s, std::move(draw))) return;  // s ended
     }
@@ -405,7 +298,7 @@ class Engine::Impl {
   kv::KvCacheManager kv_;
   Scheduler scheduler_;
   OutputProcessor output_;
-  StepCostModel step_cost_;  // measured forward passes, for how many drafts pay
+  DraftProposer proposer_;
   std::vector<float> logits_;  // [n_outputs, n_vocab] of the last step
   std::vector<int32_t> first_max_;  // [n_outputs]: first_max_index of each logits row
   uint64_t next_arrival_ = 0;
