@@ -38,6 +38,7 @@ import subprocess
 import time
 import urllib.request
 
+import serve_benchmarks
 from serve_benchmarks import free_port, wait_healthy
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -67,7 +68,9 @@ EDIT_PROMPT = ("Here is a C++ file:\n\n" + SOURCE + "\n\nRepeat the file above e
                "from its first line:\n\n")
 
 
-class Server:
+class Server(serve_benchmarks.Server):
+    """tokenmill serve with its log kept (for the kernels line); stop() as serve_benchmarks'."""
+
     def __init__(self, model, extra=()):
         self.port = free_port()
         self.log_path = pathlib.Path("/tmp") / f"tokenmill-spec-bench-{self.port}.log"
@@ -79,12 +82,6 @@ class Server:
         m = re.search(r"^kernels: (.*)$", self.log_path.read_text(), re.M)
         return m.group(1) if m else "unknown"
 
-    def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
 
 
 def chat(port, prompt, max_tokens, speculative=True, prediction=None, temperature=0.0, seed=None, extra=None):
