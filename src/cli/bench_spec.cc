@@ -8,11 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include "base/cpu_features.h"
-#include "cli/load_options.h"
-#include "cli/model_path.h"
+#include "cli/eval_setup.h"
 #include "engine/engine.h"
-#include "model/model.h"
-#include "tokenizer/tokenizer.h"
 
 namespace tokenmill::cli {
 
@@ -69,31 +66,23 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int run_spec_bench(const SpecBenchOptions& o) {
-  auto path = resolve_model_path(o.model);
-  if (!path.ok()) {
-    std::fprintf(stderr, "error: %s\n", path.status().message().c_str());
+  auto loaded = load_eval_model(o.model, o.n_threads, /*repack=*/true);
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "error: %s\n", loaded.status().to_string().c_str());
     return 1;
   }
-  auto model = model::load_model(*path, load_options(o.n_threads));
-  if (!model.ok()) {
-    std::fprintf(stderr, "error: %s\n", model.status().to_string().c_str());
-    return 1;
-  }
-  auto tokenizer = tokenizer::Tokenizer::from_gguf((*model)->file());
-  if (!tokenizer.ok()) {
-    std::fprintf(stderr, "error: %s\n", tokenizer.status().to_string().c_str());
-    return 1;
-  }
+  model::Model& model = *loaded->model;
+  const tokenizer::Tokenizer& tokenizer = *loaded->tokenizer;
   engine::EngineConfig config;
   config.ctx_total = 4096;
   config.max_context = 2048;
   config.speculative = o.speculative;
-  engine::Engine engine(**model, **tokenizer, config);
+  engine::Engine engine(model, tokenizer, config);
   std::fprintf(stderr, "kernels: %s on %s\n", cpu_features().kernel_set(), cpu_brand().c_str());
 
   nlohmann::json results = nlohmann::json::array();
   for (const Case& c : cases()) {
-    const std::vector<int32_t> prompt = (*tokenizer)->encode(c.text, /*add_special=*/true, /*parse_special=*/true);
+    const std::vector<int32_t> prompt = tokenizer.encode(c.text, /*add_special=*/true, /*parse_special=*/true);
     generate(engine, prompt, 8, false);  // warm-up (and the prompt into the prefix cache)
     std::vector<double> plain, spec, ratios;
     const auto before = engine.metrics().snapshot();

@@ -45,8 +45,9 @@ struct BenchOptions {
   bool roofline = false;
   bool profile = false;  // time every back-end operation of the timed runs
   ops::KvType kv_type = ops::KvType::kF16;
-  // --spec ngram: the speculative comparison (bench_spec.h) instead of pp / tg.
-  engine::SpeculativeConfig speculative{.mode = engine::SpecMode::kOff};
+  // --spec ngram: the speculative comparison (bench_spec.h) instead of pp / tg; off here
+  // unless asked for (register_bench).
+  engine::SpeculativeConfig speculative;
 };
 
 struct Series {
@@ -338,6 +339,7 @@ void register_bench(CLI::App& app) {
   cmd->add_flag("--roofline", o->roofline,
                 "Measure memory read bandwidth and the threads' round trip; report the decode roofline");
   cmd->add_flag("--profile", o->profile, "Time each back-end operation of the timed runs and print where a pass goes");
+  o->speculative.mode = engine::SpecMode::kOff;
   add_spec_options(cmd, o->speculative);
   cmd->callback([o] { exit_code() = run_bench(*o); });
 }

@@ -246,9 +246,18 @@ class Engine::Impl {
         return;
       }
       const std::span<const int32_t> drafts(s.drafts.data(), static_cast<size_t>(k));
-      draws[i] = verify_by_drawing<Draw>(drafts, s.tokens, [&](size_t j, std::span<const int32_t> history) {
+      // The penalties see the drafts accepted before each position: only they read the
+      // tokens, so only with them is the sequence copied with its drafts.
+      std::vector<int32_t> with_drafts;
+      if (s.state->request.sampling.has_penalties()) {
+        with_drafts = s.tokens;
+        with_drafts.insert(with_drafts.end(), drafts.begin(), drafts.end());
+      }
+      draws[i] = verify_by_drawing<Draw>(drafts, [&](size_t j) {
         const auto r = row + static_cast<int32_t>(j);
-        return output_.draw(s, logits_row(r), first_max(r), history);
+        const std::span<const int32_t> previous =
+            with_drafts.empty() ? std::span<const int32_t>(s.tokens) : std::span<const int32_t>(with_drafts).first(s.tokens.size() + j);
+        return output_.draw(s, logits_row(r), first_max(r), previous);
       });
     });
     return draws;

@@ -63,12 +63,6 @@ void PredictionTracker::anchor(std::span<const int32_t> output, int32_t ngram_ma
   }
 }
 
-int32_t accepted_prefix(std::span<const int32_t> drafts, std::span<const int32_t> picks) {
-  int32_t a = 0;
-  while (a < static_cast<int32_t>(drafts.size()) && drafts[a] == picks[a]) ++a;
-  return a;
-}
-
 double AcceptanceEstimate::rate() const {
   return (accepted_ + kPriorAccepted) / (accepted_ + rejected_ + kPriorAccepted + kPriorRejected);
 }

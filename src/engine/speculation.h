@@ -53,29 +53,21 @@ const char* speculative_config_error(const SpeculativeConfig& config);
 std::vector<int32_t> propose_ngram_drafts(std::span<const int32_t> tokens, int32_t ngram_min, int32_t ngram_max,
                                           int32_t max_drafts);
 
-// Verifies drafts by drawing: draw(j, history) gives the token plain decoding draws at the
-// j-th position after the sequence (history: the drafts accepted before it, which the
-// penalties see). Returns the draws to emit, in order: one per accepted draft, then the
-// first draw that differs from its draft (or, all accepted, the draw after the last). Each
-// emitted token is what plain decoding would emit there, so it has plain decoding's
-// distribution whatever the drafts; a draft x is accepted with the chance p(x).
-// DrawResult has a `token` member (engine::Draw).
+// Verifies drafts by drawing: draw(j) gives the token plain decoding draws at the j-th
+// position after the sequence, drafts[0 .. j) accepted before it. Returns the draws to
+// emit, in order: one per accepted draft, then the first draw that differs from its draft
+// (or, all accepted, the draw after the last). Each emitted token is what plain decoding
+// would emit there, so it has plain decoding's distribution whatever the drafts; a draft x
+// is accepted with the chance p(x). DrawResult has a `token` member (engine::Draw).
 template <typename DrawResult, typename DrawFn>
-std::vector<DrawResult> verify_by_drawing(std::span<const int32_t> drafts, std::vector<int32_t> history,
-                                          DrawFn&& draw) {
+std::vector<DrawResult> verify_by_drawing(std::span<const int32_t> drafts, DrawFn&& draw) {
   std::vector<DrawResult> out;
   for (size_t j = 0; j <= drafts.size(); ++j) {
-    out.push_back(draw(j, std::span<const int32_t>(history)));
+    out.push_back(draw(j));
     if (j == drafts.size() || out.back().token != drafts[j]) break;
-    history.push_back(drafts[j]);
   }
   return out;
 }
-
-// Drafts verified greedily: how many of `drafts` equal the target's picks, in order, where
-// picks[i] is the target's token after the sequence extended by drafts[0 .. i) (picks
-// has drafts.size() + 1 entries; the next token is picks[accepted]).
-int32_t accepted_prefix(std::span<const int32_t> drafts, std::span<const int32_t> picks);
 
 // OpenAI Predicted Outputs: the tokens the client expects the output to be, followed as
 // the output grows. While the output has matched it since the last anchor, the drafts

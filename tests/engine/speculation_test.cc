@@ -1,5 +1,5 @@
 // The pieces of speculative decoding that do not need a model: the n-gram drafter, the
-// greedy verification, the acceptance and step-cost estimates and the draft allocation.
+// verification by drawing, the acceptance and step-cost estimates and the draft allocation.
 #include "engine/speculation.h"
 
 #include <gtest/gtest.h>
@@ -32,13 +32,6 @@ TEST(NgramDrafts, NothingWhenNoSuffixRecurs) {
   // "5" recurs but shorter suffixes than ngram_min are not tried.
   EXPECT_TRUE(propose_ngram_drafts(Tokens{5, 1, 2, 5}, 2, 4, 8).empty());
   EXPECT_EQ(propose_ngram_drafts(Tokens{5, 1, 2, 5}, 1, 4, 8), (Tokens{1, 2, 5}));
-}
-
-TEST(GreedyVerification, AcceptsTheDraftsThatEqualThePicksInOrder) {
-  EXPECT_EQ(accepted_prefix(Tokens{4, 5, 6}, Tokens{4, 5, 6, 7}), 3);
-  EXPECT_EQ(accepted_prefix(Tokens{4, 5, 6}, Tokens{4, 9, 6, 7}), 1);
-  EXPECT_EQ(accepted_prefix(Tokens{4, 5, 6}, Tokens{3, 5, 6, 7}), 0);
-  EXPECT_EQ(accepted_prefix(Tokens{}, Tokens{3}), 0);
 }
 
 TEST(AcceptanceEstimate, FollowsVerificationsAndFadesBackToThePrior) {
@@ -92,7 +85,9 @@ TEST(AllocateDrafts, GivesPositionsToTheLikeliestDraftsWhileTheyPay) {
   const std::vector<int32_t> k = allocate_drafts(rates, limits, 16, cost);
   EXPECT_GT(k[3], 0);
   for (size_t i = 0; i < k.size(); ++i) {
-    if (i != 3) EXPECT_EQ(k[i], 0) << i;
+    if (i != 3) {
+      EXPECT_EQ(k[i], 0) << i;
+    }
   }
   // A sequence that may not speculate (limit 0 or rate 0) gets none.
   const std::vector<double> mixed = {0.9, 0.0};
@@ -156,9 +151,9 @@ TEST(VerifyByDrawing, EmittedTokensFollowTheTargetWhateverTheDrafts) {
       params.top_p = 1.0f;
       params.seed = static_cast<uint64_t>(seed);
       Sampler sampler(params);
-      const auto out = verify_by_drawing<Drawn>(drafts, {}, [&](size_t j, std::span<const int32_t> history) {
+      const auto out = verify_by_drawing<Drawn>(drafts, [&](size_t j) {
         std::vector<float> logits = logits_of(j == 0 ? p0 : p1);
-        return Drawn{sampler.sample(logits, history)};
+        return Drawn{sampler.sample(logits, {})};
       });
       ++first[static_cast<size_t>(out[0].token)];
       if (out.size() > 1) {
