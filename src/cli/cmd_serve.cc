@@ -13,6 +13,7 @@
 #include "base/cpu_features.h"
 #include "cli/load_options.h"
 #include "cli/commands.h"
+#include "cli/http_limit_options.h"
 #include "cli/kv_memory_check.h"
 #include "cli/kv_type_option.h"
 #include "cli/model_path.h"
@@ -43,7 +44,7 @@ struct ServeOptions {
   bool no_window_kv = false;
   bool no_pin_threads = false;
   ops::KvType kv_type = ops::KvType::kF16;
-  int64_t max_body_bytes = 4 << 20;
+  server::ServerConfig server;  // the HTTP limits (http_limit_options.h); the rest is set in serve()
   double grace_seconds = 30;
   engine::SpeculativeConfig speculative;
 };
@@ -125,12 +126,11 @@ int serve(ServeOptions options) {
   }
 
   server::ServedModel served(*path, **model, **tokenizer, engine);
-  server::ServerConfig server_config;
+  server::ServerConfig server_config = options.server;
   server_config.http.host = options.host;
   server_config.http.port = static_cast<uint16_t>(options.port);
   server_config.http.n_io_threads = options.n_io_threads;
   if (pin) server_config.http.io_cpus.assign(cpus.begin() + 1, cpus.end());
-  server_config.http.max_body_bytes = static_cast<size_t>(options.max_body_bytes);
   server_config.api_key = options.api_key;
   server::Server server(server_config, served);
   if (Status s = server.start(); !s.ok()) return fail(s.to_string());
@@ -182,8 +182,7 @@ void register_serve(CLI::App& app) {
   add_kv_type_option(cmd, o->kv_type,
                      "How the KV cache stores keys and values: f16, or q8_0 (about half the memory and bytes read)");
   add_spec_options(cmd, o->speculative);
-  cmd->add_option("--max-body-bytes", o->max_body_bytes, "Largest request body accepted (larger: 413)")
-      ->capture_default_str()->check(CLI::Range(int64_t{1024}, int64_t{1} << 32));
+  add_http_limit_options(cmd, o->server);
   cmd->add_option("--grace-seconds", o->grace_seconds, "On SIGTERM, how long requests in flight may take to finish")
       ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
   cmd->callback([o] { exit_code() = serve(*o); });

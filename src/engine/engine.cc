@@ -296,7 +296,8 @@ class Engine::Impl {
   void publish_gauges() {
     int64_t running = static_cast<int64_t>(scheduler_.running().size());
     int64_t waiting = static_cast<int64_t>(scheduler_.waiting().size());
-    metrics_.set_gauges(running, waiting, kv_.usage());
+    metrics_.set_gauges(running, waiting, kv_.usage(),
+                        {kv_.pool().n_blocks(), kv_.pool().n_free(), kv_.windows().n_slots(), kv_.windows().n_held()});
   }
 
   model::Model& model_;

@@ -96,7 +96,8 @@ class JsonStringLexer {
   JsonUnicodeEscape unicode_;
 };
 
-// A number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?, or only its integer part.
+// A number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?, or only its integer part, with
+// at most kMaxIntDigits, kMaxFracDigits and kMaxExpDigits digits in its parts.
 class JsonNumberLexer {
  public:
   enum class Step : uint8_t { kRefused, kTaken, kEnded };  // kEnded: complete, and c is not part of it
@@ -104,12 +105,14 @@ class JsonNumberLexer {
   // c is the number's first byte (false if a number cannot start with it).
   bool begin(char c, bool integer_only) {
     integer_only_ = integer_only;
+    n_digits_ = 0;
     if (c == '-') {
       state_ = State::kMinus;
       return true;
     }
     if (!is_digit(c)) return false;
     state_ = c == '0' ? State::kZero : State::kInt;
+    n_digits_ = 1;
     return true;
   }
   Step step(char c) {
@@ -118,26 +121,27 @@ class JsonNumberLexer {
       case State::kMinus:
         if (!digit) return Step::kRefused;
         state_ = c == '0' ? State::kZero : State::kInt;
+        n_digits_ = 1;
         return Step::kTaken;
       case State::kZero:
       case State::kInt:
-        if (digit && state_ == State::kInt) return Step::kTaken;
+        if (digit && state_ == State::kInt) return digit_in(kMaxIntDigits);
         if (!integer_only_ && c == '.') return to(State::kDot);
         if (!integer_only_ && (c == 'e' || c == 'E')) return to(State::kExp);
         return Step::kEnded;
       case State::kDot:
-        return digit ? to(State::kFrac) : Step::kRefused;
+        return digit ? to(State::kFrac, 1) : Step::kRefused;
       case State::kFrac:
-        if (digit) return Step::kTaken;
+        if (digit) return digit_in(kMaxFracDigits);
         if (c == 'e' || c == 'E') return to(State::kExp);
         return Step::kEnded;
       case State::kExp:
         if (c == '+' || c == '-') return to(State::kExpSign);
         [[fallthrough]];
       case State::kExpSign:
-        return digit ? to(State::kExpDigits) : Step::kRefused;
+        return digit ? to(State::kExpDigits, 1) : Step::kRefused;
       case State::kExpDigits:
-        return digit ? Step::kTaken : Step::kEnded;
+        return digit ? digit_in(kMaxExpDigits) : Step::kEnded;
     }
     return Step::kRefused;
   }
@@ -146,13 +150,26 @@ class JsonNumberLexer {
   // After '-', after a leading 0, in integer digits, after '.', in fraction digits, after
   // 'e', after the exponent's sign, in exponent digits.
   enum class State : uint8_t { kMinus, kZero, kInt, kDot, kFrac, kExp, kExpSign, kExpDigits };
+  // Digits per part at most, so that every number written is a finite double for any
+  // parser (at most 10^20 * 10^99 in magnitude) rather than one some parsers refuse.
+  static constexpr int kMaxIntDigits = 20;
+  static constexpr int kMaxFracDigits = 40;
+  static constexpr int kMaxExpDigits = 2;
   static bool is_digit(char c) { return c >= '0' && c <= '9'; }
-  Step to(State next) {
+  Step to(State next, int n_digits = 0) {
     state_ = next;
+    n_digits_ = n_digits;
+    return Step::kTaken;
+  }
+  // One more digit of the current part, unless the part has max already.
+  Step digit_in(int max) {
+    if (n_digits_ >= max) return Step::kRefused;
+    ++n_digits_;
     return Step::kTaken;
   }
   State state_ = State::kInt;
   bool integer_only_ = false;
+  int n_digits_ = 0;  // digits so far in the current part (integer, fraction or exponent)
 };
 
 }  // namespace tokenmill::engine

@@ -51,11 +51,15 @@ EngineMetrics::Snapshot EngineMetrics::snapshot() const {
   return s;
 }
 
-void EngineMetrics::set_gauges(int64_t running, int64_t waiting, double kv_usage) {
+void EngineMetrics::set_gauges(int64_t running, int64_t waiting, double kv_usage, const PoolGauges& pool) {
   std::lock_guard<std::mutex> lock(mutex_);
   counters_.requests_running = running;
   counters_.requests_waiting = waiting;
   counters_.kv_cache_usage_ratio = kv_usage;
+  counters_.kv_blocks_total = pool.blocks_total;
+  counters_.kv_blocks_free = pool.blocks_free;
+  counters_.kv_window_slots_total = pool.window_slots_total;
+  counters_.kv_window_slots_held = pool.window_slots_held;
 }
 
 void EngineMetrics::add_prompt_tokens(uint64_t n) {

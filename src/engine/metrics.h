@@ -45,6 +45,12 @@ struct EngineMetrics {
     int64_t requests_running = 0;
     int64_t requests_waiting = 0;
     double kv_cache_usage_ratio = 0;
+    // The pool after the last step: every block and window slot is back (free, cached
+    // or not) once no request runs; the soak and hostile-client tests check that.
+    int64_t kv_blocks_total = 0;
+    int64_t kv_blocks_free = 0;
+    int64_t kv_window_slots_total = 0;
+    int64_t kv_window_slots_held = 0;
     uint64_t prompt_tokens_total = 0;
     uint64_t generation_tokens_total = 0;
     uint64_t prefix_cache_queries_total = 0;  // prompt tokens looked up in the cache
@@ -62,7 +68,10 @@ struct EngineMetrics {
   Snapshot snapshot() const;
 
   // Updated by the engine thread.
-  void set_gauges(int64_t running, int64_t waiting, double kv_usage);
+  struct PoolGauges {
+    int64_t blocks_total = 0, blocks_free = 0, window_slots_total = 0, window_slots_held = 0;
+  };
+  void set_gauges(int64_t running, int64_t waiting, double kv_usage, const PoolGauges& pool);
   void add_prompt_tokens(uint64_t n);
   void add_generation_tokens(uint64_t n);
   void add_prefix_cache(uint64_t queried, uint64_t hit);

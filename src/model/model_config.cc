@@ -1,5 +1,6 @@
 #include "model/model_config.h"
 
+#include <climits>
 #include <cmath>
 
 namespace tokenmill::model {
@@ -39,6 +40,12 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
 
   TM_RETURN_IF_ERROR(read_positive(file, a, "embedding_length", c.n_embd));
   TM_RETURN_IF_ERROR(read_positive(file, a, "block_count", c.n_layers));
+  // Each layer has several tensors; a count beyond the file's tensors is corrupt (and
+  // must not size anything before the weights are bound).
+  if (static_cast<size_t>(c.n_layers) > file.tensors().size()) {
+    return corrupt_data("block_count " + std::to_string(c.n_layers) + " is more than the file's " +
+                        std::to_string(file.tensors().size()) + " tensors");
+  }
   TM_RETURN_IF_ERROR(read_positive(file, a, "feed_forward_length", c.n_ff));
   TM_RETURN_IF_ERROR(read_positive(file, a, "attention.head_count", c.n_heads));
   c.n_kv_heads = c.n_heads;
@@ -59,7 +66,21 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
     if (value_dim != c.head_dim) return unsupported("attention.value_length differs from key_length");
   }
   if (c.head_dim % 2 != 0) return corrupt_data("attention head size " + std::to_string(c.head_dim) + " is odd");
-  c.context_length = static_cast<int32_t>(file.get_int_or(a + ".context_length", 4096));
+  // Every width a layer computes with stays far inside int32 (the largest models are
+  // below 2^17), so products of them in 64 bits never overflow either.
+  constexpr int64_t kMaxWidth = int64_t{1} << 20;
+  for (const auto& [name, width] : {std::pair<const char*, int64_t>{"embedding_length", c.n_embd},
+                                    {"feed_forward_length", c.n_ff},
+                                    {"head_count * key_length", int64_t{c.n_heads} * c.head_dim}}) {
+    if (width > kMaxWidth) {
+      return corrupt_data(std::string(name) + " " + std::to_string(width) + " is more than " + std::to_string(kMaxWidth));
+    }
+  }
+  const int64_t context_length = file.get_int_or(a + ".context_length", 4096);
+  if (context_length < 1 || context_length > INT32_MAX) {
+    return corrupt_data("context_length " + std::to_string(context_length) + " is out of range");
+  }
+  c.context_length = static_cast<int32_t>(context_length);
   c.rms_eps = static_cast<float>(file.get_double_or(a + ".attention.layer_norm_rms_epsilon", 1e-5));
   c.rope_freq_base = static_cast<float>(file.get_double_or(a + ".rope.freq_base", 10000.0));
   c.rope_freq_base_local = c.rope_freq_base;

@@ -20,6 +20,12 @@ ApiError unauthorized(std::string message) {
 
 ApiError server_error(std::string message) { return ApiError{500, std::move(message), "server_error", "", ""}; }
 
+ApiError too_busy(std::string message) {
+  ApiError error{429, std::move(message), "server_error", "", "server_busy"};
+  error.retry_after_seconds = 1;
+  return error;
+}
+
 ApiError unavailable(std::string message) {
   return ApiError{503, std::move(message), "server_error", "", "server_shutting_down"};
 }

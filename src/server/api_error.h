@@ -16,6 +16,7 @@ struct ApiError {
   std::string type = "invalid_request_error";
   std::string param;  // the offending request field; "" is written as null
   std::string code;   // a machine-readable code; "" is written as null
+  int retry_after_seconds = 0;  // > 0: sent as a Retry-After header
 };
 
 // 400 invalid_request_error, naming the field.
@@ -28,6 +29,8 @@ ApiError unauthorized(std::string message);
 ApiError server_error(std::string message);
 // 503 while the server shuts down.
 ApiError unavailable(std::string message);
+// 429 when the server already holds as many requests as it queues; retry after a second.
+ApiError too_busy(std::string message);
 
 std::string openai_error_body(const ApiError& error);
 std::string ollama_error_body(const ApiError& error);

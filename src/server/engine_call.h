@@ -22,7 +22,8 @@
 
 namespace tokenmill::server {
 
-// Counts requests in the engine, and refuses new ones once the server shuts down.
+// Counts requests being prepared and in the engine, refuses new ones beyond a limit, and
+// all of them once the server shuts down.
 // Thread-safety: every method may be called from any thread.
 class CallTracker {
  public:
@@ -32,9 +33,27 @@ class CallTracker {
   void add() { n_active_.fetch_add(1); }
   void remove() { n_active_.fetch_sub(1); }
 
+  // Requests prepared or in the engine at most (0: no limit).
+  void set_limit(int64_t max_in_flight) { max_in_flight_.store(max_in_flight); }
+  // Counts one more request being prepared; false, counting nothing, when the limit is
+  // reached (the check and the count are not one step: it may be passed by the number of
+  // threads admitting at once).
+  bool try_begin_preparing() {
+    const int64_t limit = max_in_flight_.load();
+    if (limit > 0 && n_preparing_.load() + n_active_.load() >= limit) return false;
+    n_preparing_.fetch_add(1);
+    return true;
+  }
+  void end_preparing() { n_preparing_.fetch_sub(1); }
+  int64_t n_refused() const { return n_refused_.load(); }
+  void count_refused() { n_refused_.fetch_add(1); }
+
  private:
   std::atomic<bool> draining_{false};
   std::atomic<int64_t> n_active_{0};
+  std::atomic<int64_t> n_preparing_{0};
+  std::atomic<int64_t> max_in_flight_{0};
+  std::atomic<int64_t> n_refused_{0};
 };
 
 // What a finished call measured. Token counts come from the request and the events;

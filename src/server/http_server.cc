@@ -2,11 +2,12 @@
 
 #include <array>
 #include <atomic>
-#include <cctype>
 #include <cstdio>
 #include <optional>
 #include <thread>
 #include <vector>
+
+#include <sys/resource.h>
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -15,6 +16,7 @@
 #include "base/cpu_affinity.h"
 #include "base/log.h"
 #include "server/api_error.h"
+#include "server/http_request_parser.h"
 
 namespace tokenmill::server {
 
@@ -28,9 +30,33 @@ namespace {
 // What every connection of one server shares; outlives the connections' use of it
 // because stop() joins the I/O threads before the Impl goes away.
 struct Shared {
+  Shared(HttpServerConfig c, Handler h)
+      : config(std::move(c)), handler(std::move(h)),
+        limits{config.max_body_bytes, config.max_header_bytes, config.max_header_fields} {}
   HttpServerConfig config;
   Handler handler;
+  HttpLimits limits;
+  std::atomic<int64_t> n_connections{0};  // Connection objects alive
+  std::atomic<int64_t> n_refused{0};      // turned away for max_connections
+  std::atomic<int64_t> n_dropped{0};      // streaming clients dropped for not reading
 };
+
+// Descriptors the process needs beside its connections (the model, logs, the listener).
+constexpr rlim_t kSpareFiles = 128;
+
+// Lifts the soft limit on open files towards wanted, as far as the hard limit allows, so
+// that max_connections is not cut short by the usual default of 1024.
+void raise_open_file_limit(rlim_t wanted) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= wanted) return;
+  const rlim_t before = limit.rlim_cur;
+  limit.rlim_cur = std::min(wanted, limit.rlim_max);
+  if (setrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  if (limit.rlim_cur < wanted) {
+    log_info("open-file limit " + std::to_string(limit.rlim_cur) + " (hard limit; was " + std::to_string(before) +
+             ") holds fewer connections than --max-connections asks");
+  }
+}
 
 std::string status_line(int status) {
   std::string reason(http::obsolete_reason(static_cast<http::status>(status)));
@@ -44,7 +70,10 @@ std::string status_line(int status) {
 // reading the next request, or closing. All members are touched on the strand only.
 class Connection : public Responder, public std::enable_shared_from_this<Connection> {
  public:
-  Connection(tcp::socket socket, const Shared& shared) : stream_(std::move(socket)), shared_(shared) {}
+  Connection(tcp::socket socket, Shared& shared) : stream_(std::move(socket)), shared_(shared) {
+    shared_.n_connections.fetch_add(1);
+  }
+  ~Connection() override { shared_.n_connections.fetch_sub(1); }
 
   void start() {
     beast::error_code ec;
@@ -109,15 +138,28 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
   // --- reading a request ---
   void read_request() {
     parser_.emplace();
-    parser_->body_limit(shared_.config.max_body_bytes);
-    parser_->header_limit(static_cast<uint32_t>(shared_.config.max_header_bytes));
+    apply_limits(*parser_, shared_.limits);
+    if (n_requests_++ == 0 || buffer_.size() > 0) return read_header();
+    // Keep-alive: the next request may come any time within the idle timeout; its
+    // header deadline starts with its first byte.
     stream_.expires_after(shared_.config.idle_timeout);
+    stream_.async_read_some(buffer_.prepare(4096), [self = shared_from_this()](beast::error_code ec, size_t n) {
+      if (ec) return self->on_read_error(ec);
+      self->buffer_.commit(n);
+      self->read_header();
+    });
+  }
+
+  void read_header() {
+    stream_.expires_after(shared_.config.header_timeout);
     http::async_read_header(stream_, buffer_, *parser_,
                             [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
   }
 
   void on_header(beast::error_code ec) {
     if (ec) return on_read_error(ec);
+    if (auto rejection = check_header(*parser_, shared_.limits)) return reject(*rejection);
+    stream_.expires_after(shared_.config.body_timeout);
     const auto& request = parser_->get();
     auto expect = request[http::field::expect];
     if (beast::iequals(expect, "100-continue")) {
@@ -138,51 +180,30 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
   }
 
   void on_read_error(beast::error_code ec) {
-    if (ec == http::error::end_of_stream || ec == net::error::eof || ec == beast::error::timeout ||
-        ec == net::error::connection_reset || ec == net::error::operation_aborted) {
-      return close();
-    }
-    // The request itself is bad: answer, then close (its remaining bytes are unparseable).
+    auto rejection = rejection_for(ec, shared_.limits);
+    if (!rejection) return close();
+    reject(*rejection);
+  }
+
+  // The request itself is bad: answer, then close (its remaining bytes are unparseable).
+  void reject(const HttpRejection& rejection) {
     close_after_ = true;
     exchange_open_ = true;
     http_1_0_ = false;
-    if (ec == http::error::body_limit) {
-      ApiError error{413,
-                     "The request body is larger than the limit of " + std::to_string(shared_.config.max_body_bytes) +
-                         " bytes",
-                     "invalid_request_error", "", "request_too_large"};
-      send(413, "application/json", openai_error_body(error), {});
-    } else if (ec == http::error::header_limit) {
-      send(431, "application/json", openai_error_body(ApiError{431, "The request headers are too large", "invalid_request_error", "", ""}), {});
-    } else {
-      send(400, "application/json", openai_error_body(bad_request("Malformed HTTP request: " + ec.message())), {});
-    }
+    const char* code = rejection.status == 413 ? "request_too_large" : "";
+    const ApiError error{rejection.status, rejection.message, "invalid_request_error", "", code};
+    send(rejection.status, "application/json", openai_error_body(error), {});
   }
 
   void on_request(beast::error_code ec) {
     if (ec) return on_read_error(ec);
     stream_.expires_never();  // an answer may take as long as generation does
-    auto message = parser_->release();
+    HttpRequest request = to_http_request(*parser_);
     parser_.reset();
-
-    HttpRequest request;
-    request.method = std::string(message.method_string());
-    const auto raw_target = message.target();
-    const std::string_view target(raw_target.data(), raw_target.size());
-    const size_t q = target.find('?');
-    request.path = std::string(target.substr(0, q));
-    if (q != std::string_view::npos) request.query = std::string(target.substr(q + 1));
-    for (const auto& field : message) {
-      std::string name(field.name_string());
-      for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      request.headers[name] = std::string(field.value());
-    }
-    request.body = std::move(message.body());
-    request.http_1_0 = message.version() == 10;
 
     http_1_0_ = request.http_1_0;
     head_request_ = request.method == "HEAD";
-    close_after_ = !message.keep_alive();
+    close_after_ = !request.keep_alive;
     exchange_open_ = true;
     try {
       shared_.handler(request, shared_from_this());
@@ -213,6 +234,13 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
   void queue_write(std::string bytes) {
     if (gone_) return;
     outbox_ += bytes;
+    if (streaming_ && outbox_.size() > shared_.config.max_stream_buffer_bytes) {
+      // The client stopped reading: drop it (and so its request) rather than buffer on.
+      shared_.n_dropped.fetch_add(1);
+      log_warn("dropping a client that stopped reading its stream (" + std::to_string(outbox_.size()) +
+               " bytes waiting)");
+      return client_gone();
+    }
     if (!write_in_flight_) start_write();
   }
 
@@ -308,9 +336,9 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
   }
 
   beast::tcp_stream stream_;
-  const Shared& shared_;
+  Shared& shared_;
   beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
+  std::optional<RequestParser> parser_;
   std::string continue_line_;
 
   bool exchange_open_ = false;    // a request is being answered
@@ -321,6 +349,7 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
   bool http_1_0_ = false;
   bool head_request_ = false;
   bool gone_ = false;             // the socket is closed or broken
+  int64_t n_requests_ = 0;        // requests begun on this connection
 
   std::string outbox_;   // bytes queued behind the write in flight
   std::string writing_;  // bytes of the write in flight
@@ -333,7 +362,11 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
 
 class HttpServer::Impl {
  public:
-  Impl(HttpServerConfig config, Handler handler) : shared_{std::move(config), std::move(handler)} {}
+  Impl(HttpServerConfig config, Handler handler) : shared_(std::move(config), std::move(handler)) {}
+
+  int64_t n_connections() const { return shared_.n_connections.load(); }
+  int64_t n_refused() const { return shared_.n_refused.load(); }
+  int64_t n_dropped() const { return shared_.n_dropped.load(); }
 
   Status start() {
     beast::error_code ec;
@@ -349,6 +382,7 @@ class HttpServer::Impl {
                       ec.message());
     }
     port_ = acceptor_.local_endpoint().port();
+    raise_open_file_limit(static_cast<rlim_t>(shared_.config.max_connections) + kSpareFiles);
     accept();
     const int n_threads = std::max(1, shared_.config.n_io_threads);
     for (int i = 0; i < n_threads; ++i) {
@@ -380,8 +414,31 @@ class HttpServer::Impl {
   void accept() {
     acceptor_.async_accept(net::make_strand(io_), [this](beast::error_code ec, tcp::socket socket) {
       if (ec == net::error::operation_aborted || !acceptor_.is_open()) return;
-      if (!ec) std::make_shared<Connection>(std::move(socket), shared_)->start();
+      if (!ec) {
+        if (shared_.n_connections.load() >= shared_.config.max_connections) {
+          refuse(std::move(socket));
+        } else {
+          std::make_shared<Connection>(std::move(socket), shared_)->start();
+        }
+      }
       accept();  // errors such as EMFILE affect one connection, not the listener
+    });
+  }
+
+  // One connection too many: a 503 with Retry-After, then the socket is closed.
+  void refuse(tcp::socket socket) {
+    shared_.n_refused.fetch_add(1);
+    static const std::string kBusy = [] {
+      const std::string body = openai_error_body(ApiError{
+          503, "The server has too many open connections; retry shortly", "server_error", "", "too_many_connections"});
+      return status_line(503) + "Server: tokenmill\r\nContent-Type: application/json\r\nRetry-After: 1\r\n" +
+             "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    }();
+    auto s = std::make_shared<tcp::socket>(std::move(socket));
+    net::async_write(*s, net::buffer(kBusy), [s](beast::error_code, size_t) {
+      beast::error_code ignored;
+      s->shutdown(tcp::socket::shutdown_both, ignored);
+      s->close(ignored);
     });
   }
 
@@ -402,5 +459,8 @@ Status HttpServer::start() { return impl_->start(); }
 uint16_t HttpServer::port() const { return impl_->port(); }
 void HttpServer::stop_accepting() { impl_->stop_accepting(); }
 void HttpServer::stop() { impl_->stop(); }
+int64_t HttpServer::n_connections() const { return impl_->n_connections(); }
+int64_t HttpServer::n_refused_connections() const { return impl_->n_refused(); }
+int64_t HttpServer::n_dropped_slow_readers() const { return impl_->n_dropped(); }
 
 }  // namespace tokenmill::server

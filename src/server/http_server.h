@@ -28,8 +28,19 @@ struct HttpServerConfig {
   int n_io_threads = 2;
   std::vector<int> io_cpus;           // CPUs the I/O threads may run on; empty: any
   size_t max_body_bytes = 4u << 20;   // larger bodies are answered 413
-  size_t max_header_bytes = 64u << 10;
-  std::chrono::seconds idle_timeout{120};  // a keep-alive connection with no request is closed
+  size_t max_header_bytes = 64u << 10;  // the request line and headers; larger: 431
+  size_t max_header_fields = 100;       // more header fields: 431
+  // A client has header_timeout from its connection's start (or, between keep-alive
+  // requests, from the next request's first byte) to send a request's headers, and then
+  // body_timeout for its body; one that trickles bytes slower is closed.
+  std::chrono::seconds header_timeout{10};
+  std::chrono::seconds body_timeout{60};
+  std::chrono::seconds idle_timeout{60};  // a keep-alive connection with no request is closed
+  // Open connections at most; one more is answered 503 (Retry-After) and closed at once.
+  int max_connections = 4096;
+  // A streamed answer whose client reads slower than it is produced may buffer this much;
+  // past it the client is dropped and its request cancelled.
+  size_t max_stream_buffer_bytes = 1u << 20;
 };
 
 class HttpServer {
@@ -41,7 +52,9 @@ class HttpServer {
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
-  // Binds, listens and starts the I/O threads. IoError when the address cannot be bound.
+  // Binds, listens and starts the I/O threads (raising the process's open-file limit to
+  // what max_connections needs, as far as the hard limit allows). IoError when the
+  // address cannot be bound.
   Status start();
   // The bound port (useful with port 0). REQUIRES: start() succeeded.
   uint16_t port() const;
@@ -49,6 +62,12 @@ class HttpServer {
   void stop_accepting();
   // Stops every connection and joins the I/O threads.
   void stop();
+
+  // Connections open now, those refused for max_connections so far, and the streaming
+  // clients dropped for max_stream_buffer_bytes.
+  int64_t n_connections() const;
+  int64_t n_refused_connections() const;
+  int64_t n_dropped_slow_readers() const;
 
  private:
   class Impl;

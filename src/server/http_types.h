@@ -22,6 +22,7 @@ struct HttpRequest {
   std::map<std::string, std::string> headers;  // names lower-cased
   std::string body;
   bool http_1_0 = false;
+  bool keep_alive = true;  // the client lets the connection stay open after the answer
 
   // The header's value, or "" when absent. name: lower case.
   const std::string& header(const std::string& name) const {

@@ -30,6 +30,8 @@ Json parse_json_object(const std::string& body) {
   } catch (const Json::parse_error& e) {
     throw bad_request("The request body is not valid JSON: error at byte " + std::to_string(e.byte) + " (" +
                       std::string(e.what()) + ")");
+  } catch (const Json::exception& e) {  // a number too large for a double, ...
+    throw bad_request("The request body cannot be read as JSON: " + std::string(e.what()));
   }
   if (!value.is_object()) throw bad_request("The request body must be a JSON object, found " + json_kind(value));
   return value;

@@ -48,8 +48,22 @@ void histogram(std::string& out, const char* name, const char* help, const engin
   out += std::string(name) + "_count " + std::to_string(h.count) + "\n";
 }
 
-std::string render_metrics(const engine::EngineMetrics::Snapshot& m) {
+std::string render_metrics(const engine::EngineMetrics::Snapshot& m, const RouteContext& context) {
   std::string out;
+  const CallTracker& calls = context.calls;
+  if (context.http != nullptr) {
+    scalar(out, "tokenmill_http_connections", "gauge", "Open HTTP connections.",
+           static_cast<double>(context.http->n_connections()));
+    scalar(out, "tokenmill_http_connections_refused_total", "counter",
+           "Connections answered 503 and closed because --max-connections were open.",
+           static_cast<double>(context.http->n_refused_connections()));
+    scalar(out, "tokenmill_http_slow_readers_dropped_total", "counter",
+           "Streaming clients dropped (their requests cancelled) for reading slower than --max-stream-buffer allows.",
+           static_cast<double>(context.http->n_dropped_slow_readers()));
+  }
+  scalar(out, "tokenmill_requests_refused_total", "counter",
+         "Requests answered 429 because the server held its limit of queued requests (--max-queue).",
+         static_cast<double>(calls.n_refused()));
   histogram(out, "tokenmill_time_to_first_token_seconds", "Seconds from a request's arrival to its first token.",
             m.time_to_first_token);
   histogram(out, "tokenmill_inter_token_latency_seconds", "Seconds between consecutive tokens of one choice.",
@@ -62,6 +76,14 @@ std::string render_metrics(const engine::EngineMetrics::Snapshot& m) {
          static_cast<double>(m.requests_waiting));
   scalar(out, "tokenmill_kv_cache_usage_ratio", "gauge", "Fraction of KV cache blocks in use (0..1).",
          m.kv_cache_usage_ratio);
+  scalar(out, "tokenmill_kv_blocks_total", "gauge", "KV cache blocks in the pool.",
+         static_cast<double>(m.kv_blocks_total));
+  scalar(out, "tokenmill_kv_blocks_free", "gauge", "KV cache blocks no sequence holds (cached prefixes included).",
+         static_cast<double>(m.kv_blocks_free));
+  scalar(out, "tokenmill_kv_window_slots_total", "gauge", "Sliding-window layers' KV slots (0: none kept apart).",
+         static_cast<double>(m.kv_window_slots_total));
+  scalar(out, "tokenmill_kv_window_slots_held", "gauge", "Sliding-window slots held by sequences.",
+         static_cast<double>(m.kv_window_slots_held));
   scalar(out, "tokenmill_prompt_tokens_total", "counter", "Prompt tokens processed.",
          static_cast<double>(m.prompt_tokens_total));
   scalar(out, "tokenmill_generation_tokens_total", "counter", "Tokens generated.",
@@ -116,7 +138,7 @@ void add_metrics_routes(Router& router, const RouteContext& context) {
   });
   router.add("GET", "/metrics", [&context](const HttpRequest&, std::shared_ptr<Responder> out) {
     out->send(200, "text/plain; version=0.0.4; charset=utf-8",
-              render_metrics(context.model.engine().metrics().snapshot()));
+              render_metrics(context.model.engine().metrics().snapshot(), context));
   });
 }
 

@@ -23,11 +23,19 @@ void answer_errors(const std::string& path, const std::shared_ptr<Responder>& ou
 
 void prepare_then(const RouteContext& context, const std::string& path, std::shared_ptr<Responder> out,
                   Preparation prepare) {
-  if (context.calls.draining()) throw unavailable("The server is shutting down");
-  context.prep.post([path, out = std::move(out), prepare = std::move(prepare)] {
+  CallTracker& calls = context.calls;
+  if (calls.draining()) throw unavailable("The server is shutting down");
+  if (!calls.try_begin_preparing()) {
+    calls.count_refused();
+    throw too_busy("The server is at its limit of queued requests (--max-queue); retry shortly");
+  }
+  // The request counts as being prepared until its continuation has run (and so has
+  // submitted it to the engine, where it counts as active) or failed.
+  auto preparing = std::shared_ptr<CallTracker>(&calls, [](CallTracker* c) { c->end_preparing(); });
+  context.prep.post([path, out = std::move(out), prepare = std::move(prepare), preparing] {
     answer_errors(path, out, [&] {
       std::function<void()> next = prepare();
-      out->post([path, out, next = std::move(next)] { answer_errors(path, out, next); });
+      out->post([path, out, next = std::move(next), preparing] { answer_errors(path, out, next); });
     });
   });
 }

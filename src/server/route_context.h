@@ -9,6 +9,7 @@
 #include <string>
 
 #include "server/engine_call.h"
+#include "server/http_server.h"
 #include "server/router.h"
 #include "server/served_model.h"
 #include "server/work_queue.h"
@@ -20,6 +21,7 @@ struct RouteContext {
   CallTracker& calls;
   WorkQueue& prep;  // where request bodies are parsed and prompts tokenized
   std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
+  const HttpServer* http = nullptr;  // its connection counts, for /metrics; set once it exists
 };
 
 // Work that turns a request body into something to start; returns what to run next on

@@ -14,6 +14,7 @@ void send_error(Responder& out, const std::string& path, const ApiError& error) 
   const bool ollama = path.rfind("/api/", 0) == 0;
   HeaderList extra;
   if (error.status == 401) extra.emplace_back("WWW-Authenticate", "Bearer");
+  if (error.retry_after_seconds > 0) extra.emplace_back("Retry-After", std::to_string(error.retry_after_seconds));
   out.send(error.status, "application/json", ollama ? ollama_error_body(error) : openai_error_body(error), extra);
 }
 

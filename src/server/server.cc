@@ -1,5 +1,6 @@
 #include "server/server.h"
 
+#include <algorithm>
 #include <cctype>
 #include <thread>
 
@@ -20,11 +21,13 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
 
 Server::Server(ServerConfig config, const ServedModel& model)
     : config_(std::move(config)), model_(model), prep_(config_.n_prep_threads), context_{model, calls_, prep_} {
+  calls_.set_limit(model.engine().config().max_seqs + std::max<int64_t>(0, config_.max_queue));
   add_openai_routes(router_, context_);
   add_ollama_routes(router_, context_);
   add_metrics_routes(router_, context_);
   http_ = std::make_unique<HttpServer>(config_.http, [this](const HttpRequest& request,
                                                             std::shared_ptr<Responder> out) { handle(request, out); });
+  context_.http = http_.get();
 }
 
 Server::~Server() {

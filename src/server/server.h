@@ -27,6 +27,9 @@ struct ServerConfig {
   std::string api_key;
   // Threads that parse request bodies and tokenize prompts, off the I/O threads.
   int n_prep_threads = 2;
+  // Requests that may wait (being prepared or queued in the engine) beyond the engine's
+  // max_seqs running ones; more are answered 429 with Retry-After.
+  int64_t max_queue = 1024;
 };
 
 class Server {

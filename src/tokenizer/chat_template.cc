@@ -37,6 +37,8 @@ Result<std::string> ChatTemplate::render_variables(const jinja::Dict& variables)
     return template_.render(variables);
   } catch (const jinja::Error& e) {
     return invalid_argument(std::string("chat template: ") + e.what());
+  } catch (const std::exception& e) {  // out of memory, ...: the template is refused, nothing else breaks
+    return invalid_argument(std::string("chat template failed: ") + e.what());
   }
 }
 

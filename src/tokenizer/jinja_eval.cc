@@ -56,6 +56,12 @@ int64_t to_int(const Value& v) { return v.is_bool() ? (v.as_bool() ? 1 : 0) : v.
 bool both_int(const Value& a, const Value& b) { return (a.is_int() || a.is_bool()) && (b.is_int() || b.is_bool()); }
 
 Value repeat(const Value& seq, int64_t n) {
+  const size_t unit = seq.is_string() ? seq.as_string().size() : seq.as_list().size();
+  const size_t limit = seq.is_string() ? kMaxStringBytes : kMaxListItems;
+  if (n > 0 && unit > 0 && static_cast<uint64_t>(n) > limit / unit) {
+    throw Error("repeating " + std::to_string(unit) + (seq.is_string() ? " bytes " : " items ") +
+                std::to_string(n) + " times is too large");
+  }
   if (seq.is_string()) {
     std::string out;
     for (int64_t i = 0; i < n; ++i) out += seq.as_string();
@@ -97,10 +103,37 @@ Value percent_format(const std::string& format, const Value& args) {
   return Value(std::move(out));
 }
 
+// Integer arithmetic that refuses to overflow (Python's integers are unbounded; ours are
+// int64, and signed overflow is undefined in C++).
+[[noreturn]] void overflow(const std::string& op, int64_t a, int64_t b) {
+  throw Error("integer overflow in " + std::to_string(a) + " " + op + " " + std::to_string(b));
+}
+
+int64_t checked_int(const std::string& op, int64_t a, int64_t b) {
+  int64_t r = 0;
+  const bool overflowed = op == "+" ? __builtin_add_overflow(a, b, &r)
+                          : op == "-" ? __builtin_sub_overflow(a, b, &r)
+                                      : __builtin_mul_overflow(a, b, &r);
+  if (overflowed) overflow(op, a, b);
+  return r;
+}
+
+int64_t int_power(int64_t base, int64_t exponent) {
+  int64_t result = 1;
+  int64_t factor = base;
+  for (int64_t e = exponent; e > 0; e >>= 1) {
+    if ((e & 1) && __builtin_mul_overflow(result, factor, &result)) overflow("**", base, exponent);
+    if (e > 1 && __builtin_mul_overflow(factor, factor, &factor)) overflow("**", base, exponent);
+  }
+  return result;
+}
+
 Value arithmetic(const std::string& op, const Value& a, const Value& b) {
   if (op == "~") return Value(a.to_str() + b.to_str());
   if (op == "+") {
-    if (numeric(a) && numeric(b)) return both_int(a, b) ? Value(to_int(a) + to_int(b)) : Value(to_double(a) + to_double(b));
+    if (numeric(a) && numeric(b)) {
+      return both_int(a, b) ? Value(checked_int(op, to_int(a), to_int(b))) : Value(to_double(a) + to_double(b));
+    }
     if (a.is_string() && b.is_string()) return Value(a.as_string() + b.as_string());
     if (a.is_list() && b.is_list()) {
       List out = a.as_list();
@@ -110,23 +143,24 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     bad_operands(op, a, b);
   }
   if (op == "*") {
-    if (numeric(a) && numeric(b)) return both_int(a, b) ? Value(to_int(a) * to_int(b)) : Value(to_double(a) * to_double(b));
+    if (numeric(a) && numeric(b)) {
+      return both_int(a, b) ? Value(checked_int(op, to_int(a), to_int(b))) : Value(to_double(a) * to_double(b));
+    }
     if ((a.is_string() || a.is_list()) && both_int(b, b)) return repeat(a, to_int(b));
     if ((b.is_string() || b.is_list()) && both_int(a, a)) return repeat(b, to_int(a));
     bad_operands(op, a, b);
   }
   if (op == "%" && a.is_string()) return percent_format(a.as_string(), b);
   if (!numeric(a) || !numeric(b)) bad_operands(op, a, b);
-  if (op == "-") return both_int(a, b) ? Value(to_int(a) - to_int(b)) : Value(to_double(a) - to_double(b));
+  if (op == "-") return both_int(a, b) ? Value(checked_int(op, to_int(a), to_int(b))) : Value(to_double(a) - to_double(b));
   if (op == "**") {
-    if (both_int(a, b) && to_int(b) >= 0) {
-      int64_t result = 1;
-      for (int64_t i = 0; i < to_int(b); ++i) result *= to_int(a);
-      return Value(result);
-    }
+    if (both_int(a, b) && to_int(b) >= 0) return Value(int_power(to_int(a), to_int(b)));
     return Value(std::pow(to_double(a), to_double(b)));
   }
   if ((op == "/" || op == "//" || op == "%") && to_double(b) == 0) throw Error("division by zero");
+  if ((op == "//" || op == "%") && both_int(a, b) && to_int(a) == INT64_MIN && to_int(b) == -1) {
+    overflow(op, INT64_MIN, -1);
+  }
   if (op == "/") return Value(to_double(a) / to_double(b));
   if (op == "//") {
     if (both_int(a, b)) {
@@ -234,10 +268,18 @@ class Renderer {
     return Flow::kNormal;
   }
 
+  static Flow append_output(std::string& out, const std::string& text) {
+    if (out.size() + text.size() > kMaxOutputBytes) {
+      throw Error("the template's output passed " + std::to_string(kMaxOutputBytes >> 20) + " MiB");
+    }
+    out += text;
+    return Flow::kNormal;
+  }
+
   Flow run(const Stmt& s, std::string& out) {
     switch (s.kind) {
-      case Stmt::Kind::kText: out += s.text; return Flow::kNormal;
-      case Stmt::Kind::kOutput: out += eval(*s.expr).to_str(); return Flow::kNormal;
+      case Stmt::Kind::kText: return append_output(out, s.text);
+      case Stmt::Kind::kOutput: return append_output(out, eval(*s.expr).to_str());
       case Stmt::Kind::kIf:
         for (size_t i = 0; i < s.bodies.size(); ++i) {
           if (i >= s.conditions.size() || eval(*s.conditions[i]).truthy()) return run_body(s.bodies[i], out);
@@ -442,7 +484,9 @@ class Renderer {
         if (e.name == "not") return Value(!v.truthy());
         if (!numeric(v)) throw Error("bad operand type for unary " + e.name + ": '" + v.type_name() + "'");
         if (e.name == "+") return v.is_bool() ? Value(to_int(v)) : v;
-        return v.is_float() ? Value(-v.as_double()) : Value(-to_int(v));
+        if (v.is_float()) return Value(-v.as_double());
+        if (to_int(v) == INT64_MIN) throw Error("integer overflow in -(" + std::to_string(INT64_MIN) + ")");
+        return Value(-to_int(v));
       }
       case Expr::Kind::kBinary: return binary(e);
       case Expr::Kind::kCompare: {

@@ -1,5 +1,6 @@
 // Filters ({{ x | name }}) and tests ({{ x is name }}).
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <functional>
@@ -46,8 +47,10 @@ Value get_path(const Value& v, const std::string& path) {
       const Value* found = current.find(part);
       current = found != nullptr ? *found : Value::undefined(part);
     } else if (current.is_list() && !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit)) {
-      size_t i = std::stoul(part);
-      current = i < current.as_list().size() ? current.as_list()[i] : Value::undefined(part);
+      size_t i = 0;
+      const auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), i);
+      const bool in_range = ec == std::errc() && end == part.data() + part.size() && i < current.as_list().size();
+      current = in_range ? current.as_list()[i] : Value::undefined(part);
     } else {
       return Value::undefined(part);
     }
@@ -183,6 +186,9 @@ Value filter_indent(const Value& v, const CallArgs& args) {
   Value width = arg(args, 0, "width", Value(4));
   bool indent_first = arg(args, 1, "first", Value(false)).truthy();
   bool indent_blank = arg(args, 2, "blank", Value(false)).truthy();
+  if (!width.is_string() && (!width.is_int() || width.as_int() < 0 || width.as_int() > 1024)) {
+    throw Error("indent: width must be a string or an integer from 0 to 1024");
+  }
   std::string pad = width.is_string() ? width.as_string() : std::string(static_cast<size_t>(width.as_int()), ' ');
   const std::string& s = string_operand(v, "indent");
   std::string out;
@@ -193,6 +199,7 @@ Value filter_indent(const Value& v, const CallArgs& args) {
     std::string line = s.substr(start, nl == std::string::npos ? std::string::npos : nl - start);
     bool pad_it = first_line ? indent_first : (indent_blank || !strip(line, "", 'b').empty());
     out += (pad_it ? pad : "") + line;
+    check_string_size(out.size());
     if (nl == std::string::npos) break;
     out += '\n';
     start = nl + 1;
@@ -252,7 +259,8 @@ const std::unordered_map<std::string, FilterFn>& filters() {
        }},
       {"tojson", [](const Value& v, const CallArgs& a) {
          Value indent = arg(a, 0, "indent", Value::none());
-         return Value(v.to_json(indent.is_int() ? static_cast<int>(indent.as_int()) : -1));
+         const int64_t width = indent.is_int() ? std::clamp<int64_t>(indent.as_int(), -1, 65) : -1;
+         return Value(v.to_json(static_cast<int>(width)));
        }},
       {"string", [](const Value& v, const CallArgs&) { return Value(v.to_str()); }},
       {"int", filter_int},

@@ -73,6 +73,7 @@ std::string replace_all(const std::string& s, const std::string& from, const std
     for (char32_t c : chars) {
       if (count < 0 || n++ < count) out += to;
       out += utf8_encode(std::u32string(1, c));
+      check_string_size(out.size());
     }
     if (count < 0 || n < count) out += to;
     return out;
@@ -81,6 +82,7 @@ std::string replace_all(const std::string& s, const std::string& from, const std
     size_t hit = s.find(from, start);
     if (hit == std::string::npos) break;
     out += s.substr(start, hit - start) + to;
+    check_string_size(out.size());
     start = hit + from.size();
     ++n;
   }

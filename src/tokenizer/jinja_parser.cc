@@ -1,5 +1,6 @@
 #include "tokenizer/jinja_parser.h"
 
+#include <charconv>
 #include <initializer_list>
 #include <string>
 
@@ -364,8 +365,8 @@ class Parser {
         while (peek().type == Type::kString) s += next().text;  // "a" "b" concatenates
         return literal(Value(std::move(s)), t.line);
       }
-      case Type::kInt: return literal(Value(static_cast<int64_t>(std::stoll(t.text))), t.line);
-      case Type::kFloat: return literal(Value(std::stod(t.text)), t.line);
+      case Type::kInt: return literal(Value(int_literal(t)), t.line);
+      case Type::kFloat: return literal(Value(float_literal(t)), t.line);
       case Type::kOperator:
         if (t.text == "(") {
           if (peek_operator(")")) {
@@ -428,7 +429,7 @@ class Parser {
         if (attr.type == Type::kName) {
           e->name = attr.text;
         } else {
-          e->children.push_back(literal(Value(static_cast<int64_t>(std::stoll(attr.text))), line));
+          e->children.push_back(literal(Value(int_literal(attr)), line));
         }
         node = std::move(e);
       } else if (peek_operator("[")) {
@@ -565,6 +566,24 @@ class Parser {
   }
 
   static std::string where(const Token& t) { return "line " + std::to_string(t.line) + ": "; }
+  // Literals outside int64 / double are refused (Python's integers are unbounded; ours
+  // are not), never thrown past the parser as std::out_of_range.
+  static int64_t int_literal(const Token& t) {
+    int64_t value = 0;
+    const auto [end, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), value);
+    if (ec != std::errc() || end != t.text.data() + t.text.size()) {
+      throw Error(where(t) + "integer literal '" + t.text.substr(0, 40) + "' is out of range");
+    }
+    return value;
+  }
+  static double float_literal(const Token& t) {
+    double value = 0;
+    const auto [end, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), value);
+    if (ec != std::errc() || end != t.text.data() + t.text.size()) {
+      throw Error(where(t) + "number literal '" + t.text.substr(0, 40) + "' is out of range");
+    }
+    return value;
+  }
   static std::string describe(const Token& t) {
     switch (t.type) {
       case Type::kText: return "template text";

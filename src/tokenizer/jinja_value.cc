@@ -32,8 +32,13 @@ Value::Value(bool b) : kind_(Kind::kBool), bool_(b) {}
 Value::Value(int64_t i) : kind_(Kind::kInt), int_(i) {}
 Value::Value(double d) : kind_(Kind::kFloat), float_(d) {}
 Value::Value(std::string s)
-    : kind_(Kind::kString), string_(std::make_shared<const std::string>(std::move(s))) {}
-Value::Value(List list) : kind_(Kind::kList), list_(std::make_shared<List>(std::move(list))) {}
+    : kind_(Kind::kString), string_((check_string_size(s.size()), std::make_shared<const std::string>(std::move(s)))) {}
+Value::Value(List list) : kind_(Kind::kList) {
+  if (list.size() > kMaxListItems) {
+    throw Error("the template built a list of more than " + std::to_string(kMaxListItems) + " items");
+  }
+  list_ = std::make_shared<List>(std::move(list));
+}
 Value::Value(Dict dict) : kind_(Kind::kDict), dict_(std::make_shared<Dict>(std::move(dict))) {}
 
 Value Value::function(std::string name, Function f) {
@@ -227,7 +232,8 @@ static void append_json_string(std::string& out, const std::string& s) {
 static void append_json(std::string& out, const Value& v, int indent, int depth) {
   auto newline = [&](int level) {
     out += '\n';
-    out.append(static_cast<size_t>(indent * level), ' ');
+    out.append(static_cast<size_t>(indent) * static_cast<size_t>(level), ' ');
+    check_string_size(out.size());
   };
   switch (v.kind()) {
     case Value::Kind::kUndefined:
@@ -279,6 +285,7 @@ static void append_json(std::string& out, const Value& v, int indent, int depth)
 }
 
 std::string Value::to_json(int indent) const {
+  if (indent > 64) throw Error("tojson: indent " + std::to_string(indent) + " is more than 64");
   std::string out;
   append_json(out, *this, indent, 0);
   return out;

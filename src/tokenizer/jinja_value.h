@@ -25,6 +25,20 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
+// A template may build strings and lists no larger than these, and render at most
+// kMaxOutputBytes: a template from a GGUF file is untrusted, and a few doublings in a
+// loop would otherwise take all memory.
+inline constexpr size_t kMaxStringBytes = size_t{16} << 20;
+inline constexpr size_t kMaxListItems = size_t{1} << 20;
+inline constexpr size_t kMaxOutputBytes = size_t{64} << 20;
+
+// Throws Error when a string of n bytes would pass kMaxStringBytes.
+inline void check_string_size(size_t n) {
+  if (n > kMaxStringBytes) {
+    throw Error("the template built a string of more than " + std::to_string(kMaxStringBytes >> 20) + " MiB");
+  }
+}
+
 class Value;
 using List = std::vector<Value>;
 using Dict = std::vector<std::pair<std::string, Value>>;  // insertion order

@@ -121,3 +121,20 @@ def test_ollama_errors_use_ollama_shape(server):
     response = requests.post(server.url + "/api/generate", data=b"{oops")
     assert response.status_code == 400
     assert isinstance(response.json()["error"], str)
+
+
+def test_numbers_beyond_a_double_are_400(server):
+    """Once answered 500 (the JSON parser's overflow was not a parse error)."""
+    body = b'{"model": "default", "prompt": "Hi", "max_tokens": 1e999}'
+    response = requests.post(server.url + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
+    assert_openai_error(response, 400)
+    response = requests.post(server.url + "/api/generate", data=b'{"model": "default", "prompt": "x", "options": '
+                                                                 b'{"seed": 123456789012345678901234567890e999}}')
+    assert response.status_code == 400 and isinstance(response.json()["error"], str)
+
+
+def test_ollama_num_predict_zero_is_400(server):
+    response = requests.post(server.url + "/api/generate",
+                             json={"model": "default", "prompt": "x", "options": {"num_predict": 0}})
+    assert response.status_code == 400
+    assert "num_predict" in response.json()["error"]

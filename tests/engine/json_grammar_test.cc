@@ -64,12 +64,19 @@ TEST(JsonGrammar, RefusesInvalidTextAtTheFirstBadByte) {
       {"{\"a\": \"\\udE00\"}", 10},   // a lone low surrogate: refused at its second digit
       {"{\"a\": \"\\ud83dx\"}", 13},  // a high surrogate not followed by \u
       {"{\"a\": \"\\ud83d\\u0041\"}", 15},  // ... nor by a low one
+      // Numbers stay finite doubles: at most 20 integer, 40 fraction, 2 exponent digits.
+      {"{\"a\": -123456789012345678901}", 27},
+      {"{\"a\": 1.12345678901234567890123456789012345678901}", 48},
+      {"{\"a\": 1e+100}", 11},
   };
   for (const Case& c : cases) {
     JsonGrammar g;
     EXPECT_EQ(accepted_prefix(c.text, g), c.accepted) << c.text;
     EXPECT_FALSE(g.complete()) << c.text;
   }
+  JsonGrammar widest;
+  EXPECT_EQ(accepted_prefix("{\"a\": -12345678901234567890.5e-99}", widest), 34u);
+  EXPECT_TRUE(widest.complete());
   JsonGrammar done;
   EXPECT_EQ(accepted_prefix("{}}", done), 2u);  // nothing after the completed object
   EXPECT_TRUE(done.complete());

@@ -202,5 +202,36 @@ TEST(JinjaErrors, HostileTemplatesAreBounded) {
             std::string::npos);
 }
 
+// Each of these once crashed (an exception other than jinja::Error, undefined behaviour,
+// or an allocation of all memory) and was found by tests/fuzz/chat_template_fuzzer.cc.
+TEST(JinjaErrors, LiteralsAndArithmeticNeverOverflow) {
+  EXPECT_NE(error_of("{{ 99999999999999999999 }}").find("integer literal '99999999999999999999' is out of range"),
+            std::string::npos);
+  EXPECT_NE(error_of("{{ 1e999 }}").find("out of range"), std::string::npos);
+  EXPECT_NE(error_of("{{ [1][99999999999999999999] }}").find("out of range"), std::string::npos);
+  EXPECT_NE(error_of("{{ 999999998000000001 * 999999999 }}").find("integer overflow"), std::string::npos);
+  EXPECT_NE(error_of("{{ 9223372036854775807 + 1 }}").find("integer overflow"), std::string::npos);
+  EXPECT_NE(error_of("{{ -9223372036854775807 - 2 }}").find("integer overflow"), std::string::npos);
+  EXPECT_NE(error_of("{{ (-9223372036854775807 - 1) // -1 }}").find("integer overflow"), std::string::npos);
+  EXPECT_NE(error_of("{{ -(-9223372036854775807 - 1) }}").find("integer overflow"), std::string::npos);
+  EXPECT_NE(error_of("{{ 2 ** 999999999999 }}").find("integer overflow"), std::string::npos);  // and at once
+  EXPECT_EQ(render("{{ 3 ** 39 }} {{ (-2) ** 63 }} {{ 9223372036854775806 + 1 }}"),
+            "4052555153018976267 -9223372036854775808 9223372036854775807");
+  EXPECT_EQ(error_of("{{ [[1, 2]] | map(attribute='99999999999999999999') | list }}"), "");
+}
+
+TEST(JinjaErrors, StringsListsAndOutputAreBounded) {
+  EXPECT_NE(error_of("{{ 'a' * 99999999999 }}").find("too large"), std::string::npos);
+  EXPECT_NE(error_of("{{ [1, 2] * 99999999999 }}").find("too large"), std::string::npos);
+  EXPECT_NE(error_of("{% set ns = namespace(x='ab') %}{% for i in range(40) %}{% set ns.x = ns.x ~ ns.x %}{% endfor %}")
+                .find("more than 16 MiB"),
+            std::string::npos);
+  EXPECT_NE(error_of("{{ 'a\nb' | indent(999999999999) }}").find("indent: width"), std::string::npos);
+  EXPECT_NE(error_of("{{ [1] | tojson(indent=999999999) }}").find("indent"), std::string::npos);
+  EXPECT_NE(error_of("{% set x = 'a' * 8000000 %}{% for i in range(20) %}{{ x }}{% endfor %}").find("output passed"),
+            std::string::npos);
+  EXPECT_EQ(render("{{ ('ab' * 3) | length }} {{ 'a\nb' | indent(2) }}"), "6 a\n  b");
+}
+
 }  // namespace
 }  // namespace tokenmill::tokenizer::jinja

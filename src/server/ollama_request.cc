@@ -1,0 +1,151 @@
+#include "server/ollama_request.h"
+
+#include <climits>
+
+#include "engine/json_schema.h"
+#include "server/api_error.h"
+#include "server/openai_request.h"
+
+namespace tokenmill::server {
+
+namespace {
+
+// Ollama's "options": the Modelfile parameters a request may override.
+void read_options(const Json& body, const ServedModel& model, OllamaRequest& out, int64_t& num_predict,
+                  int32_t& max_context) {
+  engine::SamplingParams& s = out.request.sampling;
+  s.temperature = 0.8f;
+  s.top_k = 40;
+  s.top_p = 0.9f;
+  s.repetition_penalty = 1.1f;
+  s.penalty_last_n = 64;
+  const Json* options = Fields(body).object("options");
+  if (!options) return;
+  Fields f(*options, "options");
+  if (auto v = f.integer("num_ctx", 1, INT32_MAX)) max_context = std::min<int32_t>(max_context, static_cast<int32_t>(*v));
+  if (auto v = f.number("temperature", 0, 100)) s.temperature = static_cast<float>(*v);
+  if (auto v = f.integer("top_k", 0, INT32_MAX)) s.top_k = static_cast<int32_t>(*v);
+  if (auto v = f.number("top_p", 0, 1)) s.top_p = static_cast<float>(*v);
+  if (auto v = f.number("min_p", 0, 1)) s.min_p = static_cast<float>(*v);
+  if (auto v = f.number("repeat_penalty", 0, 100)) s.repetition_penalty = static_cast<float>(*v);
+  if (auto v = f.integer("repeat_last_n", -1, INT32_MAX)) s.penalty_last_n = static_cast<int32_t>(*v);
+  if (auto v = f.number("presence_penalty", -2, 2)) s.presence_penalty = static_cast<float>(*v);
+  if (auto v = f.number("frequency_penalty", -2, 2)) s.frequency_penalty = static_cast<float>(*v);
+  if (auto v = f.integer("seed", INT64_MIN, INT64_MAX)) s.seed = static_cast<uint64_t>(*v);
+  if (auto v = f.integer("num_predict", -2, INT32_MAX)) {
+    if (*v == 0) throw bad_request("'options.num_predict' must be -1 (until done), -2 (fill the context) or at least 1",
+                                   "options.num_predict");
+    num_predict = *v;
+  }
+  for (std::string& stop : f.strings("stop", kMaxStopStrings)) {
+    if (!stop.empty()) out.request.stop.push_back(std::move(stop));
+  }
+  (void)model;
+}
+
+// Ollama's format: "json" asks for one JSON object (JSON mode), a JSON schema for a value
+// valid against it (engine/json_schema.h's subset); "" for neither.
+void read_format(const Fields& f, engine::Request& request) {
+  const Json* format = f.raw("format");
+  if (format == nullptr || format->is_null()) return;
+  if (format->is_string() && format->get<std::string>().empty()) return;
+  if (format->is_string() && format->get<std::string>() == "json") {
+    request.json_object = true;
+    return;
+  }
+  if (format->is_object()) {
+    auto compiled = engine::JsonSchema::compile(*format);
+    if (!compiled.ok()) throw bad_request("Unsupported 'format' schema: " + compiled.status().message(), "format");
+    request.json_schema = *compiled;
+    return;
+  }
+  throw bad_request("'format' must be \"json\" or a JSON schema object, found " + dump_json(*format), "format");
+}
+
+void reject_unsupported(const Fields& f) {
+  if (const Json* images = f.array("images"); images && !images->empty()) {
+    throw bad_request("this model reads text only; 'images' are not supported", "images");
+  }
+  if (const Json* tools = f.array("tools"); tools && !tools->empty()) {
+    throw bad_request("'tools' are not supported", "tools");
+  }
+  if (auto t = f.string("template"); t && !t->empty()) throw bad_request("a per-request 'template' is not supported", "template");
+  if (auto s = f.string("suffix"); s && !s->empty()) throw bad_request("'suffix' is not supported", "suffix");
+}
+
+}  // namespace
+
+OllamaRequest parse_ollama_request(bool chat, const Json& body, const ServedModel& model) {
+  Fields f(body);
+  OllamaRequest out;
+  out.chat = chat;
+  auto name = f.string("model");
+  if (!name) name = f.string("name");  // older clients
+  if (!name) throw bad_request("'model' is required", "model");
+  check_model_name(*name, model);
+  reject_unsupported(f);
+  read_format(f, out.request);
+  out.stream = f.boolean("stream").value_or(true);
+
+  int64_t num_predict = -1;
+  int32_t max_context = model.max_context();
+  read_options(body, model, out, num_predict, max_context);
+  if (Status s = out.request.sampling.validate(); !s.ok()) throw bad_request(s.message(), "options");
+
+  if (chat) {
+    const Json* messages = f.array("messages");
+    if (!messages || messages->empty()) {
+      out.load_only = true;
+      return out;
+    }
+    std::vector<tokenizer::ChatMessage> chat_messages;
+    for (size_t i = 0; i < messages->size(); ++i) {
+      const std::string where = "messages[" + std::to_string(i) + "]";
+      if (!(*messages)[i].is_object()) throw bad_request("'" + where + "' must be an object", where);
+      Fields m((*messages)[i], where);
+      if (const Json* images = m.array("images"); images && !images->empty()) {
+        throw bad_request("this model reads text only; 'images' are not supported", where + ".images");
+      }
+      chat_messages.push_back({m.string("role").value_or("user"), m.string("content").value_or("")});
+    }
+    auto prompt = model.chat_prompt(chat_messages);
+    if (!prompt.ok()) throw bad_request("Cannot apply the chat template: " + prompt.status().message(), "messages");
+    out.request.prompt = std::move(prompt).value();
+  } else {
+    const std::string prompt = f.string("prompt").value_or("");
+    if (prompt.empty()) {
+      out.load_only = true;
+      return out;
+    }
+    if (f.boolean("raw").value_or(false)) {
+      out.request.prompt = model.text_prompt(prompt);
+    } else {
+      std::vector<tokenizer::ChatMessage> messages;
+      if (auto system = f.string("system"); system && !system->empty()) messages.push_back({"system", *system});
+      messages.push_back({"user", prompt});
+      auto tokens = model.chat_prompt(messages);
+      if (!tokens.ok()) throw bad_request("Cannot apply the chat template: " + tokens.status().message(), "prompt");
+      out.request.prompt = std::move(tokens).value();
+    }
+    // "context" from an earlier answer continues that conversation.
+    if (const Json* context = f.array("context"); context && !context->empty()) {
+      std::vector<int32_t> tokens;
+      for (const Json& id : *context) {
+        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= model.tokenizer().n_vocab()) {
+          throw bad_request("'context' must hold token ids from an earlier response", "context");
+        }
+        tokens.push_back(id.get<int32_t>());
+      }
+      auto& continuation = out.request.prompt;
+      if (!continuation.empty() && continuation.front() == model.tokenizer().bos_id()) continuation.erase(continuation.begin());
+      tokens.insert(tokens.end(), continuation.begin(), continuation.end());
+      continuation = std::move(tokens);
+    }
+  }
+  // num_predict: -1 is "until done", -2 "fill the context"; both are bounded by the context.
+  out.request.max_tokens = resolve_max_tokens(num_predict < 0 ? -1 : num_predict, out.request.prompt.size(),
+                                              max_context, chat ? "messages" : "prompt", "options.num_predict");
+  return out;
+}
+
+}  // namespace tokenmill::server

@@ -1,0 +1,22 @@
+// Parsing and validating the bodies of Ollama's /api/chat and /api/generate into an
+// engine Request, with Ollama's sampling defaults (temperature 0.8, top_k 40, top_p 0.9,
+// repeat_penalty 1.1 over the last 64 tokens). Rejections are ApiErrors as for OpenAI.
+#pragma once
+
+#include "engine/request.h"
+#include "server/json_fields.h"
+#include "server/served_model.h"
+
+namespace tokenmill::server {
+
+struct OllamaRequest {
+  engine::Request request;
+  bool stream = true;
+  bool chat = false;
+  bool load_only = false;  // an empty generate prompt: Ollama answers done_reason "load"
+};
+
+// Throws ApiError. chat: /api/chat (messages), else /api/generate (prompt).
+OllamaRequest parse_ollama_request(bool chat, const Json& body, const ServedModel& model);
+
+}  // namespace tokenmill::server
