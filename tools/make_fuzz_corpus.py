@@ -34,8 +34,13 @@ def kv_array(key: str, element_type: int, payloads: list[bytes]) -> bytes:
     return kv(key, ARR, u32(element_type) + u64(len(payloads)) + b"".join(payloads))
 
 
-def tiny_model(arch: str) -> bytes:
-    """A one-layer model of `arch` with F32 weights and an 11-token SentencePiece vocabulary."""
+GEMMA_STYLE_TEMPLATE = ("{{ bos_token }}{% for m in messages %}<start_of_turn>{{ m['role'] }}\n{{ m['content'] | trim }}"
+                        "<end_of_turn>\n{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}")
+
+
+def tiny_model(arch: str, chat_template: str = GEMMA_STYLE_TEMPLATE) -> bytes:
+    """A one-layer model of `arch` with F32 weights and an 11-token SentencePiece vocabulary.
+    Also used by tests/e2e to make models with hostile chat templates."""
     n_embd, n_ff, n_heads, n_kv_heads, head_dim = 8, 16, 2, 1, 4
     tokens = ["<unk>", "<s>", "</s>", "<start_of_turn>", "<end_of_turn>", "\u2581", "a", "b", "\u2581a", "ab",
               "<0x41>"]
@@ -59,9 +64,7 @@ def tiny_model(arch: str) -> bytes:
         kv_array("tokenizer.ggml.token_type", I32, [struct.pack("<i", t) for t in types]),
         kv_u32("tokenizer.ggml.bos_token_id", 1),
         kv_u32("tokenizer.ggml.eos_token_id", 2),
-        kv_str("tokenizer.chat_template",
-               "{{ bos_token }}{% for m in messages %}<start_of_turn>{{ m['role'] }}\n{{ m['content'] | trim }}"
-               "<end_of_turn>\n{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"),
+        kv_str("tokenizer.chat_template", chat_template),
     ]
     q_dim, kv_dim = n_heads * head_dim, n_kv_heads * head_dim
     shapes: list[tuple[str, list[int]]] = [("token_embd.weight", [n_embd, len(tokens)])]

@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <new>
 #include <string>
@@ -40,6 +41,7 @@ struct ServeOptions {
   int32_t max_seqs = 0;
   int32_t max_context = 0;
   std::string api_key;
+  std::string api_key_file;
   bool no_prefix_caching = false;
   bool no_window_kv = false;
   bool no_pin_threads = false;
@@ -54,6 +56,20 @@ int fail(const std::string& message) {
   return 1;
 }
 
+// The key is the file's first line without surrounding whitespace, so that it never
+// appears in a command line (ps) or the environment of child processes.
+Result<std::string> read_api_key_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return not_found("cannot read the API key file '" + path + "'");
+  std::string key;
+  std::getline(in, key);
+  const size_t begin = key.find_first_not_of(" \t\r");
+  const size_t end = key.find_last_not_of(" \t\r");
+  key = begin == std::string::npos ? "" : key.substr(begin, end - begin + 1);
+  if (key.empty()) return invalid_argument("the API key file '" + path + "' has no key on its first line");
+  return key;
+}
+
 int serve(ServeOptions options) {
   // Signals are taken by sigwait below; block them before any thread starts so that
   // every thread inherits the mask and none is interrupted.
@@ -64,6 +80,11 @@ int serve(ServeOptions options) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is an error code, not a signal
 
+  if (!options.api_key_file.empty()) {
+    auto key = read_api_key_file(options.api_key_file);
+    if (!key.ok()) return fail(key.status().message());
+    options.api_key = std::move(key).value();
+  }
   if (options.api_key.empty()) {
     if (const char* key = std::getenv("TOKENMILL_API_KEY")) options.api_key = key;
   }
@@ -173,7 +194,13 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--max-seqs", o->max_seqs, "Sequences running at once")->check(CLI::Range(1, 4096));
   cmd->add_option("--max-context", o->max_context, "Prompt + generated tokens of one sequence")
       ->check(CLI::Range(16, 1 << 24));
-  cmd->add_option("--api-key", o->api_key, "Require 'Authorization: Bearer KEY' (default: $TOKENMILL_API_KEY)");
+  auto key = cmd->add_option("--api-key", o->api_key,
+                             "Require 'Authorization: Bearer KEY' (default: $TOKENMILL_API_KEY)");
+  cmd->add_option("--api-key-file", o->api_key_file,
+                  "Read the API key from the first line of this file (keeps it out of ps and the environment)")
+      ->excludes(key);
+  cmd->add_option("--cors-origin", o->server.cors_origin,
+                  "Let browser pages from this origin (e.g. http://localhost:3000, or *) call the API; off by default");
   cmd->add_flag("--no-prefix-caching", o->no_prefix_caching, "Do not reuse KV blocks of shared prompt prefixes");
   cmd->add_flag("--no-pin-threads", o->no_pin_threads,
                 "Leave thread placement to the OS (default: with one compute thread per CPU, pin them)");

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "server/api_error.h"
+#include "server/cors.h"
 
 namespace tokenmill::server {
 
@@ -39,7 +40,11 @@ Status Server::start() { return http_->start(); }
 
 uint16_t Server::port() const { return http_->port(); }
 
-void Server::handle(const HttpRequest& request, const std::shared_ptr<Responder>& out) const {
+void Server::handle(const HttpRequest& request, std::shared_ptr<Responder> out) const {
+  if (const std::string origin = allowed_origin(request, config_.cors_origin); !origin.empty()) {
+    if (answer_preflight(request, origin, *out)) return;  // preflights carry no credentials
+    out = with_cors_headers(std::move(out), origin);
+  }
   if (!config_.api_key.empty() && request.path != "/health") {
     const std::string& authorization = request.header("authorization");
     constexpr std::string_view kBearer = "Bearer ";

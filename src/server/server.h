@@ -25,6 +25,8 @@ struct ServerConfig {
   HttpServerConfig http;
   // When not empty, every route but /health requires "Authorization: Bearer <api_key>".
   std::string api_key;
+  // When not empty, browsers on this origin ("*": any) may call the API (server/cors.h).
+  std::string cors_origin;
   // Threads that parse request bodies and tokenize prompts, off the I/O threads.
   int n_prep_threads = 2;
   // Requests that may wait (being prepared or queued in the engine) beyond the engine's
@@ -48,7 +50,7 @@ class Server {
   void shutdown(std::chrono::milliseconds grace);
 
  private:
-  void handle(const HttpRequest& request, const std::shared_ptr<Responder>& out) const;
+  void handle(const HttpRequest& request, std::shared_ptr<Responder> out) const;
 
   ServerConfig config_;
   const ServedModel& model_;
