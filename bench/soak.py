@@ -31,17 +31,13 @@ import time
 
 import requests
 
+from serve_benchmarks import free_port
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 GOLDEN_PROMPTS = ["Name three primary colors.", "What is 12 times 12?", "Write a haiku about rivers.",
                   "Translate 'good morning' into French."]
 WORDS = ("time person year way day thing man world life hand part child eye woman place work week case point "
          "government company number group problem fact river stone light music garden window letter story").split()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Soak:

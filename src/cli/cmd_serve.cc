@@ -48,6 +48,7 @@ struct ServeOptions {
   ops::KvType kv_type = ops::KvType::kF16;
   server::ServerConfig server;  // the HTTP limits (http_limit_options.h); the rest is set in serve()
   double grace_seconds = 30;
+  double request_timeout_seconds = 0;
   engine::SpeculativeConfig speculative;
 };
 
@@ -108,6 +109,7 @@ int serve(ServeOptions options) {
   config.prefix_caching = !options.no_prefix_caching;
   config.window_kv = !options.no_window_kv;
   config.kv_type = options.kv_type;
+  config.request_timeout_seconds = options.request_timeout_seconds;
   if (Status s = (*model)->check_kv_type(config.kv_type); !s.ok()) return fail(s.message());
   config.speculative = options.speculative;
   if (const std::string e = engine::speculative_config_error(config.speculative); !e.empty()) return fail("speculative decoding: " + std::string(e));
@@ -210,6 +212,9 @@ void register_serve(CLI::App& app) {
                      "How the KV cache stores keys and values: f16, or q8_0 (about half the memory and bytes read)");
   add_spec_options(cmd, o->speculative);
   add_http_limit_options(cmd, o->server);
+  cmd->add_option("--request-timeout", o->request_timeout_seconds,
+                  "Seconds a request may wait and generate; then it ends as if cut by max_tokens (0: no limit)")
+      ->capture_default_str()->check(CLI::Range(0.0, 7.0 * 86400));
   cmd->add_option("--grace-seconds", o->grace_seconds, "On SIGTERM, how long requests in flight may take to finish")
       ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
   cmd->callback([o] { exit_code() = serve(*o); });

@@ -122,15 +122,23 @@ class Engine::Impl {
     scheduler_.add_waiting(std::move(seq));
   }
 
+  // Cancelled requests (all of them when stopping) end as cancelled; those past their
+  // deadline (EngineConfig::request_timeout_seconds) as if cut by max_tokens.
   void drop_cancelled(bool all) {
     std::vector<Sequence*> doomed;
-    for (const auto& s : scheduler_.running()) {
-      if (all || s->state->stream->cancelled()) doomed.push_back(s.get());
-    }
-    for (const auto& s : scheduler_.waiting()) {
-      if (all || s->state->stream->cancelled()) doomed.push_back(s.get());
-    }
+    std::vector<Sequence*> timed_out;
+    const double timeout = config_.request_timeout_seconds;
+    auto sort = [&](const std::unique_ptr<Sequence>& s) {
+      if (all || s->state->stream->cancelled()) {
+        doomed.push_back(s.get());
+      } else if (timeout > 0 && s->state->since_submit.seconds() > timeout) {
+        timed_out.push_back(s.get());
+      }
+    };
+    for (const auto& s : scheduler_.running()) sort(s);
+    for (const auto& s : scheduler_.waiting()) sort(s);
     for (Sequence* s : doomed) output_.finish(s, FinishReason::kCancelled, "");
+    for (Sequence* s : timed_out) output_.finish(s, FinishReason::kLength, "");
   }
 
   // One step of the loop, as its phases: plan (the scheduler picks the sequences and

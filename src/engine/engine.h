@@ -32,6 +32,9 @@ struct EngineConfig {
   int32_t max_batch_tokens = 128;
   int32_t max_seqs = 64;          // sequences running at once
   int32_t max_context = 8192;     // prompt + generated tokens of one sequence
+  // > 0: a request still waiting or generating this many seconds after it was submitted
+  // ends there, as if it had reached max_tokens (FinishReason::kLength).
+  double request_timeout_seconds = 0;
   bool prefix_caching = true;
   // Sliding-window layers (Gemma 3) keep only the positions their window sees, not every
   // position: the same memory holds several times more context. Off: every layer keeps

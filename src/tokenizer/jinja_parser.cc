@@ -568,22 +568,17 @@ class Parser {
   static std::string where(const Token& t) { return "line " + std::to_string(t.line) + ": "; }
   // Literals outside int64 / double are refused (Python's integers are unbounded; ours
   // are not), never thrown past the parser as std::out_of_range.
-  static int64_t int_literal(const Token& t) {
-    int64_t value = 0;
+  template <typename T>
+  static T number_literal(const Token& t, const char* kind) {
+    T value{};
     const auto [end, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), value);
     if (ec != std::errc() || end != t.text.data() + t.text.size()) {
-      throw Error(where(t) + "integer literal '" + t.text.substr(0, 40) + "' is out of range");
+      throw Error(where(t) + kind + " literal '" + t.text.substr(0, 40) + "' is out of range");
     }
     return value;
   }
-  static double float_literal(const Token& t) {
-    double value = 0;
-    const auto [end, ec] = std::from_chars(t.text.data(), t.text.data() + t.text.size(), value);
-    if (ec != std::errc() || end != t.text.data() + t.text.size()) {
-      throw Error(where(t) + "number literal '" + t.text.substr(0, 40) + "' is out of range");
-    }
-    return value;
-  }
+  static int64_t int_literal(const Token& t) { return number_literal<int64_t>(t, "integer"); }
+  static double float_literal(const Token& t) { return number_literal<double>(t, "number"); }
   static std::string describe(const Token& t) {
     switch (t.type) {
       case Type::kText: return "template text";

@@ -296,3 +296,21 @@ def test_too_many_connections_are_refused_at_once(tokenmill, default_model):
         assert metrics(process)["tokenmill_http_connections_refused_total"] >= 1
     finally:
         assert process.stop() == 0, process.log()
+
+
+def test_request_timeout_cuts_a_long_answer(tokenmill, default_model):
+    process = start_server(tokenmill, default_model, "-t", "2", "--request-timeout", "1")
+    try:
+        start = time.monotonic()
+        response = requests.post(process.url + "/v1/completions", timeout=60,
+                                 json={"model": MODEL, "prompt": "Once upon a time", "max_tokens": 4000,
+                                       "ignore_eos": True, "temperature": 0})
+        elapsed = time.monotonic() - start
+        assert response.status_code == 200, response.text
+        body = response.json()
+        assert body["choices"][0]["finish_reason"] == "length"
+        assert 0 < body["usage"]["completion_tokens"] < 4000
+        assert 0.9 < elapsed < 10
+        assert_quiet_and_nothing_leaked(process)
+    finally:
+        assert process.stop() == 0, process.log()

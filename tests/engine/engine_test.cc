@@ -149,6 +149,23 @@ TEST_F(EngineTest, StopStringCutsTheText) {
   EXPECT_EQ(full.finish[0], FinishReason::kLength);
 }
 
+TEST_F(EngineTest, RequestsPastTheirDeadlineEndAsIfCutByMaxTokens) {
+  EngineConfig config = small_config();
+  config.request_timeout_seconds = 1e-6;  // past by the time the engine first looks
+  Engine engine(*tiny_.model, *tiny_.tokenizer, config);
+  std::mt19937 rng(5);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int i = 0; i < 40; ++i) streams.push_back(*engine.submit(greedy_request(random_prompt(rng, 20, n_vocab_), 400)));
+  for (auto& stream : streams) {
+    const Completion c = collect(stream, 1);
+    EXPECT_EQ(c.finish[0], FinishReason::kLength);
+    EXPECT_LT(c.tokens[0].size(), 400u);
+  }
+  const Engine::PoolCounters pool = engine.pool_counters();
+  EXPECT_EQ(pool.n_free, pool.n_blocks);
+  EXPECT_EQ(pool.n_window_held, 0);
+}
+
 TEST_F(EngineTest, RejectsBadRequests) {
   Engine engine(*tiny_.model, *tiny_.tokenizer, small_config());
   EXPECT_FALSE(engine.submit(greedy_request({}, 4)).ok());
