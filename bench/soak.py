@@ -307,9 +307,10 @@ def main():
     print(json.dumps(figures, indent=2))
     if args.json_out:
         pathlib.Path(args.json_out).write_text(json.dumps(figures, indent=2))
-    print(f"soak: {figures['requests']} requests in {args.minutes:g} min, "
-          f"{sum(n for k, n in figures['outcomes'].items() if not k.endswith(' ok'))} refused or failed as listed; "
-          f"RSS {figures['rss_mib']}; leaked blocks {figures['leaked_blocks']}: {'PASS' if ok else 'FAIL'}")
+    refused = sum(n for k, n in figures["outcomes"].items() if k.endswith((" 429", " 503")))
+    print(f"soak: {figures['requests']} requests in {args.minutes:g} min, {refused} refused with 429, "
+          f"{len(soak.failures)} wrong or unexpected; RSS MiB {figures['rss_mib']}; leaked blocks "
+          f"{figures['leaked_blocks']}, window slots {figures['leaked_window_slots']}: {'PASS' if ok else 'FAIL'}")
     sys.exit(0 if ok else 1)
 
 

@@ -615,6 +615,9 @@ Template Template::parse(const std::string& source, const LexOptions& options) {
   return t;
 }
 
-std::string Template::render(const Dict& variables) const { return Renderer(variables).render(*body_); }
+std::string Template::render(const Dict& variables) const {
+  NamespaceScope namespaces;  // declared first: it empties them after the renderer is gone
+  return Renderer(variables).render(*body_);
+}
 
 }  // namespace tokenmill::tokenizer::jinja

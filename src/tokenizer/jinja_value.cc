@@ -49,9 +49,27 @@ Value Value::function(std::string name, Function f) {
   return v;
 }
 
+namespace {
+
+thread_local NamespaceScope* current_namespace_scope = nullptr;
+
+[[noreturn]] void throw_nested_too_deep() {
+  throw Error("a value nested more than " + std::to_string(kMaxPrintDepth) + " deep (a namespace inside itself?)");
+}
+
+}  // namespace
+
+NamespaceScope::NamespaceScope() : outer_(current_namespace_scope) { current_namespace_scope = this; }
+
+NamespaceScope::~NamespaceScope() {
+  current_namespace_scope = outer_;
+  for (const auto& dict : namespaces_) dict->clear();  // breaks any cycle through them
+}
+
 Value Value::namespace_object(Dict dict) {
   Value v(std::move(dict));
   v.is_namespace_ = true;
+  if (current_namespace_scope != nullptr) current_namespace_scope->namespaces_.push_back(v.dict_);
   return v;
 }
 
@@ -181,14 +199,15 @@ static std::string python_quote(const std::string& s) {
   return out + quote;
 }
 
-std::string Value::repr() const {
+std::string Value::repr(int depth) const {
+  if (depth > kMaxPrintDepth) throw_nested_too_deep();
   switch (kind_) {
     case Kind::kString: return python_quote(*string_);
     case Kind::kList: {
       std::string out = "[";
       for (size_t i = 0; i < list_->size(); ++i) {
         if (i > 0) out += ", ";
-        out += (*list_)[i].repr();
+        out += (*list_)[i].repr(depth + 1);
       }
       return out + "]";
     }
@@ -196,7 +215,7 @@ std::string Value::repr() const {
       std::string out = is_namespace_ ? "<Namespace {" : "{";
       for (size_t i = 0; i < dict_->size(); ++i) {
         if (i > 0) out += ", ";
-        out += python_quote((*dict_)[i].first) + ": " + (*dict_)[i].second.repr();
+        out += python_quote((*dict_)[i].first) + ": " + (*dict_)[i].second.repr(depth + 1);
       }
       return out + (is_namespace_ ? "}>" : "}");
     }
@@ -230,6 +249,7 @@ static void append_json_string(std::string& out, const std::string& s) {
 }
 
 static void append_json(std::string& out, const Value& v, int indent, int depth) {
+  if (depth > kMaxPrintDepth) throw_nested_too_deep();
   auto newline = [&](int level) {
     out += '\n';
     out.append(static_cast<size_t>(indent) * static_cast<size_t>(level), ' ');

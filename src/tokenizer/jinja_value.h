@@ -39,6 +39,10 @@ inline void check_string_size(size_t n) {
   }
 }
 
+// Lists and dicts print (repr, tojson) at most this deep: only a namespace stored inside
+// itself nests deeper, and printing it must not recurse without end.
+inline constexpr int kMaxPrintDepth = 128;
+
 class Value;
 using List = std::vector<Value>;
 using Dict = std::vector<std::pair<std::string, Value>>;  // insertion order
@@ -110,7 +114,7 @@ class Value {
   // Python str(): what {{ value }} prints. Undefined prints as "".
   std::string to_str() const;
   // Python repr(): strings quoted, used inside printed lists and dicts.
-  std::string repr() const;
+  std::string repr(int depth = 0) const;
   // JSON text as HF's tojson filter writes it (json.dumps, ensure_ascii=False). indent < 0
   // means one line with ", " and ": " separators.
   std::string to_json(int indent = -1) const;
@@ -137,5 +141,21 @@ std::string format_float(double d);
 // UTF-8 <-> code points, for length, slicing and case mapping of non-ASCII strings.
 std::u32string utf8_decode(const std::string& s);
 std::string utf8_encode(const std::u32string& s);
+
+// While one is alive on a thread, every namespace() made on that thread is emptied when
+// it ends: `{% set ns.me = ns %}` makes a reference cycle, which would otherwise never be
+// freed. Template::render holds one; nothing a render made outlives it.
+class NamespaceScope {
+ public:
+  NamespaceScope();
+  ~NamespaceScope();
+  NamespaceScope(const NamespaceScope&) = delete;
+  NamespaceScope& operator=(const NamespaceScope&) = delete;
+
+ private:
+  friend class Value;
+  std::vector<std::shared_ptr<Dict>> namespaces_;
+  NamespaceScope* outer_;
+};
 
 }  // namespace tokenmill::tokenizer::jinja

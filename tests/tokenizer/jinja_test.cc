@@ -220,6 +220,16 @@ TEST(JinjaErrors, LiteralsAndArithmeticNeverOverflow) {
   EXPECT_EQ(error_of("{{ [[1, 2]] | map(attribute='99999999999999999999') | list }}"), "");
 }
 
+// A namespace stored inside itself is a reference cycle: it must still be freed (the
+// ASan run of these tests checks for leaks) and printing it must stop.
+TEST(JinjaErrors, ANamespaceInsideItselfIsFreedAndNotPrintedForever) {
+  EXPECT_EQ(render("{% set ns = namespace(a=1) %}{% set ns.me = ns %}{% set ns.l = [ns, 2] %}ok"), "ok");
+  EXPECT_NE(error_of("{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}").find("nested more than"),
+            std::string::npos);
+  EXPECT_NE(error_of("{% set ns = namespace() %}{% set ns.me = [ns] %}{{ ns | tojson }}").find("nested more than"),
+            std::string::npos);
+}
+
 TEST(JinjaErrors, StringsListsAndOutputAreBounded) {
   EXPECT_NE(error_of("{{ 'a' * 99999999999 }}").find("too large"), std::string::npos);
   EXPECT_NE(error_of("{{ [1, 2] * 99999999999 }}").find("too large"), std::string::npos);
