@@ -65,9 +65,12 @@ void check_accepted(const engine::Request& request) {
   const Served& s = served();
   const Status status = engine::check_request(request, s.model->config().n_vocab, s.served->max_context(),
                                               static_cast<int64_t>(s.config.ctx_total));
-  // The parsers bound max_tokens by the context; a prompt longer than the cache is the
-  // only refusal left to the engine, and it says so.
-  if (!status.ok() && status.message().find("cache") == std::string::npos) {
+  // The parsers bound max_tokens by the context; what is left to the engine (a prompt
+  // longer than the cache, a prediction longer than the context) it refuses in words
+  // that name it, and the server answers that as 400.
+  const bool named = status.message().find("cache") != std::string::npos ||
+                     status.message().find("prediction") != std::string::npos;
+  if (!status.ok() && !named) {
     die("a parsed request was refused by the engine: " + status.to_string());
   }
 }
