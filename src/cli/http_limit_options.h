@@ -20,11 +20,11 @@ inline void add_seconds_option(CLI::App* cmd, const char* name, std::chrono::sec
 
 inline void add_http_limit_options(CLI::App* cmd, server::ServerConfig& config) {
   server::HttpServerConfig& http = config.http;
-  cmd->add_option("--max-body-bytes", http.max_body_bytes, "Largest request body accepted (larger: 413)")
+  cmd->add_option("--max-body-bytes", http.limits.max_body_bytes, "Largest request body accepted (larger: 413)")
       ->capture_default_str()->check(CLI::Range(size_t{1024}, size_t{1} << 32));
-  cmd->add_option("--max-header-bytes", http.max_header_bytes, "Largest request line + headers (larger: 431)")
+  cmd->add_option("--max-header-bytes", http.limits.max_header_bytes, "Largest request line + headers (larger: 431)")
       ->capture_default_str()->check(CLI::Range(size_t{1024}, size_t{16} << 20));
-  cmd->add_option("--max-header-fields", http.max_header_fields, "Most header fields in a request (more: 431)")
+  cmd->add_option("--max-header-fields", http.limits.max_header_fields, "Most header fields in a request (more: 431)")
       ->capture_default_str()->check(CLI::Range(size_t{8}, size_t{100000}));
   add_seconds_option(cmd, "--header-timeout", http.header_timeout,
                      "Seconds a client has to send a request's headers (slower: closed)");

@@ -16,7 +16,6 @@
 #include "base/cpu_affinity.h"
 #include "base/log.h"
 #include "server/api_error.h"
-#include "server/http_request_parser.h"
 
 namespace tokenmill::server {
 
@@ -30,12 +29,9 @@ namespace {
 // What every connection of one server shares; outlives the connections' use of it
 // because stop() joins the I/O threads before the Impl goes away.
 struct Shared {
-  Shared(HttpServerConfig c, Handler h)
-      : config(std::move(c)), handler(std::move(h)),
-        limits{config.max_body_bytes, config.max_header_bytes, config.max_header_fields} {}
+  Shared(HttpServerConfig c, Handler h) : config(std::move(c)), handler(std::move(h)) {}
   HttpServerConfig config;
   Handler handler;
-  HttpLimits limits;
   std::atomic<int64_t> n_connections{0};  // Connection objects alive
   std::atomic<int64_t> n_refused{0};      // turned away for max_connections
   std::atomic<int64_t> n_dropped{0};      // streaming clients dropped for not reading
@@ -138,7 +134,7 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
   // --- reading a request ---
   void read_request() {
     parser_.emplace();
-    apply_limits(*parser_, shared_.limits);
+    apply_limits(*parser_, shared_.config.limits);
     if (n_requests_++ == 0 || buffer_.size() > 0) return read_header();
     // Keep-alive: the next request may come any time within the idle timeout; its
     // header deadline starts with its first byte.
@@ -158,7 +154,7 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
 
   void on_header(beast::error_code ec) {
     if (ec) return on_read_error(ec);
-    if (auto rejection = check_header(*parser_, shared_.limits)) return reject(*rejection);
+    if (auto rejection = check_header(*parser_, shared_.config.limits)) return reject(*rejection);
     stream_.expires_after(shared_.config.body_timeout);
     const auto& request = parser_->get();
     auto expect = request[http::field::expect];
@@ -180,7 +176,7 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
   }
 
   void on_read_error(beast::error_code ec) {
-    auto rejection = rejection_for(ec, shared_.limits);
+    auto rejection = rejection_for(ec, shared_.config.limits);
     if (!rejection) return close();
     reject(*rejection);
   }

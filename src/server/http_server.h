@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "server/http_request_parser.h"
 #include "server/http_types.h"
 
 namespace tokenmill::server {
@@ -27,9 +28,7 @@ struct HttpServerConfig {
   uint16_t port = 8080;               // 0: any free port (see HttpServer::port())
   int n_io_threads = 2;
   std::vector<int> io_cpus;           // CPUs the I/O threads may run on; empty: any
-  size_t max_body_bytes = 4u << 20;   // larger bodies are answered 413
-  size_t max_header_bytes = 64u << 10;  // the request line and headers; larger: 431
-  size_t max_header_fields = 100;       // more header fields: 431
+  HttpLimits limits;                  // body and header sizes (413, 431)
   // A client has header_timeout from its connection's start (or, between keep-alive
   // requests, from the next request's first byte) to send a request's headers, and then
   // body_timeout for its body; one that trickles bytes slower is closed.
