@@ -1,6 +1,12 @@
 // tokenmill serve -m MODEL: the OpenAI- and Ollama-compatible HTTP server over the
 // batching engine. Prints "listening on http://HOST:PORT" to stderr once it accepts
 // connections; SIGTERM or SIGINT stops it gracefully (exit code 0).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -48,6 +54,9 @@ struct ServeOptions {
   ops::KvType kv_type = ops::KvType::kF16;
   server::ServerConfig server;  // the HTTP limits (http_limit_options.h); the rest is set in serve()
   double grace_seconds = 30;
+  double drain_seconds = 0;
+  std::string replica_id;  // "": the host name
+  std::string metrics_compat = "vllm";
   double request_timeout_seconds = 0;
   engine::SpeculativeConfig speculative;
 };
@@ -71,6 +80,34 @@ Result<std::string> read_api_key_file(const std::string& path) {
   return key;
 }
 
+// The host name, as Kubernetes sets it to the pod's name; "" when it has none.
+std::string host_name() {
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "";
+  return name;
+}
+
+// A replica id goes into a response header and metric labels: letters, digits and . _ : -
+bool valid_replica_id(const std::string& id) {
+  if (id.empty() || id.size() > 253) return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == ':' || c == '-';
+  });
+}
+
+// Blocks until one of signals arrives or seconds pass; true when a signal came.
+bool wait_for_signal(const sigset_t& signals, double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (true) {
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::nanoseconds(0)) return false;
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
+    const timespec timeout{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+    if (sigtimedwait(&signals, nullptr, &timeout) > 0) return true;
+    if (errno == EAGAIN) return false;  // EINTR: wait on
+  }
+}
+
 int serve(ServeOptions options) {
   // Signals are taken by sigwait below; block them before any thread starts so that
   // every thread inherits the mask and none is interrupted.
@@ -88,6 +125,11 @@ int serve(ServeOptions options) {
   }
   if (options.api_key.empty()) {
     if (const char* key = std::getenv("TOKENMILL_API_KEY")) options.api_key = key;
+  }
+
+  if (options.replica_id.empty()) options.replica_id = host_name();
+  if (!options.replica_id.empty() && !valid_replica_id(options.replica_id)) {
+    return fail("--replica-id '" + options.replica_id + "' must be 1-253 letters, digits, '.', '_', ':' or '-'");
   }
 
   auto path = resolve_model_path(options.model);
@@ -155,6 +197,8 @@ int serve(ServeOptions options) {
   server_config.http.n_io_threads = options.n_io_threads;
   if (pin) server_config.http.io_cpus.assign(cpus.begin() + 1, cpus.end());
   server_config.api_key = options.api_key;
+  server_config.replica_id = options.replica_id;
+  server_config.vllm_metrics = options.metrics_compat == "vllm";
   server::Server server(server_config, served);
   if (Status s = server.start(); !s.ok()) return fail(s.to_string());
 
@@ -169,8 +213,18 @@ int serve(ServeOptions options) {
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);
-  std::fprintf(stderr, "%s: finishing requests in flight (up to %.0f s), then exiting\n",
-               signal_number == SIGTERM ? "SIGTERM" : "SIGINT", options.grace_seconds);
+  const char* signal_name = signal_number == SIGTERM ? "SIGTERM" : "SIGINT";
+  // Not ready first, still serving, so that balancers move new work elsewhere before the
+  // listener closes; a second signal cuts the wait short.
+  server.stop_being_ready();
+  if (options.drain_seconds > 0) {
+    std::fprintf(stderr, "%s: not ready; serving %.0f s more while balancers notice\n", signal_name,
+                 options.drain_seconds);
+    std::fflush(stderr);
+    wait_for_signal(signals, options.drain_seconds);
+  }
+  std::fprintf(stderr, "%s: finishing requests in flight (up to %.0f s), then exiting\n", signal_name,
+               options.grace_seconds);
   server.shutdown(std::chrono::milliseconds(static_cast<int64_t>(options.grace_seconds * 1000)));
   std::fprintf(stderr, "stopped\n");
   return 0;
@@ -215,6 +269,15 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--request-timeout", o->request_timeout_seconds,
                   "Seconds a request may wait and generate; then it ends as if cut by max_tokens (0: no limit)")
       ->capture_default_str()->check(CLI::Range(0.0, 7.0 * 86400));
+  cmd->add_option("--drain-seconds", o->drain_seconds,
+                  "On SIGTERM, how long to go on serving while /ready answers 503, before the listener closes")
+      ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
+  cmd->add_option("--replica-id", o->replica_id,
+                  "This replica's name in /v1/models, /metrics, /ready and the X-Tokenmill-Replica header "
+                  "(default: the host name)");
+  cmd->add_option("--metrics-compat", o->metrics_compat,
+                  "Also publish the vllm:* metrics that LLM-aware routers read (vllm), or only tokenmill_* (none)")
+      ->capture_default_str()->check(CLI::IsMember({"vllm", "none"}));
   cmd->add_option("--grace-seconds", o->grace_seconds, "On SIGTERM, how long requests in flight may take to finish")
       ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
   cmd->callback([o] { exit_code() = serve(*o); });

@@ -35,6 +35,7 @@ class Engine::Impl {
         proposer_(config.speculative, config.max_context) {
     if (kv_.has_window()) kv_storage_.bind_window_slots(&kv_.windows().slot_of_block());
     if (!config_.pinned_cpus.empty()) model_.backend().pin_threads(config_.pinned_cpus);
+    publish_gauges();  // the pool's size is known from the start, before any step
     thread_ = std::thread([this] {
       if (!config_.pinned_cpus.empty()) pin_current_thread(std::span<const int>(config_.pinned_cpus).first(1));
       loop();

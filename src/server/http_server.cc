@@ -35,6 +35,7 @@ struct Shared {
   std::atomic<int64_t> n_connections{0};  // Connection objects alive
   std::atomic<int64_t> n_refused{0};      // turned away for max_connections
   std::atomic<int64_t> n_dropped{0};      // streaming clients dropped for not reading
+  std::atomic<bool> closing{false};       // keep no connection open after its answer
 };
 
 // Descriptors the process needs beside its connections (the model, logs, the listener).
@@ -90,12 +91,9 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
   void begin_stream(int status, const std::string& content_type, const HeaderList& extra) override {
     if (!begin_response()) return;
     streaming_ = true;
+    if (http_1_0_) close_after_ = true;  // the end of the body is the end of the connection
     std::string head = status_line(status) + common_headers(content_type, extra);
-    if (http_1_0_) {
-      close_after_ = true;  // the end of the body is the end of the connection
-    } else {
-      head += "Transfer-Encoding: chunked\r\n";
-    }
+    if (!http_1_0_) head += "Transfer-Encoding: chunked\r\n";
     head += "Cache-Control: no-cache\r\n\r\n";
     queue_write(std::move(head));
   }
@@ -220,7 +218,8 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
     return true;
   }
 
-  std::string common_headers(const std::string& content_type, const HeaderList& extra) const {
+  std::string common_headers(const std::string& content_type, const HeaderList& extra) {
+    if (shared_.closing.load()) close_after_ = true;
     std::string out = "Server: tokenmill\r\nContent-Type: " + content_type + "\r\n";
     for (const auto& [name, value] : extra) out += name + ": " + value + "\r\n";
     out += close_after_ ? "Connection: close\r\n" : "Connection: keep-alive\r\n";
@@ -399,6 +398,8 @@ class HttpServer::Impl {
     });
   }
 
+  void close_connections_after_answers() { shared_.closing.store(true); }
+
   void stop() {
     work_.reset();
     io_.stop();
@@ -454,6 +455,7 @@ HttpServer::~HttpServer() { stop(); }
 Status HttpServer::start() { return impl_->start(); }
 uint16_t HttpServer::port() const { return impl_->port(); }
 void HttpServer::stop_accepting() { impl_->stop_accepting(); }
+void HttpServer::close_connections_after_answers() { impl_->close_connections_after_answers(); }
 void HttpServer::stop() { impl_->stop(); }
 int64_t HttpServer::n_connections() const { return impl_->n_connections(); }
 int64_t HttpServer::n_refused_connections() const { return impl_->n_refused(); }

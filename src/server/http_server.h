@@ -59,6 +59,9 @@ class HttpServer {
   uint16_t port() const;
   // Closes the listening socket; open connections carry on.
   void stop_accepting();
+  // From now on every answer carries "Connection: close" and its connection is closed
+  // after it, so that clients (and balancers) open their next connection elsewhere.
+  void close_connections_after_answers();
   // Stops every connection and joins the I/O threads.
   void stop();
 

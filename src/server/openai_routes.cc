@@ -294,11 +294,13 @@ class OpenAiSink : public EventSink {
 
 Json model_object(const RouteContext& context) {
   const ServedModel& model = context.model;
-  return {{"id", model.name()},
-          {"object", "model"},
-          {"created", model.modified_unix()},
-          {"owned_by", "tokenmill"},
-          {"max_model_len", model.max_context()}};
+  Json object = {{"id", model.name()},
+                 {"object", "model"},
+                 {"created", model.modified_unix()},
+                 {"owned_by", "tokenmill"},
+                 {"max_model_len", model.max_context()}};
+  if (!context.replica_id.empty()) object["replica_id"] = context.replica_id;
+  return object;
 }
 
 // Parsing and tokenizing run on the preparation threads; the engine call starts on the

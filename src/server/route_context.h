@@ -3,6 +3,7 @@
 // on a Router with the add_*_routes functions.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -22,6 +23,11 @@ struct RouteContext {
   WorkQueue& prep;  // where request bodies are parsed and prompts tokenized
   std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
   const HttpServer* http = nullptr;  // its connection counts, for /metrics; set once it exists
+  // This replica's name (/v1/models, /metrics, /ready); "" when none was given.
+  std::string replica_id{};
+  bool vllm_metrics = true;  // /metrics also carries the vllm:* series routers read
+  // /ready answers 200 while true; false once the server drains (Server::stop_being_ready).
+  std::atomic<bool> ready{true};
 };
 
 // Work that turns a request body into something to start; returns what to run next on
@@ -39,7 +45,7 @@ void add_openai_routes(Router& router, const RouteContext& context);
 // POST /api/chat, POST /api/generate, GET /api/tags, POST /api/show, GET /api/ps,
 // GET /api/version, GET /.
 void add_ollama_routes(Router& router, const RouteContext& context);
-// GET /health, GET /metrics.
+// GET /health, GET /ready, GET /metrics.
 void add_metrics_routes(Router& router, const RouteContext& context);
 
 }  // namespace tokenmill::server

@@ -6,6 +6,7 @@
 
 #include "server/api_error.h"
 #include "server/cors.h"
+#include "server/header_responder.h"
 
 namespace tokenmill::server {
 
@@ -22,6 +23,8 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
 
 Server::Server(ServerConfig config, const ServedModel& model)
     : config_(std::move(config)), model_(model), prep_(config_.n_prep_threads), context_{model, calls_, prep_} {
+  context_.replica_id = config_.replica_id;
+  context_.vllm_metrics = config_.vllm_metrics;
   calls_.set_limit(model.engine().config().max_seqs + std::max<int64_t>(0, config_.max_queue));
   add_openai_routes(router_, context_);
   add_ollama_routes(router_, context_);
@@ -41,11 +44,14 @@ Status Server::start() { return http_->start(); }
 uint16_t Server::port() const { return http_->port(); }
 
 void Server::handle(const HttpRequest& request, std::shared_ptr<Responder> out) const {
+  if (!config_.replica_id.empty()) out = with_headers(std::move(out), {{"X-Tokenmill-Replica", config_.replica_id}});
   if (const std::string origin = allowed_origin(request, config_.cors_origin); !origin.empty()) {
     if (answer_preflight(request, origin, *out)) return;  // preflights carry no credentials
     out = with_cors_headers(std::move(out), origin);
   }
-  if (!config_.api_key.empty() && request.path != "/health") {
+  // Balancers and orchestrators probe these without credentials.
+  const bool probe = request.path == "/health" || request.path == "/ready";
+  if (!config_.api_key.empty() && !probe) {
     const std::string& authorization = request.header("authorization");
     constexpr std::string_view kBearer = "Bearer ";
     if (authorization.empty()) {
@@ -67,7 +73,13 @@ void Server::handle(const HttpRequest& request, std::shared_ptr<Responder> out) 
   router_.dispatch(request, out);
 }
 
+void Server::stop_being_ready() {
+  context_.ready.store(false);
+  http_->close_connections_after_answers();
+}
+
 void Server::shutdown(std::chrono::milliseconds grace) {
+  stop_being_ready();
   http_->stop_accepting();
   calls_.start_draining();
   prep_.stop();  // requests being prepared start (or are refused) before the engine stops

@@ -23,7 +23,7 @@ namespace tokenmill::server {
 
 struct ServerConfig {
   HttpServerConfig http;
-  // When not empty, every route but /health requires "Authorization: Bearer <api_key>".
+  // When not empty, every route but /health and /ready requires "Authorization: Bearer <api_key>".
   std::string api_key;
   // When not empty, browsers on this origin ("*": any) may call the API (server/cors.h).
   std::string cors_origin;
@@ -32,6 +32,11 @@ struct ServerConfig {
   // Requests that may wait (being prepared or queued in the engine) beyond the engine's
   // max_seqs running ones; more are answered 429 with Retry-After.
   int64_t max_queue = 1024;
+  // The replica's name behind a balancer: in /v1/models, /ready, /metrics and the
+  // X-Tokenmill-Replica header of every answer ("": none).
+  std::string replica_id;
+  // /metrics also publishes the vllm:* series that LLM-aware routers read.
+  bool vllm_metrics = true;
 };
 
 class Server {
@@ -43,6 +48,11 @@ class Server {
   // Binds and starts serving. IoError when the address cannot be bound.
   Status start();
   uint16_t port() const;
+
+  // The first step of a graceful stop: /ready answers 503 so that balancers send new
+  // work elsewhere, and connections close after their answers; everything is still
+  // served. Any thread.
+  void stop_being_ready();
 
   // Stops accepting connections and new requests (503), gives requests in flight up to
   // grace to finish (the engine cancels what is left), lets their last bytes go out,
