@@ -169,7 +169,23 @@ def workload(n_tenants, n_questions, system_tokens, seed=7):
             for t, q in items]
 
 
-def one_request(base_url, item, max_tokens, stream):
+class LiveStreams:
+    """Streams past their first token, by replica (for the kill scenario's timing)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.by_replica = {}
+
+    def add(self, replica, n):
+        with self.lock:
+            self.by_replica[replica] = self.by_replica.get(replica, 0) + n
+
+    def on(self, replica):
+        with self.lock:
+            return self.by_replica.get(replica, 0)
+
+
+def one_request(base_url, item, max_tokens, stream, live=None):
     """Sends one chat request; returns what it measured, never raises."""
     client = openai.OpenAI(base_url=base_url + "/v1", api_key="none", max_retries=0, timeout=300)
     start = time.monotonic()
@@ -182,12 +198,19 @@ def one_request(base_url, item, max_tokens, stream):
         if stream:
             n_tokens = 0
             finish = None
-            for chunk in raw.parse():
-                if chunk.choices and chunk.choices[0].delta.content:
-                    record.setdefault("ttft", time.monotonic() - start)
-                    n_tokens += 1
-                if chunk.choices and chunk.choices[0].finish_reason:
-                    finish = chunk.choices[0].finish_reason
+            try:
+                for chunk in raw.parse():
+                    if chunk.choices and chunk.choices[0].delta.content:
+                        if "ttft" not in record:
+                            record["ttft"] = time.monotonic() - start
+                            if live:
+                                live.add(record["replica"], 1)
+                        n_tokens += 1
+                    if chunk.choices and chunk.choices[0].finish_reason:
+                        finish = chunk.choices[0].finish_reason
+            finally:
+                if live and "ttft" in record:
+                    live.add(record["replica"], -1)
             record["tokens"] = n_tokens
             # A stream cut short ends without a finish reason: the client saw it fail.
             record["ok"] = finish is not None
@@ -204,19 +227,17 @@ def one_request(base_url, item, max_tokens, stream):
     return record
 
 
-def run_workload(base_url, items, concurrency, max_tokens, stream_every=1, on_done=None):
-    """Runs items through concurrency client threads; item i streams if i % stream_every == 0."""
+def run_workload(base_url, items, concurrency, max_tokens, stream_every=1, live=None, done=None):
+    """Runs items through concurrency client threads; item i streams if i % stream_every == 0.
+    done, a list of one int, counts the finished requests as they finish."""
     records = [None] * len(items)
-    done = [0]
+    done = done if done is not None else [0]
     lock = threading.Lock()
 
     def work(i):
-        records[i] = one_request(base_url, items[i], max_tokens, stream=i % stream_every == 0)
+        records[i] = one_request(base_url, items[i], max_tokens, stream=i % stream_every == 0, live=live)
         with lock:
             done[0] += 1
-            n = done[0]
-        if on_done:
-            on_done(n)
 
     with concurrent.futures.ThreadPoolExecutor(concurrency) as pool:
         list(pool.map(work, range(len(items))))
@@ -333,16 +354,26 @@ def kill(args, log_dir):
     cluster = Cluster(args, "affinity", log_dir)
     victim = cluster.replicas[1]
     killed_at = {}
+    live, done = LiveStreams(), [0]
+    finished = threading.Event()
 
-    def maybe_kill(n_done):
-        if n_done == len(items) // 3 and not killed_at:
-            killed_at["t"] = time.monotonic()
-            victim.proc.send_signal(signal.SIGKILL)
+    def kill_mid_stream():
+        # A third of the way in, as soon as a stream on the victim is producing tokens.
+        while not finished.is_set():
+            if done[0] >= len(items) // 3 and live.on(victim.id) > 0:
+                killed_at["t"], killed_at["after"] = time.monotonic(), done[0]
+                victim.proc.send_signal(signal.SIGKILL)
+                return
+            time.sleep(0.005)
 
+    killer = threading.Thread(target=kill_mid_stream)
+    killer.start()
     try:
         records = run_workload(cluster.balancer.url, items, args.concurrency, args.max_tokens, stream_every=2,
-                               on_done=maybe_kill)
+                               live=live, done=done)
     finally:
+        finished.set()
+        killer.join()
         cluster.stop()
     t_kill = killed_at.get("t", float("inf"))
     plain_failed = [r for r in records if not r["stream"] and not r["ok"]]
@@ -356,7 +387,8 @@ def kill(args, log_dir):
               "stream_errors": sorted({r.get("error", "") for r in streams_cut}),
               "survivor_e2e_p50_before": percentile(before, 50), "survivor_e2e_p50_after": percentile(after, 50),
               "tenants_moved": moved}
-    print(f"\nkill: {len(records)} requests (half streamed), SIGKILL to {victim.id} after {len(items) // 3}")
+    print(f"\nkill: {len(records)} requests (half streamed), SIGKILL to {victim.id} mid-stream after "
+          f"{killed_at.get('after')} had finished")
     print(f"  non-streaming requests failed: {len(plain_failed)}")
     print(f"  streams cut on {victim.id} (client saw an error): {len(streams_cut)} {result['stream_errors'][:2]}")
     print(f"  tenants of {victim.id} served elsewhere afterwards: {moved}")
@@ -365,6 +397,8 @@ def kill(args, log_dir):
     failures = [f"non-streaming request failed: {r.get('error')}" for r in plain_failed[:3]]
     if not killed_at:
         failures.append("the replica was never killed")
+    elif not streams_cut:
+        failures.append("no stream was cut, though one was running on the killed replica")
     if any(r.get("replica") not in (victim.id, None) for r in streams_cut):
         failures.append("a stream on a surviving replica failed")
     return result, failures

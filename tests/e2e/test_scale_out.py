@@ -175,10 +175,13 @@ def test_affinity_sends_a_prefix_to_one_replica_and_round_robin_does_not(tokenmi
         replicas_per_tenant = {}
         for r in records:
             replicas_per_tenant.setdefault(r["tenant"], set()).add(r["replica"])
-        seen[mode] = replicas_per_tenant
-    assert all(len(v) == 1 for v in seen["affinity"].values()), seen["affinity"]
-    assert len({next(iter(v)) for v in seen["affinity"].values()}) >= 2  # tenants are spread out
-    assert all(len(v) == 3 for v in seen["roundrobin"].values()), seen["roundrobin"]
+        seen[mode] = (replicas_per_tenant, [r["replica"] for r in records])
+    tenants, _ = seen["affinity"]
+    assert all(len(v) == 1 for v in tenants.values()), tenants
+    assert len({next(iter(v)) for v in tenants.values()}) >= 2  # tenants are spread out
+    tenants, order = seen["roundrobin"]
+    assert sum(len(v) for v in tenants.values()) > 2 * len(tenants), tenants  # prefixes scattered
+    assert all(order.count(r) == len(order) // 3 for r in ("r1", "r2", "r3")), order
     # The X-Session-Id header overrides the body: one session, one replica, whatever it sends.
     group = cluster.Cluster(args, "affinity", tmp_path)
     try:
