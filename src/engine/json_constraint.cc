@@ -11,9 +11,11 @@ bool mask_to_json(const OutputGrammar& grammar, std::span<const float> logits, c
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const auto n = static_cast<int32_t>(logits.size());
   masked.assign(logits.size(), kNegInf);
+  const bool may_end = grammar.accepts_end();
   auto allowed = [&](int32_t id) {
     const std::string& piece = tokenizer.token_piece(id, /*render_special=*/false);
-    return !piece.empty() && grammar.allows(piece);
+    if (piece.empty()) return may_end && tokenizer.is_end_of_generation(id);
+    return grammar.allows(piece);
   };
   float best = kNegInf;
   int32_t best_id = 0;

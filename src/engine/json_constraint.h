@@ -12,7 +12,8 @@
 namespace tokenmill::engine {
 
 // masked = logits with every token the grammar does not allow next set to -inf (tokens
-// with an empty piece, control tokens among them, are never allowed). Only the tokens
+// with an empty piece, control tokens among them, are never allowed, but for the
+// end-of-generation ones where the grammar accepts_end()). Only the tokens
 // within kJsonLogitWindow of the largest logit are tried, best first, until
 // kJsonMaxAllowed are found; all others are -inf too (together they weigh less than
 // e^-kJsonLogitWindow (1e-7) of the best one each). If none of

@@ -17,6 +17,9 @@ class OutputGrammar {
   virtual void advance(std::string_view text) = 0;
   // The value is complete: nothing but the end may follow.
   virtual bool complete() const = 0;
+  // The output may end here (an end-of-generation token is allowed) though it need not:
+  // a grammar that constrains only part of the output (engine/tool_call_grammar.h).
+  virtual bool accepts_end() const { return false; }
 };
 
 }  // namespace tokenmill::engine

@@ -14,7 +14,8 @@
 
 namespace tokenmill::engine {
 
-class JsonSchema;  // engine/json_schema.h
+class JsonSchema;     // engine/json_schema.h
+struct ToolCallSpec;  // engine/tool_call_grammar.h
 
 struct Request {
   std::string id;                      // for logs and metrics
@@ -36,6 +37,9 @@ struct Request {
   // (engine/json_schema.h); it ends, with finish reason stop, when the value closes.
   // Takes the place of json_object when set.
   std::shared_ptr<const JsonSchema> json_schema;
+  // Function calling: every call the model writes is a valid call of one of these tools
+  // (engine/tool_call_grammar.h). Takes the place of the two above when set.
+  std::shared_ptr<const ToolCallSpec> tool_calls;
   // Whether the engine may speculate on this request's tokens (when it is configured
   // to): the output is the same either way; false only changes its speed.
   bool speculative = true;

@@ -4,6 +4,7 @@
 
 #include "engine/json_grammar.h"
 #include "engine/json_schema.h"
+#include "engine/tool_call_grammar.h"
 
 namespace tokenmill::engine {
 
@@ -16,7 +17,9 @@ void init_choice(Sequence& seq, const tokenizer::Tokenizer& tokenizer) {
   seq.sampler = std::make_unique<Sampler>(params);
   seq.decoder = std::make_unique<tokenizer::IncrementalDecoder>(tokenizer);
   seq.stop_filter = std::make_unique<StopStringFilter>(seq.state->request.stop);
-  if (seq.state->request.json_schema) {
+  if (seq.state->request.tool_calls) {
+    seq.json = std::make_unique<ToolCallGrammar>(seq.state->request.tool_calls);
+  } else if (seq.state->request.json_schema) {
     seq.json = std::make_unique<JsonSchemaGrammar>(seq.state->request.json_schema);
   } else if (seq.state->request.json_object) {
     seq.json = std::make_unique<JsonGrammar>();

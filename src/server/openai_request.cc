@@ -172,6 +172,8 @@ OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
   const Json* messages = f.array("messages");
   if (!messages || messages->empty()) throw bad_request("'messages' must be a non-empty array", "messages");
   std::vector<tokenizer::ChatMessage> chat;
+  Json chat_json = Json::array();  // the same with the tool fields, for requests that have them
+  bool tool_messages = false;
   for (size_t i = 0; i < messages->size(); ++i) {
     const Json& m = (*messages)[i];
     const std::string where = "messages[" + std::to_string(i) + "]";
@@ -180,16 +182,40 @@ OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
     if (role.empty()) throw bad_request("'" + where + ".role' is required", where + ".role");
     if (role == "developer") role = "system";
     chat.push_back({role, message_content(m, i)});
-  }
-  for (const char* name : {"tools", "functions"}) {
-    if (const Json* tools = f.array(name); tools && !tools->empty()) {
-      throw bad_request("'" + std::string(name) + "' (tool calling) is not supported by this server", name);
+    Json message = {{"role", role}, {"content", chat.back().content}};
+    for (const char* key : {"tool_calls", "tool_call_id", "name"}) {
+      if (m.contains(key) && !m[key].is_null()) message[key] = m[key];
     }
+    tool_messages = tool_messages || role == "tool" || message.contains("tool_calls");
+    chat_json.push_back(std::move(message));
   }
+  std::optional<ToolRequest> tools = read_tool_request(f);
   read_response_format(f, request);
-  auto prompt = model.chat_prompt(chat);
-  if (!prompt.ok()) throw bad_request("Cannot apply the chat template: " + prompt.status().message(), "messages");
-  request.prompt = std::move(prompt).value();
+  if (tools || tool_messages) {
+    const ToolSyntax syntax = tool_syntax_for_template(model.chat_template_source());
+    const bool calls_allowed = tools && tools->choice != ToolRequest::Choice::kNone;
+    if (calls_allowed && (request.json_object || request.json_schema)) {
+      throw bad_request("'response_format' cannot be combined with 'tools' here", "response_format");
+    }
+    const Json template_tools = calls_allowed && syntax != ToolSyntax::kBuiltin ? *f.array("tools") : Json();
+    const std::string suffix = calls_allowed && tools->forced() ? forced_call_opener(syntax) : "";
+    auto prompt = model.chat_prompt(template_messages(chat_json, calls_allowed ? &*tools : nullptr, syntax),
+                                    template_tools, suffix);
+    if (!prompt.ok()) throw bad_request("Cannot apply the chat template: " + prompt.status().message(), "messages");
+    request.prompt = std::move(prompt).value();
+    if (calls_allowed) {
+      // Forced calls are constrained from the first byte. With "auto" the grammar takes
+      // over at the opening tag where that is plain text (the built-in syntax); the other
+      // families open calls with a special token and are parsed afterwards.
+      if (tools->forced() || syntax == ToolSyntax::kBuiltin) request.tool_calls = tool_call_spec(*tools, syntax);
+      out.tools = std::move(tools);
+      out.tool_syntax = syntax;
+    }
+  } else {
+    auto prompt = model.chat_prompt(chat);
+    if (!prompt.ok()) throw bad_request("Cannot apply the chat template: " + prompt.status().message(), "messages");
+    request.prompt = std::move(prompt).value();
+  }
 
   read_sampling(f, model, request);
   read_prediction(f, model, request);

@@ -4,12 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/request.h"
 #include "server/json_fields.h"
 #include "server/served_model.h"
+#include "server/tool_calls.h"
 
 namespace tokenmill::server {
 
@@ -28,6 +30,10 @@ struct OpenAiRequest {
   // /v1/completions only:
   bool echo = false;                      // put the prompt text before each choice's text
   std::vector<std::string> prompt_texts;  // each prompt as text, for echo
+  // /v1/chat/completions with tools (tool_choice not "none"): how to read the calls back
+  // out of each choice's text.
+  std::optional<ToolRequest> tools;
+  ToolSyntax tool_syntax = ToolSyntax::kBuiltin;
 };
 
 // Throws ApiError.

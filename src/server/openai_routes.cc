@@ -48,7 +48,9 @@ class OpenAiSink : public EventSink {
         tokenizer_(model.tokenizer()),
         id_(std::move(id)),
         model_name_(model.name()),
-        created_(unix_now()) {
+        created_(unix_now()),
+        tools_(request.tools),
+        tool_syntax_(request.tool_syntax) {
     // Prompt i's choices are i * n .. i * n + n - 1, each with that prompt's echo.
     for (size_t i = 0; i < request.requests.size(); ++i) {
       const engine::Request& r = request.requests[i];
@@ -98,8 +100,13 @@ class OpenAiSink : public EventSink {
           batch += sse(chunk(event.choice, Json{{"role", "assistant"}, {"content", ""}}, nullptr, nullptr));
           c.role_sent = true;
         }
-        if (!event.text.empty() || !logprobs.is_null()) {
-          Json delta = chat_ ? Json{{"content", event.text}} : Json(event.text);
+        std::string text = std::move(event.text);
+        if (tools_) {  // text that may be (the start of) a tool call is held back
+          c.text += text;
+          text = release_content(c);
+        }
+        if (!text.empty() || !logprobs.is_null()) {
+          Json delta = chat_ ? Json{{"content", text}} : Json(text);
           batch += sse(chunk(event.choice, std::move(delta), std::move(logprobs), nullptr));
         }
       } else {
@@ -112,6 +119,7 @@ class OpenAiSink : public EventSink {
           c.error = event.error.empty() ? "generation failed" : event.error;
           if (stream_) batch += sse(Json::parse(openai_error_body(server_error(c.error))));
         }
+        if (stream_ && tools_ && c.error.empty()) batch += finish_tool_stream(event.choice, c);
         if (stream_) batch += sse(chunk(event.choice, chat_ ? Json::object() : Json(""), nullptr, c.finish_reason));
       }
     }
@@ -145,14 +153,24 @@ class OpenAiSink : public EventSink {
     Json choices = Json::array();
     for (size_t i = 0; i < choices_.size(); ++i) {
       const Choice& c = choices_[i];
+      std::string finish_reason = c.finish_reason;
       Json choice = {{"index", i}};
-      if (chat_) {
+      if (chat_ && tools_) {
+        const ParsedOutput parsed = parse_tool_calls(c.text, tool_syntax_, *tools_, tools_->forced());
+        Json message = {{"role", "assistant"}, {"content", parsed.content}};
+        if (!parsed.calls.empty()) {
+          if (parsed.content.empty()) message["content"] = nullptr;
+          message["tool_calls"] = tool_calls_json(parsed);
+          if (c.finish_reason == "stop") finish_reason = "tool_calls";
+        }
+        choice["message"] = std::move(message);
+      } else if (chat_) {
         choice["message"] = {{"role", "assistant"}, {"content", c.text}};
       } else {
         choice["text"] = c.text;
       }
       choice["logprobs"] = logprobs_ ? c.logprobs : Json();
-      choice["finish_reason"] = c.finish_reason.empty() ? Json() : Json(c.finish_reason);
+      choice["finish_reason"] = finish_reason.empty() ? Json() : Json(finish_reason);
       choices.push_back(std::move(choice));
     }
     body["choices"] = std::move(choices);
@@ -175,6 +193,8 @@ class OpenAiSink : public EventSink {
     std::string error;
     bool role_sent = false;
     bool prompt_logprobs_done = false;
+    size_t released = 0;  // streams with tools: the bytes of text sent as content
+    bool in_call = false;  // ... and a call has begun: the rest is held for the parser
     int64_t next_offset = 0;  // completions: text_offset of the next token
   };
 
@@ -270,6 +290,83 @@ class OpenAiSink : public EventSink {
             {"text_offset", std::move(offsets)}};
   }
 
+  // The text a model opens a tool call with, in this request's syntax.
+  std::string_view call_opener() const {
+    switch (tool_syntax_) {
+      case ToolSyntax::kMistral: return "[TOOL_CALLS]";
+      case ToolSyntax::kLlama3: return "<|python_tag|>";
+      default: return "<tool_call>";
+    }
+  }
+
+  // Streams with tools: the part of c.text not yet sent that is certainly content, i.e.
+  // before any call opener (and, with a forced call or a bare Llama 3 call, nothing).
+  std::string release_content(Choice& c) {
+    if (c.in_call || tools_->forced()) return "";
+    const std::string_view opener = call_opener();
+    const std::string_view pending = std::string_view(c.text).substr(c.released);
+    if (tool_syntax_ == ToolSyntax::kLlama3 && c.released == 0) {
+      const size_t first = pending.find_first_not_of(" \t\r\n");
+      if (first == std::string_view::npos) return "";
+      if (pending[first] == '{') {  // a bare JSON call
+        c.in_call = true;
+        return "";
+      }
+    }
+    size_t keep = pending.size();
+    if (const size_t at = pending.find(opener); at != std::string_view::npos) {
+      c.in_call = true;
+      keep = at;
+    } else {  // hold back a suffix that could be the start of the opener
+      for (size_t n = std::min(opener.size() - 1, pending.size()); n > 0; --n) {
+        if (opener.substr(0, n) == pending.substr(pending.size() - n)) {
+          keep = pending.size() - n;
+          break;
+        }
+      }
+    }
+    std::string out(pending.substr(0, keep));
+    c.released += keep;
+    return out;
+  }
+
+  Json tool_calls_json(const ParsedOutput& parsed) const {
+    Json calls = Json::array();
+    for (const ParsedToolCall& call : parsed.calls) {
+      calls.push_back({{"id", new_response_id("call_")},
+                       {"type", "function"},
+                       {"function", {{"name", call.name}, {"arguments", call.arguments}}}});
+    }
+    return calls;
+  }
+
+  // The end of a stream with tools: its calls as OpenAI streams them (a delta with the
+  // id and name, then the arguments in pieces), or the held-back text when it had none.
+  std::string finish_tool_stream(int32_t index, Choice& c) {
+    const ParsedOutput parsed = parse_tool_calls(c.text, tool_syntax_, *tools_, tools_->forced());
+    std::string out;
+    if (parsed.calls.empty()) {
+      const std::string rest = c.text.substr(c.released);
+      if (!rest.empty()) out += sse(chunk(index, Json{{"content", rest}}, nullptr, nullptr));
+      return out;
+    }
+    constexpr size_t kPiece = 24;  // bytes of arguments per delta
+    for (size_t k = 0; k < parsed.calls.size(); ++k) {
+      const ParsedToolCall& call = parsed.calls[k];
+      Json head = {{"index", k},
+                   {"id", new_response_id("call_")},
+                   {"type", "function"},
+                   {"function", {{"name", call.name}, {"arguments", ""}}}};
+      out += sse(chunk(index, Json{{"tool_calls", Json::array({head})}}, nullptr, nullptr));
+      for (size_t at = 0; at < call.arguments.size(); at += kPiece) {
+        Json piece = {{"index", k}, {"function", {{"arguments", call.arguments.substr(at, kPiece)}}}};
+        out += sse(chunk(index, Json{{"tool_calls", Json::array({piece})}}, nullptr, nullptr));
+      }
+    }
+    if (c.finish_reason == "stop") c.finish_reason = "tool_calls";
+    return out;
+  }
+
   void append_logprobs(Choice& c, const Json& part) {
     if (c.logprobs.is_null()) {
       c.logprobs = part;
@@ -289,6 +386,8 @@ class OpenAiSink : public EventSink {
   const std::string id_;
   const std::string model_name_;
   const int64_t created_;
+  const std::optional<ToolRequest> tools_;
+  const ToolSyntax tool_syntax_;
   std::vector<Choice> choices_;
 };
 

@@ -58,6 +58,24 @@ Result<std::vector<int32_t>> ServedModel::chat_prompt(const std::vector<tokenize
   return tokenizer_->encode(*text, /*add_special=*/false, /*parse_special=*/true);
 }
 
+Result<std::vector<int32_t>> ServedModel::chat_prompt(const nlohmann::ordered_json& messages,
+                                                      const nlohmann::ordered_json& tools,
+                                                      const std::string& suffix) const {
+  if (!chat_template_) return not_found("this model has no chat template: " + chat_template_error_);
+  const auto& vocab = tokenizer_->vocab();
+  auto piece = [&](int32_t id) { return id >= 0 ? tokenizer_->token_piece(id, true) : std::string(); };
+  tokenizer::jinja::Dict variables{
+      {"messages", tokenizer::jinja::Value::from_json(messages)},
+      {"add_generation_prompt", tokenizer::jinja::Value(true)},
+      {"bos_token", tokenizer::jinja::Value(piece(vocab.bos_id))},
+      {"eos_token", tokenizer::jinja::Value(piece(vocab.eos_id))},
+  };
+  if (!tools.is_null()) variables.emplace_back("tools", tokenizer::jinja::Value::from_json(tools));
+  auto text = chat_template_->render_variables(variables);
+  if (!text.ok()) return text.status();
+  return tokenizer_->encode(*text + suffix, /*add_special=*/false, /*parse_special=*/true);
+}
+
 std::vector<int32_t> ServedModel::text_prompt(std::string_view text) const {
   return tokenizer_->encode(text, /*add_special=*/true, /*parse_special=*/true);
 }

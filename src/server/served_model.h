@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "base/status.h"
 #include "engine/engine.h"
 #include "model/model.h"
@@ -41,6 +43,11 @@ class ServedModel {
   // BOS itself. InvalidArgument if the template rejects the messages; NotFound if the
   // model has no chat template.
   Result<std::vector<int32_t>> chat_prompt(const std::vector<tokenizer::ChatMessage>& messages) const;
+  // The same for messages given as JSON (assistant tool_calls, tool messages: whatever
+  // the template reads) and tools (null: none), with `suffix` after the assistant's
+  // opening header (the start of a forced tool call).
+  Result<std::vector<int32_t>> chat_prompt(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                           const std::string& suffix) const;
   // Plain text as a prompt: BOS added as the vocabulary asks, special tokens parsed.
   std::vector<int32_t> text_prompt(std::string_view text) const;
 
