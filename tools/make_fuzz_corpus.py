@@ -131,11 +131,26 @@ def api_request_seeds() -> dict[str, bytes]:
                   "presence_penalty": 0.5, "frequency_penalty": 0.1, "logit_bias": {}}
     ollama_chat = {"model": "default", "messages": [{"role": "user", "content": "Hi"}], "stream": False,
                    "format": "json", "options": {"num_predict": 5, "temperature": 0, "num_ctx": 512, "stop": ["x"]}}
+    weather = {"type": "function", "function": {"name": "get_weather", "description": "Weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string", "maxLength": 20}}, "required": ["city"]}}}
+    tool_chat = {"model": "default", "tools": [weather], "tool_choice": "required", "parallel_tool_calls": False,
+                 "logit_bias": {"100": -100, "7": 2.5},
+                 "messages": [{"role": "user", "content": "Weather?"},
+                              {"role": "assistant", "content": None, "tool_calls": [
+                                  {"id": "call_1", "type": "function",
+                                   "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]},
+                              {"role": "tool", "tool_call_id": "call_1", "content": "12 C"}]}
+    ollama_tools = {"model": "default", "tools": [weather], "stream": False,
+                    "messages": [{"role": "user", "content": "Weather?"},
+                                 {"role": "assistant", "content": "", "tool_calls": [
+                                     {"function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}]},
+                                 {"role": "tool", "content": "12 C"}]}
     ollama_generate = {"model": "default", "prompt": "Why is the sky blue?", "system": "Short.", "raw": False,
                        "context": [2, 100, 200], "options": {"seed": 7, "top_k": 10}}
     return {"chat": b"\0" + json.dumps(chat).encode(), "completion": b"\1" + json.dumps(completion).encode(),
             "ollama_chat": b"\2" + json.dumps(ollama_chat).encode(),
-            "ollama_generate": b"\3" + json.dumps(ollama_generate).encode()}
+            "ollama_generate": b"\3" + json.dumps(ollama_generate).encode(),
+            "tool_chat": b"\0" + json.dumps(tool_chat).encode(), "ollama_tools": b"\2" + json.dumps(ollama_tools).encode()}
 
 
 def http_request_seeds() -> dict[str, bytes]:

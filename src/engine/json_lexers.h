@@ -57,6 +57,9 @@ class JsonStringLexer {
   enum class Step : uint8_t { kRefused, kTaken, kClosed };  // kClosed: c was the closing quote
 
   void begin() { state_ = State::kPlain; }
+  // The next byte, unless it is a UTF-8 continuation byte, begins a character (or the
+  // closing quote): no escape is under way.
+  bool at_character_start() const { return state_ == State::kPlain && !unicode_.low_surrogate_due(); }
   Step step(char c) {
     switch (state_) {
       case State::kPlain:

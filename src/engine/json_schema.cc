@@ -67,7 +67,7 @@ class SchemaCompiler {
   Status check_keywords(const nlohmann::ordered_json& schema, const std::string& path) const {
     for (const auto& item : schema.items()) {
       static const std::set<std::string, std::less<>> kKnown = {
-          "type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "enum", "const",
+          "type", "properties", "required", "additionalProperties", "items", "minItems", "maxItems", "minLength", "maxLength", "enum", "const",
           "$ref", "anyOf", "oneOf", "$defs", "definitions"};
       const std::string& key = item.key();
       if (!kKnown.contains(key) && !kAnnotations.contains(key)) {
@@ -120,6 +120,15 @@ class SchemaCompiler {
     if (name == "array") return compile_array(schema, path, depth, node);
     if (name == "string") {
       node.kind = JsonSchema::Kind::kString;
+      for (const char* key : {"minLength", "maxLength"}) {
+        if (!schema.contains(key)) continue;
+        const nlohmann::ordered_json& v = schema[key];
+        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
+          return invalid_argument("'" + std::string(key) + "' at " + path + " must be a non-negative integer");
+        }
+        (std::string(key) == "minLength" ? node.min_length : node.max_length) = static_cast<int32_t>(v.get<int64_t>());
+      }
+      if (node.min_length > node.max_length) return invalid_argument("'minLength' exceeds 'maxLength' at " + path);
     } else if (name == "number") {
       node.kind = JsonSchema::Kind::kNumber;
     } else if (name == "integer") {
@@ -333,6 +342,7 @@ bool JsonSchemaGrammar::start(Frame& f, char c) {
       if (c != '"') return false;
       string_.begin();
       f.phase = 1;
+      f.index = 0;  // characters written
       return true;
     case JsonSchema::Kind::kNumber:
     case JsonSchema::Kind::kInteger:
@@ -432,15 +442,22 @@ bool JsonSchemaGrammar::step(char c) {
       return step_object(f, n, c);
     case JsonSchema::Kind::kArray:
       return step_array(f, n, c);
-    case JsonSchema::Kind::kString:
+    case JsonSchema::Kind::kString: {
+      // A byte that begins a character: a plain lead byte, or the backslash of an escape.
+      const bool begins = string_.at_character_start() && c != '"' && (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+      if (begins && f.index >= n.max_length) return false;
+      if (c == '"' && string_.at_character_start() && f.index < n.min_length) return false;
       switch (string_.step(c)) {
         case JsonStringLexer::Step::kRefused: return false;
-        case JsonStringLexer::Step::kTaken: return true;
+        case JsonStringLexer::Step::kTaken:
+          if (begins) ++f.index;
+          return true;
         case JsonStringLexer::Step::kClosed:
           end_value();
           return true;
       }
       return false;
+    }
     case JsonSchema::Kind::kNumber:
     case JsonSchema::Kind::kInteger:
       switch (number_.step(c)) {

@@ -8,6 +8,7 @@
 //           `required` says), required, additionalProperties (only false or absent:
 //           no other keys are ever written)
 //   array:  items, minItems, maxItems
+//   string: minLength, maxLength (in characters; an escape counts as one)
 //   enum, const: the value is one of these JSON values (written compactly)
 //   anyOf, oneOf, a list of types: alternatives whose values start with different
 //           characters (a type or null - Pydantic's Optional -, a string or a number, ...)
@@ -53,6 +54,7 @@ class JsonSchema {
     std::vector<std::pair<std::string, int32_t>> properties;  // kObject: "key" as JSON text, node
     int32_t items = -1;                                       // kArray: the items' node
     int32_t min_items = 0, max_items = INT32_MAX;             // kArray
+    int32_t min_length = 0, max_length = INT32_MAX;           // kString: characters (an escape is one)
     std::vector<std::string> literals;  // kLiterals: the allowed values as compact JSON texts
     // kAnyOf: each alternative with the bytes its values can start with (disjoint sets).
     std::vector<std::pair<std::bitset<256>, int32_t>> alternatives;

@@ -53,13 +53,19 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> previo
   assert(!logits.empty());
   apply_penalties(logits, previous_tokens);
   const int32_t token = sample_penalized(logits);
-  for (const auto& [id, raw_logit] : penalty_undo_) logits[id] = raw_logit;
+  // Newest first: a token both biased and penalized gets its raw logit back last.
+  for (auto it = penalty_undo_.rbegin(); it != penalty_undo_.rend(); ++it) logits[it->first] = it->second;
   return token;
 }
 
 void Sampler::apply_penalties(std::span<float> logits,
                               std::span<const int32_t> previous_tokens) {
   penalty_undo_.clear();
+  for (const auto& [id, bias] : params_.logit_bias) {
+    if (id < 0 || static_cast<size_t>(id) >= logits.size()) continue;
+    penalty_undo_.emplace_back(id, logits[id]);
+    logits[id] = bias <= -100.0f ? kNegInf : logits[id] + bias;
+  }
   const bool repetition = params_.repetition_penalty_active();
   const bool openai = params_.openai_penalties_active();
   if (!repetition && !openai) return;

@@ -47,6 +47,9 @@ Status SamplingParams::validate() const {
   if (!(frequency_penalty >= -2.0f && frequency_penalty <= 2.0f)) {
     return out_of_range("frequency_penalty", "in [-2, 2] (0 = off)", frequency_penalty);
   }
+  for (const auto& [token, bias] : logit_bias) {
+    if (!(bias >= -100.0f && bias <= 100.0f)) return out_of_range("logit_bias", "values in [-100, 100]", bias);
+  }
   if (top_logprobs < 0 || top_logprobs > kMaxTopLogprobs) {
     return out_of_range("top_logprobs", "in [0, " + std::to_string(kMaxTopLogprobs) + "]",
                         top_logprobs);

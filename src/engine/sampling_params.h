@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
+#include <vector>
 
 #include "base/status.h"
 
@@ -36,6 +38,10 @@ struct SamplingParams {
   float presence_penalty = 0.0f;
   float frequency_penalty = 0.0f;
 
+  // OpenAI's logit_bias: (token, bias in [-100, 100]) added to the token's logit before
+  // everything else; -100 bans the token outright.
+  std::vector<std::pair<int32_t, float>> logit_bias;
+
   // Seed of the random draws. Unset = a fresh random seed per Sampler (which reports it).
   std::optional<uint64_t> seed;
 
@@ -51,7 +57,7 @@ struct SamplingParams {
   bool openai_penalties_active() const { return presence_penalty != 0.0f || frequency_penalty != 0.0f; }
   bool has_penalties() const { return repetition_penalty_active() || openai_penalties_active(); }
   // The draw is then first_max_index(logits) (base/first_max.h), whatever else is set.
-  bool picks_first_max() const { return is_greedy() && !has_penalties(); }
+  bool picks_first_max() const { return is_greedy() && !has_penalties() && logit_bias.empty(); }
 
   // InvalidArgument naming the first field out of range, its allowed range and the value
   // found; OK otherwise. Rejects NaN and infinities in every float field.

@@ -85,7 +85,7 @@ bool ToolCallGrammar::step(char c) {
     case Phase::kClose:
       if (is_space(c)) return ++whitespace_ <= kMaxWhitespace;
       if (c != '}') return false;
-      phase_ = spec_->forced ? Phase::kDone : Phase::kFree;
+      phase_ = spec_->forced || spec_->single_call ? Phase::kDone : Phase::kFree;
       seen_.clear();
       return true;
     case Phase::kDone:

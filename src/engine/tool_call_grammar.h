@@ -12,7 +12,7 @@
 // "<tool_call>\n") at the end of the prompt. Otherwise (tool_choice "auto") the output
 // is free text, which may end at any point, until it contains `trigger`; from there one
 // call must follow, and after it the text is free again (a closing tag, more calls, the
-// end).
+// end), or, with single_call, the output ends.
 //
 // Thread-safety: a ToolCallSpec is immutable and shared; a ToolCallGrammar is a value.
 #pragma once
@@ -38,6 +38,7 @@ struct ToolCallSpec {
   std::string arguments_key = "arguments";  // Llama 3.1 writes "parameters"
   bool forced = false;
   std::string trigger;                   // auto: the text that opens a call, e.g. "<tool_call>"
+  bool single_call = false;              // auto: the output ends with its first call
 };
 
 class ToolCallGrammar final : public OutputGrammar {

@@ -66,9 +66,6 @@ void reject_unsupported(const Fields& f) {
   if (const Json* images = f.array("images"); images && !images->empty()) {
     throw bad_request("this model reads text only; 'images' are not supported", "images");
   }
-  if (const Json* tools = f.array("tools"); tools && !tools->empty()) {
-    throw bad_request("'tools' are not supported", "tools");
-  }
   if (auto t = f.string("template"); t && !t->empty()) throw bad_request("a per-request 'template' is not supported", "template");
   if (auto s = f.string("suffix"); s && !s->empty()) throw bad_request("'suffix' is not supported", "suffix");
 }
@@ -99,6 +96,8 @@ OllamaRequest parse_ollama_request(bool chat, const Json& body, const ServedMode
       return out;
     }
     std::vector<tokenizer::ChatMessage> chat_messages;
+    Json chat_json = Json::array();  // with the tool fields, for chats that have them
+    bool tool_messages = false;
     for (size_t i = 0; i < messages->size(); ++i) {
       const std::string where = "messages[" + std::to_string(i) + "]";
       if (!(*messages)[i].is_object()) throw bad_request("'" + where + "' must be an object", where);
@@ -107,8 +106,30 @@ OllamaRequest parse_ollama_request(bool chat, const Json& body, const ServedMode
         throw bad_request("this model reads text only; 'images' are not supported", where + ".images");
       }
       chat_messages.push_back({m.string("role").value_or("user"), m.string("content").value_or("")});
+      Json message = {{"role", chat_messages.back().role}, {"content", chat_messages.back().content}};
+      if (const Json* calls = m.raw("tool_calls")) message["tool_calls"] = *calls;
+      tool_messages = tool_messages || message["role"] == "tool" || message.contains("tool_calls");
+      chat_json.push_back(std::move(message));
     }
-    auto prompt = model.chat_prompt(chat_messages);
+    out.tools = read_tool_request(f);
+    Result<std::vector<int32_t>> prompt = std::vector<int32_t>();
+    if (out.tools || tool_messages) {
+      if (out.tools && (out.request.json_object || out.request.json_schema)) {
+        throw bad_request("'format' cannot be combined with 'tools' here", "format");
+      }
+      // Ollama has no tool_choice: the model decides, and the grammar takes over once it
+      // opens a call in the built-in syntax.
+      out.tool_syntax = tool_syntax_for_template(model.chat_template_source());
+      const Json template_tools = out.tools && out.tool_syntax != ToolSyntax::kBuiltin ? *f.array("tools") : Json();
+      prompt = model.chat_prompt(
+          template_messages(chat_json, out.tools ? &*out.tools : nullptr, out.tool_syntax, /*ids_required=*/false),
+          template_tools, "");
+      if (out.tools && out.tool_syntax == ToolSyntax::kBuiltin) {
+        out.request.tool_calls = tool_call_spec(*out.tools, out.tool_syntax);
+      }
+    } else {
+      prompt = model.chat_prompt(chat_messages);
+    }
     if (!prompt.ok()) throw bad_request("Cannot apply the chat template: " + prompt.status().message(), "messages");
     out.request.prompt = std::move(prompt).value();
   } else {

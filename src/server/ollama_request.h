@@ -3,9 +3,12 @@
 // repeat_penalty 1.1 over the last 64 tokens). Rejections are ApiErrors as for OpenAI.
 #pragma once
 
+#include <optional>
+
 #include "engine/request.h"
 #include "server/json_fields.h"
 #include "server/served_model.h"
+#include "server/tool_calls.h"
 
 namespace tokenmill::server {
 
@@ -14,6 +17,9 @@ struct OllamaRequest {
   bool stream = true;
   bool chat = false;
   bool load_only = false;  // an empty generate prompt: Ollama answers done_reason "load"
+  // /api/chat with tools: how to read the calls back out of the answer.
+  std::optional<ToolRequest> tools;
+  ToolSyntax tool_syntax = ToolSyntax::kBuiltin;
 };
 
 // Throws ApiError. chat: /api/chat (messages), else /api/generate (prompt).

@@ -27,7 +27,12 @@ int64_t nanoseconds(std::chrono::steady_clock::duration d) {
 class OllamaSink : public EventSink {
  public:
   OllamaSink(const OllamaRequest& request, const ServedModel& model)
-      : chat_(request.chat), stream_(request.stream), model_name_(model.name()), context_(request.request.prompt) {}
+      : chat_(request.chat),
+        stream_(request.stream),
+        model_name_(model.name()),
+        context_(request.request.prompt),
+        tools_(request.tools),
+        tool_syntax_(request.tool_syntax) {}
 
   void on_start(Responder& out) override {
     if (stream_) out.begin_stream(200, "application/x-ndjson");
@@ -42,7 +47,7 @@ class OllamaSink : public EventSink {
         done_reason_ = engine::finish_reason_name(*event.finish);
         if (*event.finish == engine::FinishReason::kError) error_ = event.error.empty() ? "generation failed" : event.error;
       }
-      if (!stream_) {
+      if (!stream_ || tools_) {  // with tools, the answer is read whole for its calls
         text_ += event.text;
       } else if (!event.text.empty()) {
         Json line = envelope();
@@ -65,7 +70,25 @@ class OllamaSink : public EventSink {
       return;
     }
     Json last = envelope();
-    put_text(last, stream_ ? "" : text_);
+    if (tools_) {
+      const ParsedOutput parsed = parse_tool_calls(text_, tool_syntax_, *tools_, /*forced=*/false);
+      last["message"] = {{"role", "assistant"}, {"content", parsed.content}};
+      if (!parsed.calls.empty()) {
+        Json calls = Json::array();
+        for (const ParsedToolCall& call : parsed.calls) {
+          calls.push_back({{"function", {{"name", call.name}, {"arguments", Json::parse(call.arguments)}}}});
+        }
+        last["message"]["tool_calls"] = std::move(calls);
+      }
+      if (stream_) {  // Ollama sends the message, then the closing object
+        Json message = last;
+        message["done"] = false;
+        out.write_chunk(dump_json(message) + "\n");
+        put_text(last, "");
+      }
+    } else {
+      put_text(last, stream_ ? "" : text_);
+    }
     last["done"] = true;
     last["done_reason"] = done_reason_;
     if (!chat_) last["context"] = context_;
@@ -101,6 +124,8 @@ class OllamaSink : public EventSink {
   std::string text_;
   std::string done_reason_ = "stop";
   std::string error_;
+  const std::optional<ToolRequest> tools_;
+  const ToolSyntax tool_syntax_;
 };
 
 Json details_json(const ServedModel& model) {

@@ -1,6 +1,7 @@
 #include "server/openai_request.h"
 
 #include <climits>
+#include <cstdlib>
 
 #include "engine/json_schema.h"
 
@@ -35,8 +36,27 @@ void read_sampling(const Fields& f, const ServedModel& model, engine::Request& r
       r.stop_token_ids.push_back(id.get<int32_t>());
     }
   }
-  if (const Json* bias = f.object("logit_bias"); bias && !bias->empty()) {
-    throw bad_request("'logit_bias' is not supported", "logit_bias");
+  if (const Json* bias = f.object("logit_bias")) {
+    // {"token id": bias}: ids as strings (JSON keys), biases in [-100, 100].
+    if (bias->size() > kMaxLogitBias) {
+      throw bad_request("'logit_bias' may hold at most " + std::to_string(kMaxLogitBias) + " tokens", "logit_bias");
+    }
+    const int32_t n_vocab = model.tokenizer().n_vocab();
+    for (const auto& [key, value] : bias->items()) {
+      char* end = nullptr;
+      const long id = std::strtol(key.c_str(), &end, 10);
+      if (key.empty() || *end != '\0' || id < 0 || id >= n_vocab) {
+        throw bad_request("'logit_bias' keys must be token ids in [0, " + std::to_string(n_vocab) + "), found " +
+                              dump_json(key),
+                          "logit_bias");
+      }
+      if (!value.is_number() || !(value.get<double>() >= -100 && value.get<double>() <= 100)) {
+        throw bad_request("'logit_bias' values must be numbers in [-100, 100], found " + dump_json(value) +
+                              " for token " + key,
+                          "logit_bias");
+      }
+      s.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(value.get<double>()));
+    }
   }
   if (auto v = f.integer("best_of", 1, kMaxChoices); v && *v != r.n) {
     throw bad_request("'best_of' other than n is not supported", "best_of");

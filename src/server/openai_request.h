@@ -17,6 +17,7 @@ namespace tokenmill::server {
 
 inline constexpr int32_t kMaxChoices = 8;
 inline constexpr size_t kMaxStopStrings = 16;
+inline constexpr size_t kMaxLogitBias = 1024;  // tokens in one logit_bias
 // /v1/completions: prompts in one request (a list), and their choices in all.
 inline constexpr size_t kMaxPrompts = 64;
 inline constexpr int64_t kMaxChoicesPerRequest = 128;

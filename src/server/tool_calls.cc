@@ -207,6 +207,7 @@ std::optional<ToolRequest> read_tool_request(const Fields& f) {
 std::shared_ptr<const engine::ToolCallSpec> tool_call_spec(const ToolRequest& tools, ToolSyntax syntax) {
   auto spec = std::make_shared<engine::ToolCallSpec>();
   spec->forced = tools.forced();
+  spec->single_call = !tools.parallel;
   spec->arguments_key = syntax == ToolSyntax::kLlama3 ? "parameters" : "arguments";
   spec->trigger = syntax == ToolSyntax::kMistral ? std::string(kMistralCalls)
                   : syntax == ToolSyntax::kLlama3 ? std::string(kPythonTag)
@@ -258,7 +259,7 @@ std::string builtin_tool_prompt(const ToolRequest& tools) {
   return out;
 }
 
-Json template_messages(const Json& messages, const ToolRequest* tools, ToolSyntax syntax) {
+Json template_messages(const Json& messages, const ToolRequest* tools, ToolSyntax syntax, bool ids_required) {
   Json out = Json::array();
   const bool builtin = syntax == ToolSyntax::kBuiltin;
   for (size_t i = 0; i < messages.size(); ++i) {
@@ -266,7 +267,7 @@ Json template_messages(const Json& messages, const ToolRequest* tools, ToolSynta
     const std::string where = "messages[" + std::to_string(i) + "]";
     Json message = m;
     const std::string role = m.value("role", "");
-    if (role == "tool") {
+    if (role == "tool" && ids_required) {
       if (!m.contains("tool_call_id") || !m["tool_call_id"].is_string() || m["tool_call_id"].get<std::string>().empty()) {
         throw bad_request("'" + where + ".tool_call_id' is required in a message of role 'tool'",
                           where + ".tool_call_id");

@@ -67,8 +67,9 @@ std::string builtin_tool_prompt(const ToolRequest& tools);
 // messages with their tool_call_id. For kBuiltin the calls and results become text of
 // the assistant and user turns, and the tool prompt joins the system message. Throws
 // ApiError naming the message when one is malformed (a tool message without
-// tool_call_id, tool_calls that are not a list of functions).
-Json template_messages(const Json& messages, const ToolRequest* tools, ToolSyntax syntax);
+// tool_call_id, tool_calls that are not a list of functions). Ollama's tool messages
+// carry no tool_call_id: ids_required false.
+Json template_messages(const Json& messages, const ToolRequest* tools, ToolSyntax syntax, bool ids_required = true);
 
 struct ParsedToolCall {
   std::string name;

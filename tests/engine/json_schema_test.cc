@@ -253,6 +253,27 @@ TEST(JsonSchemaGrammar, RandomWalksGiveValidDocuments) {
   EXPECT_GE(n_complete, 100);
 }
 
+TEST(JsonSchemaGrammar, StringLengthsCountCharacters) {
+  auto schema = compile_ok(json::parse(R"({"type": "object", "properties": {
+      "code": {"type": "string", "minLength": 2, "maxLength": 3}}})"));
+  auto accepts = [&](const std::string& text) {
+    JsonSchemaGrammar g(schema);
+    return accepted_prefix(text, g) == text.size() && g.complete();
+  };
+  EXPECT_TRUE(accepts(R"({"code": "ab"})"));
+  EXPECT_TRUE(accepts(R"({"code": "abc"})"));
+  EXPECT_TRUE(accepts("{\"code\": \"\u00e9\u00e9\u00e9\"}"));  // escapes count one each
+  EXPECT_TRUE(accepts("{\"code\": \"\xc3\xa9\xc3\xa9\xc3\xa9\"}"));  // so do multi-byte characters
+  EXPECT_TRUE(accepts(R"({"code": "a\n"})"));
+  EXPECT_FALSE(accepts(R"({"code": "a"})"));
+  EXPECT_FALSE(accepts(R"({"code": "abcd"})"));
+  JsonSchemaGrammar g(schema);
+  const std::string long_one = R"({"code": "abcd"})";
+  EXPECT_EQ(accepted_prefix(long_one, g), long_one.rfind('d'));  // refused at the fourth character
+  EXPECT_FALSE(JsonSchema::compile(json::parse(
+      R"({"type": "object", "properties": {"a": {"type": "string", "minLength": 4, "maxLength": 3}}})")).ok());
+}
+
 TEST(JsonSchema, RefusesWhatItCannotEnforce) {
   struct Case {
     const char* schema;

@@ -83,6 +83,34 @@ std::vector<double> empirical_distribution(const SamplingParams& params,
 
 // ---- greedy ----------------------------------------------------------------------
 
+TEST(SamplerTest, LogitBiasBansAndForcesTokensAndLeavesTheLogits) {
+  SamplingParams params = seeded(5);
+  params.logit_bias = {{3, -100.0f}, {1, 2.5f}};
+  EXPECT_FALSE(params.picks_first_max());  // the fast greedy path would miss the bias
+  std::vector<float> logits = {0.0f, 0.0f, 0.0f, 4.0f, 0.0f};  // token 3 the likeliest by far
+  const std::vector<float> before = logits;
+  Sampler sampler(params);
+  int ones = 0;
+  for (int i = 0; i < 5000; ++i) {
+    const int32_t token = sampler.sample(logits, {});
+    ASSERT_NE(token, 3);  // banned
+    ones += token == 1;
+  }
+  EXPECT_GT(ones, 5000 * 0.7);  // e^2.5 against 1 + 1 + 1: about 80%
+  EXPECT_EQ(logits, before);
+  SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  greedy.logit_bias = {{0, 100.0f}};
+  greedy.repetition_penalty = 1.3f;  // bias and penalty on the same token both come undone
+  Sampler forced(greedy);
+  const std::vector<int32_t> previous = {0};
+  EXPECT_EQ(forced.sample(logits, previous), 0);
+  EXPECT_EQ(logits, before);
+  SamplingParams bad;
+  bad.logit_bias = {{0, 101.0f}};
+  EXPECT_FALSE(bad.validate().ok());
+}
+
 TEST(SamplerTest, GreedyPicksArgmax) {
   SamplingParams params;
   params.temperature = 0.0f;

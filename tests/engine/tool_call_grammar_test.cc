@@ -87,6 +87,17 @@ TEST(ToolCallGrammar, AutoIsFreeUntilTheTriggerThenConstrainedThenFreeAgain) {
   EXPECT_FALSE(g.allows("\n</tool_call>\n<tool_call>{\"name\": \"nope\""));
 }
 
+TEST(ToolCallGrammar, AutoWithASingleCallEndsAfterIt) {
+  auto single = std::make_shared<ToolCallSpec>(*spec(false));
+  single->single_call = true;
+  ToolCallGrammar g(single);
+  g.advance("Sure. <tool_call>");
+  g.advance("{\"name\": \"get_time\", \"arguments\": {}}");
+  EXPECT_TRUE(g.complete());
+  EXPECT_FALSE(g.accepts_end());  // complete: the engine ends the choice itself
+  EXPECT_FALSE(g.allows("\n"));
+}
+
 TEST(ToolCallGrammar, ACopyKeepsItsOwnState) {
   ToolCallGrammar g(spec(true));
   g.advance(R"({"name": "get_weather", "arguments": {"city": ")");
