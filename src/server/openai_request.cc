@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <cstdlib>
+#include <set>
 
 #include "engine/json_schema.h"
 
@@ -97,6 +98,36 @@ void read_stream(const Fields& f, OpenAiRequest& out) {
   if (const Json* options = f.object("stream_options")) {
     if (!out.stream) throw bad_request("'stream_options' is only allowed when 'stream' is true", "stream_options");
     out.include_usage = Fields(*options, "stream_options").boolean("include_usage").value_or(false);
+  }
+}
+
+// The fields OpenAI documents that change nothing in what is generated here are checked
+// and accepted (user, safety_identifier, metadata, prompt_cache_key - prefix caching is
+// automatic -, service_tier, store: false); those asking for what this server does not
+// do are refused by name. docs/serving.md has the table.
+void check_documented_fields(const Fields& f, bool chat) {
+  for (const char* name : {"user", "safety_identifier", "prompt_cache_key"}) f.string(name);
+  if (const Json* metadata = f.object("metadata"); metadata && metadata->size() > 16) {
+    throw bad_request("'metadata' may hold at most 16 keys", "metadata");
+  }
+  if (auto tier = f.string("service_tier")) {
+    static const std::set<std::string> kTiers = {"auto", "default", "flex", "priority", "scale"};
+    if (!kTiers.count(*tier)) {
+      throw bad_request("'service_tier' must be one of auto, default, flex, priority, scale; found " + dump_json(*tier),
+                        "service_tier");
+    }
+  }
+  if (f.boolean("store").value_or(false)) {
+    throw bad_request("'store': true (stored completions) is not supported by this server", "store");
+  }
+  if (!chat) return;
+  if (const Json* modalities = f.array("modalities"); modalities && *modalities != Json::array({"text"})) {
+    throw bad_request("this model writes text only: 'modalities' must be [\"text\"]", "modalities");
+  }
+  for (const char* name : {"audio", "web_search_options", "reasoning_effort", "verbosity"}) {
+    if (f.raw(name) != nullptr) {
+      throw bad_request("'" + std::string(name) + "' is not supported by this model", name);
+    }
   }
 }
 
@@ -209,6 +240,7 @@ OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
     tool_messages = tool_messages || role == "tool" || message.contains("tool_calls");
     chat_json.push_back(std::move(message));
   }
+  check_documented_fields(f, /*chat=*/true);
   std::optional<ToolRequest> tools = read_tool_request(f);
   read_response_format(f, request);
   if (tools || tool_messages) {
@@ -293,6 +325,7 @@ OpenAiRequest parse_completion_request(const Json& body, const ServedModel& mode
   Fields f(body);
   OpenAiRequest out;
   check_model_name(f.string("model").value_or(model.name()), model);
+  check_documented_fields(f, /*chat=*/false);
 
   // The prompt: a string or token ids, or a list of prompts (each a string or token ids).
   auto it = body.find("prompt");

@@ -222,3 +222,27 @@ def test_logit_bias_bans_a_token(server):
     alone = requests.post(server.url + "/v1/completions", json={
         "model": MODEL, "prompt": [1000], "max_tokens": 1, "echo": True, "temperature": 0}).json()
     assert alone["choices"][0]["text"].startswith(forced["choices"][0]["text"])
+
+
+def test_documented_fields_are_honoured_or_refused_by_name(client, server):
+    messages = [{"role": "user", "content": "Hi"}]
+    reply = client.chat.completions.create(model=MODEL, messages=messages, max_completion_tokens=3, user="u-1",
+                                           service_tier="auto", store=False, metadata={"team": "a"},
+                                           extra_body={"prompt_cache_key": "k", "safety_identifier": "s"})
+    assert reply.usage.completion_tokens <= 3
+    for field, value in (("store", True), ("audio", {"voice": "alloy", "format": "mp3"}), ("modalities", ["audio"]),
+                         ("reasoning_effort", "low"), ("web_search_options", {}), ("service_tier", "gold"),
+                         ("verbosity", "low")):
+        body = {"model": MODEL, "messages": messages, "max_tokens": 2, field: value}
+        response = requests.post(server.url + "/v1/chat/completions", json=body)
+        assert response.status_code == 400, (field, response.text)
+        assert response.json()["error"]["param"] == field
+
+
+def test_top_logprobs_on_a_streamed_chat(client):
+    stream = client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Count to three."}],
+                                            max_tokens=5, temperature=0, logprobs=True, top_logprobs=3, stream=True)
+    entries = [e for chunk in stream if chunk.choices and chunk.choices[0].logprobs
+               for e in chunk.choices[0].logprobs.content]
+    assert len(entries) == 5
+    assert all(len(e.top_logprobs) == 3 and e.top_logprobs[0].logprob >= e.logprob - 1e-6 for e in entries)
