@@ -3,6 +3,7 @@
 #include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/end_of_generation.h"
 #include "tokenizer/spm_tokenizer.h"
+#include "tokenizer/wordpiece_tokenizer.h"
 #include "tokenizer/unicode.h"
 
 namespace tokenmill::tokenizer {
@@ -59,6 +60,11 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::from_vocab(Vocab vocab) {
   std::unique_ptr<Tokenizer> tokenizer(new Tokenizer(std::move(vocab)));
   if (tokenizer->vocab_.kind == VocabKind::kSentencePiece) {
     tokenizer->spm_ = std::make_unique<SpmTokenizer>(tokenizer->vocab_);
+  } else if (tokenizer->vocab_.kind == VocabKind::kWordPiece) {
+    if (!tokenizer->vocab_.contains(tokenizer->vocab_.unk_id)) {
+      return invalid_argument("a WordPiece vocabulary needs an unknown token (tokenizer.ggml.unknown_token_id)");
+    }
+    tokenizer->wordpiece_ = std::make_unique<WordPieceTokenizer>(tokenizer->vocab_);
   } else {
     Result<std::unique_ptr<BpeTokenizer>> bpe = BpeTokenizer::create(tokenizer->vocab_);
     if (!bpe.ok()) return bpe.status();
@@ -88,8 +94,12 @@ void Tokenizer::build_pieces() {
         pieces_[id] = token.text;  // stored raw, never escaped
         break;
       case TokenType::kNormal:
-        pieces_[id] = vocab_.kind == VocabKind::kSentencePiece ? unescape_spaces(token.text)
-                                                               : decode_byte_level(token.text);
+        if (vocab_.kind == VocabKind::kWordPiece) {  // "▁word" starts a word; continuations join it
+          pieces_[id] = unescape_spaces(token.text);
+        } else {
+          pieces_[id] = vocab_.kind == VocabKind::kSentencePiece ? unescape_spaces(token.text)
+                                                                 : decode_byte_level(token.text);
+        }
         break;
       case TokenType::kByte:
         if (const std::optional<uint8_t> byte = parse_byte_token(token.text)) {
@@ -128,6 +138,8 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special,
       if (vocab_.add_space_prefix && after_special) prepared.push_back(' ');
       prepared.append(plain);
       spm_->encode(escape_spaces(prepared), ids);
+    } else if (wordpiece_) {
+      wordpiece_->encode(plain, ids);
     } else {
       bpe_->encode(plain, ids);
     }
@@ -144,7 +156,8 @@ const std::string& Tokenizer::token_piece(int32_t id, bool render_special) const
 
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool render_special) const {
   std::string text;
-  bool strip_space = vocab_.add_space_prefix;  // only ever from the first text token
+  // Only ever from the first text token: SentencePiece's space prefix, WordPiece's word space.
+  bool strip_space = vocab_.add_space_prefix || vocab_.kind == VocabKind::kWordPiece;
   for (const int32_t id : ids) {
     if (!vocab_.contains(id)) continue;
     const std::string& piece = token_piece(id, render_special);

@@ -1,5 +1,6 @@
 // Text <-> token ids for a model, built from its GGUF vocabulary. Matches llama.cpp's
-// tokenization for SentencePiece ("llama") and byte-level BPE ("gpt2") vocabularies.
+// tokenization for SentencePiece ("llama") and byte-level BPE ("gpt2") vocabularies, and
+// Hugging Face's BERT tokenizer for WordPiece ("bert") ones.
 //
 //   encode:  text -> split on special tokens -> per plain stretch: SentencePiece merges
 //            (spaces as U+2581) or pre-tokenizer + byte-level BPE -> ids
@@ -26,6 +27,7 @@ namespace tokenmill::tokenizer {
 
 class SpmTokenizer;
 class BpeTokenizer;
+class WordPieceTokenizer;
 
 class Tokenizer {
  public:
@@ -70,8 +72,9 @@ class Tokenizer {
 
   Vocab vocab_;
   SpecialTokenSplitter splitter_;
-  std::unique_ptr<SpmTokenizer> spm_;  // exactly one of spm_ / bpe_ is set
+  std::unique_ptr<SpmTokenizer> spm_;  // exactly one of spm_ / bpe_ / wordpiece_ is set
   std::unique_ptr<BpeTokenizer> bpe_;
+  std::unique_ptr<WordPieceTokenizer> wordpiece_;
   std::vector<std::string> pieces_;        // [n_vocab] bytes of each token, rendered
   std::vector<bool> hidden_unless_special_; // [n_vocab] control / unknown tokens
   std::vector<bool> end_of_generation_;     // [n_vocab]

@@ -96,8 +96,13 @@ Result<Vocab> load_vocab(const gguf::File& file) {
     vocab.add_space_prefix = true;
   } else if (*model == "gpt2") {
     vocab.kind = VocabKind::kByteLevelBpe;
+  } else if (*model == "bert") {
+    vocab.kind = VocabKind::kWordPiece;
+    // [CLS] text [SEP], as BERT's tokenizers write every input.
+    vocab.add_bos = true;
+    vocab.add_eos = true;
   } else {
-    return unsupported("tokenizer.ggml.model '" + *model + "' (supported: llama, gpt2)");
+    return unsupported("tokenizer.ggml.model '" + *model + "' (supported: llama, gpt2, bert)");
   }
   vocab.pre = file.get_string_or("tokenizer.ggml.pre", "default");
   if (vocab.kind == VocabKind::kByteLevelBpe) {

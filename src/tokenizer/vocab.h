@@ -30,6 +30,7 @@ enum class TokenType : int32_t {
 enum class VocabKind {
   kSentencePiece,  // tokenizer.ggml.model "llama": scores, U+2581 for space, byte tokens
   kByteLevelBpe,   // tokenizer.ggml.model "gpt2": merges over GPT-2 byte characters
+  kWordPiece,      // tokenizer.ggml.model "bert": BERT's uncased WordPiece, U+2581 before words
 };
 
 struct TokenData {

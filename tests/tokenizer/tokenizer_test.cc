@@ -197,7 +197,7 @@ TEST(Vocab, RejectsBadMetadata) {
   }
   {
     gguf::Writer writer = minimal_spm_writer();
-    writer.set_string("tokenizer.ggml.model", "bert");
+    writer.set_string("tokenizer.ggml.model", "t5");
     const auto t = tokenizer_from_writer(writer, storage);
     EXPECT_EQ(t.status().code(), ErrorCode::kUnsupported) << t.status().to_string();
   }
