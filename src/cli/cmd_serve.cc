@@ -10,6 +10,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <new>
@@ -25,9 +26,12 @@
 #include "cli/kv_type_option.h"
 #include "cli/model_path.h"
 #include "cli/spec_options.h"
+#include "engine/embedder.h"
 #include "engine/engine.h"
 #include "ops/kv_storage.h"
+#include "model/bert_encoder.h"
 #include "model/model.h"
+#include "ops/cpu/cpu_backend.h"
 #include "server/server.h"
 #include "tokenizer/tokenizer.h"
 
@@ -57,6 +61,7 @@ struct ServeOptions {
   double drain_seconds = 0;
   std::string replica_id;  // "": the host name
   std::string metrics_compat = "vllm";
+  std::string embedding_model;  // a BERT-family GGUF served on /v1/embeddings and /api/embed
   double request_timeout_seconds = 0;
   engine::SpeculativeConfig speculative;
 };
@@ -191,6 +196,28 @@ int serve(ServeOptions options) {
   }
 
   server::ServedModel served(*path, **model, **tokenizer, engine);
+  // The embedding model, beside the chat model: its own encoder, tokenizer and batching thread.
+  std::unique_ptr<model::BertEncoder> encoder;
+  std::unique_ptr<tokenizer::Tokenizer> embedding_tokenizer;
+  std::unique_ptr<engine::Embedder> embedder;
+  std::unique_ptr<server::ServedEmbeddings> embeddings;
+  if (!options.embedding_model.empty()) {
+    auto file = gguf::File::open(options.embedding_model);
+    if (!file.ok()) return fail("--embedding-model: " + file.status().to_string());
+    auto shared = std::make_shared<const gguf::File>(std::move(file).value());
+    auto loaded = model::BertEncoder::load(shared, std::make_unique<ops::CpuBackend>(n_compute));
+    if (!loaded.ok()) return fail("--embedding-model: " + loaded.status().to_string());
+    auto words = tokenizer::Tokenizer::from_gguf(*shared);
+    if (!words.ok()) return fail("--embedding-model: " + words.status().to_string());
+    encoder = std::move(loaded).value();
+    embedding_tokenizer = std::move(words).value();
+    embedder = std::make_unique<engine::Embedder>(*encoder);
+    std::string name = std::filesystem::path(options.embedding_model).stem().string();
+    embeddings = std::make_unique<server::ServedEmbeddings>(server::ServedEmbeddings{name, *embedding_tokenizer, *embedder});
+    const model::BertConfig& c = encoder->config();
+    std::fprintf(stderr, "embedding model %s: %d dimensions, %d tokens per input, %s pooling\n", name.c_str(), c.n_embd,
+                 c.max_positions, model::pooling_name(c.pooling));
+  }
   server::ServerConfig server_config = options.server;
   server_config.http.host = options.host;
   server_config.http.port = static_cast<uint16_t>(options.port);
@@ -199,7 +226,7 @@ int serve(ServeOptions options) {
   server_config.api_key = options.api_key;
   server_config.replica_id = options.replica_id;
   server_config.vllm_metrics = options.metrics_compat == "vllm";
-  server::Server server(server_config, served);
+  server::Server server(server_config, served, embeddings.get());
   if (Status s = server.start(); !s.ok()) return fail(s.to_string());
 
   std::fprintf(stderr, "kernels: %s on %s\n", cpu_features().kernel_set(), cpu_brand().c_str());
@@ -226,6 +253,7 @@ int serve(ServeOptions options) {
   std::fprintf(stderr, "%s: finishing requests in flight (up to %.0f s), then exiting\n", signal_name,
                options.grace_seconds);
   server.shutdown(std::chrono::milliseconds(static_cast<int64_t>(options.grace_seconds * 1000)));
+  if (embedder) embedder->shutdown();  // its last answers reach the server before it goes
   std::fprintf(stderr, "stopped\n");
   return 0;
 }
@@ -269,6 +297,8 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--request-timeout", o->request_timeout_seconds,
                   "Seconds a request may wait and generate; then it ends as if cut by max_tokens (0: no limit)")
       ->capture_default_str()->check(CLI::Range(0.0, 7.0 * 86400));
+  cmd->add_option("--embedding-model", o->embedding_model,
+                  "Also serve this BERT-family GGUF (e.g. all-MiniLM-L6-v2) on /v1/embeddings and /api/embed");
   cmd->add_option("--drain-seconds", o->drain_seconds,
                   "On SIGTERM, how long to go on serving while /ready answers 503, before the listener closes")
       ->capture_default_str()->check(CLI::Range(0.0, 3600.0));

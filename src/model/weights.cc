@@ -4,69 +4,16 @@
 #include <string>
 
 #include "base/large_buffer.h"
+#include "model/tensor_binder.h"
 #include "quant/kernels/dispatch.h"
 #include "quant/panel_layout.h"
 #include "quant/type_traits.h"
 
 namespace tokenmill::model {
 
-namespace {
-
-class Binder {
- public:
-  explicit Binder(const gguf::File& file) : file_(file) {}
-
-  Status matrix(const std::string& name, int64_t n_rows, int64_t n_cols, ops::WeightMatrix& out) {
-    const gguf::TensorInfo* info = file_.find_tensor(name);
-    if (!info) return not_found("tensor '" + name + "' is missing");
-    if (info->shape.size() != 2 || info->shape[0] != n_cols || info->shape[1] != n_rows) {
-      return corrupt_data("tensor '" + name + "' has shape " + shape_string(info->shape) + ", expected [" +
-                          std::to_string(n_cols) + ", " + std::to_string(n_rows) + "]");
-    }
-    const quant::TypeTraits* traits = quant::find_type_traits(info->type);
-    if (!traits || !traits->vec_dot_ref) {
-      return unsupported("tensor '" + name + "' has type " + std::string(gguf::tensor_type_name(info->type)) +
-                         ", which cannot be used as a weight matrix");
-    }
-    out.type = info->type;
-    out.data = file_.tensor_data(*info).data();
-    out.n_cols = n_cols;
-    out.n_rows = n_rows;
-    out.row_bytes = info->n_bytes / static_cast<size_t>(n_rows);
-    return {};
-  }
-
-  Status vector(const std::string& name, int64_t n, const float*& out) {
-    const gguf::TensorInfo* info = file_.find_tensor(name);
-    if (!info) return not_found("tensor '" + name + "' is missing");
-    if (info->type != gguf::TensorType::kF32) {
-      return unsupported("tensor '" + name + "' has type " + std::string(gguf::tensor_type_name(info->type)) +
-                         ", expected f32");
-    }
-    if (info->n_elements() != n) {
-      return corrupt_data("tensor '" + name + "' has " + std::to_string(info->n_elements()) + " elements, expected " +
-                          std::to_string(n));
-    }
-    out = reinterpret_cast<const float*>(file_.tensor_data(*info).data());
-    return {};
-  }
-
-  bool has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }
-
- private:
-  static std::string shape_string(const std::vector<int64_t>& shape) {
-    std::string s = "[";
-    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-  }
-
-  const gguf::File& file_;
-};
-
-}  // namespace
 
 Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& c) {
-  Binder b(file);
+  TensorBinder b(file);
   ModelWeights w;
   TM_RETURN_IF_ERROR(b.matrix("token_embd.weight", c.n_vocab, c.n_embd, w.token_embd));
   TM_RETURN_IF_ERROR(b.vector("output_norm.weight", c.n_embd, w.output_norm));

@@ -432,7 +432,11 @@ void add_openai_routes(Router& router, const RouteContext& context) {
     handle_generation(/*chat=*/false, context, request, out);
   });
   router.add("GET", "/v1/models", [&context](const HttpRequest&, std::shared_ptr<Responder> out) {
-    Json body = {{"object", "list"}, {"data", Json::array({model_object(context)})}};
+    Json data = Json::array({model_object(context)});
+    if (context.embeddings != nullptr) {
+      data.push_back({{"id", context.embeddings->name}, {"object", "model"}, {"created", 0}, {"owned_by", "tokenmill"}});
+    }
+    Json body = {{"object", "list"}, {"data", std::move(data)}};
     out->send(200, "application/json", dump_json(body));
   });
   router.add_prefix("GET", "/v1/models/", [&context](const HttpRequest& request, std::shared_ptr<Responder> out) {

@@ -12,6 +12,7 @@
 #include "server/engine_call.h"
 #include "server/http_server.h"
 #include "server/router.h"
+#include "server/served_embeddings.h"
 #include "server/served_model.h"
 #include "server/work_queue.h"
 
@@ -23,6 +24,7 @@ struct RouteContext {
   WorkQueue& prep;  // where request bodies are parsed and prompts tokenized
   std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
   const HttpServer* http = nullptr;  // its connection counts, for /metrics; set once it exists
+  const ServedEmbeddings* embeddings = nullptr;  // the embedding model, if one is served
   // This replica's name (/v1/models, /metrics, /ready); "" when none was given.
   std::string replica_id{};
   bool vllm_metrics = true;  // /metrics also carries the vllm:* series routers read
@@ -45,6 +47,8 @@ void add_openai_routes(Router& router, const RouteContext& context);
 // POST /api/chat, POST /api/generate, GET /api/tags, POST /api/show, GET /api/ps,
 // GET /api/version, GET /.
 void add_ollama_routes(Router& router, const RouteContext& context);
+// POST /v1/embeddings, POST /api/embed, POST /api/embeddings.
+void add_embedding_routes(Router& router, const RouteContext& context);
 // GET /health, GET /ready, GET /metrics.
 void add_metrics_routes(Router& router, const RouteContext& context);
 

@@ -21,13 +21,15 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-Server::Server(ServerConfig config, const ServedModel& model)
+Server::Server(ServerConfig config, const ServedModel& model, const ServedEmbeddings* embeddings)
     : config_(std::move(config)), model_(model), prep_(config_.n_prep_threads), context_{model, calls_, prep_} {
+  context_.embeddings = embeddings;
   context_.replica_id = config_.replica_id;
   context_.vllm_metrics = config_.vllm_metrics;
   calls_.set_limit(model.engine().config().max_seqs + std::max<int64_t>(0, config_.max_queue));
   add_openai_routes(router_, context_);
   add_ollama_routes(router_, context_);
+  add_embedding_routes(router_, context_);
   add_metrics_routes(router_, context_);
   http_ = std::make_unique<HttpServer>(config_.http, [this](const HttpRequest& request,
                                                             std::shared_ptr<Responder> out) { handle(request, out); });

@@ -41,8 +41,8 @@ struct ServerConfig {
 
 class Server {
  public:
-  // REQUIRES: model outlives the server.
-  Server(ServerConfig config, const ServedModel& model);
+  // REQUIRES: model (and embeddings, when given) outlive the server.
+  Server(ServerConfig config, const ServedModel& model, const ServedEmbeddings* embeddings = nullptr);
   ~Server();
 
   // Binds and starts serving. IoError when the address cannot be bound.
