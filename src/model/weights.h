@@ -43,6 +43,11 @@ struct ModelWeights {
 
 Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& config);
 
+// Repacks one matrix into panels where its type's kernels read them faster (and drops
+// the file's pages behind it): the buffer now holding it, which must outlive m's use;
+// nullptr (m unchanged) where there is nothing to gain.
+std::shared_ptr<uint8_t[]> repack_matrix(ops::WeightMatrix& m, const gguf::File& file);
+
 // Moves every matrix that the CPU's kernels read faster in quant/panel_layout.h's layout
 // (AVX-512 Q8_0, Q4_0 and Q5_0 with a multiple of 16 rows) into that layout, in buffers owned by
 // `weights`, and drops the file's pages of the originals (the same bytes, never resident

@@ -1,0 +1,117 @@
+"""Embeddings through the official openai and ollama clients: all-MiniLM-L6-v2 (converted
+by scripts/setup) served beside the chat model, checked against sentence-transformers'
+vectors (tests/fixtures/embeddings/minilm.json, from tools/make_embedding_fixtures.py)."""
+import base64
+import concurrent.futures
+import json
+import math
+import pathlib
+import struct
+
+import ollama
+import openai
+import pytest
+import requests
+
+from conftest import ROOT, start_server
+
+EMBEDDING_MODEL = ROOT / "models" / "all-minilm-l6-v2-f16.gguf"
+NAME = "all-minilm-l6-v2-f16"
+FIXTURE = json.loads((ROOT / "tests" / "fixtures" / "embeddings" / "minilm.json").read_text())
+
+
+def cosine(a, b):
+    return sum(x * y for x, y in zip(a, b)) / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
+
+
+@pytest.fixture(scope="module")
+def embedding_server(tokenmill, default_model):
+    assert EMBEDDING_MODEL.exists(), "scripts/setup converts all-MiniLM-L6-v2 to " + str(EMBEDDING_MODEL)
+    process = start_server(tokenmill, default_model, "-t", "2", "--embedding-model", str(EMBEDDING_MODEL))
+    yield process
+    assert process.stop() == 0, process.log()
+
+
+@pytest.fixture(scope="module")
+def client(embedding_server):
+    return openai.OpenAI(base_url=embedding_server.url + "/v1", api_key="none", max_retries=0)
+
+
+def test_matches_sentence_transformers(client):
+    texts = [case["text"] for case in FIXTURE["cases"]]
+    reply = client.embeddings.create(model=NAME, input=texts, encoding_format="float")
+    assert [d.index for d in reply.data] == list(range(len(texts)))
+    for case, data in zip(FIXTURE["cases"], reply.data):
+        assert len(data.embedding) == 384
+        assert cosine(case["embedding"], data.embedding) >= 0.9999, case["text"]
+        assert abs(math.sqrt(sum(x * x for x in data.embedding)) - 1) < 1e-5  # normalized
+    assert reply.usage.prompt_tokens == reply.usage.total_tokens > len(texts) * 2
+
+
+def test_base64_and_float_agree_and_batches_are_invariant(client, embedding_server):
+    text = FIXTURE["cases"][4]["text"]
+    alone = client.embeddings.create(model=NAME, input=text, encoding_format="float").data[0].embedding
+    batched = client.embeddings.create(model=NAME, input=["first", text, "last one"],
+                                       encoding_format="float").data[1].embedding
+    assert alone == batched  # bit for bit: other inputs in the batch change nothing
+    raw = requests.post(embedding_server.url + "/v1/embeddings",
+                        json={"model": NAME, "input": text, "encoding_format": "base64"}).json()
+    packed = base64.b64decode(raw["data"][0]["embedding"])
+    assert list(struct.unpack(f"<{len(packed) // 4}f", packed)) == pytest.approx(alone, abs=0)
+    # The openai client asks for base64 by default and decodes it itself.
+    assert client.embeddings.create(model=NAME, input=text).data[0].embedding == pytest.approx(alone, abs=1e-7)
+    # Token ids in, as OpenAI allows.
+    ids = requests.post(embedding_server.url + "/v1/embeddings", json={"model": NAME, "input": [[101, 7592, 102]]})
+    assert ids.status_code == 200 and len(ids.json()["data"][0]["embedding"]) == 384
+
+
+def test_ollama_embed_and_legacy_embeddings(embedding_server, client):
+    o = ollama.Client(host=embedding_server.url)
+    reply = o.embed(model=NAME, input=["The cat sits on the mat.", "A dog is playing in the park."])
+    assert len(reply.embeddings) == 2 and len(reply.embeddings[0]) == 384
+    assert cosine(reply.embeddings[0], FIXTURE["cases"][0]["embedding"]) >= 0.9999
+    legacy = o.embeddings(model=NAME, prompt="The cat sits on the mat.")
+    assert cosine(legacy.embedding, FIXTURE["cases"][0]["embedding"]) >= 0.9999
+    # Ollama truncates an input over the context by default; OpenAI's API refuses it.
+    long_text = "word " * 1000
+    assert len(o.embed(model=NAME, input=long_text).embeddings[0]) == 384
+    with pytest.raises(openai.BadRequestError) as error:
+        client.embeddings.create(model=NAME, input=long_text)
+    assert error.value.body["code"] == "context_length_exceeded"
+
+
+def test_concurrent_requests_share_encoder_passes(client):
+    texts = [f"sentence number {i} about topic {i % 7}" for i in range(32)]
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        vectors = list(pool.map(lambda t: client.embeddings.create(model=NAME, input=t, encoding_format="float")
+                                .data[0].embedding, texts))
+    alone = client.embeddings.create(model=NAME, input=texts[5], encoding_format="float").data[0].embedding
+    assert vectors[5] == alone
+
+
+def test_models_lists_both(client):
+    ids = {m.id for m in client.models.list().data}
+    assert {NAME, "gemma-3-270m-q4_k_m"} <= ids
+
+
+@pytest.mark.parametrize("body, status, param", [
+    ({"model": NAME}, 400, "input"),
+    ({"model": NAME, "input": ""}, 400, "input"),
+    ({"model": NAME, "input": []}, 400, "input"),
+    ({"model": NAME, "input": [1.5]}, 400, "input"),
+    ({"model": NAME, "input": [[999999]]}, 400, "input[0]"),
+    ({"model": NAME, "input": "x", "encoding_format": "int8"}, 400, "encoding_format"),
+    ({"model": NAME, "input": "x", "dimensions": 128}, 400, "dimensions"),
+    ({"model": "text-embedding-3-small", "input": "x"}, 404, "model"),
+    ({"input": "x"}, 400, "model"),
+])
+def test_bad_embedding_requests(embedding_server, body, status, param):
+    response = requests.post(embedding_server.url + "/v1/embeddings", json=body)
+    assert response.status_code == status, response.text
+    assert response.json()["error"]["param"] == param
+
+
+def test_a_server_without_an_embedding_model_says_how_to_get_one(server):
+    response = requests.post(server.url + "/v1/embeddings", json={"model": "x", "input": "hi"})
+    assert response.status_code == 400
+    assert "--embedding-model" in response.json()["error"]["message"]
