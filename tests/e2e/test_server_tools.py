@@ -126,6 +126,12 @@ def test_auto_calls_are_constrained_once_opened(client):
         arguments = json.loads(choice.message.tool_calls[0].function.arguments)
         jsonschema.validate(arguments, SCHEMAS["get_weather"])
         assert arguments["city"] == city
+    # Streamed, the call arrives as deltas and the copied prompt as content before it.
+    calls, content, finish = streamed_calls(client.chat.completions.create(
+        model=MODEL, messages=[{"role": "user", "content": "What is the weather in Paris?"}], tools=[WEATHER],
+        parallel_tool_calls=False, max_tokens=400, temperature=0, stream=True))
+    assert finish == "tool_calls" and len(calls) == 1 and "<tool_call>" not in content
+    assert json.loads(calls[0]["arguments"])["city"] == "Paris"
     # parallel_tool_calls (the default): this model writes the call more than once.
     several = client.chat.completions.create(
         model=MODEL, messages=[{"role": "user", "content": "What is the weather in Paris?"}], tools=[WEATHER],
