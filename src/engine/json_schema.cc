@@ -120,15 +120,7 @@ class SchemaCompiler {
     if (name == "array") return compile_array(schema, path, depth, node);
     if (name == "string") {
       node.kind = JsonSchema::Kind::kString;
-      for (const char* key : {"minLength", "maxLength"}) {
-        if (!schema.contains(key)) continue;
-        const nlohmann::ordered_json& v = schema[key];
-        if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
-          return invalid_argument("'" + std::string(key) + "' at " + path + " must be a non-negative integer");
-        }
-        (std::string(key) == "minLength" ? node.min_length : node.max_length) = static_cast<int32_t>(v.get<int64_t>());
-      }
-      if (node.min_length > node.max_length) return invalid_argument("'minLength' exceeds 'maxLength' at " + path);
+      TM_RETURN_IF_ERROR(read_bounds(schema, path, "minLength", "maxLength", node.min_length, node.max_length));
     } else if (name == "number") {
       node.kind = JsonSchema::Kind::kNumber;
     } else if (name == "integer") {
@@ -177,15 +169,22 @@ class SchemaCompiler {
     node.kind = JsonSchema::Kind::kArray;
     if (!schema.contains("items")) return invalid_argument("the array at " + path + " needs 'items'");
     TM_RETURN_IF_ERROR(compile(schema["items"], path + ".items", depth + 1, node.items));
-    for (const char* key : {"minItems", "maxItems"}) {
+    return read_bounds(schema, path, "minItems", "maxItems", node.min_items, node.max_items);
+  }
+
+  // A pair of count bounds (minItems/maxItems, minLength/maxLength): non-negative
+  // integers, the lower one at most the upper one; absent ones keep min and max.
+  static Status read_bounds(const nlohmann::ordered_json& schema, const std::string& path, const char* min_key,
+                            const char* max_key, int32_t& min, int32_t& max) {
+    for (const char* key : {min_key, max_key}) {
       if (!schema.contains(key)) continue;
       const nlohmann::ordered_json& v = schema[key];
       if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() > INT32_MAX) {
         return invalid_argument("'" + std::string(key) + "' at " + path + " must be a non-negative integer");
       }
-      (std::string(key) == "minItems" ? node.min_items : node.max_items) = static_cast<int32_t>(v.get<int64_t>());
+      (key == min_key ? min : max) = static_cast<int32_t>(v.get<int64_t>());
     }
-    if (node.min_items > node.max_items) return invalid_argument("'minItems' exceeds 'maxItems' at " + path);
+    if (min > max) return invalid_argument("'" + std::string(min_key) + "' exceeds '" + max_key + "' at " + path);
     return {};
   }
 
