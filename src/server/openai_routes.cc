@@ -402,6 +402,10 @@ Json model_object(const RouteContext& context) {
   return object;
 }
 
+Json embedding_model_object(const ServedEmbeddings& model) {
+  return {{"id", model.name}, {"object", "model"}, {"created", 0}, {"owned_by", "tokenmill"}};
+}
+
 // Parsing and tokenizing run on the preparation threads; the engine call starts on the
 // connection's strand.
 void handle_generation(bool chat, const RouteContext& context, const HttpRequest& request,
@@ -433,14 +437,16 @@ void add_openai_routes(Router& router, const RouteContext& context) {
   });
   router.add("GET", "/v1/models", [&context](const HttpRequest&, std::shared_ptr<Responder> out) {
     Json data = Json::array({model_object(context)});
-    if (context.embeddings != nullptr) {
-      data.push_back({{"id", context.embeddings->name}, {"object", "model"}, {"created", 0}, {"owned_by", "tokenmill"}});
-    }
+    if (context.embeddings != nullptr) data.push_back(embedding_model_object(*context.embeddings));
     Json body = {{"object", "list"}, {"data", std::move(data)}};
     out->send(200, "application/json", dump_json(body));
   });
   router.add_prefix("GET", "/v1/models/", [&context](const HttpRequest& request, std::shared_ptr<Responder> out) {
     const std::string name = request.path.substr(std::string("/v1/models/").size());
+    if (context.embeddings != nullptr && context.embeddings->answers_to(name)) {
+      out->send(200, "application/json", dump_json(embedding_model_object(*context.embeddings)));
+      return;
+    }
     check_model_name(name, context.model);
     out->send(200, "application/json", dump_json(model_object(context)));
   });

@@ -92,6 +92,7 @@ def test_concurrent_requests_share_encoder_passes(client):
 def test_models_lists_both(client):
     ids = {m.id for m in client.models.list().data}
     assert {NAME, "gemma-3-270m-q4_k_m"} <= ids
+    assert client.models.retrieve(NAME).id == NAME
 
 
 @pytest.mark.parametrize("body, status, param", [
