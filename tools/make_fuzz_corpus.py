@@ -92,6 +92,46 @@ def tiny_model(arch: str, chat_template: str = GEMMA_STYLE_TEMPLATE) -> bytes:
     return with_tensors(kvs, infos, data)
 
 
+def tiny_bert() -> bytes:
+    """A one-layer BERT encoder (f32) with a WordPiece vocabulary, as tools/convert_bert_gguf.py writes one."""
+    n_embd, n_ff, n_heads, n_positions = 8, 16, 2, 16
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "\u2581a", "\u2581b", "b", "\u2581!", "\u2581hello", "llo"]
+    types = [3, 3, 3, 3, 1, 1, 1, 1, 1, 1]
+    kvs = [
+        kv_str("general.architecture", "bert"),
+        kv_u32("bert.context_length", n_positions),
+        kv_u32("bert.embedding_length", n_embd),
+        kv_u32("bert.feed_forward_length", n_ff),
+        kv_u32("bert.block_count", 1),
+        kv_u32("bert.attention.head_count", n_heads),
+        kv_f32("bert.attention.layer_norm_epsilon", 1e-12),
+        kv_u32("bert.pooling_type", 1),
+        kv_str("tokenizer.ggml.model", "bert"),
+        kv_array("tokenizer.ggml.tokens", STR, [string(t) for t in tokens]),
+        kv_array("tokenizer.ggml.token_type", I32, [struct.pack("<i", t) for t in types]),
+        kv_u32("tokenizer.ggml.bos_token_id", 2),
+        kv_u32("tokenizer.ggml.eos_token_id", 3),
+        kv_u32("tokenizer.ggml.unknown_token_id", 1),
+    ]
+    shapes = [("token_embd.weight", [n_embd, len(tokens)]), ("token_types.weight", [n_embd, 2]),
+              ("position_embd.weight", [n_embd, n_positions]), ("token_embd_norm.weight", [n_embd]),
+              ("token_embd_norm.bias", [n_embd])]
+    for name, dims in (("attn_q", [n_embd, n_embd]), ("attn_k", [n_embd, n_embd]), ("attn_v", [n_embd, n_embd]),
+                       ("attn_output", [n_embd, n_embd]), ("ffn_up", [n_embd, n_ff]), ("ffn_down", [n_ff, n_embd])):
+        shapes += [(f"blk.0.{name}.weight", dims), (f"blk.0.{name}.bias", [dims[1]])]
+    for name in ("attn_output_norm", "layer_output_norm"):
+        shapes += [(f"blk.0.{name}.weight", [n_embd]), (f"blk.0.{name}.bias", [n_embd])]
+    infos, data = [], b""
+    for name, dims in shapes:
+        count = 1
+        for d in dims:
+            count *= d
+        infos.append(tensor_info(name, dims, T_F32, len(data)))
+        data += struct.pack(f"<{count}f", *[1.0 if len(dims) == 1 else 0.01 * (i % 7) for i in range(count)])
+        data += b"\0" * (-len(data) % 32)
+    return with_tensors(kvs, infos, data)
+
+
 def chat_template_seeds() -> dict[str, bytes]:
     seeds = {}
     for path in sorted((ROOT / "tests" / "fixtures" / "chat_templates").glob("*.json")):
@@ -167,6 +207,7 @@ def http_request_seeds() -> dict[str, bytes]:
 
 def tokenizer_seeds() -> dict[str, bytes]:
     return {
+        "wordpiece": b"\2Unbelievably, Caf\xc3\xa9 \xe4\xb8\xad\xe6\x96\x87 [SEP] tabs\tand\x01control",
         "spm_plain": b"\0Hello, world! How are you?",
         "spm_special": b"\6<start_of_turn>user\nhi<end_of_turn>",
         "bpe_code": b"\1def f(x):\n    return x ** 2  # 42",
@@ -177,7 +218,7 @@ def tokenizer_seeds() -> dict[str, bytes]:
 
 def main() -> None:
     corpora = {
-        "gguf": {"tiny_llama": tiny_model("llama"), "tiny_gemma3": tiny_model("gemma3")},
+        "gguf": {"tiny_llama": tiny_model("llama"), "tiny_gemma3": tiny_model("gemma3"), "tiny_bert": tiny_bert()},
         "chat_template": chat_template_seeds(),
         "json_schema": json_schema_seeds(),
         "api_request": api_request_seeds(),

@@ -76,8 +76,9 @@ void add_embedding_routes(Router& router, const RouteContext& context) {
   const std::pair<const char*, EmbeddingApi> routes[] = {{"/v1/embeddings", EmbeddingApi::kOpenAi},
                                                           {"/api/embed", EmbeddingApi::kOllamaEmbed},
                                                           {"/api/embeddings", EmbeddingApi::kOllamaLegacy}};
-  for (const auto& [path, api] : routes) {
-    router.add("POST", path, [api, &context](const HttpRequest& request, std::shared_ptr<Responder> out) {
+  for (const auto& route : routes) {
+    const EmbeddingApi api = route.second;
+    router.add("POST", route.first, [api, &context](const HttpRequest& request, std::shared_ptr<Responder> out) {
       handle_embeddings(api, context, request, out);
     });
   }
