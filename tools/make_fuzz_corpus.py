@@ -207,7 +207,7 @@ def http_request_seeds() -> dict[str, bytes]:
 
 def tokenizer_seeds() -> dict[str, bytes]:
     return {
-        "wordpiece": b"\2Unbelievably, Caf\xc3\xa9 \xe4\xb8\xad\xe6\x96\x87 [SEP] tabs\tand\x01control",
+        "wordpiece": b"\x12Unbelievably, Caf\xc3\xa9 \xe4\xb8\xad\xe6\x96\x87 [SEP] tabs\tand\x01control",
         "spm_plain": b"\0Hello, world! How are you?",
         "spm_special": b"\6<start_of_turn>user\nhi<end_of_turn>",
         "bpe_code": b"\1def f(x):\n    return x ** 2  # 42",

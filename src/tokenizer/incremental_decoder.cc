@@ -13,7 +13,7 @@ constexpr std::string_view kReplacement = "\xEF\xBF\xBD";  // U+FFFD
 IncrementalDecoder::IncrementalDecoder(const Tokenizer& tokenizer, bool render_special)
     : tokenizer_(&tokenizer),
       render_special_(render_special),
-      strip_space_(tokenizer.vocab().add_space_prefix) {}
+      strip_space_(tokenizer.strips_first_space()) {}
 
 std::string IncrementalDecoder::push(int32_t id) {
   if (id < 0 || id >= tokenizer_->n_vocab()) return {};

@@ -33,7 +33,7 @@ class IncrementalDecoder {
  private:
   const Tokenizer* tokenizer_;
   bool render_special_;
-  bool strip_space_;    // add_space_prefix vocabularies: drop the first token's space
+  bool strip_space_;    // Tokenizer::strips_first_space(): drop the first token's space
   std::string pending_; // the incomplete start of a character
 };
 

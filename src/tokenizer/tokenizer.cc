@@ -156,8 +156,7 @@ const std::string& Tokenizer::token_piece(int32_t id, bool render_special) const
 
 std::string Tokenizer::decode(std::span<const int32_t> ids, bool render_special) const {
   std::string text;
-  // Only ever from the first text token: SentencePiece's space prefix, WordPiece's word space.
-  bool strip_space = vocab_.add_space_prefix || vocab_.kind == VocabKind::kWordPiece;
+  bool strip_space = strips_first_space();  // only ever from the first text token
   for (const int32_t id : ids) {
     if (!vocab_.contains(id)) continue;
     const std::string& piece = token_piece(id, render_special);

@@ -56,6 +56,9 @@ class Tokenizer {
   int32_t eos_id() const { return vocab_.eos_id; }
   bool add_bos() const { return vocab_.add_bos; }
   bool add_eos() const { return vocab_.add_eos; }
+  // Decoding drops the space the first text token's piece starts with: SentencePiece's
+  // space prefix, WordPiece's space before each word.
+  bool strips_first_space() const { return vocab_.add_space_prefix || vocab_.kind == VocabKind::kWordPiece; }
   const Vocab& vocab() const { return vocab_; }
 
   // True for EOS, EOT, EOM and the known end-of-turn markers (<end_of_turn>,

@@ -1,9 +1,10 @@
 // The GGUF reader and everything that reads a parsed file's contents: the header,
 // metadata of every type, tensor infos, then the model's hyperparameters and weights
 // (bound by name and shape, repacked for the kernels), its vocabulary and tokenizer, and
-// its chat template. A malformed file must give a Status, never a crash, a read past
+// its chat template; a BERT encoder's weights, and one embedding through it. A malformed file must give a Status, never a crash, a read past
 // the end or an allocation the file's size does not justify.
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -11,7 +12,9 @@
 
 #include "fuzz_input.h"
 #include "gguf/gguf_file.h"
+#include "model/bert_encoder.h"
 #include "model/model.h"
+#include "ops/cpu/cpu_backend.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -48,6 +51,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   load.n_threads = 1;
   load.prefetch = false;
   (void)model::load_model(file, load);
+  if (auto encoder = model::BertEncoder::load(file, std::make_unique<ops::CpuBackend>(1)); encoder.ok()) {
+    const model::BertConfig& c = (*encoder)->config();
+    std::vector<std::vector<int32_t>> inputs = {{0}, std::vector<int32_t>(std::min(c.max_positions, 3), c.n_vocab - 1)};
+    std::vector<std::vector<float>> vectors;
+    (*encoder)->embed(inputs, vectors);
+    touched += vectors.size();
+  }
   sink = touched;
   return 0;
 }

@@ -1,6 +1,8 @@
-// Both tokenizers against arbitrary text and token ids: SentencePiece (the default
-// model's Gemma vocabulary) and byte-level BPE (the Llama 3 fixture vocabulary).
-// Input: one byte of options, then text; the same bytes read as token ids drive the
+// The tokenizers against arbitrary text and token ids: SentencePiece (the default
+// model's Gemma vocabulary), byte-level BPE (the Llama 3 fixture vocabulary) and WordPiece
+// (all-MiniLM-L6-v2's, converted by scripts/setup). Input: one byte of options (bit 4:
+// WordPiece, else bit 0: BPE or SentencePiece; bits 1-3: add_special, parse_special,
+// render_special), then text; the same bytes read as token ids drive the
 // incremental decoder. Checked beyond memory safety: every id encode() returns is in
 // the vocabulary, and the incremental decoder's output is valid UTF-8 and, whenever
 // decode() of the same ids is, equal to it.
@@ -44,6 +46,10 @@ const Loaded& spm() {
   static const Loaded loaded = load(fuzz::default_model_path());
   return loaded;
 }
+const Loaded& wordpiece() {
+  static const Loaded loaded = load(std::string(TOKENMILL_SOURCE_DIR) + "/models/all-minilm-l6-v2-f16.gguf");
+  return loaded;
+}
 const Loaded& bpe() {
   static const Loaded loaded = load(std::string(TOKENMILL_SOURCE_DIR) + "/tests/fixtures/tokenizer/llama3_bpe_32k.gguf");
   return loaded;
@@ -69,13 +75,14 @@ void check(bool ok, const char* what) {
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   spm();
   bpe();
+  wordpiece();
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const uint8_t options = data[0];
-  const tokenizer::Tokenizer& tok = *((options & 1) ? bpe() : spm()).tokenizer;
+  const tokenizer::Tokenizer& tok = *((options & 16) ? wordpiece() : (options & 1) ? bpe() : spm()).tokenizer;
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
 
   const std::vector<int32_t> ids = tok.encode(text, (options & 2) != 0, (options & 4) != 0);

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tokenizer/incremental_decoder.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_fixtures.h"
 
@@ -43,6 +44,12 @@ TEST(WordPiece, DecodesWordsWithSpacesAndContinuationsJoined) {
   EXPECT_EQ(t.decode(ids, /*render_special=*/false), "unbelievably playful , isn ' t it ?");
   EXPECT_EQ(t.decode(ids, /*render_special=*/true).rfind("[CLS]", 0), 0u);
   EXPECT_EQ(t.bos_id(), *t.find_token("[CLS]"));
+  // Streamed the same (the fuzzer found the incremental decoder keeping the first word's space).
+  IncrementalDecoder decoder(t, /*render_special=*/false);
+  std::string streamed;
+  for (int32_t id : ids) streamed += decoder.push(id);
+  streamed += decoder.flush();
+  EXPECT_EQ(streamed, t.decode(ids, false));
   EXPECT_EQ(t.eos_id(), *t.find_token("[SEP]"));
 }
 
