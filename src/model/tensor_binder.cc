@@ -1,5 +1,6 @@
 #include "model/tensor_binder.h"
 
+#include <cstdint>
 #include <vector>
 
 #include "quant/type_traits.h"
@@ -14,11 +15,22 @@ std::string shape_string(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+// Kernels and norms read tensors as floats and as blocks with 16-bit scales: their data
+// must start on a 4-byte boundary (any real file aligns it to 32; a file may declare an
+// alignment of 1).
+Status check_aligned(const std::string& name, const uint8_t* data) {
+  if (reinterpret_cast<uintptr_t>(data) % 4 != 0) {
+    return corrupt_data("tensor '" + name + "' starts at an offset that is not a multiple of 4");
+  }
+  return {};
+}
+
 }  // namespace
 
 Status TensorBinder::matrix(const std::string& name, int64_t n_rows, int64_t n_cols, ops::WeightMatrix& out) {
   const gguf::TensorInfo* info = file_.find_tensor(name);
   if (!info) return not_found("tensor '" + name + "' is missing");
+  TM_RETURN_IF_ERROR(check_aligned(name, file_.tensor_data(*info).data()));
   if (info->shape.size() != 2 || info->shape[0] != n_cols || info->shape[1] != n_rows) {
     return corrupt_data("tensor '" + name + "' has shape " + shape_string(info->shape) + ", expected [" +
                         std::to_string(n_cols) + ", " + std::to_string(n_rows) + "]");
@@ -47,6 +59,7 @@ Status TensorBinder::vector(const std::string& name, int64_t n, const float*& ou
     return corrupt_data("tensor '" + name + "' has " + std::to_string(info->n_elements()) + " elements, expected " +
                         std::to_string(n));
   }
+  TM_RETURN_IF_ERROR(check_aligned(name, file_.tensor_data(*info).data()));
   out = reinterpret_cast<const float*>(file_.tensor_data(*info).data());
   return {};
 }
