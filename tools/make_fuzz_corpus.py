@@ -38,6 +38,19 @@ GEMMA_STYLE_TEMPLATE = ("{{ bos_token }}{% for m in messages %}<start_of_turn>{{
                         "<end_of_turn>\n{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}")
 
 
+def with_f32_tensors(kvs: list[bytes], shapes: list[tuple[str, list[int]]]) -> bytes:
+    """A file of these tensors, f32: vectors of ones (norms), matrices of small values."""
+    infos, data = [], b""
+    for name, dims in shapes:
+        count = 1
+        for d in dims:
+            count *= d
+        infos.append(tensor_info(name, dims, T_F32, len(data)))
+        data += struct.pack(f"<{count}f", *[1.0 if len(dims) == 1 else 0.01 * (i % 7) for i in range(count)])
+        data += b"\0" * (-len(data) % 32)
+    return with_tensors(kvs, infos, data)
+
+
 def tiny_model(arch: str, chat_template: str = GEMMA_STYLE_TEMPLATE) -> bytes:
     """A one-layer model of `arch` with F32 weights and an 11-token SentencePiece vocabulary.
     Also used by tests/e2e to make models with hostile chat templates."""
@@ -81,15 +94,7 @@ def tiny_model(arch: str, chat_template: str = GEMMA_STYLE_TEMPLATE) -> bytes:
     if arch == "gemma3":
         shapes += [(p + "post_ffw_norm.weight", [n_embd])]
     shapes += [("output_norm.weight", [n_embd])]
-    infos, data = [], b""
-    for name, dims in shapes:
-        count = 1
-        for d in dims:
-            count *= d
-        infos.append(tensor_info(name, dims, T_F32, len(data)))
-        data += struct.pack(f"<{count}f", *[1.0 if len(dims) == 1 else 0.01 * (i % 7) for i in range(count)])
-        data += b"\0" * (-len(data) % 32)
-    return with_tensors(kvs, infos, data)
+    return with_f32_tensors(kvs, shapes)
 
 
 def tiny_bert() -> bytes:
@@ -121,15 +126,7 @@ def tiny_bert() -> bytes:
         shapes += [(f"blk.0.{name}.weight", dims), (f"blk.0.{name}.bias", [dims[1]])]
     for name in ("attn_output_norm", "layer_output_norm"):
         shapes += [(f"blk.0.{name}.weight", [n_embd]), (f"blk.0.{name}.bias", [n_embd])]
-    infos, data = [], b""
-    for name, dims in shapes:
-        count = 1
-        for d in dims:
-            count *= d
-        infos.append(tensor_info(name, dims, T_F32, len(data)))
-        data += struct.pack(f"<{count}f", *[1.0 if len(dims) == 1 else 0.01 * (i % 7) for i in range(count)])
-        data += b"\0" * (-len(data) % 32)
-    return with_tensors(kvs, infos, data)
+    return with_f32_tensors(kvs, shapes)
 
 
 def chat_template_seeds() -> dict[str, bytes]:
