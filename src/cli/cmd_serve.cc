@@ -32,7 +32,9 @@
 #include "model/bert_encoder.h"
 #include "model/model.h"
 #include "ops/cpu/cpu_backend.h"
+#include "server/model_set.h"
 #include "server/server.h"
+#include "store/model_store.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tokenmill::cli {
@@ -62,6 +64,11 @@ struct ServeOptions {
   std::string replica_id;  // "": the host name
   std::string metrics_compat = "vllm";
   std::string embedding_model;  // a BERT-family GGUF served on /v1/embeddings and /api/embed
+  bool model_given = false;     // -m was on the command line
+  std::string models_dir;       // "": the default store, served only when it has models
+  std::string keep_alive = "5m";
+  int max_loaded = 3;
+  int64_t max_memory_mib = 0;
   double request_timeout_seconds = 0;
   engine::SpeculativeConfig speculative;
 };
@@ -113,6 +120,75 @@ bool wait_for_signal(const sigset_t& signals, double seconds) {
   }
 }
 
+// One compute thread per allowed CPU: pin each to its own (unless --no-pin-threads).
+bool pin_threads(const ServeOptions& options, int n_compute) {
+  const std::vector<int> cpus = allowed_cpus();
+  return !options.no_pin_threads && cpus.size() >= 2 && static_cast<size_t>(n_compute) == cpus.size();
+}
+
+// Loads one chat model with the engine the flags describe: its weights, tokenizer, KV
+// cache (refused up front when it cannot fit in memory) and engine thread. verbose
+// prints the cache and thread lines of the start-up banner.
+Result<std::unique_ptr<server::LoadedModel>> load_chat_model(const ServeOptions& options, const std::string& path,
+                                                             const std::string& name, bool verbose) {
+  const model::LoadOptions load = load_options(options.n_threads);
+  auto model = model::load_model(path, load);
+  if (!model.ok()) return model.status();
+  auto tokenizer = tokenizer::Tokenizer::from_gguf((*model)->file());
+  if (!tokenizer.ok()) return tokenizer.status();
+
+  engine::EngineConfig config;
+  if (options.kv_memory_mib > 0) config.kv_memory_bytes = options.kv_memory_mib << 20;
+  if (options.ctx_total > 0) config.ctx_total = options.ctx_total;
+  if (options.max_batch_tokens > 0) config.max_batch_tokens = options.max_batch_tokens;
+  if (options.max_seqs > 0) config.max_seqs = options.max_seqs;
+  if (options.max_context > 0) config.max_context = options.max_context;
+  const int32_t trained_context = (*model)->config().context_length;
+  if (options.max_context <= 0 && trained_context > 0) config.max_context = std::min(config.max_context, trained_context);
+  config.prefix_caching = !options.no_prefix_caching;
+  config.window_kv = !options.no_window_kv;
+  config.kv_type = options.kv_type;
+  config.request_timeout_seconds = options.request_timeout_seconds;
+  if (Status s = (*model)->check_kv_type(config.kv_type); !s.ok()) return s;
+  config.speculative = options.speculative;
+  if (const std::string e = engine::speculative_config_error(config.speculative); !e.empty()) {
+    return invalid_argument("speculative decoding: " + e);
+  }
+  // With a compute thread on every CPU the process may use, each thread gets its own CPU
+  // and the HTTP threads share all but the engine thread's: left free, a woken HTTP thread
+  // runs on the CPU of the engine thread that woke it (docs/serving.md).
+  const std::vector<int> cpus = allowed_cpus();
+  const int n_compute = (*model)->backend().n_threads();
+  if (pin_threads(options, n_compute)) config.pinned_cpus = cpus;
+  // The cache is committed at start: one that cannot fit is refused now, with the flags
+  // that size it, rather than left to the kernel's out-of-memory killer.
+  const int64_t kv_bytes = engine::Engine::kv_cache_bytes(**model, config);
+  const std::string kv_flags = "--kv-memory or --ctx-total";
+  if (Status s = check_kv_memory(kv_bytes, kv_flags); !s.ok()) return s;
+  auto loaded = std::make_unique<server::LoadedModel>();
+  try {
+    loaded->engine = std::make_unique<engine::Engine>(**model, **tokenizer, config);
+  } catch (const std::bad_alloc&) {
+    return resource_exhausted("could not commit " + std::to_string(kv_bytes >> 20) +
+                              " MiB of memory for the KV cache: lower " + kv_flags);
+  }
+  if (verbose) {
+    const engine::Engine::PoolCounters kv = loaded->engine->pool_counters();
+    std::fprintf(stderr, "KV cache: %.0f MiB (%s), %d positions over all sequences",
+                 static_cast<double>(kv.kv_bytes) / (1 << 20), ops::kv_type_name(config.kv_type),
+                 kv.n_blocks * config.block_size);
+    if (kv.window > 0) {
+      std::fprintf(stderr, " (sliding-window layers keep only each sequence's last %d)", kv.window);
+    }
+    std::fprintf(stderr, "\n");
+  }
+  loaded->memory_bytes = static_cast<int64_t>((*model)->file().file_size()) + kv_bytes;
+  loaded->model = std::move(model).value();
+  loaded->tokenizer = std::move(tokenizer).value();
+  loaded->served = std::make_unique<server::ServedModel>(path, *loaded->model, *loaded->tokenizer, *loaded->engine, name);
+  return loaded;
+}
+
 int serve(ServeOptions options) {
   // Signals are taken by sigwait below; block them before any thread starts so that
   // every thread inherits the mask and none is interrupted.
@@ -137,57 +213,35 @@ int serve(ServeOptions options) {
     return fail("--replica-id '" + options.replica_id + "' must be 1-253 letters, digits, '.', '_', ':' or '-'");
   }
 
-  auto path = resolve_model_path(options.model);
-  if (!path.ok()) return fail(path.status().message());
-  const model::LoadOptions load = load_options(options.n_threads);
-  auto model = model::load_model(*path, load);
-  if (!model.ok()) return fail(model.status().to_string());
-  auto tokenizer = tokenizer::Tokenizer::from_gguf((*model)->file());
-  if (!tokenizer.ok()) return fail(tokenizer.status().to_string());
-
-  engine::EngineConfig config;
-  if (options.kv_memory_mib > 0) config.kv_memory_bytes = options.kv_memory_mib << 20;
-  if (options.ctx_total > 0) config.ctx_total = options.ctx_total;
-  if (options.max_batch_tokens > 0) config.max_batch_tokens = options.max_batch_tokens;
-  if (options.max_seqs > 0) config.max_seqs = options.max_seqs;
-  if (options.max_context > 0) config.max_context = options.max_context;
-  const int32_t trained_context = (*model)->config().context_length;
-  if (options.max_context <= 0 && trained_context > 0) config.max_context = std::min(config.max_context, trained_context);
-  config.prefix_caching = !options.no_prefix_caching;
-  config.window_kv = !options.no_window_kv;
-  config.kv_type = options.kv_type;
-  config.request_timeout_seconds = options.request_timeout_seconds;
-  if (Status s = (*model)->check_kv_type(config.kv_type); !s.ok()) return fail(s.message());
-  config.speculative = options.speculative;
-  if (const std::string e = engine::speculative_config_error(config.speculative); !e.empty()) return fail("speculative decoding: " + std::string(e));
-  // With a compute thread on every CPU the process may use, each thread gets its own CPU
-  // and the HTTP threads share all but the engine thread's: left free, a woken HTTP thread
-  // runs on the CPU of the engine thread that woke it (docs/serving.md).
+  // The store is served when named, or when the default one has models; a model is
+  // pinned when -m names one, or when there is no store to serve.
+  const std::string store_dir = options.models_dir.empty() ? store::ModelStore::default_dir() : options.models_dir;
+  auto store = std::make_unique<store::ModelStore>(store_dir);
+  if (options.models_dir.empty() && store->list().empty()) store.reset();
   const std::vector<int> cpus = allowed_cpus();
-  const int n_compute = (*model)->backend().n_threads();
-  const bool pin = !options.no_pin_threads && cpus.size() >= 2 && static_cast<size_t>(n_compute) == cpus.size();
-  if (pin) config.pinned_cpus = cpus;
-  // The cache is committed at start: one that cannot fit is refused now, with the flags
-  // that size it, rather than left to the kernel's out-of-memory killer.
-  const int64_t kv_bytes = engine::Engine::kv_cache_bytes(**model, config);
-  const std::string kv_flags = "--kv-memory or --ctx-total";
-  if (Status s = check_kv_memory(kv_bytes, kv_flags); !s.ok()) return fail(s.message());
-  std::unique_ptr<engine::Engine> engine_owner;
-  try {
-    engine_owner = std::make_unique<engine::Engine>(**model, **tokenizer, config);
-  } catch (const std::bad_alloc&) {
-    return fail("could not commit " + std::to_string(kv_bytes >> 20) + " MiB of memory for the KV cache: lower " +
-                kv_flags);
+  std::unique_ptr<server::LoadedModel> pinned;
+  int n_compute = options.n_threads > 0 ? options.n_threads : static_cast<int>(cpus.size());
+  if (options.model_given || !store) {
+    auto resolved = resolve_model(options.model, store_dir);
+    if (!resolved.ok()) return fail(resolved.status().message());
+    auto loaded = load_chat_model(options, resolved->path, resolved->name, /*verbose=*/true);
+    if (!loaded.ok()) return fail(loaded.status().to_string());
+    pinned = std::move(loaded).value();
+    n_compute = pinned->model->backend().n_threads();
   }
-  engine::Engine& engine = *engine_owner;
-  const engine::Engine::PoolCounters kv = engine.pool_counters();
-  std::fprintf(stderr, "KV cache: %.0f MiB (%s), %d positions over all sequences",
-               static_cast<double>(kv.kv_bytes) / (1 << 20), ops::kv_type_name(config.kv_type),
-               kv.n_blocks * config.block_size);
-  if (kv.window > 0) {
-    std::fprintf(stderr, " (sliding-window layers keep only each sequence's last %d)", kv.window);
+  server::ModelSetConfig set_config;
+  if (auto keep_alive = server::parse_keep_alive(options.keep_alive); keep_alive.ok()) {
+    set_config.default_keep_alive = *keep_alive;
+  } else {
+    return fail("--keep-alive: " + keep_alive.status().message());
   }
-  std::fprintf(stderr, "\n");
+  set_config.max_loaded = options.max_loaded;
+  set_config.memory_budget = options.max_memory_mib << 20;
+  server::ModelLoader loader = [options](const std::string& path, const std::string& name) {
+    return load_chat_model(options, path, name, /*verbose=*/false);
+  };
+  server::ModelSet models(std::move(pinned), std::move(store), loader, set_config);
+  const bool pin = pin_threads(options, n_compute);
   if (pin) {
     std::fprintf(stderr, "threads: %d compute, one pinned to each CPU (the engine's on CPU %d); %d HTTP I/O on the others\n",
                  n_compute, cpus[0], options.n_io_threads);
@@ -195,7 +249,6 @@ int serve(ServeOptions options) {
     std::fprintf(stderr, "threads: %d compute, %d HTTP I/O\n", n_compute, options.n_io_threads);
   }
 
-  server::ServedModel served(*path, **model, **tokenizer, engine);
   // The embedding model, beside the chat model: its own encoder, tokenizer and batching thread.
   std::unique_ptr<model::BertEncoder> encoder;
   std::unique_ptr<tokenizer::Tokenizer> embedding_tokenizer;
@@ -226,14 +279,22 @@ int serve(ServeOptions options) {
   server_config.api_key = options.api_key;
   server_config.replica_id = options.replica_id;
   server_config.vllm_metrics = options.metrics_compat == "vllm";
-  server::Server server(server_config, served, embeddings.get());
+  server::Server server(server_config, models, embeddings.get());
   if (Status s = server.start(); !s.ok()) return fail(s.to_string());
 
   std::fprintf(stderr, "kernels: %s on %s\n", cpu_features().kernel_set(), cpu_brand().c_str());
-  std::fprintf(stderr, "model %s: context %d tokens per sequence, prefix caching %s, speculation %s%s\n",
-               served.name().c_str(), served.max_context(), config.prefix_caching ? "on" : "off",
-               config.speculative.mode == engine::SpecMode::kOff ? "off" : "ngram",
-               options.api_key.empty() ? "" : ", API key required");
+  if (const server::ModelLease served = models.pinned()) {
+    const engine::EngineConfig& config = served->engine().config();
+    std::fprintf(stderr, "model %s: context %d tokens per sequence, prefix caching %s, speculation %s%s\n",
+                 served->name().c_str(), served->max_context(), config.prefix_caching ? "on" : "off",
+                 config.speculative.mode == engine::SpecMode::kOff ? "off" : "ngram",
+                 options.api_key.empty() ? "" : ", API key required");
+  }
+  if (const store::ModelStore* served_store = models.store()) {
+    std::fprintf(stderr, "model store %s: %zu models, loaded on request (keep_alive %s, at most %d at once)\n",
+                 served_store->dir().c_str(), served_store->list().size(), options.keep_alive.c_str(),
+                 options.max_loaded);
+  }
   const std::string shown_host = options.host.find(':') != std::string::npos ? "[" + options.host + "]" : options.host;
   std::fprintf(stderr, "listening on http://%s:%u\n", shown_host.c_str(), static_cast<unsigned>(server.port()));
   std::fflush(stderr);
@@ -263,7 +324,20 @@ int serve(ServeOptions options) {
 void register_serve(CLI::App& app) {
   auto o = std::make_shared<ServeOptions>();
   CLI::App* cmd = app.add_subcommand("serve", "Serve the OpenAI and Ollama HTTP APIs");
-  cmd->add_option("-m,--model", o->model, "GGUF file, or 'default'")->capture_default_str();
+  cmd->add_option("-m,--model", o->model, "GGUF file, a model of the store (NAME[:TAG]), or 'default'")
+      ->capture_default_str();
+  cmd->add_option("--models-dir", o->models_dir,
+                  "Serve every model of this store by name, loading each on request (default: " +
+                      store::ModelStore::default_dir() + ", when it has models)");
+  cmd->add_option("--keep-alive", o->keep_alive,
+                  "How long a store model stays loaded after its last request: a duration (5m, 1h, 30s), "
+                  "seconds, 0 (unload at once) or -1 (forever); a request's keep_alive overrides it")
+      ->capture_default_str();
+  cmd->add_option("--max-loaded", o->max_loaded, "Store models loaded at once; the least recently used idle one goes")
+      ->capture_default_str()->check(CLI::Range(1, 64));
+  cmd->add_option("--max-memory", o->max_memory_mib,
+                  "MiB that loaded store models (weights and KV caches) may take; 0: only --max-loaded limits them")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   cmd->add_option("--host", o->host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", o->port, "Port to listen on (0: any free port)")->capture_default_str()
       ->check(CLI::Range(0, 65535));
@@ -310,7 +384,10 @@ void register_serve(CLI::App& app) {
       ->capture_default_str()->check(CLI::IsMember({"vllm", "none"}));
   cmd->add_option("--grace-seconds", o->grace_seconds, "On SIGTERM, how long requests in flight may take to finish")
       ->capture_default_str()->check(CLI::Range(0.0, 3600.0));
-  cmd->callback([o] { exit_code() = serve(*o); });
+  cmd->callback([o, cmd] {
+    o->model_given = cmd->count("--model") > 0;
+    exit_code() = serve(*o);
+  });
 }
 
 }  // namespace tokenmill::cli

@@ -17,5 +17,12 @@ void register_quantize(CLI::App& app);
 void register_imatrix(CLI::App& app);
 void register_serve(CLI::App& app);
 void register_bench_serve(CLI::App& app);
+// The model store (store/model_store.h).
+void register_list(CLI::App& app);
+void register_pull(CLI::App& app);
+void register_import(CLI::App& app);
+void register_show(CLI::App& app);
+void register_cp(CLI::App& app);
+void register_rm(CLI::App& app);
 
 }  // namespace tokenmill::cli

@@ -24,6 +24,12 @@ int main(int argc, char** argv) {
   tokenmill::cli::register_imatrix(app);
   tokenmill::cli::register_serve(app);
   tokenmill::cli::register_bench_serve(app);
+  tokenmill::cli::register_list(app);
+  tokenmill::cli::register_pull(app);
+  tokenmill::cli::register_import(app);
+  tokenmill::cli::register_show(app);
+  tokenmill::cli::register_cp(app);
+  tokenmill::cli::register_rm(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

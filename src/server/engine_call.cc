@@ -16,8 +16,9 @@ class EngineCall : public std::enable_shared_from_this<EngineCall> {
  public:
   EngineCall(std::vector<std::shared_ptr<engine::RequestStream>> streams, std::vector<int32_t> choice_offsets,
              std::shared_ptr<Responder> out, std::unique_ptr<EventSink> sink, CallTracker& tracker,
-             int32_t n_prompt_tokens, std::chrono::steady_clock::time_point submitted)
-      : streams_(std::move(streams)),
+             int32_t n_prompt_tokens, std::chrono::steady_clock::time_point submitted, ModelLease model)
+      : model_(std::move(model)),
+        streams_(std::move(streams)),
         choice_offsets_(std::move(choice_offsets)),
         done_(streams_.size(), false),
         out_(std::move(out)),
@@ -89,6 +90,7 @@ class EngineCall : public std::enable_shared_from_this<EngineCall> {
     for (const auto& stream : streams_) stream->set_notify(nullptr);  // drops the streams' references to this call
   }
 
+  ModelLease model_;  // keeps the engine the streams belong to loaded
   std::vector<std::shared_ptr<engine::RequestStream>> streams_;
   const std::vector<int32_t> choice_offsets_;
   std::vector<bool> done_;  // strand only
@@ -116,8 +118,9 @@ ApiError refusal(const Status& status, const CallTracker& tracker) {
 
 }  // namespace
 
-void start_engine_call(engine::Engine& engine, std::vector<engine::Request> requests, std::shared_ptr<Responder> out,
+void start_engine_call(ModelLease model, std::vector<engine::Request> requests, std::shared_ptr<Responder> out,
                        std::unique_ptr<EventSink> sink, CallTracker& tracker) {
+  engine::Engine& engine = model->engine();
   if (tracker.draining()) throw unavailable("The server is shutting down");
   const auto submitted = std::chrono::steady_clock::now();
   int32_t n_prompt_tokens = 0;
@@ -136,15 +139,15 @@ void start_engine_call(engine::Engine& engine, std::vector<engine::Request> requ
     streams.push_back(std::move(stream).value());
   }
   auto call = std::make_shared<EngineCall>(std::move(streams), std::move(choice_offsets), std::move(out),
-                                           std::move(sink), tracker, n_prompt_tokens, submitted);
+                                           std::move(sink), tracker, n_prompt_tokens, submitted, std::move(model));
   call->start();
 }
 
-void start_engine_call(engine::Engine& engine, engine::Request request, std::shared_ptr<Responder> out,
+void start_engine_call(ModelLease model, engine::Request request, std::shared_ptr<Responder> out,
                        std::unique_ptr<EventSink> sink, CallTracker& tracker) {
   std::vector<engine::Request> requests;
   requests.push_back(std::move(request));
-  start_engine_call(engine, std::move(requests), std::move(out), std::move(sink), tracker);
+  start_engine_call(std::move(model), std::move(requests), std::move(out), std::move(sink), tracker);
 }
 
 }  // namespace tokenmill::server

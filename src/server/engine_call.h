@@ -19,6 +19,7 @@
 
 #include "engine/engine.h"
 #include "server/http_types.h"
+#include "server/served_model.h"
 
 namespace tokenmill::server {
 
@@ -82,16 +83,20 @@ class EventSink {
   virtual void on_complete(const CallStats& stats, Responder& out) = 0;
 };
 
-// Submits request to the engine and streams its events into sink. Throws ApiError when
+// The served model a call runs on; holding it keeps the model loaded (server/model_set.h).
+using ModelLease = std::shared_ptr<const ServedModel>;
+
+// Submits request to the model's engine and streams its events into sink; the call holds
+// the lease until it completes. Throws ApiError when
 // the engine refuses the request (400 for invalid arguments, 503 while shutting down).
-void start_engine_call(engine::Engine& engine, engine::Request request, std::shared_ptr<Responder> out,
+void start_engine_call(ModelLease model, engine::Request request, std::shared_ptr<Responder> out,
                        std::unique_ptr<EventSink> sink, CallTracker& tracker);
 
 // The same for several requests answered together (a completions request's list of
 // prompts): request i's choice j reaches the sink as choice (choices of requests 0..i-1)
 // + j; usage adds up; the sink completes when every request has. All are submitted or
 // none (the ones already submitted are cancelled when one is refused).
-void start_engine_call(engine::Engine& engine, std::vector<engine::Request> requests, std::shared_ptr<Responder> out,
+void start_engine_call(ModelLease model, std::vector<engine::Request> requests, std::shared_ptr<Responder> out,
                        std::unique_ptr<EventSink> sink, CallTracker& tracker);
 
 }  // namespace tokenmill::server

@@ -60,9 +60,31 @@ void scalar(std::string& out, const char* name, const char* type, const char* he
   out += name + braced(labels) + " " + number(value) + "\n";
 }
 
-void histogram(std::string& out, const char* name, const char* help, const engine::Histogram::Snapshot& h,
-               const std::string& labels = "") {
-  family(out, name, "histogram", help);
+// Finished requests by finish reason, every reason present (0 before the first).
+std::map<std::string, uint64_t> requests_by_reason(const engine::EngineMetrics::Snapshot& m) {
+  std::map<std::string, uint64_t> by_reason = {{"stop", 0}, {"length", 0}, {"cancelled", 0}, {"error", 0}};
+  for (const auto& [reason, n] : m.requests_total_by_finish_reason) by_reason[reason] = n;
+  return by_reason;
+}
+
+// One loaded model's engine series: its label set ("" when the server serves one model
+// only) and its values.
+struct ModelSeries {
+  std::string labels;       // model="gemma3:latest" for tokenmill_*, or ""
+  std::string vllm_labels;  // model_name="..." (always: routers expect it)
+  engine::EngineMetrics::Snapshot m;
+  const engine::EngineConfig* config;
+};
+
+using Value = double (*)(const engine::EngineMetrics::Snapshot&);
+
+void scalar_each(std::string& out, const char* name, const char* type, const char* help,
+                 const std::vector<ModelSeries>& models, bool vllm, Value value) {
+  family(out, name, type, help);
+  for (const ModelSeries& s : models) out += name + braced(vllm ? s.vllm_labels : s.labels) + " " + number(value(s.m)) + "\n";
+}
+
+void histogram_lines(std::string& out, const char* name, const engine::Histogram::Snapshot& h, const std::string& labels) {
   const std::string more = labels.empty() ? "" : "," + labels;
   for (size_t i = 0; i < h.upper_bounds.size(); ++i) {
     out += std::string(name) + "_bucket{le=\"" + number(h.upper_bounds[i]) + "\"" + more + "} " +
@@ -73,56 +95,73 @@ void histogram(std::string& out, const char* name, const char* help, const engin
   out += std::string(name) + "_count" + braced(labels) + " " + std::to_string(h.count) + "\n";
 }
 
-// Finished requests by finish reason, every reason present (0 before the first).
-std::map<std::string, uint64_t> requests_by_reason(const engine::EngineMetrics::Snapshot& m) {
-  std::map<std::string, uint64_t> by_reason = {{"stop", 0}, {"length", 0}, {"cancelled", 0}, {"error", 0}};
-  for (const auto& [reason, n] : m.requests_total_by_finish_reason) by_reason[reason] = n;
-  return by_reason;
+void histogram_each(std::string& out, const char* name, const char* help, const std::vector<ModelSeries>& models,
+                    bool vllm, const engine::Histogram::Snapshot engine::EngineMetrics::Snapshot::*field) {
+  family(out, name, "histogram", help);
+  for (const ModelSeries& s : models) histogram_lines(out, name, s.m.*field, vllm ? s.vllm_labels : s.labels);
+}
+
+std::string with(const std::string& labels, const std::string& more) {
+  return labels.empty() ? more : more + "," + labels;
 }
 
 // The vllm:* series: the values of the tokenmill_* ones under vLLM's names and labels.
-void render_vllm_metrics(std::string& out, const engine::EngineMetrics::Snapshot& m, const RouteContext& context) {
-  const std::string model = "model_name=\"" + label_value(context.model.name()) + "\"";
-  const auto count = [](auto n) { return static_cast<double>(n); };
-  scalar(out, "vllm:num_requests_running", "gauge", "Requests in the running batch.", count(m.requests_running),
-         model);
-  scalar(out, "vllm:num_requests_waiting", "gauge", "Requests waiting to be scheduled.", count(m.requests_waiting),
-         model);
-  scalar(out, "vllm:kv_cache_usage_perc", "gauge", "KV cache usage as a fraction (1 = full).",
-         m.kv_cache_usage_ratio, model);
-  scalar(out, "vllm:gpu_cache_usage_perc", "gauge", "KV cache usage as a fraction (1 = full; the older name).",
-         m.kv_cache_usage_ratio, model);
-  scalar(out, "vllm:prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache.",
-         count(m.prefix_cache_queries_total), model);
-  scalar(out, "vllm:prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache.",
-         count(m.prefix_cache_hits_total), model);
-  scalar(out, "vllm:prompt_tokens_total", "counter", "Prompt tokens processed.", count(m.prompt_tokens_total),
-         model);
-  scalar(out, "vllm:generation_tokens_total", "counter", "Tokens generated.", count(m.generation_tokens_total),
-         model);
-  scalar(out, "vllm:num_preemptions_total", "counter", "Running sequences preempted for lack of KV blocks.",
-         count(m.preemptions_total), model);
+void render_vllm_metrics(std::string& out, const std::vector<ModelSeries>& models) {
+  using S = engine::EngineMetrics::Snapshot;
+  scalar_each(out, "vllm:num_requests_running", "gauge", "Requests in the running batch.", models, true,
+              [](const S& m) { return double(m.requests_running); });
+  scalar_each(out, "vllm:num_requests_waiting", "gauge", "Requests waiting to be scheduled.", models, true,
+              [](const S& m) { return double(m.requests_waiting); });
+  scalar_each(out, "vllm:kv_cache_usage_perc", "gauge", "KV cache usage as a fraction (1 = full).", models, true,
+              [](const S& m) { return m.kv_cache_usage_ratio; });
+  scalar_each(out, "vllm:gpu_cache_usage_perc", "gauge", "KV cache usage as a fraction (1 = full; the older name).",
+              models, true, [](const S& m) { return m.kv_cache_usage_ratio; });
+  scalar_each(out, "vllm:prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache.", models,
+              true, [](const S& m) { return double(m.prefix_cache_queries_total); });
+  scalar_each(out, "vllm:prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache.", models, true,
+              [](const S& m) { return double(m.prefix_cache_hits_total); });
+  scalar_each(out, "vllm:prompt_tokens_total", "counter", "Prompt tokens processed.", models, true,
+              [](const S& m) { return double(m.prompt_tokens_total); });
+  scalar_each(out, "vllm:generation_tokens_total", "counter", "Tokens generated.", models, true,
+              [](const S& m) { return double(m.generation_tokens_total); });
+  scalar_each(out, "vllm:num_preemptions_total", "counter", "Running sequences preempted for lack of KV blocks.",
+              models, true, [](const S& m) { return double(m.preemptions_total); });
   family(out, "vllm:request_success_total", "counter", "Finished requests by finish reason.");
-  for (const auto& [reason, n] : requests_by_reason(m)) {
-    if (reason != "stop" && reason != "length") continue;  // vLLM counts abort apart
-    out += "vllm:request_success_total{finished_reason=\"" + reason + "\"," + model + "} " + std::to_string(n) +
-           "\n";
+  for (const ModelSeries& s : models) {
+    for (const auto& [reason, n] : requests_by_reason(s.m)) {
+      if (reason != "stop" && reason != "length") continue;  // vLLM counts abort apart
+      out += "vllm:request_success_total{finished_reason=\"" + reason + "\"," + s.vllm_labels + "} " +
+             std::to_string(n) + "\n";
+    }
   }
-  const engine::EngineConfig& config = context.model.engine().config();
-  const std::string cache_labels = "block_size=\"" + std::to_string(config.block_size) + "\",num_gpu_blocks=\"" +
-                                   std::to_string(m.kv_blocks_total) + "\",num_cpu_blocks=\"0\",cache_dtype=\"" +
-                                   ops::kv_type_name(config.kv_type) + "\",enable_prefix_caching=\"" +
-                                   (config.prefix_caching ? "True" : "False") + "\"";
-  scalar(out, "vllm:cache_config_info", "gauge", "The KV cache's configuration (the value is 1).", 1, cache_labels);
-  histogram(out, "vllm:time_to_first_token_seconds", "Seconds from a request's arrival to its first token.",
-            m.time_to_first_token, model);
-  histogram(out, "vllm:inter_token_latency_seconds", "Seconds between consecutive tokens of one choice.",
-            m.inter_token_latency, model);
-  histogram(out, "vllm:e2e_request_latency_seconds", "Seconds from a request's arrival to its last token.",
-            m.e2e_request_latency, model);
+  family(out, "vllm:cache_config_info", "gauge", "The KV cache's configuration (the value is 1).");
+  for (const ModelSeries& s : models) {
+    const engine::EngineConfig& config = *s.config;
+    const std::string cache_labels = "block_size=\"" + std::to_string(config.block_size) + "\",num_gpu_blocks=\"" +
+                                     std::to_string(s.m.kv_blocks_total) + "\",num_cpu_blocks=\"0\",cache_dtype=\"" +
+                                     ops::kv_type_name(config.kv_type) + "\",enable_prefix_caching=\"" +
+                                     (config.prefix_caching ? "True" : "False") + "\"";
+    out += "vllm:cache_config_info" + braced(models.size() > 1 ? cache_labels + "," + s.vllm_labels : cache_labels) +
+           " 1\n";
+  }
+  histogram_each(out, "vllm:time_to_first_token_seconds", "Seconds from a request's arrival to its first token.",
+                 models, true, &S::time_to_first_token);
+  histogram_each(out, "vllm:inter_token_latency_seconds", "Seconds between consecutive tokens of one choice.", models,
+                 true, &S::inter_token_latency);
+  histogram_each(out, "vllm:e2e_request_latency_seconds", "Seconds from a request's arrival to its last token.",
+                 models, true, &S::e2e_request_latency);
 }
 
-std::string render_metrics(const engine::EngineMetrics::Snapshot& m, const RouteContext& context) {
+std::string render_metrics(const RouteContext& context) {
+  using S = engine::EngineMetrics::Snapshot;
+  std::vector<ModelSeries> models;
+  // With a store, any of several models may be loaded: each series names its model.
+  const bool label = context.models.store() != nullptr;
+  for (const LoadedInfo& info : context.models.loaded()) {
+    const std::string name = label_value(info.model->name());
+    models.push_back({label ? "model=\"" + name + "\"" : "", "model_name=\"" + name + "\"",
+                      info.model->engine().metrics().snapshot(), &info.model->engine().config()});
+  }
   std::string out;
   const CallTracker& calls = context.calls;
   if (context.http != nullptr) {
@@ -138,61 +177,79 @@ std::string render_metrics(const engine::EngineMetrics::Snapshot& m, const Route
   scalar(out, "tokenmill_requests_refused_total", "counter",
          "Requests answered 429 because the server held its limit of queued requests (--max-queue).",
          static_cast<double>(calls.n_refused()));
-  histogram(out, "tokenmill_time_to_first_token_seconds", "Seconds from a request's arrival to its first token.",
-            m.time_to_first_token);
-  histogram(out, "tokenmill_inter_token_latency_seconds", "Seconds between consecutive tokens of one choice.",
-            m.inter_token_latency);
-  histogram(out, "tokenmill_e2e_request_latency_seconds", "Seconds from a request's arrival to its last token.",
-            m.e2e_request_latency);
-  scalar(out, "tokenmill_requests_running", "gauge", "Requests in the running batch.",
-         static_cast<double>(m.requests_running));
-  scalar(out, "tokenmill_requests_waiting", "gauge", "Requests waiting to be scheduled.",
-         static_cast<double>(m.requests_waiting));
-  scalar(out, "tokenmill_kv_cache_usage_ratio", "gauge", "Fraction of KV cache blocks in use (0..1).",
-         m.kv_cache_usage_ratio);
-  scalar(out, "tokenmill_kv_blocks_total", "gauge", "KV cache blocks in the pool.",
-         static_cast<double>(m.kv_blocks_total));
-  scalar(out, "tokenmill_kv_blocks_free", "gauge", "KV cache blocks no sequence holds (cached prefixes included).",
-         static_cast<double>(m.kv_blocks_free));
-  scalar(out, "tokenmill_kv_window_slots_total", "gauge", "Sliding-window layers' KV slots (0: none kept apart).",
-         static_cast<double>(m.kv_window_slots_total));
-  scalar(out, "tokenmill_kv_window_slots_held", "gauge", "Sliding-window slots held by sequences.",
-         static_cast<double>(m.kv_window_slots_held));
-  scalar(out, "tokenmill_prompt_tokens_total", "counter", "Prompt tokens processed.",
-         static_cast<double>(m.prompt_tokens_total));
-  scalar(out, "tokenmill_generation_tokens_total", "counter", "Tokens generated.",
-         static_cast<double>(m.generation_tokens_total));
-  scalar(out, "tokenmill_prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache.",
-         static_cast<double>(m.prefix_cache_queries_total));
-  scalar(out, "tokenmill_prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache.",
-         static_cast<double>(m.prefix_cache_hits_total));
-  scalar(out, "tokenmill_preemptions_total", "counter", "Running sequences preempted for lack of KV blocks.",
-         static_cast<double>(m.preemptions_total));
+  if (label) {
+    scalar(out, "tokenmill_models_loaded", "gauge", "Models loaded (the pinned one included).",
+           static_cast<double>(models.size()));
+  }
+  histogram_each(out, "tokenmill_time_to_first_token_seconds", "Seconds from a request's arrival to its first token.",
+                 models, false, &S::time_to_first_token);
+  histogram_each(out, "tokenmill_inter_token_latency_seconds", "Seconds between consecutive tokens of one choice.",
+                 models, false, &S::inter_token_latency);
+  histogram_each(out, "tokenmill_e2e_request_latency_seconds", "Seconds from a request's arrival to its last token.",
+                 models, false, &S::e2e_request_latency);
+  scalar_each(out, "tokenmill_requests_running", "gauge", "Requests in the running batch.", models, false,
+              [](const S& m) { return double(m.requests_running); });
+  scalar_each(out, "tokenmill_requests_waiting", "gauge", "Requests waiting to be scheduled.", models, false,
+              [](const S& m) { return double(m.requests_waiting); });
+  scalar_each(out, "tokenmill_kv_cache_usage_ratio", "gauge", "Fraction of KV cache blocks in use (0..1).", models,
+              false, [](const S& m) { return m.kv_cache_usage_ratio; });
+  scalar_each(out, "tokenmill_kv_blocks_total", "gauge", "KV cache blocks in the pool.", models, false,
+              [](const S& m) { return double(m.kv_blocks_total); });
+  scalar_each(out, "tokenmill_kv_blocks_free", "gauge", "KV cache blocks no sequence holds (cached prefixes included).",
+              models, false, [](const S& m) { return double(m.kv_blocks_free); });
+  scalar_each(out, "tokenmill_kv_window_slots_total", "gauge", "Sliding-window layers' KV slots (0: none kept apart).",
+              models, false, [](const S& m) { return double(m.kv_window_slots_total); });
+  scalar_each(out, "tokenmill_kv_window_slots_held", "gauge", "Sliding-window slots held by sequences.", models, false,
+              [](const S& m) { return double(m.kv_window_slots_held); });
+  scalar_each(out, "tokenmill_prompt_tokens_total", "counter", "Prompt tokens processed.", models, false,
+              [](const S& m) { return double(m.prompt_tokens_total); });
+  scalar_each(out, "tokenmill_generation_tokens_total", "counter", "Tokens generated.", models, false,
+              [](const S& m) { return double(m.generation_tokens_total); });
+  scalar_each(out, "tokenmill_prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache.",
+              models, false, [](const S& m) { return double(m.prefix_cache_queries_total); });
+  scalar_each(out, "tokenmill_prefix_cache_hits_total", "counter", "Prompt tokens found in the prefix cache.", models,
+              false, [](const S& m) { return double(m.prefix_cache_hits_total); });
+  scalar_each(out, "tokenmill_preemptions_total", "counter", "Running sequences preempted for lack of KV blocks.",
+              models, false, [](const S& m) { return double(m.preemptions_total); });
 
-  scalar(out, "tokenmill_spec_decode_num_drafts_total", "counter", "Speculative verifications (a sequence's drafts checked in one step).",
-         static_cast<double>(m.spec_drafts_total));
-  scalar(out, "tokenmill_spec_decode_num_draft_tokens_total", "counter", "Draft tokens proposed.",
-         static_cast<double>(m.spec_draft_tokens_total));
-  scalar(out, "tokenmill_spec_decode_num_accepted_tokens_total", "counter", "Draft tokens accepted.",
-         static_cast<double>(m.spec_accepted_tokens_total));
+  scalar_each(out, "tokenmill_spec_decode_num_drafts_total", "counter",
+              "Speculative verifications (a sequence's drafts checked in one step).", models, false,
+              [](const S& m) { return double(m.spec_drafts_total); });
+  scalar_each(out, "tokenmill_spec_decode_num_draft_tokens_total", "counter", "Draft tokens proposed.", models, false,
+              [](const S& m) { return double(m.spec_draft_tokens_total); });
+  scalar_each(out, "tokenmill_spec_decode_num_accepted_tokens_total", "counter", "Draft tokens accepted.", models,
+              false, [](const S& m) { return double(m.spec_accepted_tokens_total); });
   family(out, "tokenmill_spec_decode_num_accepted_tokens_per_pos_total", "counter",
          "Draft tokens accepted, by position in the draft (0: the first).");
-  for (size_t i = 0; i < m.spec_accepted_per_position.size(); ++i) {
-    out += "tokenmill_spec_decode_num_accepted_tokens_per_pos_total{position=\"" + std::to_string(i) + "\"} " +
-           std::to_string(m.spec_accepted_per_position[i]) + "\n";
+  for (const ModelSeries& s : models) {
+    for (size_t i = 0; i < s.m.spec_accepted_per_position.size(); ++i) {
+      out += "tokenmill_spec_decode_num_accepted_tokens_per_pos_total{" +
+             with(s.labels, "position=\"" + std::to_string(i) + "\"") + "} " +
+             std::to_string(s.m.spec_accepted_per_position[i]) + "\n";
+    }
   }
 
   family(out, "tokenmill_requests_total", "counter", "Finished requests by finish reason.");
-  for (const auto& [reason, n] : requests_by_reason(m)) {
-    out += "tokenmill_requests_total{finish_reason=\"" + label_value(reason) + "\"} " + std::to_string(n) + "\n";
+  for (const ModelSeries& s : models) {
+    for (const auto& [reason, n] : requests_by_reason(s.m)) {
+      out += "tokenmill_requests_total{" + with(s.labels, "finish_reason=\"" + label_value(reason) + "\"") + "} " +
+             std::to_string(n) + "\n";
+    }
   }
   if (!context.replica_id.empty()) {
-    scalar(out, "tokenmill_replica_info", "gauge", "The replica's id and model (the value is 1).", 1,
-           "replica_id=\"" + label_value(context.replica_id) + "\",model_name=\"" + label_value(context.model.name()) +
-               "\"");
+    family(out, "tokenmill_replica_info", "gauge", "The replica's id and model (the value is 1).");
+    for (const ModelSeries& s : models) {
+      out += "tokenmill_replica_info{replica_id=\"" + label_value(context.replica_id) + "\"," + s.vllm_labels + "} 1\n";
+    }
   }
-  if (context.vllm_metrics) render_vllm_metrics(out, m, context);
+  if (context.vllm_metrics) render_vllm_metrics(out, models);
   return out;
+}
+
+// The name /health and /ready report: the pinned model's, else "".
+std::string health_model_name(const RouteContext& context) {
+  const ModelLease pinned = context.models.pinned();
+  return pinned ? pinned->name() : "";
 }
 
 }  // namespace
@@ -201,7 +258,7 @@ void add_metrics_routes(Router& router, const RouteContext& context) {
   // Alive: answers 200 as long as the process serves at all, draining or not, so that
   // an orchestrator never restarts a replica that is finishing its work.
   router.add("GET", "/health", [&context](const HttpRequest&, std::shared_ptr<Responder> out) {
-    Json body = {{"status", context.ready.load() ? "ok" : "draining"}, {"model", context.model.name()}};
+    Json body = {{"status", context.ready.load() ? "ok" : "draining"}, {"model", health_model_name(context)}};
     if (!context.replica_id.empty()) body["replica_id"] = context.replica_id;
     out->send(200, "application/json", dump_json(body));
   });
@@ -209,13 +266,13 @@ void add_metrics_routes(Router& router, const RouteContext& context) {
   // replica is not draining.
   router.add("GET", "/ready", [&context](const HttpRequest&, std::shared_ptr<Responder> out) {
     const bool ready = context.ready.load() && !context.calls.draining();
-    Json body = {{"status", ready ? "ready" : "draining"}, {"model", context.model.name()}};
+    Json body = {{"status", ready ? "ready" : "draining"}, {"model", health_model_name(context)}};
     if (!context.replica_id.empty()) body["replica_id"] = context.replica_id;
     out->send(ready ? 200 : 503, "application/json", dump_json(body));
   });
   router.add("GET", "/metrics", [&context](const HttpRequest&, std::shared_ptr<Responder> out) {
     out->send(200, "text/plain; version=0.0.4; charset=utf-8",
-              render_metrics(context.model.engine().metrics().snapshot(), context));
+              render_metrics(context));
   });
 }
 

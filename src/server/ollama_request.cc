@@ -4,6 +4,7 @@
 
 #include "engine/json_schema.h"
 #include "server/api_error.h"
+#include "server/model_set.h"
 #include "server/openai_request.h"
 
 namespace tokenmill::server {
@@ -72,14 +73,41 @@ void reject_unsupported(const Fields& f) {
 
 }  // namespace
 
+std::string ollama_model_name(const Json& body) {
+  Fields f(body);
+  auto name = f.string("model");
+  if (!name) name = f.string("name");  // older clients
+  if (!name) throw bad_request("'model' is required", "model");
+  return *name;
+}
+
+std::optional<std::chrono::milliseconds> ollama_keep_alive(const Json& body) {
+  const Json* value = Fields(body).raw("keep_alive");
+  if (value == nullptr) return std::nullopt;
+  Result<std::chrono::milliseconds> parsed = invalid_argument("'keep_alive' must be a number of seconds or a duration");
+  if (value->is_number()) {
+    parsed = parse_keep_alive_seconds(value->get<double>());
+  } else if (value->is_string()) {
+    parsed = parse_keep_alive(value->get<std::string>());
+  }
+  if (!parsed.ok()) throw bad_request(parsed.status().message(), "keep_alive");
+  return *parsed;
+}
+
+bool is_load_only(bool chat, const Json& body) {
+  Fields f(body);
+  if (chat) {
+    const Json* messages = f.array("messages");
+    return messages == nullptr || messages->empty();
+  }
+  return f.string("prompt").value_or("").empty();
+}
+
 OllamaRequest parse_ollama_request(bool chat, const Json& body, const ServedModel& model) {
   Fields f(body);
   OllamaRequest out;
   out.chat = chat;
-  auto name = f.string("model");
-  if (!name) name = f.string("name");  // older clients
-  if (!name) throw bad_request("'model' is required", "model");
-  check_model_name(*name, model);
+  check_model_name(ollama_model_name(body), model);
   reject_unsupported(f);
   read_format(f, out.request);
   out.stream = f.boolean("stream").value_or(true);

@@ -3,7 +3,9 @@
 // repeat_penalty 1.1 over the last 64 tokens). Rejections are ApiErrors as for OpenAI.
 #pragma once
 
+#include <chrono>
 #include <optional>
+#include <string>
 
 #include "engine/request.h"
 #include "server/json_fields.h"
@@ -21,6 +23,17 @@ struct OllamaRequest {
   std::optional<ToolRequest> tools;
   ToolSyntax tool_syntax = ToolSyntax::kBuiltin;
 };
+
+// The model an Ollama request names ("model", or "name" from older clients). Throws
+// ApiError 400 when neither is a string.
+std::string ollama_model_name(const Json& body);
+// The request's keep_alive: seconds as a number, or a duration ("5m", "1h", "-1");
+// nullopt when absent; negative: forever. Throws ApiError 400 when malformed.
+std::optional<std::chrono::milliseconds> ollama_keep_alive(const Json& body);
+
+// True when the request has nothing to generate from (no messages, or an empty prompt):
+// Ollama's way to load, or with keep_alive 0 unload, a model.
+bool is_load_only(bool chat, const Json& body);
 
 // Throws ApiError. chat: /api/chat (messages), else /api/generate (prompt).
 OllamaRequest parse_ollama_request(bool chat, const Json& body, const ServedModel& model);

@@ -1,5 +1,6 @@
 // Ollama's API: POST /api/chat, POST /api/generate, GET /api/tags, POST /api/show,
-// GET /api/ps, GET /api/version, and GET / ("... is running").
+// GET /api/ps, POST /api/pull, DELETE /api/delete, POST /api/copy, GET /api/version,
+// and GET / ("... is running").
 //
 // Streams are newline-delimited JSON (one object per line, "done": false), ending with a
 // "done": true object that carries done_reason and the timings in nanoseconds. Streaming
@@ -8,11 +9,14 @@
 #include <chrono>
 #include <climits>
 
+#include "gguf/file_summary.h"
 #include "server/json_fields.h"
 #include "server/ollama_request.h"
 #include "server/openai_request.h"
 #include "server/response_ids.h"
 #include "server/route_context.h"
+#include "store/pull.h"
+#include "tokenizer/chat_template.h"
 
 namespace tokenmill::server {
 
@@ -93,7 +97,7 @@ class OllamaSink : public EventSink {
     last["done_reason"] = done_reason_;
     if (!chat_) last["context"] = context_;
     last["total_duration"] = nanoseconds(stats.finished - stats.submitted);
-    last["load_duration"] = 0;  // the model is loaded when the server starts
+    last["load_duration"] = 0;
     last["prompt_eval_count"] = stats.prompt_tokens;
     last["prompt_eval_duration"] = nanoseconds(stats.first_token - stats.submitted);
     last["eval_count"] = stats.completion_tokens;
@@ -128,13 +132,18 @@ class OllamaSink : public EventSink {
   const ToolSyntax tool_syntax_;
 };
 
-Json details_json(const ServedModel& model) {
+Json details_json(const std::string& architecture, const std::string& parameter_size,
+                  const std::string& quantization) {
   return {{"parent_model", ""},
           {"format", "gguf"},
-          {"family", model.architecture()},
-          {"families", Json::array({model.architecture()})},
-          {"parameter_size", model.parameter_size()},
-          {"quantization_level", model.quantization_level()}};
+          {"family", architecture},
+          {"families", Json::array({architecture})},
+          {"parameter_size", parameter_size},
+          {"quantization_level", quantization}};
+}
+
+Json details_json(const ServedModel& model) {
+  return details_json(model.architecture(), model.parameter_size(), model.quantization_level());
 }
 
 Json model_entry(const ServedModel& model) {
@@ -142,7 +151,40 @@ Json model_entry(const ServedModel& model) {
           {"model", model.name()},
           {"modified_at", rfc3339(std::chrono::system_clock::from_time_t(model.modified_unix()))},
           {"size", model.file_size()},
+          {"digest", ""},
           {"details", details_json(model)}};
+}
+
+Json store_entry_json(const RouteContext& context, const store::StoreEntry& entry) {
+  Json out = {{"name", entry.name.full()},
+              {"model", entry.name.full()},
+              {"modified_at", rfc3339(std::chrono::system_clock::from_time_t(entry.modified_unix))},
+              {"size", entry.size},
+              {"digest", entry.digest}};
+  auto summary = context.models.summary(entry);
+  out["details"] = summary.ok() ? details_json(summary->architecture, gguf::parameter_size_text(summary->parameter_count),
+                                               summary->quantization)
+                                : details_json("", "", "unknown");
+  return out;
+}
+
+// The store entry a name means, or NotFound as an ApiError.
+store::StoreEntry find_in_store(const RouteContext& context, const std::string& name) {
+  store::ModelStore* store = context.models.store();
+  if (store == nullptr) throw bad_request("This server has no model store (start it with --models-dir)");
+  auto parsed = store::parse_model_name(name);
+  if (!parsed.ok()) throw bad_request(parsed.status().message(), "model");
+  std::vector<std::string> corrupt;
+  auto entry = store->find(*parsed);
+  if (!entry.ok()) {
+    if (entry.status().code() == ErrorCode::kNotFound) {
+      ApiError error = model_not_found(name);
+      if (entry.status().message().find("cannot be loaded") != std::string::npos) error.message = entry.status().message();
+      throw error;
+    }
+    throw server_error(entry.status().message());
+  }
+  return *entry;
 }
 
 // A GGUF metadata value as JSON; arrays (the vocabulary, merges) are left out as null,
@@ -160,30 +202,141 @@ Json metadata_json(const gguf::Value& value) {
 }
 
 // Parsing and tokenizing run on the preparation threads; the engine call starts on the
-// connection's strand.
+// connection's strand. An empty prompt loads the model (done_reason "load"), or with
+// keep_alive 0 unloads it ("unload"), as Ollama does.
 void handle_generate(bool chat, const RouteContext& context, const HttpRequest& request,
                      const std::shared_ptr<Responder>& out) {
   prepare_then(context, request.path, out, [chat, &context, out, body = request.body]() -> std::function<void()> {
     const Json json = parse_json_object(body);
-    auto parsed = std::make_shared<OllamaRequest>(parse_ollama_request(chat, json, context.model));
-    if (parsed->load_only) {
-      Json done = {{"model", context.model.name()}, {"created_at", rfc3339(std::chrono::system_clock::now())}};
+    const std::string name = ollama_model_name(json);
+    const std::optional<std::chrono::milliseconds> keep_alive = ollama_keep_alive(json);
+    const bool unload = keep_alive && keep_alive->count() == 0 && is_load_only(chat, json);
+    if (unload && !context.models.knows(name)) throw model_not_found(name);
+    ModelLease model = unload ? nullptr : acquire_model(context, name, keep_alive);
+    auto parsed = unload ? nullptr : std::make_shared<OllamaRequest>(parse_ollama_request(chat, json, *model));
+    if (unload || parsed->load_only) {
+      std::string shown = name;
+      if (unload) {
+        context.models.unload(name);
+      } else {
+        shown = model->name();
+      }
+      model.reset();  // the lease ends now: keep_alive counts from here
+      Json done = {{"model", shown}, {"created_at", rfc3339(std::chrono::system_clock::now())}};
       if (chat) {
         done["message"] = {{"role", "assistant"}, {"content", ""}};
       } else {
         done["response"] = "";
       }
       done["done"] = true;
-      done["done_reason"] = "load";
+      done["done_reason"] = unload ? "unload" : "load";
       return [out, answer = dump_json(done)] { out->send(200, "application/json", answer); };
     }
     parsed->request.id = new_response_id(chat ? "ollama-chat-" : "ollama-generate-");
-    return [&context, out, parsed] {
+    return [&context, out, parsed, model] {
       if (!out->connected()) return;
-      auto sink = std::make_unique<OllamaSink>(*parsed, context.model);
-      start_engine_call(context.model.engine(), std::move(parsed->request), out, std::move(sink), context.calls);
+      auto sink = std::make_unique<OllamaSink>(*parsed, *model);
+      start_engine_call(model, std::move(parsed->request), out, std::move(sink), context.calls);
     };
   });
+}
+
+// /api/show from the file alone: a store model need not be loaded to be described.
+Json show_json(const gguf::File& file, const std::string& path, const std::string& chat_template,
+               const Json& details) {
+  Json info = Json::object();
+  for (const gguf::KeyValue& kv : file.metadata()) info[kv.key] = metadata_json(kv.value);
+  int64_t n_parameters = 0;
+  for (const auto& tensor : file.tensors()) n_parameters += tensor.n_elements();
+  info["general.parameter_count"] = n_parameters;
+  Json capabilities = Json::array({"completion"});
+  if (chat_template.find("tools") != std::string::npos) capabilities.push_back("tools");
+  return {{"license", file.get_string_or("general.license", "")},
+          {"modelfile", "# served by tokenmill\nFROM " + path + "\n"},
+          {"parameters", ""},
+          {"template", chat_template},
+          {"details", details},
+          {"model_info", std::move(info)},
+          {"capabilities", std::move(capabilities)}};
+}
+
+// One progress line of /api/pull, as Ollama writes them.
+Json pull_line(const store::PullProgress& p) {
+  Json line = {{"status", p.status}};
+  if (!p.digest.empty() || p.status.starts_with("downloading")) {
+    line["digest"] = p.digest;
+    if (p.total >= 0) line["total"] = p.total;
+    line["completed"] = p.completed;
+  }
+  return line;
+}
+
+// POST /api/pull {"model": SOURCE or NAME, "name"?: NAME, "stream"?: bool}. A SOURCE is
+// what `tokenmill pull` takes; a bare name of the store answers success at once.
+void handle_pull(const RouteContext& context, const HttpRequest& request, const std::shared_ptr<Responder>& out) {
+  store::ModelStore* store = context.models.store();
+  if (store == nullptr) throw bad_request("This server has no model store (start it with --models-dir)");
+  const Json json = parse_json_object(request.body);
+  Fields f(json);
+  const std::string source = ollama_model_name(json);
+  const bool stream = f.boolean("stream").value_or(true);
+  const std::optional<std::string> given_name = f.string("name").has_value() && f.string("model").has_value()
+                                                    ? f.string("name") : std::nullopt;
+  const std::string expected_sha256 = f.string("sha256").value_or("");
+  if (stream) out->begin_stream(200, "application/x-ndjson");
+  auto cancel = context.jobs->start([&context, store, out, source, stream, given_name, expected_sha256](
+                                        const std::atomic<bool>& cancelled) {
+    auto send_line = [out](const Json& line) {
+      out->post([out, text = dump_json(line) + "\n"] { out->write_chunk(text); });
+    };
+    auto finish = [&](const Status& status) {
+      if (stream) {
+        if (!status.ok()) send_line(Json{{"error", status.message()}});
+        out->post([out] { out->end_stream(); });
+        return;
+      }
+      const int code = status.ok() ? 200 : status.code() == ErrorCode::kNotFound ? 404
+                                         : status.code() == ErrorCode::kInvalidArgument ? 400 : 500;
+      const Json body = status.ok() ? Json{{"status", "success"}} : Json{{"error", status.message()}};
+      out->post([out, code, text = dump_json(body)] { out->send(code, "application/json", text); });
+    };
+    // A name already in the store: nothing to fetch.
+    if (!source.starts_with("hf:") && source.find("://") == std::string::npos) {
+      auto name = store::parse_model_name(source);
+      if (!name.ok()) return finish(name.status());
+      auto entry = store->find(*name);
+      if (entry.ok()) {
+        if (stream) send_line(Json{{"status", "success"}});
+        return finish({});
+      }
+      return finish(not_found("'" + source + "' is not in the store; pull an https:// URL, hf:ORG/REPO/FILE.gguf "
+                              "or hf:ORG/REPO:QUANT"));
+    }
+    auto resolved = store::resolve_pull_source(source);
+    if (!resolved.ok()) return finish(resolved.status());
+    store::ModelName name = resolved->default_name;
+    if (given_name) {
+      auto parsed = store::parse_model_name(*given_name);
+      if (!parsed.ok()) return finish(parsed.status());
+      name = *parsed;
+    }
+    store::PullOptions options;
+    options.expected_sha256 = expected_sha256;
+    options.cancel = &cancelled;
+    auto last_sent = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+    options.on_progress = [&](const store::PullProgress& p) {
+      if (!stream) return;
+      // Byte counts at most every 100 ms; every change of status at once.
+      const auto now = std::chrono::steady_clock::now();
+      const bool bytes_only = p.status.starts_with("downloading") && p.completed > 0 && p.completed != p.total;
+      if (bytes_only && now - last_sent < std::chrono::milliseconds(100)) return;
+      last_sent = now;
+      send_line(pull_line(p));
+    };
+    auto entry = store::pull_model(*store, *resolved, name, options);
+    finish(entry.ok() ? Status() : entry.status());
+  });
+  out->watch_disconnect([cancel] { cancel->store(true); });
 }
 
 }  // namespace
@@ -196,35 +349,70 @@ void add_ollama_routes(Router& router, const RouteContext& context) {
     handle_generate(/*chat=*/false, context, request, out);
   });
   router.add("GET", "/api/tags", [&context](const HttpRequest&, std::shared_ptr<Responder> out) {
-    out->send(200, "application/json", dump_json(Json{{"models", Json::array({model_entry(context.model)})}}));
+    Json models = Json::array();
+    const ModelLease pinned = context.models.pinned();
+    if (pinned) models.push_back(model_entry(*pinned));
+    if (store::ModelStore* store = context.models.store()) {
+      for (const store::StoreEntry& entry : store->list()) {
+        if (entry.problem.empty() && !(pinned && pinned->name() == entry.name.full())) {
+          models.push_back(store_entry_json(context, entry));
+        }
+      }
+    }
+    out->send(200, "application/json", dump_json(Json{{"models", std::move(models)}}));
   });
   router.add("GET", "/api/ps", [&context](const HttpRequest&, std::shared_ptr<Responder> out) {
-    Json entry = model_entry(context.model);
-    entry["expires_at"] = "2999-12-31T23:59:59.000000Z";  // loaded for the server's lifetime
-    entry["size_vram"] = 0;
-    entry["context_length"] = context.model.max_context();
-    out->send(200, "application/json", dump_json(Json{{"models", Json::array({entry})}}));
+    Json models = Json::array();
+    for (const LoadedInfo& info : context.models.loaded()) {
+      Json entry = model_entry(*info.model);
+      entry["size"] = info.memory_bytes;
+      entry["expires_at"] = info.expires ? rfc3339(*info.expires) : "2999-12-31T23:59:59.000000Z";
+      entry["size_vram"] = 0;
+      entry["context_length"] = info.model->max_context();
+      models.push_back(std::move(entry));
+    }
+    out->send(200, "application/json", dump_json(Json{{"models", std::move(models)}}));
   });
   router.add("POST", "/api/show", [&context](const HttpRequest& request, std::shared_ptr<Responder> out) {
+    const std::string name = ollama_model_name(parse_json_object(request.body));
+    const ModelLease pinned = context.models.pinned();
+    if (pinned && pinned->answers_to(name)) {
+      Json show = show_json(pinned->model().file(), pinned->path(), pinned->chat_template_source(), details_json(*pinned));
+      show["modified_at"] = rfc3339(std::chrono::system_clock::from_time_t(pinned->modified_unix()));
+      out->send(200, "application/json", dump_json(show));
+      return;
+    }
+    const store::StoreEntry entry = find_in_store(context, name);
+    auto file = gguf::File::open(entry.path);
+    if (!file.ok()) throw server_error("cannot read " + entry.path + ": " + file.status().message());
+    auto chat_template = tokenizer::chat_template_for_model(*file);
+    const Json details = store_entry_json(context, entry)["details"];
+    Json show = show_json(*file, entry.path, chat_template.ok() ? chat_template->source() : "", details);
+    show["modified_at"] = rfc3339(std::chrono::system_clock::from_time_t(entry.modified_unix));
+    out->send(200, "application/json", dump_json(show));
+  });
+  router.add("POST", "/api/pull", [&context](const HttpRequest& request, std::shared_ptr<Responder> out) {
+    handle_pull(context, request, out);
+  });
+  router.add("DELETE", "/api/delete", [&context](const HttpRequest& request, std::shared_ptr<Responder> out) {
+    const std::string name = ollama_model_name(parse_json_object(request.body));
+    const store::StoreEntry entry = find_in_store(context, name);
+    context.models.unload(entry.name.full());
+    if (Status s = context.models.store()->remove(entry.name); !s.ok()) throw server_error(s.message());
+    out->send(200, "application/json", "{}");
+  });
+  router.add("POST", "/api/copy", [&context](const HttpRequest& request, std::shared_ptr<Responder> out) {
     const Json body = parse_json_object(request.body);
     Fields f(body);
-    auto name = f.string("model");
-    if (!name) name = f.string("name");
-    if (!name) throw bad_request("'model' is required", "model");
-    check_model_name(*name, context.model);
-    const ServedModel& model = context.model;
-    Json info = Json::object();
-    for (const gguf::KeyValue& kv : model.model().file().metadata()) info[kv.key] = metadata_json(kv.value);
-    info["general.parameter_count"] = model.parameter_count();
-    Json show = {{"license", model.model().file().get_string_or("general.license", "")},
-                 {"modelfile", "# served by tokenmill\nFROM " + model.path() + "\n"},
-                 {"parameters", ""},
-                 {"template", model.chat_template_source()},
-                 {"details", details_json(model)},
-                 {"model_info", std::move(info)},
-                 {"capabilities", Json::array({"completion"})},
-                 {"modified_at", rfc3339(std::chrono::system_clock::from_time_t(model.modified_unix()))}};
-    out->send(200, "application/json", dump_json(show));
+    const auto source = f.string("source");
+    const auto destination = f.string("destination");
+    if (!source || !destination) throw bad_request("'source' and 'destination' are required");
+    const store::StoreEntry entry = find_in_store(context, *source);
+    auto to = store::parse_model_name(*destination);
+    if (!to.ok()) throw bad_request(to.status().message(), "destination");
+    auto copied = context.models.store()->copy(entry.name, *to);
+    if (!copied.ok()) throw server_error(copied.status().message());
+    out->send(200, "application/json", "{}");
   });
   router.add("GET", "/api/version", [](const HttpRequest&, std::shared_ptr<Responder> out) {
     out->send(200, "application/json", dump_json(Json{{"version", kOllamaApiVersion}}));

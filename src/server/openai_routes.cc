@@ -5,6 +5,8 @@
 // finish_reason with an empty delta; with stream_options.include_usage every chunk has
 // "usage": null and one more chunk with no choices carries the usage.
 #include <chrono>
+#include <map>
+#include <optional>
 #include <random>
 
 #include "server/openai_request.h"
@@ -391,15 +393,36 @@ class OpenAiSink : public EventSink {
   std::vector<Choice> choices_;
 };
 
-Json model_object(const RouteContext& context) {
-  const ServedModel& model = context.model;
-  Json object = {{"id", model.name()},
-                 {"object", "model"},
-                 {"created", model.modified_unix()},
-                 {"owned_by", "tokenmill"},
-                 {"max_model_len", model.max_context()}};
+Json model_object(const RouteContext& context, const std::string& id, int64_t created,
+                  std::optional<int32_t> max_context) {
+  Json object = {{"id", id}, {"object", "model"}, {"created", created}, {"owned_by", "tokenmill"}};
+  if (max_context) object["max_model_len"] = *max_context;
   if (!context.replica_id.empty()) object["replica_id"] = context.replica_id;
   return object;
+}
+
+Json model_object(const RouteContext& context, const ServedModel& model) {
+  return model_object(context, model.name(), model.modified_unix(), model.max_context());
+}
+
+// The pinned model, then every model of the store (the loaded ones with their context).
+Json model_list(const RouteContext& context) {
+  Json data = Json::array();
+  const ModelLease pinned = context.models.pinned();
+  if (pinned) data.push_back(model_object(context, *pinned));
+  std::map<std::string, int32_t> loaded_context;
+  for (const LoadedInfo& info : context.models.loaded()) loaded_context[info.model->name()] = info.model->max_context();
+  if (const store::ModelStore* store = context.models.store()) {
+    for (const store::StoreEntry& entry : store->list()) {
+      if (!entry.problem.empty()) continue;
+      const std::string id = entry.name.full();
+      if (pinned && pinned->name() == id) continue;
+      const auto it = loaded_context.find(id);
+      data.push_back(model_object(context, id, entry.modified_unix,
+                                  it == loaded_context.end() ? std::nullopt : std::optional<int32_t>(it->second)));
+    }
+  }
+  return data;
 }
 
 Json embedding_model_object(const ServedEmbeddings& model) {
@@ -412,16 +435,17 @@ void handle_generation(bool chat, const RouteContext& context, const HttpRequest
                        const std::shared_ptr<Responder>& out) {
   prepare_then(context, request.path, out, [chat, &context, out, body = request.body]() -> std::function<void()> {
     const Json json = parse_json_object(body);
-    auto parsed = std::make_shared<OpenAiRequest>(chat ? parse_chat_request(json, context.model)
-                                                       : parse_completion_request(json, context.model));
+    const ModelLease model = acquire_model(context, Fields(json).string("model").value_or(""));
+    auto parsed = std::make_shared<OpenAiRequest>(chat ? parse_chat_request(json, *model)
+                                                       : parse_completion_request(json, *model));
     const std::string id = new_response_id(chat ? "chatcmpl-" : "cmpl-");
     for (size_t i = 0; i < parsed->requests.size(); ++i) {
       parsed->requests[i].id = parsed->requests.size() == 1 ? id : id + "-" + std::to_string(i);
     }
-    return [chat, &context, out, parsed, id] {
+    return [chat, &context, out, parsed, id, model] {
       if (!out->connected()) return;
-      auto sink = std::make_unique<OpenAiSink>(chat, *parsed, context.model, id);
-      start_engine_call(context.model.engine(), std::move(parsed->requests), out, std::move(sink), context.calls);
+      auto sink = std::make_unique<OpenAiSink>(chat, *parsed, *model, id);
+      start_engine_call(model, std::move(parsed->requests), out, std::move(sink), context.calls);
     };
   });
 }
@@ -436,7 +460,7 @@ void add_openai_routes(Router& router, const RouteContext& context) {
     handle_generation(/*chat=*/false, context, request, out);
   });
   router.add("GET", "/v1/models", [&context](const HttpRequest&, std::shared_ptr<Responder> out) {
-    Json data = Json::array({model_object(context)});
+    Json data = model_list(context);
     if (context.embeddings != nullptr) data.push_back(embedding_model_object(*context.embeddings));
     Json body = {{"object", "list"}, {"data", std::move(data)}};
     out->send(200, "application/json", dump_json(body));
@@ -447,8 +471,18 @@ void add_openai_routes(Router& router, const RouteContext& context) {
       out->send(200, "application/json", dump_json(embedding_model_object(*context.embeddings)));
       return;
     }
-    check_model_name(name, context.model);
-    out->send(200, "application/json", dump_json(model_object(context)));
+    for (const Json& model : model_list(context)) {
+      if (model["id"] == name || model["id"] == name + ":latest") {
+        out->send(200, "application/json", dump_json(model));
+        return;
+      }
+    }
+    const ModelLease pinned = context.models.pinned();
+    if (pinned && pinned->answers_to(name)) {
+      out->send(200, "application/json", dump_json(model_object(context, *pinned)));
+      return;
+    }
+    throw model_not_found(name);
   });
 }
 

@@ -21,6 +21,25 @@ void answer_errors(const std::string& path, const std::shared_ptr<Responder>& ou
 
 }  // namespace
 
+ModelLease acquire_model(const RouteContext& context, const std::string& name,
+                         std::optional<std::chrono::milliseconds> keep_alive) {
+  auto lease = context.models.acquire(name, keep_alive);
+  if (lease.ok()) return std::move(lease).value();
+  const Status& s = lease.status();
+  switch (s.code()) {
+    case ErrorCode::kNotFound:
+      if (s.message().find("cannot be loaded") != std::string::npos) throw server_error(s.message());
+      throw model_not_found(name);
+    case ErrorCode::kInvalidArgument: throw bad_request(s.message(), "model");
+    case ErrorCode::kResourceExhausted: {
+      ApiError error = unavailable(s.message());
+      error.retry_after_seconds = 5;
+      throw error;
+    }
+    default: throw server_error("Loading the model '" + name + "' failed: " + s.message());
+  }
+}
+
 void prepare_then(const RouteContext& context, const std::string& path, std::shared_ptr<Responder> out,
                   Preparation prepare) {
   CallTracker& calls = context.calls;

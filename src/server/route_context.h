@@ -1,5 +1,5 @@
-// What every route needs: the served model (and through it the engine), the tracker of
-// requests in flight, and when the server started. Route files register their handlers
+// What every route needs: the models it serves (and through each its engine), the
+// tracker of requests in flight, and when the server started. Route files register their handlers
 // on a Router with the add_*_routes functions.
 #pragma once
 
@@ -9,8 +9,10 @@
 #include <memory>
 #include <string>
 
+#include "server/background_jobs.h"
 #include "server/engine_call.h"
 #include "server/http_server.h"
+#include "server/model_set.h"
 #include "server/router.h"
 #include "server/served_embeddings.h"
 #include "server/served_model.h"
@@ -19,9 +21,10 @@
 namespace tokenmill::server {
 
 struct RouteContext {
-  const ServedModel& model;
+  ModelSet& models;
   CallTracker& calls;
   WorkQueue& prep;  // where request bodies are parsed and prompts tokenized
+  BackgroundJobs* jobs = nullptr;  // long work (pulls), each job on its own thread
   std::chrono::system_clock::time_point started = std::chrono::system_clock::now();
   const HttpServer* http = nullptr;  // its connection counts, for /metrics; set once it exists
   const ServedEmbeddings* embeddings = nullptr;  // the embedding model, if one is served
@@ -35,6 +38,12 @@ struct RouteContext {
 // Work that turns a request body into something to start; returns what to run next on
 // the connection's strand (e.g. start_engine_call).
 using Preparation = std::function<std::function<void()>()>;
+
+// The model a request names, loaded if need be (on a preparation thread: a load takes a
+// while). Throws ApiError: 404 model_not_found for a name no model has, 400 for an
+// invalid name, 503 when no room can be made, 500 when the model fails to load.
+ModelLease acquire_model(const RouteContext& context, const std::string& name,
+                         std::optional<std::chrono::milliseconds> keep_alive = std::nullopt);
 
 // Runs prepare on context.prep (off the I/O threads), then its continuation on out's
 // strand. An ApiError thrown by either is answered as path's API expects; any other

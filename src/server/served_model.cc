@@ -3,8 +3,8 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
+
 
 namespace tokenmill::server {
 
@@ -20,8 +20,8 @@ std::string model_name_from_path(const std::string& path) {
 }  // namespace
 
 ServedModel::ServedModel(const std::string& path, model::Model& model, const tokenizer::Tokenizer& tokenizer,
-                         engine::Engine& engine)
-    : path_(path), name_(model_name_from_path(path)), model_(&model), tokenizer_(&tokenizer), engine_(&engine) {
+                         engine::Engine& engine, std::string name)
+    : path_(path), name_(name.empty() ? model_name_from_path(path) : std::move(name)), model_(&model), tokenizer_(&tokenizer), engine_(&engine) {
   auto chat_template = tokenizer::chat_template_for_model(model.file());
   if (chat_template.ok()) {
     chat_template_ = std::move(chat_template).value();
@@ -46,7 +46,9 @@ ServedModel::ServedModel(const std::string& path, model::Model& model, const tok
 
 bool ServedModel::answers_to(std::string_view requested) const {
   if (requested == name_ || requested == "default" || requested == "tokenmill") return true;
-  return requested.ends_with(":latest") && requested.substr(0, requested.size() - 7) == name_;
+  constexpr std::string_view kLatest = ":latest";
+  if (requested.ends_with(kLatest) && requested.substr(0, requested.size() - kLatest.size()) == name_) return true;
+  return name_.ends_with(kLatest) && std::string_view(name_).substr(0, name_.size() - kLatest.size()) == requested;
 }
 
 Result<std::vector<int32_t>> ServedModel::chat_prompt(const std::vector<tokenizer::ChatMessage>& messages) const {
@@ -82,39 +84,10 @@ std::vector<int32_t> ServedModel::text_prompt(std::string_view text) const {
 
 std::string ServedModel::chat_template_source() const { return chat_template_ ? chat_template_->source() : ""; }
 
-std::string ServedModel::parameter_size() const {
-  char out[32];
-  const double n = static_cast<double>(parameter_count_);
-  if (n >= 1e9) {
-    std::snprintf(out, sizeof out, "%.2fB", n / 1e9);
-  } else {
-    std::snprintf(out, sizeof out, "%.2fM", n / 1e6);
-  }
-  return out;
-}
+std::string ServedModel::parameter_size() const { return gguf::parameter_size_text(parameter_count_); }
 
 std::string ServedModel::quantization_level() const {
-  // llama.cpp's LLAMA_FTYPE_MOSTLY_* numbering, as written in general.file_type.
-  switch (model_->file().get_int_or("general.file_type", -1)) {
-    case 0: return "F32";
-    case 1: return "F16";
-    case 2: return "Q4_0";
-    case 3: return "Q4_1";
-    case 7: return "Q8_0";
-    case 8: return "Q5_0";
-    case 9: return "Q5_1";
-    case 10: return "Q2_K";
-    case 11: return "Q3_K_S";
-    case 12: return "Q3_K_M";
-    case 13: return "Q3_K_L";
-    case 14: return "Q4_K_S";
-    case 15: return "Q4_K_M";
-    case 16: return "Q5_K_S";
-    case 17: return "Q5_K_M";
-    case 18: return "Q6_K";
-    case 32: return "BF16";
-    default: return "unknown";
-  }
+  return gguf::file_type_name(model_->file().get_int_or("general.file_type", -1));
 }
 
 }  // namespace tokenmill::server

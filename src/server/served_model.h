@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
+#include "gguf/file_summary.h"
 #include "engine/engine.h"
 #include "model/model.h"
 #include "tokenizer/chat_template.h"
@@ -23,13 +24,16 @@ namespace tokenmill::server {
 
 class ServedModel {
  public:
-  // REQUIRES: model, tokenizer and engine outlive this object.
+  // REQUIRES: model, tokenizer and engine outlive this object. name: what it is called
+  // ("" : the GGUF file's basename without extension).
   ServedModel(const std::string& path, model::Model& model, const tokenizer::Tokenizer& tokenizer,
-              engine::Engine& engine);
+              engine::Engine& engine, std::string name = "");
 
-  // The GGUF file's basename without extension, e.g. "gemma-3-270m-q4_k_m".
+  // The name requests use: a store name ("gemma3:latest"), or the file's basename
+  // without extension ("gemma-3-270m-q4_k_m").
   const std::string& name() const { return name_; }
-  // True for name(), name() + ":latest" (Ollama's tag), "default" and "tokenmill".
+  // True for name(), "default" and "tokenmill", and with Ollama's implicit tag, name()
+  // + ":latest" or name() without its ":latest".
   bool answers_to(std::string_view requested) const;
 
   engine::Engine& engine() const { return *engine_; }

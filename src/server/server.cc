@@ -21,12 +21,13 @@ bool constant_time_equal(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-Server::Server(ServerConfig config, const ServedModel& model, const ServedEmbeddings* embeddings)
-    : config_(std::move(config)), model_(model), prep_(config_.n_prep_threads), context_{model, calls_, prep_} {
+Server::Server(ServerConfig config, ModelSet& models, const ServedEmbeddings* embeddings)
+    : config_(std::move(config)), models_(models), prep_(config_.n_prep_threads), context_{models, calls_, prep_} {
+  context_.jobs = &jobs_;
   context_.embeddings = embeddings;
   context_.replica_id = config_.replica_id;
   context_.vllm_metrics = config_.vllm_metrics;
-  calls_.set_limit(model.engine().config().max_seqs + std::max<int64_t>(0, config_.max_queue));
+  calls_.set_limit(models.max_seqs() + std::max<int64_t>(0, config_.max_queue));
   add_openai_routes(router_, context_);
   add_ollama_routes(router_, context_);
   add_embedding_routes(router_, context_);
@@ -38,6 +39,7 @@ Server::Server(ServerConfig config, const ServedModel& model, const ServedEmbedd
 
 Server::~Server() {
   prep_.stop();  // its tasks hold connections, which must go before the I/O context
+  jobs_.stop();
   http_->stop();
 }
 
@@ -85,7 +87,8 @@ void Server::shutdown(std::chrono::milliseconds grace) {
   http_->stop_accepting();
   calls_.start_draining();
   prep_.stop();  // requests being prepared start (or are refused) before the engine stops
-  model_.engine().shutdown(grace);
+  jobs_.stop();  // pulls in progress stop; what they downloaded stays to resume
+  models_.shutdown_engines(grace);
   // Every engine request has now finished; give their last bytes a moment to be written.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
   while (calls_.n_active() > 0 && std::chrono::steady_clock::now() < deadline) {

@@ -1,5 +1,6 @@
 // The tokenmill HTTP server: the routes of the OpenAI and Ollama APIs and the metrics,
-// over one served model and its engine, behind an optional API key.
+// over the models it serves (server/model_set.h) and their engines, behind an optional
+// API key.
 //
 //   Server --owns--> HttpServer (I/O threads) --> auth --> Router --> route handlers
 //                                                                  --> Engine (via EngineCall)
@@ -12,11 +13,12 @@
 #include <string>
 
 #include "base/status.h"
+#include "server/background_jobs.h"
 #include "server/engine_call.h"
+#include "server/model_set.h"
 #include "server/http_server.h"
 #include "server/route_context.h"
 #include "server/router.h"
-#include "server/served_model.h"
 #include "server/work_queue.h"
 
 namespace tokenmill::server {
@@ -41,8 +43,8 @@ struct ServerConfig {
 
 class Server {
  public:
-  // REQUIRES: model (and embeddings, when given) outlive the server.
-  Server(ServerConfig config, const ServedModel& model, const ServedEmbeddings* embeddings = nullptr);
+  // REQUIRES: models (and embeddings, when given) outlive the server.
+  Server(ServerConfig config, ModelSet& models, const ServedEmbeddings* embeddings = nullptr);
   ~Server();
 
   // Binds and starts serving. IoError when the address cannot be bound.
@@ -63,9 +65,10 @@ class Server {
   void handle(const HttpRequest& request, std::shared_ptr<Responder> out) const;
 
   ServerConfig config_;
-  const ServedModel& model_;
+  ModelSet& models_;
   CallTracker calls_;
   WorkQueue prep_;
+  BackgroundJobs jobs_;
   RouteContext context_;
   Router router_;
   std::unique_ptr<HttpServer> http_;
