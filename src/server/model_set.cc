@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <limits>
 
@@ -17,6 +18,14 @@ constexpr auto kReapInterval = std::chrono::milliseconds(200);
 constexpr auto kWaitForRoom = std::chrono::seconds(60);
 
 bool is_default_alias(const std::string& name) { return name.empty() || name == "default" || name == "tokenmill"; }
+
+// Loads and unloads are part of the server's story on stderr, as its start-up lines are.
+void announce(const std::string& line) {
+  std::fprintf(stderr, "%s\n", line.c_str());
+  std::fflush(stderr);
+}
+
+void log_unload(const std::string& name, const char* why) { announce("unloaded " + name + " (" + why + ")"); }
 
 }  // namespace
 
@@ -130,6 +139,7 @@ std::vector<std::unique_ptr<LoadedModel>> ModelSet::make_room(int64_t bytes, boo
       *fits = false;
       return gone;
     }
+    log_unload(victim->loaded->served->name(), "the least recently used, to make room");
     gone.push_back(std::move(victim->loaded));
     victim->expires.reset();
   }
@@ -176,7 +186,17 @@ Result<ModelLease> ModelSet::acquire(const std::string& name, std::optional<Ms> 
   }
   gone.clear();  // unload outside the lock: engines join their threads
 
+  const auto load_start = Clock::now();
   auto loaded = loader_(path, *key);
+  if (loaded.ok()) {
+    char line[160];
+    std::snprintf(line, sizeof line, "loaded %s (%.0f MiB) in %.2f s", key->c_str(),
+                  static_cast<double>((*loaded)->memory_bytes) / (1 << 20),
+                  std::chrono::duration<double>(Clock::now() - load_start).count());
+    announce(line);
+  } else {
+    announce("loading " + *key + " failed: " + loaded.status().message());
+  }
   std::unique_lock lock(mu_);
   slot->loading = false;
   if (!loaded.ok()) {
@@ -207,6 +227,7 @@ bool ModelSet::unload(const std::string& name) {
       slot.unload_when_idle = true;
       return true;
     }
+    log_unload(*key, "asked to");
     gone = std::move(slot.loaded);
     slot.expires.reset();
   }
@@ -286,6 +307,7 @@ void ModelSet::reap() {
     const auto now = Clock::now();
     for (auto& [name, slot] : slots_) {
       if (slot->loaded && slot->n_leases == 0 && slot->expires && *slot->expires <= now) {
+        log_unload(name, slot->unload_when_idle ? "asked to" : "idle past its keep_alive");
         gone.push_back(std::move(slot->loaded));
         slot->expires.reset();
         slot->unload_when_idle = false;
