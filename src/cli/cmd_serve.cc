@@ -65,6 +65,7 @@ struct ServeOptions {
   std::string metrics_compat = "vllm";
   std::string embedding_model;  // a BERT-family GGUF served on /v1/embeddings and /api/embed
   bool model_given = false;     // -m was on the command line
+  bool no_webui = false;
   std::string models_dir;       // "": the default store, served only when it has models
   std::string keep_alive = "5m";
   int max_loaded = 3;
@@ -279,6 +280,7 @@ int serve(ServeOptions options) {
   server_config.api_key = options.api_key;
   server_config.replica_id = options.replica_id;
   server_config.vllm_metrics = options.metrics_compat == "vllm";
+  server_config.webui = !options.no_webui;
   server::Server server(server_config, models, embeddings.get());
   if (Status s = server.start(); !s.ok()) return fail(s.to_string());
 
@@ -329,6 +331,7 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--models-dir", o->models_dir,
                   "Serve every model of this store by name, loading each on request (default: " +
                       store::ModelStore::default_dir() + ", when it has models)");
+  cmd->add_flag("--no-webui", o->no_webui, "Do not serve the chat page at / (browsers get plain text)");
   cmd->add_option("--keep-alive", o->keep_alive,
                   "How long a store model stays loaded after its last request: a duration (5m, 1h, 30s), "
                   "seconds, 0 (unload at once) or -1 (forever); a request's keep_alive overrides it")

@@ -10,6 +10,7 @@
 #include <climits>
 
 #include "gguf/file_summary.h"
+#include "server/chat_page.h"
 #include "server/json_fields.h"
 #include "server/ollama_request.h"
 #include "server/openai_request.h"
@@ -417,7 +418,15 @@ void add_ollama_routes(Router& router, const RouteContext& context) {
   router.add("GET", "/api/version", [](const HttpRequest&, std::shared_ptr<Responder> out) {
     out->send(200, "application/json", dump_json(Json{{"version", kOllamaApiVersion}}));
   });
-  router.add("GET", "/", [](const HttpRequest&, std::shared_ptr<Responder> out) {
+  // Browsers get the chat page; Ollama's clients, which probe / for its heartbeat, the text.
+  router.add("GET", "/", [&context](const HttpRequest& request, std::shared_ptr<Responder> out) {
+    if (context.webui && request.header("accept").find("text/html") != std::string::npos) {
+      out->send(200, "text/html; charset=utf-8", std::string(chat_page_html()),
+                {{"Content-Security-Policy",
+                  "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'"},
+                 {"Cache-Control", "no-cache"}});
+      return;
+    }
     out->send(200, "text/plain; charset=utf-8", "tokenmill is running");
   });
 }

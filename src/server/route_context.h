@@ -31,6 +31,7 @@ struct RouteContext {
   // This replica's name (/v1/models, /metrics, /ready); "" when none was given.
   std::string replica_id{};
   bool vllm_metrics = true;  // /metrics also carries the vllm:* series routers read
+  bool webui = true;         // GET / answers browsers with the chat page
   // /ready answers 200 while true; false once the server drains (Server::stop_being_ready).
   std::atomic<bool> ready{true};
 };

@@ -27,6 +27,7 @@ Server::Server(ServerConfig config, ModelSet& models, const ServedEmbeddings* em
   context_.embeddings = embeddings;
   context_.replica_id = config_.replica_id;
   context_.vllm_metrics = config_.vllm_metrics;
+  context_.webui = config_.webui;
   calls_.set_limit(models.max_seqs() + std::max<int64_t>(0, config_.max_queue));
   add_openai_routes(router_, context_);
   add_ollama_routes(router_, context_);
@@ -53,8 +54,10 @@ void Server::handle(const HttpRequest& request, std::shared_ptr<Responder> out) 
     if (answer_preflight(request, origin, *out)) return;  // preflights carry no credentials
     out = with_cors_headers(std::move(out), origin);
   }
-  // Balancers and orchestrators probe these without credentials.
-  const bool probe = request.path == "/health" || request.path == "/ready";
+  // Balancers and orchestrators probe these without credentials; / (the chat page, or
+  // Ollama's heartbeat) holds no data and asks for the key itself.
+  const bool probe = request.path == "/health" || request.path == "/ready" ||
+                     (request.path == "/" && request.method == "GET");
   if (!config_.api_key.empty() && !probe) {
     const std::string& authorization = request.header("authorization");
     constexpr std::string_view kBearer = "Bearer ";

@@ -39,6 +39,8 @@ struct ServerConfig {
   std::string replica_id;
   // /metrics also publishes the vllm:* series that LLM-aware routers read.
   bool vllm_metrics = true;
+  // GET / serves the chat page to browsers (it asks for the API key itself).
+  bool webui = true;
 };
 
 class Server {
