@@ -183,6 +183,7 @@ Result<std::unique_ptr<server::LoadedModel>> load_chat_model(const ServeOptions&
     }
     std::fprintf(stderr, "\n");
   }
+  loaded->kv_bytes = kv_bytes;
   loaded->memory_bytes = static_cast<int64_t>((*model)->file().file_size()) + kv_bytes;
   loaded->model = std::move(model).value();
   loaded->tokenizer = std::move(tokenizer).value();

@@ -114,6 +114,16 @@ void ModelSet::release(const std::shared_ptr<Slot>& slot) {
   changed_.notify_all();  // the reaper unloads expired models, waiting loads may find room
 }
 
+int64_t ModelSet::estimate_bytes(const std::string& path) const {
+  std::error_code ec;
+  const auto file = std::filesystem::file_size(path, ec);
+  int64_t kv = pinned_ ? pinned_->kv_bytes : 0;
+  for (const auto& [name, slot] : slots_) {
+    if (slot->loaded) kv = std::max(kv, slot->loaded->kv_bytes);
+  }
+  return (ec ? 0 : static_cast<int64_t>(file)) + kv;
+}
+
 std::vector<std::unique_ptr<LoadedModel>> ModelSet::make_room(int64_t bytes, bool* fits) {
   std::vector<std::unique_ptr<LoadedModel>> gone;
   while (true) {
@@ -162,8 +172,7 @@ Result<ModelLease> ModelSet::acquire(const std::string& name, std::optional<Ms> 
     changed_.wait(lock, [&] { return !slot->loading || stopping_; });
     if (stopping_) return resource_exhausted("the server is shutting down");
     if (slot->loaded) return lease(slot, keep_alive);
-    std::error_code ec;
-    const int64_t bytes = static_cast<int64_t>(std::filesystem::file_size(path, ec));
+    const int64_t bytes = estimate_bytes(path);
     bool fits = false;
     const auto deadline = Clock::now() + kWaitForRoom;
     while (true) {

@@ -45,6 +45,7 @@ struct LoadedModel {
   std::unique_ptr<engine::Engine> engine;
   std::unique_ptr<ServedModel> served;
   int64_t memory_bytes = 0;  // weights and KV cache, for the memory budget and /api/ps
+  int64_t kv_bytes = 0;      // the KV cache's part of it
 
   ~LoadedModel();
 };
@@ -115,6 +116,9 @@ class ModelSet {
   Result<std::string> resolve(const std::string& name, std::string* path) const;
   ModelLease lease(const std::shared_ptr<Slot>& slot, std::optional<std::chrono::milliseconds> keep_alive);
   void release(const std::shared_ptr<Slot>& slot);
+  // What loading the file at path will take: its size, and a KV cache as large as the
+  // largest loaded one (every model's cache is sized by the same flags). Holds mu_.
+  int64_t estimate_bytes(const std::string& path) const;
   // Unloads idle models, least recently used first, until one more of bytes fits.
   // Returns what it removed (destroyed by the caller outside the lock). Holds mu_.
   std::vector<std::unique_ptr<LoadedModel>> make_room(int64_t bytes, bool* fits);

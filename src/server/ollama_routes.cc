@@ -366,6 +366,9 @@ void add_ollama_routes(Router& router, const RouteContext& context) {
     Json models = Json::array();
     for (const LoadedInfo& info : context.models.loaded()) {
       Json entry = model_entry(*info.model);
+      if (const store::ModelStore* store = context.models.store()) {
+        if (auto stored = store->find(info.model->name()); stored.ok()) entry["digest"] = stored->digest;
+      }
       entry["size"] = info.memory_bytes;
       entry["expires_at"] = info.expires ? rfc3339(*info.expires) : "2999-12-31T23:59:59.000000Z";
       entry["size_vram"] = 0;

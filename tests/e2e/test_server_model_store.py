@@ -125,6 +125,7 @@ def test_two_models_loaded_then_keep_alive_zero_unloads_one(client, store_server
     assert loaded(client) == ["gemma3:270m", "gemma3:q8"]
     ps = {m.model: m for m in client.ps().models}
     assert ps["gemma3:q8"].details.quantization_level == "Q8_0" and ps["gemma3:q8"].size > 0
+    assert ps["gemma3:q8"].digest == next(m.digest for m in client.list().models if m.model == "gemma3:q8")
     client.chat(model="gemma3:q8", messages=[{"role": "user", "content": "Bye"}], options={"num_predict": 2},
                 keep_alive=0)
     assert wait_for(lambda: loaded(client) == ["gemma3:270m"]), loaded(client)
@@ -161,6 +162,19 @@ def test_max_loaded_evicts_the_least_recently_used_and_loads_happen_once(tokenmi
             answers = list(pool.map(lambda p: greedy(client, "gemma3:270m", p), PROMPTS + PROMPTS[:1]))
         assert answers[0] == answers[3]
         assert len(re.findall(r"^loaded gemma3:270m ", process.log(), re.M)) == 1
+        greedy(client, "gemma3:q8", PROMPTS[0])
+        assert loaded(client) == ["gemma3:q8"]
+        assert "unloaded gemma3:270m (the least recently used, to make room)" in process.log()
+    finally:
+        assert process.stop() == 0
+
+
+def test_a_memory_budget_keeps_one_model_when_two_do_not_fit(tokenmill, store):
+    # Each model takes its file plus a KV cache of 16384 positions: about 550-600 MiB.
+    process = start_server(tokenmill, None, "--models-dir", str(store), "-t", "2", "--max-memory", "900")
+    try:
+        client = ollama.Client(host=process.url)
+        greedy(client, "gemma3:270m", PROMPTS[0])
         greedy(client, "gemma3:q8", PROMPTS[0])
         assert loaded(client) == ["gemma3:q8"]
         assert "unloaded gemma3:270m (the least recently used, to make room)" in process.log()
