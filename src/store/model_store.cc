@@ -212,25 +212,19 @@ Result<StoreEntry> ModelStore::import_file(const std::string& file, const ModelN
     auto digest = sha256_file(file);
     if (!digest.ok()) return digest.status();
     const std::string blob = blob_path(*digest);
-    if (::link(file.c_str(), blob.c_str()) == 0 || errno == EEXIST) {
-      if (Status s = sync_directory(fs::path(blob).parent_path().string()); !s.ok()) return s;
-      StoreEntry entry;
-      entry.name = name;
-      entry.digest = *digest;
-      entry.size = static_cast<int64_t>(fs::file_size(blob, ec));
-      entry.path = blob;
-      entry.source = absolute;
-      if (Status s = write_manifest(entry); !s.ok()) return s;
-      return find(name);
-    }
-    // Another file system (or one without hard links): name the file where it lies.
     StoreEntry entry;
     entry.name = name;
     entry.digest = *digest;
-    entry.size = static_cast<int64_t>(fs::file_size(file, ec));
-    entry.path = absolute;
     entry.source = absolute;
-    entry.linked = true;
+    if (::link(file.c_str(), blob.c_str()) == 0 || errno == EEXIST) {
+      if (Status s = sync_directory(fs::path(blob).parent_path().string()); !s.ok()) return s;
+      entry.path = blob;
+    } else {
+      // Another file system (or one without hard links): name the file where it lies.
+      entry.path = absolute;
+      entry.linked = true;
+    }
+    entry.size = static_cast<int64_t>(fs::file_size(entry.path, ec));
     if (Status s = write_manifest(entry); !s.ok()) return s;
     return find(name);
   }
