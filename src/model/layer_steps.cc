@@ -14,7 +14,7 @@ void LayerScratch::resize(const ModelConfig& c, int64_t n) {
 }
 
 void attention_step(ops::Backend& backend, const ModelConfig& c, const LayerWeights& w, int32_t layer,
-                    const Batch& batch, ops::KvStorage& kv, LayerScratch& s) {
+                    const Batch& batch, ops::KvStorage& kv, LayerScratch& s, const float* rope_freqs) {
   const int64_t n = batch.n_tokens();
   const ops::MatmulProduct qkv[] = {{&w.wq, s.q.data()}, {&w.wk, s.k.data()}, {&w.wv, s.v.data()}};
   backend.matmul_shared_input(qkv, s.normed.data(), n);
@@ -27,8 +27,10 @@ void attention_step(ops::Backend& backend, const ModelConfig& c, const LayerWeig
 
   const bool sliding = c.layer_is_sliding[layer];
   const float freq_base = sliding ? c.rope_freq_base_local : c.rope_freq_base;
-  backend.rope(s.q.data(), batch.positions, c.n_heads, c.head_dim, freq_base, c.rope_freq_scale, c.rope_style);
-  backend.rope(s.k.data(), batch.positions, c.n_kv_heads, c.head_dim, freq_base, c.rope_freq_scale, c.rope_style);
+  backend.rope(s.q.data(), batch.positions, c.n_heads, c.head_dim, freq_base, c.rope_freq_scale, c.rope_style,
+               rope_freqs);
+  backend.rope(s.k.data(), batch.positions, c.n_kv_heads, c.head_dim, freq_base, c.rope_freq_scale, c.rope_style,
+               rope_freqs);
 
   ops::AttentionBatch ab{batch.positions, batch.sequence_of_token, batch.block_tables};
   backend.store_kv(kv, layer, ab, s.k.data(), s.v.data());

@@ -30,9 +30,11 @@ struct LayerScratch {
 enum class FfnActivation { kGeluTanh, kSilu };
 
 // scratch.normed -> scratch.out: q, k, v projections (+ biases), optional per-head q/k
-// RMSNorm, rotary embedding, cache write, attention, output projection.
+// RMSNorm, rotary embedding (with per-pair frequency divisors when rope_freqs is given),
+// cache write, attention, output projection.
 void attention_step(ops::Backend& backend, const ModelConfig& config, const LayerWeights& weights, int32_t layer,
-                    const Batch& batch, ops::KvStorage& kv, LayerScratch& scratch);
+                    const Batch& batch, ops::KvStorage& kv, LayerScratch& scratch,
+                    const float* rope_freqs = nullptr);
 
 // scratch.normed -> scratch.out: down(act(gate(x)) * up(x)).
 void gated_ffn_step(ops::Backend& backend, const ModelConfig& config, const LayerWeights& weights,

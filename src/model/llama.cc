@@ -22,7 +22,7 @@ class Llama final : public Model {
       const LayerWeights& w = weights_.layers[l];
       // attention: norm -> attention -> residual
       be.rms_norm(hidden.data(), w.attn_norm, n, c.n_embd, c.rms_eps, scratch_.normed.data());
-      attention_step(be, c, w, l, batch, kv, scratch_);
+      attention_step(be, c, w, l, batch, kv, scratch_, weights_.rope_freqs);
       be.add(hidden.data(), scratch_.out.data(), n_values, hidden.data());
       // feed-forward: norm -> SiLU-gated FFN -> residual
       be.rms_norm(hidden.data(), w.ffn_norm, n, c.n_embd, c.rms_eps, scratch_.normed.data());

@@ -23,6 +23,7 @@ Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& c) 
     w.output = w.token_embd;
     w.tied_output = true;
   }
+  if (b.has("rope_freqs.weight")) TM_RETURN_IF_ERROR(b.vector("rope_freqs.weight", c.head_dim / 2, w.rope_freqs));
   const bool gemma = c.architecture == Architecture::kGemma3;
   w.layers.resize(c.n_layers);
   for (int32_t l = 0; l < c.n_layers; ++l) {

@@ -36,6 +36,9 @@ struct ModelWeights {
   const float* output_norm = nullptr;  // [n_embd]
   ops::WeightMatrix output;      // [n_vocab, n_embd]; token_embd when tied
   bool tied_output = false;
+  // [head_dim / 2] divisors of the rotary frequencies (Llama 3.1+'s rope scaling, baked
+  // into the tensor rope_freqs.weight by the converter); null when the file has none.
+  const float* rope_freqs = nullptr;
   std::vector<LayerWeights> layers;
   // Buffers of matrices repacked at load (repack_for_kernels); the matrices point into them.
   std::vector<std::shared_ptr<uint8_t[]>> repacked;

@@ -73,8 +73,10 @@ class Backend {
                         float* y) = 0;
 
   // Rotary position embedding in place.  x: [n_tokens, n_heads, head_dim]; positions: [n_tokens].
+  // freq_factors: [head_dim / 2] divisors of each pair's frequency (Llama 3's rope
+  // scaling, the GGUF tensor rope_freqs.weight), or null.
   virtual void rope(float* x, std::span<const int32_t> positions, int32_t n_heads, int32_t head_dim,
-                    float freq_base, float freq_scale, RopeStyle style) = 0;
+                    float freq_base, float freq_scale, RopeStyle style, const float* freq_factors = nullptr) = 0;
 
   // y = gelu_tanh(gate) * up and y = silu(gate) * up, elementwise over n values.
   virtual void geglu(const float* gate, const float* up, int64_t n, float* y) = 0;

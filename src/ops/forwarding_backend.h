@@ -43,8 +43,8 @@ class ForwardingBackend : public Backend {
     inner_->rms_norm(x, weight, n_rows, n_cols, eps, y);
   }
   void rope(float* x, std::span<const int32_t> positions, int32_t n_heads, int32_t head_dim, float freq_base,
-            float freq_scale, RopeStyle style) override {
-    inner_->rope(x, positions, n_heads, head_dim, freq_base, freq_scale, style);
+            float freq_scale, RopeStyle style, const float* freq_factors = nullptr) override {
+    inner_->rope(x, positions, n_heads, head_dim, freq_base, freq_scale, style, freq_factors);
   }
   void geglu(const float* gate, const float* up, int64_t n, float* y) override { inner_->geglu(gate, up, n, y); }
   void swiglu(const float* gate, const float* up, int64_t n, float* y) override { inner_->swiglu(gate, up, n, y); }

@@ -185,6 +185,9 @@ Result<std::vector<uint8_t>> build_tiny_gguf(const TinyModelSpec& s) {
     if (gemma) TM_RETURN_IF_ERROR(t.vector(p + "post_ffw_norm.weight", s.n_embd, 1.0f, kNormSigma));
   }
   TM_RETURN_IF_ERROR(t.vector("output_norm.weight", s.n_embd, 1.0f, kNormSigma));
+  // Divisors of each rotary pair's frequency, as Llama 3.1's converter writes them (there
+  // 1 for fast pairs up to 8 for slow ones; here every pair gets one near 3).
+  if (s.rope_freqs) TM_RETURN_IF_ERROR(t.vector("rope_freqs.weight", s.head_dim / 2, 3.0f, 0.5f));
   if (!s.tied_output) TM_RETURN_IF_ERROR(t.matrix("output.weight", s.n_vocab, s.n_embd));
   return w.to_bytes();
 }

@@ -39,6 +39,7 @@ struct TinyModelSpec {
   float rope_freq_base_swa = 10000.0f;
   float final_logit_softcap = 0.0f;
   bool tied_output = false;  // no output.weight: the embedding table is reused
+  bool rope_freqs = false;   // a rope_freqs.weight tensor (Llama 3.1+'s rope scaling)
 
   std::vector<gguf::TensorType> matrix_types = {gguf::TensorType::kF32};
   uint32_t seed = 1;

@@ -36,7 +36,9 @@ struct Matrix {
 
 class ReferenceModel {
  public:
-  ReferenceModel(const gguf::File& file, const TinyModelSpec& spec) : file_(file), s_(spec) {}
+  ReferenceModel(const gguf::File& file, const TinyModelSpec& spec) : file_(file), s_(spec) {
+    if (spec.rope_freqs) rope_freqs_ = vec("rope_freqs.weight");
+  }
 
   // Logits [n_vocab] of the last token of `tokens` (positions 0, 1, ...).
   std::vector<double> last_logits(const std::vector<int32_t>& tokens) const {
@@ -128,7 +130,8 @@ class ReferenceModel {
     for (int32_t h = 0; h < n_heads; ++h) {
       double* x = v + h * hd;
       for (int32_t i = 0; i < hd / 2; ++i) {
-        const double angle = pos * std::pow(freq_base, -2.0 * i / hd);
+        const double factor = rope_freqs_.empty() ? 1.0 : rope_freqs_[i];
+        const double angle = pos * std::pow(freq_base, -2.0 * i / hd) / factor;
         const int32_t a = neox ? i : 2 * i;
         const int32_t b = neox ? i + hd / 2 : 2 * i + 1;
         const double x0 = x[a], x1 = x[b];
@@ -193,6 +196,7 @@ class ReferenceModel {
 
   const gguf::File& file_;
   TinyModelSpec s_;
+  std::vector<double> rope_freqs_;  // empty: every pair's divisor is 1
 };
 
 // ---------------------------------------------------------------------------------------
@@ -293,9 +297,13 @@ std::vector<NamedSpec> all_specs() {
   gemma_f32.matrix_types = {TensorType::kF32};
   TinyModelSpec llama_f32 = testing::tiny_llama_spec();
   llama_f32.matrix_types = {TensorType::kF32};
+  TinyModelSpec llama3_f32 = llama_f32;
+  llama3_f32.rope_freqs = true;
+  llama3_f32.rope_freq_base = 500000.0f;
   return {
       {"gemma3_f32", gemma_f32, kToleranceFloatWeights},
       {"llama_f32", llama_f32, kToleranceFloatWeights},
+      {"llama3_rope_freqs_f32", llama3_f32, kToleranceFloatWeights},
       {"gemma3_mixed", testing::tiny_gemma3_spec(), kToleranceQuantizedWeights},
       {"llama_mixed", testing::tiny_llama_spec(), kToleranceQuantizedWeights},
       {"qwen2_mixed", testing::tiny_qwen2_spec(), kToleranceQuantizedWeights},

@@ -160,6 +160,33 @@ TEST(CpuRope, MatchesAngleReference) {
   }
 }
 
+// Llama 3.1+'s rope scaling: each pair's frequency divided by its factor. The same table
+// is not reused for another set of factors (or none).
+TEST(CpuRope, FrequencyFactorsDivideEachPairsAngle) {
+  CpuBackend backend(kThreads);
+  constexpr int32_t kHeads = 2, kHeadDim = 64;
+  constexpr float kBase = 500000.0f;
+  const std::vector<int32_t> positions = {0, 3, 40, 1000, 8000};
+  std::vector<float> factors(kHeadDim / 2);
+  for (int32_t i = 0; i < kHeadDim / 2; ++i) factors[i] = 1.0f + 7.0f * static_cast<float>(i) / (kHeadDim / 2 - 1);
+  const int64_t row = static_cast<int64_t>(kHeads) * kHeadDim;
+  const std::vector<float> x = random_normal(positions.size() * row, 5);
+  for (const float* f : std::vector<const float*>{factors.data(), nullptr}) {
+    std::vector<float> y = x;
+    backend.rope(y.data(), positions, kHeads, kHeadDim, kBase, 1.0f, RopeStyle::kNormal, f);
+    for (size_t t = 0; t < positions.size(); ++t) {
+      for (int32_t i = 0; i < kHeadDim / 2; ++i) {
+        const double factor = f ? f[i] : 1.0;
+        const double angle = positions[t] * std::pow(double(kBase), -2.0 * i / kHeadDim) / factor;
+        const size_t a = t * row + 2 * i, b = a + 1;
+        const double x0 = x[a], x1 = x[b];
+        EXPECT_NEAR(y[a], x0 * std::cos(angle) - x1 * std::sin(angle), kRopeTolerance * std::hypot(x0, x1) * 8)
+            << "pos " << positions[t] << " pair " << i << (f ? " with factors" : " without");
+      }
+    }
+  }
+}
+
 TEST(CpuRope, PreservesPairNormsAndPositionZeroIsIdentity) {
   CpuBackend backend(kThreads);
   constexpr int32_t kHeads = 2;

@@ -203,9 +203,11 @@ void CpuBackend::rms_norm(const float* x, const float* weight, int64_t n_rows, i
 }
 
 const CpuBackend::RopeTable& CpuBackend::rope_table(std::span<const int32_t> positions, int32_t head_dim,
-                                                     float freq_base, float freq_scale) {
+                                                     float freq_base, float freq_scale,
+                                                     const float* freq_factors) {
   for (const RopeTable& table : rope_tables_) {
     if (table.freq_base == freq_base && table.freq_scale == freq_scale && table.head_dim == head_dim &&
+        table.freq_factors == freq_factors &&
         std::equal(positions.begin(), positions.end(), table.positions.begin(), table.positions.end())) {
       return table;
     }
@@ -214,6 +216,7 @@ const CpuBackend::RopeTable& CpuBackend::rope_table(std::span<const int32_t> pos
   next_rope_table_ = (next_rope_table_ + 1) % rope_tables_.size();
   table.freq_base = freq_base;
   table.freq_scale = freq_scale;
+  table.freq_factors = freq_factors;
   table.head_dim = head_dim;
   table.positions.assign(positions.begin(), positions.end());
   const int32_t n_pairs = head_dim / 2;
@@ -225,7 +228,8 @@ const CpuBackend::RopeTable& CpuBackend::rope_table(std::span<const int32_t> pos
     // in float as ggml does, so the angles agree to the last bit.
     float theta = static_cast<float>(positions[t]);
     for (int32_t i = 0; i < n_pairs; ++i) {
-      const float angle = theta * freq_scale;
+      // ggml divides by the pair's factor first, then scales: the same order, the same bits.
+      const float angle = freq_factors != nullptr ? freq_scale * (theta / freq_factors[i]) : theta * freq_scale;
       table.cos[t * n_pairs + i] = std::cos(angle);
       table.sin[t * n_pairs + i] = std::sin(angle);
       theta *= theta_scale;
@@ -235,9 +239,9 @@ const CpuBackend::RopeTable& CpuBackend::rope_table(std::span<const int32_t> pos
 }
 
 void CpuBackend::rope(float* x, std::span<const int32_t> positions, int32_t n_heads, int32_t head_dim,
-                      float freq_base, float freq_scale, RopeStyle style) {
+                      float freq_base, float freq_scale, RopeStyle style, const float* freq_factors) {
   // q and k of a layer, and every layer with the same base, share one table.
-  const RopeTable& table = rope_table(positions, head_dim, freq_base, freq_scale);
+  const RopeTable& table = rope_table(positions, head_dim, freq_base, freq_scale, freq_factors);
   const int32_t n_pairs = head_dim / 2;
   auto tokens = [&](size_t begin, size_t end) {
     for (size_t t = begin; t < end; ++t) {

@@ -27,7 +27,8 @@ class CpuBackend final : public Backend {
   void get_rows(const WeightMatrix& table, std::span<const int32_t> ids, float* out) override;
   void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n_cols, float eps, float* y) override;
   void rope(float* x, std::span<const int32_t> positions, int32_t n_heads, int32_t head_dim, float freq_base,
-            float freq_scale, RopeStyle style) override;
+            float freq_scale, RopeStyle style,
+            const float* freq_factors = nullptr) override;
   void geglu(const float* gate, const float* up, int64_t n, float* y) override;
   void swiglu(const float* gate, const float* up, int64_t n, float* y) override;
   void add(const float* a, const float* b, int64_t n, float* y) override;
@@ -51,12 +52,13 @@ class CpuBackend final : public Backend {
   // a local and a global base).
   struct RopeTable {
     float freq_base = 0, freq_scale = 0;
+    const float* freq_factors = nullptr;  // compared by address: a model's tensor
     int32_t head_dim = 0;
     std::vector<int32_t> positions;  // [n_tokens]
     std::vector<float> cos, sin;     // [n_tokens, head_dim / 2]
   };
   const RopeTable& rope_table(std::span<const int32_t> positions, int32_t head_dim, float freq_base,
-                              float freq_scale);
+                              float freq_scale, const float* freq_factors);
 
   // Per-part working memory of attention(), kept between calls (no allocation per step).
   struct AttentionScratch {
