@@ -7,7 +7,8 @@ files load in both tokenmill and llama.cpp (bench/compare_llamacpp runs both on 
 
 Shapes:
   llama-1b   Llama-3.2-1B: 2048 hidden, 16 layers, 32/8 heads of 64, 8192 FFN,
-             128,256 vocabulary, tied embeddings (no output.weight)
+             128,256 vocabulary, tied embeddings (no output.weight), Llama 3.2's rope
+             scaling (factor 32 over an original 8192 context) in rope_freqs.weight
 
 Types:
   q8_0       every matrix Q8_0 (as `llama-quantize ... Q8_0`)
@@ -32,6 +33,7 @@ Writes models/<shape>-shaped-<type>.gguf (models/ is ignored by git).
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,11 +61,15 @@ class Shape:
     context_length: int
     rope_freq_base: float
     rms_eps: float
+    # Llama 3.1+'s rope scaling (factor, low_freq_factor, high_freq_factor, original
+    # context), written as the rope_freqs.weight tensor as llama.cpp's converter does.
+    llama3_rope_scaling: tuple[float, float, float, int] | None = None
 
 
 SHAPES = {
     "llama-1b": Shape("llama-1b", n_embd=2048, n_layers=16, n_heads=32, n_kv_heads=8, n_ff=8192,
-                      n_vocab=128256, context_length=131072, rope_freq_base=500000.0, rms_eps=1e-5),
+                      n_vocab=128256, context_length=131072, rope_freq_base=500000.0, rms_eps=1e-5,
+                      llama3_rope_scaling=(32.0, 1.0, 4.0, 8192)),
 }
 
 # general.file_type values (llama_ftype).
@@ -137,6 +143,25 @@ def vocabulary(n_vocab: int) -> tuple[list[str], list[float], list[int]]:
     return tokens, scores, types
 
 
+def llama3_rope_factors(shape: Shape, head_dim: int) -> np.ndarray:
+    """Per-pair divisors of the rotary frequencies: 1 for short wavelengths, the scaling
+    factor for long ones, a smooth blend between (Llama 3.1's rule)."""
+    factor, low, high, old_context = shape.llama3_rope_scaling
+    low_wavelen, high_wavelen = old_context / low, old_context / high
+    out = []
+    for i in range(0, head_dim, 2):
+        freq = 1.0 / shape.rope_freq_base ** (i / head_dim)
+        wavelen = 2 * math.pi / freq
+        if wavelen < high_wavelen:
+            out.append(1.0)
+        elif wavelen > low_wavelen:
+            out.append(factor)
+        else:
+            smooth = (old_context / wavelen - low) / (high - low)
+            out.append(1.0 / ((1 - smooth) / factor + smooth))
+    return np.array(out, dtype=np.float32)
+
+
 def write_model(shape: Shape, kind: str, out_dir: Path, seed: int) -> Path:
     rng = np.random.default_rng(seed)
     path = out_dir / f"{shape.name}-shaped-{kind}.gguf"
@@ -171,6 +196,8 @@ def write_model(shape: Shape, kind: str, out_dir: Path, seed: int) -> Path:
         w.add_tensor(name, random_blocks(rng, qtype, n_rows, n_cols), raw_dtype=qtype)
 
     ones = np.ones(shape.n_embd, dtype=np.float32)
+    if shape.llama3_rope_scaling:
+        w.add_tensor("rope_freqs.weight", llama3_rope_factors(shape, head_dim))
     embd_type = Q.Q8_0 if kind == "q8_0" else Q.Q6_K  # tied: the output projection's type
     matrix("token_embd.weight", embd_type, shape.n_vocab, shape.n_embd)
     w.add_tensor("output_norm.weight", ones)
