@@ -34,6 +34,7 @@
 #include "ops/cpu/cpu_backend.h"
 #include "server/model_set.h"
 #include "server/server.h"
+#include "state/batch_state.h"
 #include "store/model_store.h"
 #include "tokenizer/tokenizer.h"
 
@@ -66,6 +67,8 @@ struct ServeOptions {
   std::string embedding_model;  // a BERT-family GGUF served on /v1/embeddings and /api/embed
   bool model_given = false;     // -m was on the command line
   bool no_webui = false;
+  std::string data_dir;  // "": state::BatchState::default_dir()
+  bool no_batch_api = false;
   std::string models_dir;       // "": the default store, served only when it has models
   std::string keep_alive = "5m";
   int max_loaded = 3;
@@ -282,6 +285,22 @@ int serve(ServeOptions options) {
   server_config.replica_id = options.replica_id;
   server_config.vllm_metrics = options.metrics_compat == "vllm";
   server_config.webui = !options.no_webui;
+  // The Files and Batches APIs keep their state in the data directory; a second server on
+  // the same directory serves without them rather than run the same batches twice.
+  std::unique_ptr<state::BatchState> batch_state;
+  if (!options.no_batch_api) {
+    const std::string dir = options.data_dir.empty() ? state::BatchState::default_dir() : options.data_dir;
+    auto opened = state::BatchState::open(dir);
+    if (opened.ok()) {
+      batch_state = std::move(opened).value();
+      server_config.batch_state = batch_state.get();
+      std::fprintf(stderr, "files and batches: %s\n", dir.c_str());
+    } else if (opened.status().code() == ErrorCode::kResourceExhausted && options.data_dir.empty()) {
+      std::fprintf(stderr, "files and batches: off (%s)\n", opened.status().message().c_str());
+    } else {
+      return fail("--data-dir: " + opened.status().message());
+    }
+  }
   server::Server server(server_config, models, embeddings.get());
   if (Status s = server.start(); !s.ok()) return fail(s.to_string());
 
@@ -333,6 +352,10 @@ void register_serve(CLI::App& app) {
                   "Serve every model of this store by name, loading each on request (default: " +
                       store::ModelStore::default_dir() + ", when it has models)");
   cmd->add_flag("--no-webui", o->no_webui, "Do not serve the chat page at / (browsers get plain text)");
+  cmd->add_option("--data-dir", o->data_dir,
+                  "Where the Files and Batches APIs keep their state (default: " + state::BatchState::default_dir() +
+                      ")");
+  cmd->add_flag("--no-batch-api", o->no_batch_api, "Do not serve /v1/files and /v1/batches");
   cmd->add_option("--keep-alive", o->keep_alive,
                   "How long a store model stays loaded after its last request: a duration (5m, 1h, 30s), "
                   "seconds, 0 (unload at once) or -1 (forever); a request's keep_alive overrides it")

@@ -22,6 +22,9 @@ inline void add_http_limit_options(CLI::App* cmd, server::ServerConfig& config) 
   server::HttpServerConfig& http = config.http;
   cmd->add_option("--max-body-bytes", http.limits.max_body_bytes, "Largest request body accepted (larger: 413)")
       ->capture_default_str()->check(CLI::Range(size_t{1024}, size_t{1} << 32));
+  cmd->add_option("--max-upload-bytes", http.limits.max_upload_bytes,
+                  "Largest file upload (POST /v1/files) accepted (larger: 413)")
+      ->capture_default_str()->check(CLI::Range(size_t{1024}, size_t{1} << 34));
   cmd->add_option("--max-header-bytes", http.limits.max_header_bytes, "Largest request line + headers (larger: 431)")
       ->capture_default_str()->check(CLI::Range(size_t{1024}, size_t{16} << 20));
   cmd->add_option("--max-header-fields", http.limits.max_header_fields, "Most header fields in a request (more: 431)")

@@ -13,11 +13,18 @@ namespace http = beast::http;
 namespace net = boost::asio;
 
 void apply_limits(RequestParser& parser, const HttpLimits& limits) {
-  parser.body_limit(limits.max_body_bytes);
+  // The larger limit until the header says which route this is (check_header).
+  parser.body_limit(std::max(limits.max_body_bytes, limits.max_upload_bytes));
   parser.header_limit(static_cast<uint32_t>(std::min<size_t>(limits.max_header_bytes, UINT32_MAX)));
 }
 
-std::optional<HttpRejection> check_header(const RequestParser& parser, const HttpLimits& limits) {
+size_t body_limit_of(const RequestParser& parser, const HttpLimits& limits) {
+  const auto& request = parser.get();
+  const bool upload = request.method() == http::verb::post && request.target() == "/v1/files";
+  return upload ? std::max(limits.max_upload_bytes, limits.max_body_bytes) : limits.max_body_bytes;
+}
+
+std::optional<HttpRejection> check_header(RequestParser& parser, const HttpLimits& limits) {
   size_t n_fields = 0;
   for (auto it = parser.get().begin(); it != parser.get().end(); ++it) {
     if (++n_fields > limits.max_header_fields) {
@@ -25,17 +32,22 @@ std::optional<HttpRejection> check_header(const RequestParser& parser, const Htt
                                     " header fields"};
     }
   }
+  const size_t body_limit = body_limit_of(parser, limits);
+  if (parser.content_length() && *parser.content_length() > body_limit) {
+    return HttpRejection{413, "The request body is larger than the limit of " + std::to_string(body_limit) + " bytes"};
+  }
+  parser.body_limit(body_limit);  // for a chunked body, counted as it arrives
   return std::nullopt;
 }
 
-std::optional<HttpRejection> rejection_for(const boost::system::error_code& ec, const HttpLimits& limits) {
+std::optional<HttpRejection> rejection_for(const boost::system::error_code& ec, const HttpLimits& limits,
+                                           size_t body_limit) {
   if (ec == http::error::end_of_stream || ec == net::error::eof || ec == beast::error::timeout ||
       ec == net::error::connection_reset || ec == net::error::operation_aborted) {
     return std::nullopt;
   }
   if (ec == http::error::body_limit) {
-    return HttpRejection{413, "The request body is larger than the limit of " + std::to_string(limits.max_body_bytes) +
-                                  " bytes"};
+    return HttpRejection{413, "The request body is larger than the limit of " + std::to_string(body_limit) + " bytes"};
   }
   if (ec == http::error::header_limit) {
     return HttpRejection{431, "The request line and headers are larger than the limit of " +
@@ -76,7 +88,9 @@ std::optional<ParsedRequest> parse_http_request(std::string_view bytes, const Ht
     // Every byte left is always offered, so needing more means the request is cut short.
     if (ec == http::error::need_more) return std::nullopt;
     if (ec) {
-      if (auto rejection = rejection_for(ec, limits)) return ParsedRequest(std::move(*rejection));
+      if (auto rejection = rejection_for(ec, limits, body_limit_of(parser, limits))) {
+        return ParsedRequest(std::move(*rejection));
+      }
       return std::nullopt;
     }
     if (parser.is_header_done() && !header_checked) {

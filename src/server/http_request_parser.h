@@ -19,6 +19,7 @@ namespace tokenmill::server {
 
 struct HttpLimits {
   size_t max_body_bytes = 4u << 20;     // larger bodies: 413
+  size_t max_upload_bytes = 200u << 20;  // the body limit of file uploads (POST /v1/files)
   size_t max_header_bytes = 64u << 10;  // the request line and headers together: 431
   size_t max_header_fields = 100;       // more header fields: 431
 };
@@ -34,12 +35,16 @@ using RequestParser = boost::beast::http::request_parser<boost::beast::http::str
 // A fresh parser with the limits applied.
 void apply_limits(RequestParser& parser, const HttpLimits& limits);
 
-// After the header is parsed: the rejection for a header the limits refuse.
-std::optional<HttpRejection> check_header(const RequestParser& parser, const HttpLimits& limits);
+// After the header is parsed: the rejection for a header the limits refuse. A file
+// upload's body limit is raised to max_upload_bytes here.
+std::optional<HttpRejection> check_header(RequestParser& parser, const HttpLimits& limits);
+// The body limit of the request whose header parser holds.
+size_t body_limit_of(const RequestParser& parser, const HttpLimits& limits);
 
 // The rejection for an error Beast reported while reading a request; nullopt for the
 // errors that only mean the client went away (end of stream, reset, timeout).
-std::optional<HttpRejection> rejection_for(const boost::system::error_code& ec, const HttpLimits& limits);
+std::optional<HttpRejection> rejection_for(const boost::system::error_code& ec, const HttpLimits& limits,
+                                           size_t body_limit);
 
 // REQUIRES: parser.is_done().
 HttpRequest to_http_request(RequestParser& parser);

@@ -174,7 +174,7 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
   }
 
   void on_read_error(beast::error_code ec) {
-    auto rejection = rejection_for(ec, shared_.config.limits);
+    auto rejection = rejection_for(ec, shared_.config.limits, body_limit_of(*parser_, shared_.config.limits));
     if (!rejection) return close();
     reject(*rejection);
   }

@@ -429,28 +429,45 @@ Json embedding_model_object(const ServedEmbeddings& model) {
   return {{"id", model.name}, {"object", "model"}, {"created", 0}, {"owned_by", "tokenmill"}};
 }
 
+// Parses a body, loads its model, and returns what starts its engine call (on the
+// connection's strand).
+std::function<void()> prepare_generation(bool chat, const RouteContext& context, const Json& json,
+                                         const std::shared_ptr<Responder>& out) {
+  const ModelLease model = acquire_model(context, Fields(json).string("model").value_or(""));
+  auto parsed = std::make_shared<OpenAiRequest>(chat ? parse_chat_request(json, *model)
+                                                     : parse_completion_request(json, *model));
+  const std::string id = new_response_id(chat ? "chatcmpl-" : "cmpl-");
+  for (size_t i = 0; i < parsed->requests.size(); ++i) {
+    parsed->requests[i].id = parsed->requests.size() == 1 ? id : id + "-" + std::to_string(i);
+  }
+  return [chat, &context, out, parsed, id, model] {
+    if (!out->connected()) return;
+    auto sink = std::make_unique<OpenAiSink>(chat, *parsed, *model, id);
+    start_engine_call(model, std::move(parsed->requests), out, std::move(sink), context.calls);
+  };
+}
+
 // Parsing and tokenizing run on the preparation threads; the engine call starts on the
 // connection's strand.
 void handle_generation(bool chat, const RouteContext& context, const HttpRequest& request,
                        const std::shared_ptr<Responder>& out) {
   prepare_then(context, request.path, out, [chat, &context, out, body = request.body]() -> std::function<void()> {
-    const Json json = parse_json_object(body);
-    const ModelLease model = acquire_model(context, Fields(json).string("model").value_or(""));
-    auto parsed = std::make_shared<OpenAiRequest>(chat ? parse_chat_request(json, *model)
-                                                       : parse_completion_request(json, *model));
-    const std::string id = new_response_id(chat ? "chatcmpl-" : "cmpl-");
-    for (size_t i = 0; i < parsed->requests.size(); ++i) {
-      parsed->requests[i].id = parsed->requests.size() == 1 ? id : id + "-" + std::to_string(i);
-    }
-    return [chat, &context, out, parsed, id, model] {
-      if (!out->connected()) return;
-      auto sink = std::make_unique<OpenAiSink>(chat, *parsed, *model, id);
-      start_engine_call(model, std::move(parsed->requests), out, std::move(sink), context.calls);
-    };
+    return prepare_generation(chat, context, parse_json_object(body), out);
   });
 }
 
 }  // namespace
+
+void start_openai_request(const RouteContext& context, bool chat, const Json& body, std::shared_ptr<Responder> out) {
+  std::function<void()> start = prepare_generation(chat, context, body, out);
+  out->post([start = std::move(start), out, &context] {
+    try {
+      start();
+    } catch (const ApiError& error) {
+      out->send(error.status, "application/json", openai_error_body(error));
+    }
+  });
+}
 
 void add_openai_routes(Router& router, const RouteContext& context) {
   router.add("POST", "/v1/chat/completions", [&context](const HttpRequest& request, std::shared_ptr<Responder> out) {

@@ -12,11 +12,13 @@
 #include "server/background_jobs.h"
 #include "server/engine_call.h"
 #include "server/http_server.h"
+#include "server/json_fields.h"
 #include "server/model_set.h"
 #include "server/router.h"
 #include "server/served_embeddings.h"
 #include "server/served_model.h"
 #include "server/work_queue.h"
+#include "state/batch_state.h"
 
 namespace tokenmill::server {
 
@@ -32,6 +34,10 @@ struct RouteContext {
   std::string replica_id{};
   bool vllm_metrics = true;  // /metrics also carries the vllm:* series routers read
   bool webui = true;         // GET / answers browsers with the chat page
+  // The Files and Batches APIs' state (null: those routes answer 404), and how to tell
+  // the batch runner that a batch was created or cancelled.
+  state::BatchState* batch_state = nullptr;
+  std::function<void()> wake_batches{};
   // /ready answers 200 while true; false once the server drains (Server::stop_being_ready).
   std::atomic<bool> ready{true};
 };
@@ -52,6 +58,11 @@ ModelLease acquire_model(const RouteContext& context, const std::string& name,
 void prepare_then(const RouteContext& context, const std::string& path, std::shared_ptr<Responder> out,
                   Preparation prepare);
 
+// Runs one /v1/chat/completions (chat) or /v1/completions request body through the
+// engine now, on the calling thread (which may wait for the model to load), answering on
+// out exactly as the route would. Throws ApiError when the body is refused.
+void start_openai_request(const RouteContext& context, bool chat, const Json& body, std::shared_ptr<Responder> out);
+
 // POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /v1/models/{id}.
 void add_openai_routes(Router& router, const RouteContext& context);
 // POST /api/chat, POST /api/generate, GET /api/tags, POST /api/show, GET /api/ps,
@@ -59,6 +70,9 @@ void add_openai_routes(Router& router, const RouteContext& context);
 void add_ollama_routes(Router& router, const RouteContext& context);
 // POST /v1/embeddings, POST /api/embed, POST /api/embeddings.
 void add_embedding_routes(Router& router, const RouteContext& context);
+// POST/GET /v1/files, GET/DELETE /v1/files/{id}, GET /v1/files/{id}/content,
+// POST/GET /v1/batches, GET /v1/batches/{id}, POST /v1/batches/{id}/cancel.
+void add_batch_routes(Router& router, const RouteContext& context);
 // GET /health, GET /ready, GET /metrics.
 void add_metrics_routes(Router& router, const RouteContext& context);
 

@@ -33,12 +33,19 @@ Server::Server(ServerConfig config, ModelSet& models, const ServedEmbeddings* em
   add_ollama_routes(router_, context_);
   add_embedding_routes(router_, context_);
   add_metrics_routes(router_, context_);
+  add_batch_routes(router_, context_);
+  if (config_.batch_state != nullptr) {
+    context_.batch_state = config_.batch_state;
+    batches_ = std::make_unique<BatchRunner>(*config_.batch_state, context_, config_.batch_limits);
+    context_.wake_batches = [this] { batches_->wake(); };
+  }
   http_ = std::make_unique<HttpServer>(config_.http, [this](const HttpRequest& request,
                                                             std::shared_ptr<Responder> out) { handle(request, out); });
   context_.http = http_.get();
 }
 
 Server::~Server() {
+  if (batches_) batches_->stop();
   prep_.stop();  // its tasks hold connections, which must go before the I/O context
   jobs_.stop();
   http_->stop();
@@ -91,6 +98,7 @@ void Server::shutdown(std::chrono::milliseconds grace) {
   calls_.start_draining();
   prep_.stop();  // requests being prepared start (or are refused) before the engine stops
   jobs_.stop();  // pulls in progress stop; what they downloaded stays to resume
+  if (batches_) batches_->stop();  // batch requests in flight run again after a restart
   models_.shutdown_engines(grace);
   // Every engine request has now finished; give their last bytes a moment to be written.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);

@@ -14,6 +14,7 @@
 
 #include "base/status.h"
 #include "server/background_jobs.h"
+#include "server/batch_runner.h"
 #include "server/engine_call.h"
 #include "server/model_set.h"
 #include "server/http_server.h"
@@ -41,6 +42,9 @@ struct ServerConfig {
   bool vllm_metrics = true;
   // GET / serves the chat page to browsers (it asks for the API key itself).
   bool webui = true;
+  // The Files and Batches APIs' state (null: those routes answer 404); outlives the server.
+  state::BatchState* batch_state = nullptr;
+  BatchLimits batch_limits;
 };
 
 class Server {
@@ -68,11 +72,12 @@ class Server {
 
   ServerConfig config_;
   ModelSet& models_;
-  CallTracker calls_;
+  CallTracker calls_;  // declared before the batch runner, which counts its calls here
   WorkQueue prep_;
   BackgroundJobs jobs_;
   RouteContext context_;
   Router router_;
+  std::unique_ptr<BatchRunner> batches_;
   std::unique_ptr<HttpServer> http_;
 };
 
