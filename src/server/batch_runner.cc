@@ -268,7 +268,14 @@ void BatchRunner::execute(Json& batch) {
       progress->cv.wait(lock, [&] { return progress->in_flight == 0; });
       if (stopping_.load()) return;  // resumes after a restart
       final_status = cancelling ? "cancelled" : "expired";
-      if (cancelling && !batch.contains("cancelling_at")) batch["cancelling_at"] = now();
+      if (cancelling && batch.value("cancelling_at", Json(nullptr)).is_null()) {
+        // The cancel route wrote the time it was asked; keep it.
+        const auto row = state_.batch(id);
+        const Json stored_batch = row.ok() ? Json::parse(row->object, nullptr, false) : Json();
+        batch["cancelling_at"] = stored_batch.is_object() && stored_batch.value("cancelling_at", Json(nullptr)).is_number()
+                                     ? stored_batch["cancelling_at"]
+                                     : Json(now());
+      }
       break;
     }
     // Top up the requests in flight.

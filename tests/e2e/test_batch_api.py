@@ -1,0 +1,207 @@
+"""The Files and Batches APIs with the official `openai` client: upload, list, content,
+delete; batches created, listed, run, cancelled; bad input answered 4xx or a failed
+batch naming its lines; and a server killed with SIGKILL mid-batch that, restarted on
+the same data directory, finishes with every custom_id exactly once and the answers the
+same requests get interactively."""
+import json
+import os
+import signal
+import time
+
+import openai
+import pytest
+
+from conftest import start_server
+
+N_CRASH = 500
+
+
+def chat_line(i, max_tokens=8, model="default", url="/v1/chat/completions"):
+    return json.dumps({"custom_id": f"req-{i}", "method": "POST", "url": url,
+                       "body": {"model": model, "max_tokens": max_tokens, "temperature": 0,
+                                "messages": [{"role": "user", "content": f"Say the number {i} in words."}]}})
+
+
+def write_lines(path, lines):
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def wait_for(client, batch_id, statuses=("completed", "failed", "cancelled", "expired"), timeout=300):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        batch = client.batches.retrieve(batch_id)
+        if batch.status in statuses:
+            return batch
+        time.sleep(0.1)
+    raise AssertionError(f"batch {batch_id} still {batch.status}")
+
+
+def client_for(server):
+    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
+
+
+@pytest.fixture(scope="module")
+def batch_server(tokenmill, default_model, tmp_path_factory):
+    process = start_server(tokenmill, default_model, "-t", "2", "--data-dir", str(tmp_path_factory.mktemp("data")))
+    yield process
+    assert process.stop() == 0, process.log()
+
+
+@pytest.fixture(scope="module")
+def client(batch_server):
+    return client_for(batch_server)
+
+
+def outputs(client, batch):
+    lines = []
+    for file_id in (batch.output_file_id, batch.error_file_id):
+        if file_id:
+            lines += [json.loads(line) for line in client.files.content(file_id).text.splitlines()]
+    return lines
+
+
+def test_files_upload_list_content_delete(client, tmp_path):
+    path = write_lines(tmp_path / "in.jsonl", [chat_line(i) for i in range(3)])
+    uploaded = client.files.create(file=open(path, "rb"), purpose="batch")
+    assert uploaded.bytes == path.stat().st_size and uploaded.purpose == "batch" and uploaded.filename == "in.jsonl"
+    assert client.files.retrieve(uploaded.id).id == uploaded.id
+    assert client.files.content(uploaded.id).content == path.read_bytes()
+    assert uploaded.id in [f.id for f in client.files.list(purpose="batch").data]
+    assert uploaded.id not in [f.id for f in client.files.list(purpose="user_data").data]
+    other = client.files.create(file=("notes.txt", b"hello"), purpose="user_data")
+    first_page = client.files.list(limit=1)
+    assert len(first_page.data) == 1 and first_page.has_more
+    assert client.files.delete(other.id).deleted
+    with pytest.raises(openai.NotFoundError):
+        client.files.retrieve(other.id)
+    with pytest.raises(openai.NotFoundError):
+        client.files.content("file-doesnotexist")
+
+
+def test_a_batch_runs_and_matches_interactive_answers(client, tmp_path):
+    path = write_lines(tmp_path / "in.jsonl", [chat_line(i) for i in range(12)])
+    uploaded = client.files.create(file=open(path, "rb"), purpose="batch")
+    batch = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
+                                  completion_window="24h", metadata={"job": "nightly"})
+    assert batch.status == "validating" and batch.metadata == {"job": "nightly"}
+    batch = wait_for(client, batch.id)
+    assert batch.status == "completed", batch
+    assert batch.request_counts.total == 12 and batch.request_counts.completed == 12
+    assert batch.in_progress_at and batch.finalizing_at and batch.completed_at and batch.error_file_id is None
+    lines = outputs(client, batch)
+    assert sorted(line["custom_id"] for line in lines) == sorted(f"req-{i}" for i in range(12))
+    for line in lines[:4]:
+        i = int(line["custom_id"].split("-")[1])
+        assert line["response"]["status_code"] == 200 and line["error"] is None
+        alone = client.chat.completions.create(model="default", max_tokens=8, temperature=0,
+                                               messages=[{"role": "user", "content": f"Say the number {i} in words."}])
+        assert line["response"]["body"]["choices"][0]["message"]["content"] == alone.choices[0].message.content
+    assert batch.id in [b.id for b in client.batches.list(limit=5).data]
+    output_file = client.files.retrieve(batch.output_file_id)
+    assert output_file.purpose == "batch_output"
+
+
+def test_a_request_that_fails_alone_goes_to_the_error_file(client, tmp_path):
+    good = [chat_line(0), chat_line(1)]
+    bad = json.dumps({"custom_id": "bad", "method": "POST", "url": "/v1/chat/completions",
+                      "body": {"model": "default", "messages": []}})
+    uploaded = client.files.create(file=open(write_lines(tmp_path / "in.jsonl", good + [bad]), "rb"), purpose="batch")
+    batch = wait_for(client, client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
+                                                   completion_window="24h").id)
+    assert batch.status == "completed" and batch.request_counts.failed == 1 and batch.request_counts.completed == 2
+    errors = [json.loads(line) for line in client.files.content(batch.error_file_id).text.splitlines()]
+    assert [e["custom_id"] for e in errors] == ["bad"] and errors[0]["response"]["status_code"] == 400
+
+
+def test_validation_fails_the_batch_with_line_numbers(client, tmp_path):
+    lines = [chat_line(0), chat_line(0), chat_line(2, url="/v1/completions"), chat_line(3, model="no-such-model")]
+    uploaded = client.files.create(file=open(write_lines(tmp_path / "in.jsonl", lines), "rb"), purpose="batch")
+    batch = wait_for(client, client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
+                                                   completion_window="24h").id)
+    assert batch.status == "failed" and batch.failed_at
+    found = {(e.code, e.line) for e in batch.errors.data}
+    assert found == {("duplicate_custom_id", 2), ("mismatched_endpoint", 3), ("model_not_found", 4)}
+
+
+def test_bad_uploads_and_bad_batches_are_4xx(client, tmp_path):
+    with pytest.raises(openai.BadRequestError) as not_json:
+        client.files.create(file=("in.jsonl", b'{"custom_id": "a"}\n{"custom_id": "b", "body": {'), purpose="batch")
+    assert "Line 2" in str(not_json.value)
+    with pytest.raises(openai.BadRequestError) as not_utf8:
+        client.files.create(file=("in.jsonl", b'{"custom_id": "\xff\xfe"}\n'), purpose="batch")
+    assert "UTF-8" in str(not_utf8.value)
+    with pytest.raises(openai.BadRequestError):
+        client.files.create(file=("in.jsonl", b"x"), purpose="nonsense")
+    uploaded = client.files.create(file=open(write_lines(tmp_path / "in.jsonl", [chat_line(0)]), "rb"),
+                                   purpose="batch")
+    with pytest.raises(openai.BadRequestError):
+        client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="1h")
+    with pytest.raises(openai.BadRequestError):
+        client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h",
+                              metadata={f"k{i}": "v" for i in range(17)})
+    with pytest.raises(openai.BadRequestError):
+        client.batches.create(input_file_id=uploaded.id, endpoint="/v1/images", completion_window="24h")
+    with pytest.raises(openai.NotFoundError):
+        client.batches.create(input_file_id="file-missing", endpoint="/v1/chat/completions", completion_window="24h")
+    client.files.delete(uploaded.id)
+    with pytest.raises(openai.NotFoundError):
+        client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h")
+    with pytest.raises(openai.NotFoundError):
+        client.batches.retrieve("batch_missing")
+
+
+def test_cancel_keeps_the_results_so_far(client, tmp_path):
+    lines = [chat_line(i, max_tokens=48) for i in range(200)]
+    uploaded = client.files.create(file=open(write_lines(tmp_path / "in.jsonl", lines), "rb"), purpose="batch")
+    batch = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h")
+    wait_for(client, batch.id, statuses=("in_progress",))
+    # Two cancels at once: both answered, the batch cancelled once.
+    first, second = client.batches.cancel(batch.id), client.batches.cancel(batch.id)
+    assert first.status == "cancelling" and second.status in ("cancelling", "cancelled")
+    batch = wait_for(client, batch.id)
+    assert batch.status == "cancelled" and batch.cancelled_at and batch.cancelling_at
+    done = outputs(client, batch)
+    assert len(done) < 200 and len({line["custom_id"] for line in done}) == len(done)
+    with pytest.raises(openai.ConflictError):
+        finished = client.files.create(file=open(write_lines(tmp_path / "one.jsonl", [chat_line(0)]), "rb"),
+                                       purpose="batch")
+        completed = wait_for(client, client.batches.create(input_file_id=finished.id,
+                                                           endpoint="/v1/chat/completions",
+                                                           completion_window="24h").id)
+        assert completed.status == "completed"
+        client.batches.cancel(completed.id)
+
+
+@pytest.mark.parametrize("kill_after", [40, 300])
+def test_a_killed_server_resumes_without_losing_or_repeating_a_line(tokenmill, default_model, tmp_path, kill_after):
+    data = tmp_path / "data"
+    lines = [chat_line(i, max_tokens=6) for i in range(N_CRASH)]
+    path = write_lines(tmp_path / "in.jsonl", lines)
+    server = start_server(tokenmill, default_model, "-t", "2", "--data-dir", str(data))
+    client = client_for(server)
+    uploaded = client.files.create(file=open(path, "rb"), purpose="batch")
+    batch = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h")
+    deadline = time.monotonic() + 300
+    while client.batches.retrieve(batch.id).request_counts.completed < kill_after:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    server.proc.send_signal(signal.SIGKILL)
+    server.proc.wait()
+
+    server = start_server(tokenmill, default_model, "-t", "2", "--data-dir", str(data))
+    try:
+        client = client_for(server)
+        batch = wait_for(client, batch.id, timeout=600)
+        assert batch.status == "completed", batch
+        assert batch.request_counts.completed == N_CRASH
+        done = outputs(client, batch)
+        ids = [line["custom_id"] for line in done]
+        assert len(ids) == N_CRASH and set(ids) == {f"req-{i}" for i in range(N_CRASH)}
+        for line in done[:: N_CRASH // 5]:
+            i = int(line["custom_id"].split("-")[1])
+            alone = client.chat.completions.create(model="default", max_tokens=6, temperature=0,
+                                                   messages=[{"role": "user", "content": f"Say the number {i} in words."}])
+            assert line["response"]["body"]["choices"][0]["message"]["content"] == alone.choices[0].message.content
+    finally:
+        assert server.stop() == 0, server.log()
