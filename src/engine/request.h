@@ -17,8 +17,13 @@ namespace tokenmill::engine {
 class JsonSchema;     // engine/json_schema.h
 struct ToolCallSpec;  // engine/tool_call_grammar.h
 
+// Interactive requests are scheduled first; batch requests (the Batches API) fill what
+// capacity they leave, and are preempted first (engine/scheduler.h).
+enum class Priority { kInteractive, kBatch };
+
 struct Request {
   std::string id;                      // for logs and metrics
+  Priority priority = Priority::kInteractive;
   std::vector<int32_t> prompt;         // token ids, BOS included if wanted
   SamplingParams sampling;
   int32_t max_tokens = 256;            // per choice

@@ -22,11 +22,14 @@ void Scheduler::remove(Sequence* sequence) {
   if (wit != waiting_.end()) waiting_.erase(wit);
 }
 
-bool Scheduler::preempt_newest(const Sequence* keep, SchedulerOutput& out) {
+bool Scheduler::preempt_newest(const Sequence* keep, SchedulerOutput& out, bool batch_only) {
   auto newest = running_.end();
-  for (auto it = running_.begin(); it != running_.end(); ++it) {
-    if (it->get() == keep) continue;
-    if (newest == running_.end() || (*it)->arrival > (*newest)->arrival) newest = it;
+  for (bool batch : {true, false}) {
+    for (auto it = running_.begin(); it != running_.end(); ++it) {
+      if (it->get() == keep || (*it)->is_batch() != batch) continue;
+      if (newest == running_.end() || (*it)->arrival > (*newest)->arrival) newest = it;
+    }
+    if (newest != running_.end() || batch_only) break;
   }
   if (newest == running_.end()) return false;
   Sequence* victim = newest->get();
@@ -43,13 +46,14 @@ bool Scheduler::preempt_newest(const Sequence* keep, SchedulerOutput& out) {
   return true;
 }
 
-SchedulerOutput Scheduler::schedule() {
-  SchedulerOutput out;
-  int32_t budget = config_.max_batch_tokens;
-
-  // 1. Running sequences, oldest first.
+void Scheduler::schedule_running(bool batch, int32_t& budget, SchedulerOutput& out) {
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Sequence* seq = running_[i].get();
+    if (seq->is_batch() != batch) continue;
+    if (std::any_of(out.scheduled.begin(), out.scheduled.end(),
+                    [&](const ScheduledSequence& s) { return s.sequence == seq; })) {
+      continue;  // admitted this step
+    }
     int32_t n_new = std::min({seq->n_pending(), budget, seq->max_step_tokens()});
     if (n_new <= 0) continue;
     // Drafts ride along only in the budget left and in blocks no running sequence will
@@ -83,10 +87,22 @@ SchedulerOutput Scheduler::schedule() {
   }
   // Budget spent by sequences preempted after they were scheduled comes back only next
   // step; keeping the loop simple matters more than that token.
+}
 
-  // 2. Waiting sequences, in order, while the budget and the sequence limit allow.
-  while (budget > 0 && !waiting_.empty() && static_cast<int32_t>(running_.size()) < config_.max_seqs) {
-    Sequence* seq = waiting_.front().get();
+void Scheduler::admit_waiting(bool batch, int32_t& budget, SchedulerOutput& out) {
+  for (auto it = waiting_.begin(); budget > 0 && it != waiting_.end();) {
+    Sequence* seq = it->get();
+    if (seq->is_batch() != batch) {
+      ++it;
+      continue;
+    }
+    if (static_cast<int32_t>(running_.size()) >= config_.max_seqs) {
+      // An interactive request takes the place of the newest batch sequence.
+      const size_t index = static_cast<size_t>(it - waiting_.begin());
+      if (batch || !preempt_newest(nullptr, out, /*batch_only=*/true)) break;
+      it = waiting_.begin() + static_cast<std::ptrdiff_t>(index + 1);  // the preempted one went to the front
+      continue;
+    }
     if (seq->n_computed == 0 && seq->blocks.table.empty()) {
       // At least one token is always computed, so the last position's logits exist.
       seq->n_computed = kv_.match_prefix(seq->blocks, seq->tokens, seq->max_cached_tokens());
@@ -102,9 +118,19 @@ SchedulerOutput Scheduler::schedule() {
     if (!seq->admitted_before) out.newly_admitted.push_back(seq);
     out.scheduled.push_back({seq, n_new, 0, std::move(copies)});
     budget -= n_new;
-    running_.push_back(std::move(waiting_.front()));
-    waiting_.pop_front();
+    running_.push_back(std::move(*it));
+    it = waiting_.erase(it);
   }
+}
+
+SchedulerOutput Scheduler::schedule() {
+  SchedulerOutput out;
+  int32_t budget = config_.max_batch_tokens;
+  // Interactive first: running, then waiting; batch work takes what is left.
+  schedule_running(/*batch=*/false, budget, out);
+  admit_waiting(/*batch=*/false, budget, out);
+  schedule_running(/*batch=*/true, budget, out);
+  admit_waiting(/*batch=*/true, budget, out);
   return out;
 }
 

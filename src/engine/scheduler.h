@@ -10,6 +10,12 @@
 // is preempted: its blocks go back to the pool (its full blocks stay cached) and it waits
 // at the front of the queue to be recomputed, which its cached prefix makes cheap.
 //
+// Two priority classes (Request::priority): each step serves the running interactive
+// sequences, then admits waiting interactive ones (preempting the newest batch sequence
+// when max_seqs are running), and only then the running and waiting batch sequences,
+// with the budget left. Preemption takes the newest batch sequence before any
+// interactive one. With interactive requests only, this is the order above.
+//
 // Thread-safety: not thread-safe; owned by the engine thread.
 #pragma once
 
@@ -62,9 +68,14 @@ class Scheduler {
   bool idle() const { return running_.empty() && waiting_.empty(); }
 
  private:
-  // Frees the newest running sequence other than `keep` and moves it to the waiting
-  // queue's front; false if there is none.
-  bool preempt_newest(const Sequence* keep, SchedulerOutput& out);
+  // Frees the newest running sequence other than `keep` (a batch one if any) and moves
+  // it to the waiting queue's front; false if there is none (batch_only: if there is no
+  // batch one).
+  bool preempt_newest(const Sequence* keep, SchedulerOutput& out, bool batch_only = false);
+  // Schedules the running sequences of one class, oldest first.
+  void schedule_running(bool batch, int32_t& budget, SchedulerOutput& out);
+  // Admits waiting sequences of one class in queue order.
+  void admit_waiting(bool batch, int32_t& budget, SchedulerOutput& out);
 
   SchedulerConfig config_;
   kv::KvCacheManager& kv_;

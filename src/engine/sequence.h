@@ -81,6 +81,7 @@ struct Sequence {
   // n > 1: the first choice's first draw is where choices 1..n-1 are created (they share
   // the prompt's blocks and sample from the same logits). Until then only choice 0 exists.
   bool forks_on_next_draw() const { return choice == 0 && state->request.n > 1 && !state->forked; }
+  bool is_batch() const { return state->request.priority == Priority::kBatch; }
 };
 
 // A request's first choice, its prompt still to compute (arrival: the admission order).

@@ -304,7 +304,7 @@ void BatchRunner::execute(Json& batch) {
         progress->running[line.line] = {response, dropped};
       }
       try {
-        start_openai_request(context_, chat, body, response);
+        start_openai_request(context_, chat, body, response, engine::Priority::kBatch);
       } catch (const ApiError& error) {
         response->send(error.status, "application/json", openai_error_body(error), {});
       } catch (const std::exception& e) {

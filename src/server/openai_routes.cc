@@ -432,13 +432,15 @@ Json embedding_model_object(const ServedEmbeddings& model) {
 // Parses a body, loads its model, and returns what starts its engine call (on the
 // connection's strand).
 std::function<void()> prepare_generation(bool chat, const RouteContext& context, const Json& json,
-                                         const std::shared_ptr<Responder>& out) {
+                                         const std::shared_ptr<Responder>& out,
+                                         engine::Priority priority = engine::Priority::kInteractive) {
   const ModelLease model = acquire_model(context, Fields(json).string("model").value_or(""));
   auto parsed = std::make_shared<OpenAiRequest>(chat ? parse_chat_request(json, *model)
                                                      : parse_completion_request(json, *model));
   const std::string id = new_response_id(chat ? "chatcmpl-" : "cmpl-");
   for (size_t i = 0; i < parsed->requests.size(); ++i) {
     parsed->requests[i].id = parsed->requests.size() == 1 ? id : id + "-" + std::to_string(i);
+    parsed->requests[i].priority = priority;
   }
   return [chat, &context, out, parsed, id, model] {
     if (!out->connected()) return;
@@ -458,8 +460,9 @@ void handle_generation(bool chat, const RouteContext& context, const HttpRequest
 
 }  // namespace
 
-void start_openai_request(const RouteContext& context, bool chat, const Json& body, std::shared_ptr<Responder> out) {
-  std::function<void()> start = prepare_generation(chat, context, body, out);
+void start_openai_request(const RouteContext& context, bool chat, const Json& body, std::shared_ptr<Responder> out,
+                          engine::Priority priority) {
+  std::function<void()> start = prepare_generation(chat, context, body, out, priority);
   out->post([start = std::move(start), out, &context] {
     try {
       start();

@@ -60,8 +60,10 @@ void prepare_then(const RouteContext& context, const std::string& path, std::sha
 
 // Runs one /v1/chat/completions (chat) or /v1/completions request body through the
 // engine now, on the calling thread (which may wait for the model to load), answering on
-// out exactly as the route would. Throws ApiError when the body is refused.
-void start_openai_request(const RouteContext& context, bool chat, const Json& body, std::shared_ptr<Responder> out);
+// out exactly as the route would, in the given priority class. Throws ApiError when the
+// body is refused.
+void start_openai_request(const RouteContext& context, bool chat, const Json& body, std::shared_ptr<Responder> out,
+                          engine::Priority priority = engine::Priority::kInteractive);
 
 // POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /v1/models/{id}.
 void add_openai_routes(Router& router, const RouteContext& context);

@@ -402,3 +402,55 @@ TEST_F(EngineTest, EveryBlockReturnsAfterChurn) {
 
 }  // namespace
 }  // namespace tokenmill::engine
+
+namespace tokenmill::engine {
+namespace {
+
+// Batch-class requests fill what interactive ones leave: with every sequence slot held by
+// batch work, an interactive request is admitted at once (a batch sequence waits), and
+// every request still gets the tokens it gets alone.
+TEST_F(EngineTest, InteractiveRequestsTakeThePlaceOfBatchWork) {
+  EngineConfig config = small_config();
+  config.max_seqs = 2;
+  std::mt19937 rng(11);
+  const std::vector<int32_t> interactive_prompt = random_prompt(rng, 9, n_vocab_);
+  std::vector<std::vector<int32_t>> batch_prompts;
+  for (int i = 0; i < 4; ++i) batch_prompts.push_back(random_prompt(rng, 12 + i, n_vocab_));
+
+  // What each request gets alone (one engine at a time: engines on one model must not overlap).
+  Completion alone;
+  std::vector<Completion> batch_alone;
+  {
+    Engine engine(*tiny_.model, *tiny_.tokenizer, config);
+    alone = collect(*engine.submit(greedy_request(interactive_prompt, 16)), 1);
+    for (const auto& prompt : batch_prompts) batch_alone.push_back(collect(*engine.submit(greedy_request(prompt, 200)), 1));
+  }
+  Engine engine(*tiny_.model, *tiny_.tokenizer, config);
+  std::vector<std::shared_ptr<RequestStream>> batch;
+  for (const auto& prompt : batch_prompts) {
+    Request r = greedy_request(prompt, 200);
+    r.priority = Priority::kBatch;
+    batch.push_back(*engine.submit(std::move(r)));
+  }
+  // Let the batch work fill both slots.
+  StreamEvent event;
+  ASSERT_TRUE(batch[0]->wait_next(event, milliseconds(20000)));
+  const auto interactive = engine.submit(greedy_request(interactive_prompt, 16));
+  ASSERT_TRUE(interactive.ok());
+  const Completion got = collect(*interactive, 1);
+  EXPECT_EQ(got.tokens, alone.tokens);
+  // The interactive request finished while every batch request still had work left.
+  int still_running = 0;
+  for (const auto& stream : batch) still_running += stream->complete() ? 0 : 1;
+  EXPECT_EQ(still_running, 4);
+  EXPECT_GT(engine.metrics().snapshot().preemptions_total, 0u);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Completion c = collect(batch[i], 1);
+    if (i == 0) c.tokens[0].insert(c.tokens[0].begin(), event.token_ids.begin(), event.token_ids.end());
+    EXPECT_EQ(c.finish[0], FinishReason::kLength);
+    EXPECT_EQ(c.tokens, batch_alone[i].tokens) << "batch " << i;
+  }
+}
+
+}  // namespace
+}  // namespace tokenmill::engine
