@@ -69,6 +69,8 @@ struct ServeOptions {
   bool no_webui = false;
   std::string data_dir;  // "": state::BatchState::default_dir()
   bool no_batch_api = false;
+  double response_cache_mib = 0;  // off: benchmarks and evaluations repeat requests to run the model
+  double response_cache_ttl = 3600;
   std::string models_dir;       // "": the default store, served only when it has models
   std::string keep_alive = "5m";
   int max_loaded = 3;
@@ -285,6 +287,8 @@ int serve(ServeOptions options) {
   server_config.replica_id = options.replica_id;
   server_config.vllm_metrics = options.metrics_compat == "vllm";
   server_config.webui = !options.no_webui;
+  server_config.response_cache_bytes = static_cast<int64_t>(options.response_cache_mib * (1 << 20));
+  server_config.response_cache_ttl = std::chrono::milliseconds(static_cast<int64_t>(options.response_cache_ttl * 1000));
   // The Files and Batches APIs keep their state in the data directory; a second server on
   // the same directory serves without them rather than run the same batches twice.
   std::unique_ptr<state::BatchState> batch_state;
@@ -356,6 +360,12 @@ void register_serve(CLI::App& app) {
                   "Where the Files and Batches APIs keep their state (default: " + state::BatchState::default_dir() +
                       ")");
   cmd->add_flag("--no-batch-api", o->no_batch_api, "Do not serve /v1/files and /v1/batches");
+  cmd->add_option("--response-cache-mib", o->response_cache_mib,
+                  "MiB of whole answers to deterministic requests (temperature 0 or a seed) kept to answer the same "
+                  "request again (e.g. 64); 0: off")
+      ->capture_default_str()->check(CLI::Range(0.0, 1048576.0));
+  cmd->add_option("--response-cache-ttl", o->response_cache_ttl, "Seconds a cached answer may be served")
+      ->capture_default_str()->check(CLI::Range(0.001, 365.0 * 86400));
   cmd->add_option("--keep-alive", o->keep_alive,
                   "How long a store model stays loaded after its last request: a duration (5m, 1h, 30s), "
                   "seconds, 0 (unload at once) or -1 (forever); a request's keep_alive overrides it")

@@ -174,6 +174,14 @@ std::string render_metrics(const RouteContext& context) {
            "Streaming clients dropped (their requests cancelled) for reading slower than --max-stream-buffer allows.",
            static_cast<double>(context.http->n_dropped_slow_readers()));
   }
+  if (const ResponseCache* cache = context.response_cache) {
+    scalar(out, "tokenmill_response_cache_hits_total", "counter", "Requests answered from the response cache.",
+           static_cast<double>(cache->hits()));
+    scalar(out, "tokenmill_response_cache_misses_total", "counter",
+           "Cacheable requests the response cache did not hold.", static_cast<double>(cache->misses()));
+    scalar(out, "tokenmill_response_cache_bytes", "gauge", "Bytes the response cache holds.",
+           static_cast<double>(cache->bytes()));
+  }
   scalar(out, "tokenmill_requests_refused_total", "counter",
          "Requests answered 429 because the server held its limit of queued requests (--max-queue).",
          static_cast<double>(calls.n_refused()));

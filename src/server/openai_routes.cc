@@ -10,6 +10,7 @@
 #include <random>
 
 #include "server/openai_request.h"
+#include "server/response_cache.h"
 #include "server/response_ids.h"
 #include "server/route_context.h"
 
@@ -433,8 +434,9 @@ Json embedding_model_object(const ServedEmbeddings& model) {
 // connection's strand).
 std::function<void()> prepare_generation(bool chat, const RouteContext& context, const Json& json,
                                          const std::shared_ptr<Responder>& out,
-                                         engine::Priority priority = engine::Priority::kInteractive) {
-  const ModelLease model = acquire_model(context, Fields(json).string("model").value_or(""));
+                                         engine::Priority priority = engine::Priority::kInteractive,
+                                         ModelLease model = nullptr) {
+  if (!model) model = acquire_model(context, Fields(json).string("model").value_or(""));
   auto parsed = std::make_shared<OpenAiRequest>(chat ? parse_chat_request(json, *model)
                                                      : parse_completion_request(json, *model));
   const std::string id = new_response_id(chat ? "chatcmpl-" : "cmpl-");
@@ -453,9 +455,26 @@ std::function<void()> prepare_generation(bool chat, const RouteContext& context,
 // connection's strand.
 void handle_generation(bool chat, const RouteContext& context, const HttpRequest& request,
                        const std::shared_ptr<Responder>& out) {
-  prepare_then(context, request.path, out, [chat, &context, out, body = request.body]() -> std::function<void()> {
-    return prepare_generation(chat, context, parse_json_object(body), out);
-  });
+  prepare_then(context, request.path, out,
+               [chat, &context, out, body = request.body, path = request.path,
+                cache_control = request.header("cache-control")]() -> std::function<void()> {
+                 const Json json = parse_json_object(body);
+                 const CachePolicy policy = context.response_cache != nullptr ? cache_policy(cache_control, json)
+                                                                              : CachePolicy{};
+                 if (!policy.read && !policy.write) return prepare_generation(chat, context, json, out);
+                 // The key names the model's file, so a model pulled again under the same
+                 // name never answers from the old one's entries.
+                 ModelLease model = acquire_model(context, Fields(json).string("model").value_or(""));
+                 const std::string key = response_cache_key(
+                     path, model->path() + "@" + std::to_string(model->modified_unix()), json);
+                 if (policy.read) {
+                   if (auto hit = context.response_cache->get(key)) {
+                     return [out, hit = std::move(*hit)] { answer_from_cache(*out, hit); };
+                   }
+                 }
+                 return prepare_generation(chat, context, json, recording_into_cache(out, *context.response_cache, key),
+                                           engine::Priority::kInteractive, std::move(model));
+               });
 }
 
 }  // namespace

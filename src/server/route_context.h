@@ -14,6 +14,7 @@
 #include "server/http_server.h"
 #include "server/json_fields.h"
 #include "server/model_set.h"
+#include "server/response_cache.h"
 #include "server/router.h"
 #include "server/served_embeddings.h"
 #include "server/served_model.h"
@@ -37,6 +38,7 @@ struct RouteContext {
   // The Files and Batches APIs' state (null: those routes answer 404), and how to tell
   // the batch runner that a batch was created or cancelled.
   state::BatchState* batch_state = nullptr;
+  ResponseCache* response_cache = nullptr;  // exact-match answers of deterministic requests (null: off)
   std::function<void()> wake_batches{};
   // /ready answers 200 while true; false once the server drains (Server::stop_being_ready).
   std::atomic<bool> ready{true};

@@ -28,6 +28,11 @@ Server::Server(ServerConfig config, ModelSet& models, const ServedEmbeddings* em
   context_.replica_id = config_.replica_id;
   context_.vllm_metrics = config_.vllm_metrics;
   context_.webui = config_.webui;
+  if (config_.response_cache_bytes > 0) {
+    response_cache_ = std::make_unique<ResponseCache>(
+        ResponseCacheConfig{config_.response_cache_bytes, config_.response_cache_ttl});
+    context_.response_cache = response_cache_.get();
+  }
   calls_.set_limit(models.max_seqs() + std::max<int64_t>(0, config_.max_queue));
   add_openai_routes(router_, context_);
   add_ollama_routes(router_, context_);

@@ -45,6 +45,9 @@ struct ServerConfig {
   // The Files and Batches APIs' state (null: those routes answer 404); outlives the server.
   state::BatchState* batch_state = nullptr;
   BatchLimits batch_limits;
+  // The response cache's bound (0: no cache) and how long an entry may be served.
+  int64_t response_cache_bytes = 0;
+  std::chrono::milliseconds response_cache_ttl = std::chrono::hours(1);
 };
 
 class Server {
@@ -77,6 +80,7 @@ class Server {
   BackgroundJobs jobs_;
   RouteContext context_;
   Router router_;
+  std::unique_ptr<ResponseCache> response_cache_;
   std::unique_ptr<BatchRunner> batches_;
   std::unique_ptr<HttpServer> http_;
 };
