@@ -11,6 +11,7 @@
 #include "server/api_error.h"
 #include "server/batch_runner.h"
 #include "server/multipart.h"
+#include "server/query_string.h"
 #include "server/route_context.h"
 
 namespace tokenmill::server {
@@ -35,19 +36,12 @@ state::BatchState& batch_state(const RouteContext& context) {
 
 ApiError not_found_error(const Status& s) { return ApiError{404, s.message(), "invalid_request_error", "", ""}; }
 
-// "?a=1&b=2" -> value of key ("" when absent).
-std::string query_value(const std::string& query, const std::string& key) {
-  std::stringstream in(query);
-  std::string pair;
-  while (std::getline(in, pair, '&')) {
-    const size_t eq = pair.find('=');
-    if (pair.substr(0, eq) == key) return eq == std::string::npos ? "" : pair.substr(eq + 1);
-  }
-  return "";
+std::string query_param(const std::string& query, const std::string& key) {
+  return query_value(parse_query(query), key);
 }
 
 int64_t query_limit(const std::string& query, int64_t fallback, int64_t max) {
-  const std::string text = query_value(query, "limit");
+  const std::string text = query_param(query, "limit");
   if (text.empty()) return fallback;
   char* end = nullptr;
   const long long v = std::strtoll(text.c_str(), &end, 10);
@@ -196,8 +190,8 @@ void add_batch_routes(Router& router, const RouteContext& context) {
   router.add("GET", "/v1/files", [&context](const HttpRequest& request, std::shared_ptr<Responder> out) {
     state::BatchState& state = batch_state(context);
     const int64_t limit = query_limit(request.query, 10000, 10000);
-    const bool newest_first = query_value(request.query, "order") != "asc";
-    const auto files = state.list_files(query_value(request.query, "purpose"), query_value(request.query, "after"),
+    const bool newest_first = query_param(request.query, "order") != "asc";
+    const auto files = state.list_files(query_param(request.query, "purpose"), query_param(request.query, "after"),
                                         limit + 1, newest_first);
     Json data = Json::array();
     for (size_t i = 0; i < files.size() && static_cast<int64_t>(i) < limit; ++i) data.push_back(file_json(files[i]));
@@ -231,7 +225,7 @@ void add_batch_routes(Router& router, const RouteContext& context) {
   router.add("GET", "/v1/batches", [&context](const HttpRequest& request, std::shared_ptr<Responder> out) {
     state::BatchState& state = batch_state(context);
     const int64_t limit = query_limit(request.query, 20, 100);
-    const auto rows = state.list_batches(query_value(request.query, "after"), limit + 1);
+    const auto rows = state.list_batches(query_param(request.query, "after"), limit + 1);
     Json data = Json::array();
     for (size_t i = 0; i < rows.size() && static_cast<int64_t>(i) < limit; ++i) {
       Json batch = Json::parse(rows[i].object);

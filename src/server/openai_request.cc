@@ -117,9 +117,7 @@ void check_documented_fields(const Fields& f, bool chat) {
                         "service_tier");
     }
   }
-  if (f.boolean("store").value_or(false)) {
-    throw bad_request("'store': true (stored completions) is not supported by this server", "store");
-  }
+  f.boolean("store");  // stored by the route (server/stored_completions.h)
   if (!chat) return;
   if (const Json* modalities = f.array("modalities"); modalities && *modalities != Json::array({"text"})) {
     throw bad_request("this model writes text only: 'modalities' must be [\"text\"]", "modalities");

@@ -11,6 +11,7 @@
 
 #include "server/openai_request.h"
 #include "server/response_cache.h"
+#include "server/stored_completions.h"
 #include "server/response_ids.h"
 #include "server/route_context.h"
 
@@ -459,9 +460,17 @@ void handle_generation(bool chat, const RouteContext& context, const HttpRequest
                [chat, &context, out, body = request.body, path = request.path,
                 cache_control = request.header("cache-control")]() -> std::function<void()> {
                  const Json json = parse_json_object(body);
+                 std::shared_ptr<Responder> answer = out;
+                 if (chat && Fields(json).boolean("store").value_or(false)) {
+                   if (context.batch_state == nullptr) {
+                     throw bad_request("'store': true needs the server's data directory (--data-dir); this server "
+                                       "runs without one", "store");
+                   }
+                   answer = storing_completion(out, *context.batch_state, json);
+                 }
                  const CachePolicy policy = context.response_cache != nullptr ? cache_policy(cache_control, json)
                                                                               : CachePolicy{};
-                 if (!policy.read && !policy.write) return prepare_generation(chat, context, json, out);
+                 if (!policy.read && !policy.write) return prepare_generation(chat, context, json, answer);
                  // The key names the model's file, so a model pulled again under the same
                  // name never answers from the old one's entries.
                  ModelLease model = acquire_model(context, Fields(json).string("model").value_or(""));
@@ -472,7 +481,8 @@ void handle_generation(bool chat, const RouteContext& context, const HttpRequest
                      return [out, hit = std::move(*hit)] { answer_from_cache(*out, hit); };
                    }
                  }
-                 return prepare_generation(chat, context, json, recording_into_cache(out, *context.response_cache, key),
+                 return prepare_generation(chat, context, json,
+                                           recording_into_cache(answer, *context.response_cache, key),
                                            engine::Priority::kInteractive, std::move(model));
                });
 }

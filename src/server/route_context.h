@@ -77,6 +77,9 @@ void add_embedding_routes(Router& router, const RouteContext& context);
 // POST/GET /v1/files, GET/DELETE /v1/files/{id}, GET /v1/files/{id}/content,
 // POST/GET /v1/batches, GET /v1/batches/{id}, POST /v1/batches/{id}/cancel.
 void add_batch_routes(Router& router, const RouteContext& context);
+// GET /v1/chat/completions, GET/POST/DELETE /v1/chat/completions/{id},
+// GET /v1/chat/completions/{id}/messages: stored completions.
+void add_stored_completion_routes(Router& router, const RouteContext& context);
 // GET /health, GET /ready, GET /metrics.
 void add_metrics_routes(Router& router, const RouteContext& context);
 

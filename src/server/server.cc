@@ -39,6 +39,7 @@ Server::Server(ServerConfig config, ModelSet& models, const ServedEmbeddings* em
   add_embedding_routes(router_, context_);
   add_metrics_routes(router_, context_);
   add_batch_routes(router_, context_);
+  add_stored_completion_routes(router_, context_);
   if (config_.batch_state != nullptr) {
     context_.batch_state = config_.batch_state;
     batches_ = std::make_unique<BatchRunner>(*config_.batch_state, context_, config_.batch_limits);

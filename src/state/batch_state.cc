@@ -29,7 +29,25 @@ const std::vector<std::string> kMigrations = {
     "CREATE INDEX batches_by_time ON batches (created_at, id);"
     "CREATE TABLE batch_results (batch_id TEXT NOT NULL, line INTEGER NOT NULL, custom_id TEXT NOT NULL,"
     "  is_error INTEGER NOT NULL, json TEXT NOT NULL, PRIMARY KEY (batch_id, line));",
+    // 2: stored chat completions.
+    "CREATE TABLE stored_completions (id TEXT PRIMARY KEY, model TEXT NOT NULL, created_at INTEGER NOT NULL,"
+    "  metadata TEXT NOT NULL, request TEXT NOT NULL, response TEXT NOT NULL);"
+    "CREATE INDEX stored_completions_by_time ON stored_completions (created_at, id);",
 };
+
+StoredCompletion completion_from(const Statement& row) {
+  return {row.text(0), row.text(1), row.integer(2), row.text(3), row.text(4), row.text(5)};
+}
+
+// A JSON path naming one top-level key, whatever characters it holds.
+std::string json_key_path(const std::string& key) {
+  std::string out = "$.\"";
+  for (char c : key) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
 
 FileRecord file_from(const Statement& row) {
   return {row.text(0), row.text(1), row.text(2), row.integer(3), row.integer(4)};
@@ -213,6 +231,58 @@ std::vector<ResultRow> BatchState::results(const std::string& batch_id) const {
 
 Status BatchState::delete_results(const std::string& batch_id) {
   return db_->run("DELETE FROM batch_results WHERE batch_id = ?", {batch_id});
+}
+
+Status BatchState::put_completion(const StoredCompletion& c) {
+  return db_->run("INSERT OR REPLACE INTO stored_completions (id, model, created_at, metadata, request, response) "
+                  "VALUES (?, ?, ?, ?, ?, ?)",
+                  {c.id, c.model, std::to_string(c.created_at), c.metadata, c.request, c.response});
+}
+
+Result<StoredCompletion> BatchState::completion(const std::string& id) const {
+  std::optional<StoredCompletion> found;
+  Status s = db_->run("SELECT id, model, created_at, metadata, request, response FROM stored_completions WHERE id = ?",
+                      {id}, [&](const Statement& row) { found = completion_from(row); });
+  if (!s.ok()) return s;
+  if (!found) return not_found("No chat completion found with id '" + id + "'");
+  return *found;
+}
+
+std::vector<StoredCompletion> BatchState::list_completions(
+    const std::string& model, const std::vector<std::pair<std::string, std::string>>& metadata,
+    const std::string& after, int64_t limit, bool newest_first) const {
+  std::string sql = "SELECT id, model, created_at, metadata, request, response FROM stored_completions WHERE 1";
+  std::vector<std::optional<std::string>> params;
+  if (!model.empty()) {
+    sql += " AND model = ?";
+    params.push_back(model);
+  }
+  for (const auto& [key, value] : metadata) {
+    sql += " AND json_extract(metadata, ?) = ?";
+    params.push_back(json_key_path(key));
+    params.push_back(value);
+  }
+  if (!after.empty()) {
+    sql += newest_first ? " AND (created_at, id) < (SELECT created_at, id FROM stored_completions WHERE id = ?)"
+                        : " AND (created_at, id) > (SELECT created_at, id FROM stored_completions WHERE id = ?)";
+    params.push_back(after);
+  }
+  sql += newest_first ? " ORDER BY created_at DESC, id DESC" : " ORDER BY created_at, id";
+  sql += " LIMIT ?";
+  params.push_back(std::to_string(limit));
+  std::vector<StoredCompletion> out;
+  (void)db_->run(sql, params, [&](const Statement& row) { out.push_back(completion_from(row)); });
+  return out;
+}
+
+Status BatchState::update_completion_metadata(const std::string& id, const std::string& metadata) {
+  if (auto c = completion(id); !c.ok()) return c.status();
+  return db_->run("UPDATE stored_completions SET metadata = ? WHERE id = ?", {metadata, id});
+}
+
+Status BatchState::delete_completion(const std::string& id) {
+  if (auto c = completion(id); !c.ok()) return c.status();
+  return db_->run("DELETE FROM stored_completions WHERE id = ?", {id});
 }
 
 }  // namespace tokenmill::state

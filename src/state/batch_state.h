@@ -40,6 +40,16 @@ struct BatchRow {
   int64_t created_at = 0;
 };
 
+// A stored chat completion (OpenAI's store: true): the request and the answer.
+struct StoredCompletion {
+  std::string id;  // the chat.completion's id
+  std::string model;
+  int64_t created_at = 0;
+  std::string metadata;  // JSON object
+  std::string request;   // the request body (JSON)
+  std::string response;  // the chat.completion (JSON)
+};
+
 struct ResultRow {
   int64_t line = 0;  // 1-based line of the input file
   std::string custom_id;
@@ -86,6 +96,17 @@ class BatchState {
   std::set<int64_t> lines_done(const std::string& batch_id) const;
   std::vector<ResultRow> results(const std::string& batch_id) const;  // by line
   Status delete_results(const std::string& batch_id);
+
+  // Stored completions.
+  Status put_completion(const StoredCompletion& completion);
+  Result<StoredCompletion> completion(const std::string& id) const;
+  // model "" and no metadata filters: all; newest first or oldest first; after an id.
+  std::vector<StoredCompletion> list_completions(const std::string& model,
+                                                 const std::vector<std::pair<std::string, std::string>>& metadata,
+                                                 const std::string& after, int64_t limit, bool newest_first) const;
+  // NotFound when absent.
+  Status update_completion_metadata(const std::string& id, const std::string& metadata);
+  Status delete_completion(const std::string& id);
 
  private:
   BatchState() = default;

@@ -236,7 +236,7 @@ def test_documented_fields_are_honoured_or_refused_by_name(client, server):
                                            service_tier="auto", store=False, metadata={"team": "a"},
                                            extra_body={"prompt_cache_key": "k", "safety_identifier": "s"})
     assert reply.usage.completion_tokens <= 3
-    for field, value in (("store", True), ("audio", {"voice": "alloy", "format": "mp3"}), ("modalities", ["audio"]),
+    for field, value in (("audio", {"voice": "alloy", "format": "mp3"}), ("modalities", ["audio"]),
                          ("reasoning_effort", "low"), ("web_search_options", {}), ("service_tier", "gold"),
                          ("verbosity", "low")):
         body = {"model": MODEL, "messages": messages, "max_tokens": 2, field: value}
