@@ -57,8 +57,10 @@ TEST(ModelName, ParsesNamesAndTags) {
 }
 
 TEST(ModelName, RejectsNamesThatCouldLeaveTheStore) {
-  for (const char* bad : {"", "../x", "a/../b", "a/./b", "/abs", "a//b", ".hidden", "-flag", "a/b/c/d", "x:",
-                          "x:ta/g", "x:.tag", "x:t g", "sp ace", "a\\b", std::string(129, 'a').c_str()}) {
+  const std::vector<std::string> bad_names = {"", "../x", "a/../b", "a/./b", "/abs", "a//b", ".hidden", "-flag",
+                                              "a/b/c/d", "x:", "x:ta/g", "x:.tag", "x:t g", "sp ace", "a\\b",
+                                              std::string(129, 'a')};
+  for (const std::string& bad : bad_names) {
     EXPECT_FALSE(parse_model_name(bad).ok()) << bad;
   }
 }
