@@ -6,6 +6,7 @@ import pathlib
 import resource
 import signal
 import subprocess
+import sys
 import threading
 
 import pytest
@@ -14,7 +15,16 @@ from conftest import ROOT, run
 from model_mirror import Mirror
 
 SMALL_MODEL = ROOT / "models" / "all-minilm-l6-v2-f16.gguf"
-OTHER_MODEL = ROOT / "models" / "all-minilm-l6-v2-q8_0.gguf"
+
+
+@pytest.fixture(scope="module")
+def other_model(tmp_path_factory):
+    """A second small GGUF with other bytes: the same encoder converted to q8_0."""
+    out = tmp_path_factory.mktemp("other") / "mini-q8_0.gguf"
+    result = run([sys.executable, str(ROOT / "tools/convert_bert_gguf.py"), "--minilm", str(out), "--outtype", "q8_0"],
+                 timeout=300)
+    assert result.returncode == 0, result.stderr
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -118,8 +128,8 @@ def test_concurrent_pulls_share_one_download(tokenmill, mirror, store, small_byt
     assert len(blobs(store)) == 1
 
 
-def test_a_quantization_picks_its_file_from_the_listing(tokenmill, mirror, store, small_bytes):
-    other = OTHER_MODEL.read_bytes()
+def test_a_quantization_picks_its_file_from_the_listing(tokenmill, mirror, store, small_bytes, other_model):
+    other = other_model.read_bytes()
     mirror.add_repo_file("org/tiny-GGUF", "tiny-Q8_0.gguf", other)
     mirror.add_repo_file("org/tiny-GGUF", "README.md", b"# tiny")
     picked = tm(tokenmill, store, "pull", "hf:org/tiny-GGUF:Q8_0", env=hf_env(mirror))
@@ -173,10 +183,10 @@ def test_import_copy_remove_and_bad_names(tokenmill, store, tmp_path):
     assert gone.returncode != 0 and "not in the store" in gone.stderr
 
 
-def test_a_corrupt_manifest_and_a_missing_blob_are_named(tokenmill, store):
+def test_a_corrupt_manifest_and_a_missing_blob_are_named(tokenmill, store, other_model):
     assert tm(tokenmill, store, "import", str(SMALL_MODEL), "kept").returncode == 0
-    assert tm(tokenmill, store, "import", str(OTHER_MODEL), "lost").returncode == 0
-    (store / "blobs" / f"sha256-{hashlib.sha256(OTHER_MODEL.read_bytes()).hexdigest()}").unlink()
+    assert tm(tokenmill, store, "import", str(other_model), "lost").returncode == 0
+    (store / "blobs" / f"sha256-{hashlib.sha256(other_model.read_bytes()).hexdigest()}").unlink()
     (store / "manifests" / "broken").mkdir(parents=True)
     (store / "manifests" / "broken" / "latest").write_text('{"schema_version": 1, "digest": ')
     listing = tm(tokenmill, store, "list")

@@ -100,7 +100,7 @@ def test_body_too_large(server):
 
 def test_unknown_route_and_method(server):
     assert_openai_error(requests.get(server.url + "/v1/nothing"), 404)
-    response = requests.get(server.url + "/v1/chat/completions")
+    response = requests.get(server.url + "/v1/completions")
     assert_openai_error(response, 405)
     assert response.headers["Allow"] == "POST"
 
