@@ -141,11 +141,11 @@ std::vector<FileRecord> BatchState::list_files(const std::string& purpose, const
   std::vector<std::optional<std::string>> params = {purpose.empty() ? std::nullopt : std::optional(purpose),
                                                     purpose.empty() ? std::nullopt : std::optional(purpose)};
   if (!after.empty()) {
-    sql += newest_first ? " AND (created_at, id) < (SELECT created_at, id FROM files WHERE id = ?)"
-                        : " AND (created_at, id) > (SELECT created_at, id FROM files WHERE id = ?)";
+    sql += newest_first ? " AND rowid < (SELECT rowid FROM files WHERE id = ?)"
+                        : " AND rowid > (SELECT rowid FROM files WHERE id = ?)";
     params.push_back(after);
   }
-  sql += newest_first ? " ORDER BY created_at DESC, id DESC" : " ORDER BY created_at, id";
+  sql += newest_first ? " ORDER BY rowid DESC" : " ORDER BY rowid";
   sql += " LIMIT ?";
   params.push_back(std::to_string(limit));
   (void)db_->run(sql, params, [&](const Statement& row) { out.push_back(file_from(row)); });
@@ -190,10 +190,10 @@ std::vector<BatchRow> BatchState::list_batches(const std::string& after, int64_t
   std::string sql = "SELECT id, status, object, created_at FROM batches";
   std::vector<std::optional<std::string>> params;
   if (!after.empty()) {
-    sql += " WHERE (created_at, id) < (SELECT created_at, id FROM batches WHERE id = ?)";
+    sql += " WHERE rowid < (SELECT rowid FROM batches WHERE id = ?)";
     params.push_back(after);
   }
-  sql += " ORDER BY created_at DESC, id DESC LIMIT ?";
+  sql += " ORDER BY rowid DESC LIMIT ?";
   params.push_back(std::to_string(limit));
   (void)db_->run(sql, params, [&](const Statement& row) { out.push_back(batch_from(row)); });
   return out;
@@ -202,7 +202,7 @@ std::vector<BatchRow> BatchState::list_batches(const std::string& after, int64_t
 std::vector<BatchRow> BatchState::batches_with_status(const std::vector<std::string>& statuses) const {
   std::vector<BatchRow> out;
   for (const std::string& status : statuses) {
-    (void)db_->run("SELECT id, status, object, created_at FROM batches WHERE status = ? ORDER BY created_at, id",
+    (void)db_->run("SELECT id, status, object, created_at FROM batches WHERE status = ? ORDER BY rowid",
                    {status}, [&](const Statement& row) { out.push_back(batch_from(row)); });
   }
   return out;
@@ -263,11 +263,11 @@ std::vector<StoredCompletion> BatchState::list_completions(
     params.push_back(value);
   }
   if (!after.empty()) {
-    sql += newest_first ? " AND (created_at, id) < (SELECT created_at, id FROM stored_completions WHERE id = ?)"
-                        : " AND (created_at, id) > (SELECT created_at, id FROM stored_completions WHERE id = ?)";
+    sql += newest_first ? " AND rowid < (SELECT rowid FROM stored_completions WHERE id = ?)"
+                        : " AND rowid > (SELECT rowid FROM stored_completions WHERE id = ?)";
     params.push_back(after);
   }
-  sql += newest_first ? " ORDER BY created_at DESC, id DESC" : " ORDER BY created_at, id";
+  sql += newest_first ? " ORDER BY rowid DESC" : " ORDER BY rowid";
   sql += " LIMIT ?";
   params.push_back(std::to_string(limit));
   std::vector<StoredCompletion> out;
