@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "server/api_error.h"
+#include "server/api_lists.h"
 #include "server/batch_runner.h"
 #include "server/multipart.h"
 #include "server/query_string.h"
@@ -34,21 +35,12 @@ state::BatchState& batch_state(const RouteContext& context) {
   return *context.batch_state;
 }
 
-ApiError not_found_error(const Status& s) { return ApiError{404, s.message(), "invalid_request_error", "", ""}; }
-
 std::string query_param(const std::string& query, const std::string& key) {
   return query_value(parse_query(query), key);
 }
 
 int64_t query_limit(const std::string& query, int64_t fallback, int64_t max) {
-  const std::string text = query_param(query, "limit");
-  if (text.empty()) return fallback;
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (*end != '\0' || v < 1 || v > max) {
-    throw bad_request("'limit' must be an integer from 1 to " + std::to_string(max), "limit");
-  }
-  return v;
+  return limit_param(parse_query(query), fallback, max);
 }
 
 // Every line of a batch input must be a JSON object with a custom_id: checked at upload
@@ -112,14 +104,6 @@ void upload_file(const RouteContext& context, const HttpRequest& request, const 
   out->send(200, "application/json", dump_json(file_json(*record)));
 }
 
-Json list_json(Json data, bool has_more) {
-  Json out = {{"object", "list"}, {"data", data}};
-  out["first_id"] = data.empty() ? Json(nullptr) : data.front()["id"];
-  out["last_id"] = data.empty() ? Json(nullptr) : data.back()["id"];
-  out["has_more"] = has_more;
-  return out;
-}
-
 void create_batch(const RouteContext& context, const HttpRequest& request, const std::shared_ptr<Responder>& out) {
   state::BatchState& state = batch_state(context);
   const Json body = parse_json_object(request.body);
@@ -135,12 +119,7 @@ void create_batch(const RouteContext& context, const HttpRequest& request, const
   if (window.value_or("") != "24h") throw bad_request("'completion_window' must be \"24h\"", "completion_window");
   Json metadata = nullptr;
   if (const Json* m = f.object("metadata")) {
-    if (m->size() > 16) throw bad_request("'metadata' may hold at most 16 pairs", "metadata");
-    for (const auto& [key, value] : m->items()) {
-      if (key.size() > 64 || !value.is_string() || value.get<std::string>().size() > 512) {
-        throw bad_request("'metadata' keys are at most 64 characters, values strings of at most 512", "metadata");
-      }
-    }
+    check_metadata(*m);
     metadata = *m;
   }
   const auto file = state.file(*input);
@@ -195,7 +174,7 @@ void add_batch_routes(Router& router, const RouteContext& context) {
                                         limit + 1, newest_first);
     Json data = Json::array();
     for (size_t i = 0; i < files.size() && static_cast<int64_t>(i) < limit; ++i) data.push_back(file_json(files[i]));
-    out->send(200, "application/json", dump_json(list_json(data, static_cast<int64_t>(files.size()) > limit)));
+    out->send(200, "application/json", dump_json(list_page(data, static_cast<int64_t>(files.size()) > limit)));
   });
   router.add_prefix("GET", "/v1/files/", [&context](const HttpRequest& request, std::shared_ptr<Responder> out) {
     state::BatchState& state = batch_state(context);
@@ -232,7 +211,7 @@ void add_batch_routes(Router& router, const RouteContext& context) {
       batch["status"] = rows[i].status;
       data.push_back(public_batch(batch));
     }
-    out->send(200, "application/json", dump_json(list_json(data, static_cast<int64_t>(rows.size()) > limit)));
+    out->send(200, "application/json", dump_json(list_page(data, static_cast<int64_t>(rows.size()) > limit)));
   });
   router.add_prefix("GET", "/v1/batches/", [&context](const HttpRequest& request, std::shared_ptr<Responder> out) {
     const std::string id = request.path.substr(std::string("/v1/batches/").size());

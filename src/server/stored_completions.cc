@@ -6,6 +6,7 @@
 #include <map>
 
 #include "server/api_error.h"
+#include "server/api_lists.h"
 #include "server/query_string.h"
 #include "server/route_context.h"
 
@@ -68,8 +69,6 @@ state::BatchState& stored_state(const RouteContext& context) {
   return *context.batch_state;
 }
 
-ApiError not_found_error(const Status& s) { return ApiError{404, s.message(), "invalid_request_error", "", ""}; }
-
 // The stored answer as the API returns it: the chat.completion with its metadata.
 Json completion_json(const state::StoredCompletion& c) {
   Json out = Json::parse(c.response, nullptr, false);
@@ -77,23 +76,6 @@ Json completion_json(const state::StoredCompletion& c) {
   out["metadata"] = Json::parse(c.metadata, nullptr, false);
   out["request_id"] = c.id;
   return out;
-}
-
-Json page(Json data, bool has_more) {
-  Json out = {{"object", "list"}, {"data", data}};
-  out["first_id"] = data.empty() ? Json(nullptr) : data.front()["id"];
-  out["last_id"] = data.empty() ? Json(nullptr) : data.back()["id"];
-  out["has_more"] = has_more;
-  return out;
-}
-
-int64_t limit_of(const QueryPairs& query) {
-  const std::string text = query_value(query, "limit");
-  if (text.empty()) return 20;
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (*end != '\0' || v < 1 || v > 100) throw bad_request("'limit' must be an integer from 1 to 100", "limit");
-  return v;
 }
 
 bool newest_first(const QueryPairs& query) {
@@ -158,12 +140,12 @@ void add_stored_completion_routes(Router& router, const RouteContext& context) {
     for (const auto& [key, value] : query) {
       if (key.starts_with("metadata[") && key.ends_with("]")) metadata.emplace_back(key.substr(9, key.size() - 10), value);
     }
-    const int64_t limit = limit_of(query);
+    const int64_t limit = limit_param(query, 20, 100);
     const auto rows = state.list_completions(query_value(query, "model"), metadata, query_value(query, "after"),
                                              limit + 1, newest_first(query));
     Json data = Json::array();
     for (size_t i = 0; i < rows.size() && static_cast<int64_t>(i) < limit; ++i) data.push_back(completion_json(rows[i]));
-    out->send(200, "application/json", dump_json(page(data, static_cast<int64_t>(rows.size()) > limit)));
+    out->send(200, "application/json", dump_json(list_page(data, static_cast<int64_t>(rows.size()) > limit)));
   });
   router.add_prefix("GET", "/v1/chat/completions/", [&context](const HttpRequest& request,
                                                               std::shared_ptr<Responder> out) {
@@ -179,7 +161,7 @@ void add_stored_completion_routes(Router& router, const RouteContext& context) {
     }
     const Json body = Json::parse(stored->request, nullptr, false);
     const QueryPairs query = parse_query(request.query);
-    const int64_t limit = limit_of(query);
+    const int64_t limit = limit_param(query, 20, 100);
     Json all = Json::array();
     if (body.is_object() && body.contains("messages") && body["messages"].is_array()) {
       int64_t i = 0;
@@ -200,7 +182,7 @@ void add_stored_completion_routes(Router& router, const RouteContext& context) {
     }
     Json data = Json::array();
     for (size_t i = start; i < all.size() && static_cast<int64_t>(data.size()) < limit; ++i) data.push_back(all[i]);
-    out->send(200, "application/json", dump_json(page(data, start + data.size() < all.size())));
+    out->send(200, "application/json", dump_json(list_page(data, start + data.size() < all.size())));
   });
   router.add_prefix("POST", "/v1/chat/completions/", [&context](const HttpRequest& request,
                                                                std::shared_ptr<Responder> out) {
@@ -209,12 +191,7 @@ void add_stored_completion_routes(Router& router, const RouteContext& context) {
     const Json body = parse_json_object(request.body);
     const Json* metadata = Fields(body).object("metadata");
     if (metadata == nullptr) throw bad_request("'metadata' (an object) is required", "metadata");
-    if (metadata->size() > 16) throw bad_request("'metadata' may hold at most 16 pairs", "metadata");
-    for (const auto& [key, value] : metadata->items()) {
-      if (key.size() > 64 || !value.is_string() || value.get<std::string>().size() > 512) {
-        throw bad_request("'metadata' keys are at most 64 characters, values strings of at most 512", "metadata");
-      }
-    }
+    check_metadata(*metadata);
     if (Status s = state.update_completion_metadata(id, metadata->dump()); !s.ok()) throw not_found_error(s);
     out->send(200, "application/json", dump_json(completion_json(*state.completion(id))));
   });

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <random>
 
+#include "base/data_dir.h"
 #include "base/durable_file.h"
 
 namespace tokenmill::state {
@@ -65,13 +66,7 @@ std::string new_state_id(const std::string& prefix) {
   return out;
 }
 
-std::string BatchState::default_dir() {
-  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg != nullptr && *xdg != '\0') {
-    return (fs::path(xdg) / "tokenmill").string();
-  }
-  const char* home = std::getenv("HOME");
-  return (fs::path(home != nullptr ? home : ".") / ".local" / "share" / "tokenmill").string();
-}
+std::string BatchState::default_dir() { return user_data_dir(); }
 
 Result<std::unique_ptr<BatchState>> BatchState::open(const std::string& data_dir) {
   std::error_code ec;

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/data_dir.h"
 #include "base/durable_file.h"
 #include "gguf/gguf_file.h"
 #include "store/sha256.h"
@@ -44,13 +45,7 @@ int64_t mtime_of(const std::string& path) {
 
 ModelStore::ModelStore(std::string dir) : dir_(std::move(dir)) {}
 
-std::string ModelStore::default_dir() {
-  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg != nullptr && *xdg != '\0') {
-    return (fs::path(xdg) / "tokenmill" / "models").string();
-  }
-  const char* home = std::getenv("HOME");
-  return (fs::path(home != nullptr ? home : ".") / ".local" / "share" / "tokenmill" / "models").string();
-}
+std::string ModelStore::default_dir() { return (fs::path(user_data_dir()) / "models").string(); }
 
 std::string ModelStore::blob_path(const std::string& digest) const {
   return (fs::path(dir_) / "blobs" / ("sha256-" + digest)).string();
