@@ -195,7 +195,7 @@ def test_affinity_sends_a_prefix_to_one_replica_and_round_robin_does_not(tokenmi
 
 @needs_haproxy
 def test_a_killed_replica_loses_no_plain_request(tokenmill, default_model, tmp_path):
-    args = small_cluster_args(tokenmill, default_model, tenants=6, questions=6, max_tokens=24)
+    args = small_cluster_args(tokenmill, default_model, tenants=6, questions=6, max_tokens=96)  # streams long enough that one is surely mid-way when the kill lands
     result, failures = cluster.kill(args, tmp_path)
     assert not failures, (failures, result)
     assert result["non_streaming_failed"] == 0
