@@ -19,13 +19,10 @@
 
 #include "base/cpu_affinity.h"
 #include "base/cpu_features.h"
-#include "cli/load_options.h"
+#include "cli/chat_engine_options.h"
 #include "cli/commands.h"
 #include "cli/http_limit_options.h"
-#include "cli/kv_memory_check.h"
-#include "cli/kv_type_option.h"
 #include "cli/model_path.h"
-#include "cli/spec_options.h"
 #include "engine/embedder.h"
 #include "engine/engine.h"
 #include "ops/kv_storage.h"
@@ -46,19 +43,10 @@ struct ServeOptions {
   std::string model = "default";
   std::string host = "127.0.0.1";
   int port = 8080;
-  int n_threads = 0;
+  ChatEngineOptions engine;  // the chat models' engines (chat_engine_options.h)
   int n_io_threads = 2;
-  int64_t kv_memory_mib = 0;
-  int32_t ctx_total = 0;
-  int32_t max_batch_tokens = 0;
-  int32_t max_seqs = 0;
-  int32_t max_context = 0;
   std::string api_key;
   std::string api_key_file;
-  bool no_prefix_caching = false;
-  bool no_window_kv = false;
-  bool no_pin_threads = false;
-  ops::KvType kv_type = ops::KvType::kF16;
   server::ServerConfig server;  // the HTTP limits (http_limit_options.h); the rest is set in serve()
   double grace_seconds = 30;
   double drain_seconds = 0;
@@ -75,8 +63,6 @@ struct ServeOptions {
   std::string keep_alive = "5m";
   int max_loaded = 3;
   int64_t max_memory_mib = 0;
-  double request_timeout_seconds = 0;
-  engine::SpeculativeConfig speculative;
 };
 
 int fail(const std::string& message) {
@@ -126,76 +112,6 @@ bool wait_for_signal(const sigset_t& signals, double seconds) {
   }
 }
 
-// One compute thread per allowed CPU: pin each to its own (unless --no-pin-threads).
-bool pin_threads(const ServeOptions& options, int n_compute) {
-  const std::vector<int> cpus = allowed_cpus();
-  return !options.no_pin_threads && cpus.size() >= 2 && static_cast<size_t>(n_compute) == cpus.size();
-}
-
-// Loads one chat model with the engine the flags describe: its weights, tokenizer, KV
-// cache (refused up front when it cannot fit in memory) and engine thread. verbose
-// prints the cache and thread lines of the start-up banner.
-Result<std::unique_ptr<server::LoadedModel>> load_chat_model(const ServeOptions& options, const std::string& path,
-                                                             const std::string& name, bool verbose) {
-  const model::LoadOptions load = load_options(options.n_threads);
-  auto model = model::load_model(path, load);
-  if (!model.ok()) return model.status();
-  auto tokenizer = tokenizer::Tokenizer::from_gguf((*model)->file());
-  if (!tokenizer.ok()) return tokenizer.status();
-
-  engine::EngineConfig config;
-  if (options.kv_memory_mib > 0) config.kv_memory_bytes = options.kv_memory_mib << 20;
-  if (options.ctx_total > 0) config.ctx_total = options.ctx_total;
-  if (options.max_batch_tokens > 0) config.max_batch_tokens = options.max_batch_tokens;
-  if (options.max_seqs > 0) config.max_seqs = options.max_seqs;
-  if (options.max_context > 0) config.max_context = options.max_context;
-  const int32_t trained_context = (*model)->config().context_length;
-  if (options.max_context <= 0 && trained_context > 0) config.max_context = std::min(config.max_context, trained_context);
-  config.prefix_caching = !options.no_prefix_caching;
-  config.window_kv = !options.no_window_kv;
-  config.kv_type = options.kv_type;
-  config.request_timeout_seconds = options.request_timeout_seconds;
-  if (Status s = (*model)->check_kv_type(config.kv_type); !s.ok()) return s;
-  config.speculative = options.speculative;
-  if (const std::string e = engine::speculative_config_error(config.speculative); !e.empty()) {
-    return invalid_argument("speculative decoding: " + e);
-  }
-  // With a compute thread on every CPU the process may use, each thread gets its own CPU
-  // and the HTTP threads share all but the engine thread's: left free, a woken HTTP thread
-  // runs on the CPU of the engine thread that woke it (docs/serving.md).
-  const std::vector<int> cpus = allowed_cpus();
-  const int n_compute = (*model)->backend().n_threads();
-  if (pin_threads(options, n_compute)) config.pinned_cpus = cpus;
-  // The cache is committed at start: one that cannot fit is refused now, with the flags
-  // that size it, rather than left to the kernel's out-of-memory killer.
-  const int64_t kv_bytes = engine::Engine::kv_cache_bytes(**model, config);
-  const std::string kv_flags = "--kv-memory or --ctx-total";
-  if (Status s = check_kv_memory(kv_bytes, kv_flags); !s.ok()) return s;
-  auto loaded = std::make_unique<server::LoadedModel>();
-  try {
-    loaded->engine = std::make_unique<engine::Engine>(**model, **tokenizer, config);
-  } catch (const std::bad_alloc&) {
-    return resource_exhausted("could not commit " + std::to_string(kv_bytes >> 20) +
-                              " MiB of memory for the KV cache: lower " + kv_flags);
-  }
-  if (verbose) {
-    const engine::Engine::PoolCounters kv = loaded->engine->pool_counters();
-    std::fprintf(stderr, "KV cache: %.0f MiB (%s), %d positions over all sequences",
-                 static_cast<double>(kv.kv_bytes) / (1 << 20), ops::kv_type_name(config.kv_type),
-                 kv.n_blocks * config.block_size);
-    if (kv.window > 0) {
-      std::fprintf(stderr, " (sliding-window layers keep only each sequence's last %d)", kv.window);
-    }
-    std::fprintf(stderr, "\n");
-  }
-  loaded->kv_bytes = kv_bytes;
-  loaded->memory_bytes = static_cast<int64_t>((*model)->file().file_size()) + kv_bytes;
-  loaded->model = std::move(model).value();
-  loaded->tokenizer = std::move(tokenizer).value();
-  loaded->served = std::make_unique<server::ServedModel>(path, *loaded->model, *loaded->tokenizer, *loaded->engine, name);
-  return loaded;
-}
-
 int serve(ServeOptions options) {
   // Signals are taken by sigwait below; block them before any thread starts so that
   // every thread inherits the mask and none is interrupted.
@@ -227,11 +143,11 @@ int serve(ServeOptions options) {
   if (options.models_dir.empty() && store->list().empty()) store.reset();
   const std::vector<int> cpus = allowed_cpus();
   std::unique_ptr<server::LoadedModel> pinned;
-  int n_compute = options.n_threads > 0 ? options.n_threads : static_cast<int>(cpus.size());
+  int n_compute = options.engine.n_threads > 0 ? options.engine.n_threads : static_cast<int>(cpus.size());
   if (options.model_given || !store) {
     auto resolved = resolve_model(options.model, store_dir);
     if (!resolved.ok()) return fail(resolved.status().message());
-    auto loaded = load_chat_model(options, resolved->path, resolved->name, /*verbose=*/true);
+    auto loaded = load_chat_model(options.engine, resolved->path, resolved->name, /*verbose=*/true);
     if (!loaded.ok()) return fail(loaded.status().to_string());
     pinned = std::move(loaded).value();
     n_compute = pinned->model->backend().n_threads();
@@ -245,10 +161,10 @@ int serve(ServeOptions options) {
   set_config.max_loaded = options.max_loaded;
   set_config.memory_budget = options.max_memory_mib << 20;
   server::ModelLoader loader = [options](const std::string& path, const std::string& name) {
-    return load_chat_model(options, path, name, /*verbose=*/false);
+    return load_chat_model(options.engine, path, name, /*verbose=*/false);
   };
   server::ModelSet models(std::move(pinned), std::move(store), loader, set_config);
-  const bool pin = pin_threads(options, n_compute);
+  const bool pin = pin_threads(options.engine, n_compute);
   if (pin) {
     std::fprintf(stderr, "threads: %d compute, one pinned to each CPU (the engine's on CPU %d); %d HTTP I/O on the others\n",
                  n_compute, cpus[0], options.n_io_threads);
@@ -378,17 +294,9 @@ void register_serve(CLI::App& app) {
   cmd->add_option("--host", o->host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", o->port, "Port to listen on (0: any free port)")->capture_default_str()
       ->check(CLI::Range(0, 65535));
-  cmd->add_option("-t,--threads", o->n_threads, "Compute threads (default: all CPUs)")->check(CLI::Range(0, 1024));
   cmd->add_option("--io-threads", o->n_io_threads, "Threads serving HTTP connections")->capture_default_str()
       ->check(CLI::Range(1, 64));
-  auto kv = cmd->add_option("--kv-memory", o->kv_memory_mib, "KV cache memory in MiB")->check(CLI::Range(1, 1 << 24));
-  cmd->add_option("--ctx-total", o->ctx_total, "KV cache size in token positions over all sequences")
-      ->check(CLI::Range(16, 1 << 26))->excludes(kv);
-  cmd->add_option("--max-batch-tokens", o->max_batch_tokens, "Tokens per forward pass (decode first, then prefill)")
-      ->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--max-seqs", o->max_seqs, "Sequences running at once")->check(CLI::Range(1, 4096));
-  cmd->add_option("--max-context", o->max_context, "Prompt + generated tokens of one sequence")
-      ->check(CLI::Range(16, 1 << 24));
+  add_chat_engine_options(cmd, o->engine);
   auto key = cmd->add_option("--api-key", o->api_key,
                              "Require 'Authorization: Bearer KEY' (default: $TOKENMILL_API_KEY)");
   cmd->add_option("--api-key-file", o->api_key_file,
@@ -396,18 +304,7 @@ void register_serve(CLI::App& app) {
       ->excludes(key);
   cmd->add_option("--cors-origin", o->server.cors_origin,
                   "Let browser pages from this origin (e.g. http://localhost:3000, or *) call the API; off by default");
-  cmd->add_flag("--no-prefix-caching", o->no_prefix_caching, "Do not reuse KV blocks of shared prompt prefixes");
-  cmd->add_flag("--no-pin-threads", o->no_pin_threads,
-                "Leave thread placement to the OS (default: with one compute thread per CPU, pin them)");
-  cmd->add_flag("--no-window-kv", o->no_window_kv,
-                "Keep every position in sliding-window layers too (default: only their window, same results)");
-  add_kv_type_option(cmd, o->kv_type,
-                     "How the KV cache stores keys and values: f16, or q8_0 (about half the memory and bytes read)");
-  add_spec_options(cmd, o->speculative);
   add_http_limit_options(cmd, o->server);
-  cmd->add_option("--request-timeout", o->request_timeout_seconds,
-                  "Seconds a request may wait and generate; then it ends as if cut by max_tokens (0: no limit)")
-      ->capture_default_str()->check(CLI::Range(0.0, 7.0 * 86400));
   cmd->add_option("--embedding-model", o->embedding_model,
                   "Also serve this BERT-family GGUF (e.g. all-MiniLM-L6-v2) on /v1/embeddings and /api/embed");
   cmd->add_option("--drain-seconds", o->drain_seconds,

@@ -10,6 +10,7 @@
 
 #include "server/api_error.h"
 #include "server/api_lists.h"
+#include "server/batch_lines.h"
 #include "server/batch_runner.h"
 #include "server/multipart.h"
 #include "server/query_string.h"
@@ -113,8 +114,12 @@ void create_batch(const RouteContext& context, const HttpRequest& request, const
   const auto window = f.string("completion_window");
   if (!input) throw bad_request("'input_file_id' is required", "input_file_id");
   if (!endpoint) throw bad_request("'endpoint' is required", "endpoint");
-  if (*endpoint != "/v1/chat/completions" && *endpoint != "/v1/completions") {
-    throw bad_request("'endpoint' must be /v1/chat/completions or /v1/completions", "endpoint");
+  if (!is_batch_endpoint(*endpoint)) {
+    throw bad_request("'endpoint' must be /v1/chat/completions, /v1/completions or /v1/embeddings", "endpoint");
+  }
+  if (*endpoint == "/v1/embeddings" && context.embeddings == nullptr) {
+    throw bad_request("This server has no embedding model for /v1/embeddings batches: start tokenmill serve with "
+                      "--embedding-model FILE.gguf", "endpoint");
   }
   if (window.value_or("") != "24h") throw bad_request("'completion_window' must be \"24h\"", "completion_window");
   Json metadata = nullptr;

@@ -7,10 +7,9 @@
 #include <map>
 #include <memory>
 #include <set>
-#include <sstream>
 #include <vector>
 
-#include "server/api_error.h"
+#include "server/batch_lines.h"
 #include "server/captured_response.h"
 
 namespace tokenmill::server {
@@ -22,81 +21,15 @@ constexpr const char* kFinalStatus = "x_tokenmill_final_status";
 
 int64_t now() { return static_cast<int64_t>(std::time(nullptr)); }
 
-struct InputLine {
-  int64_t line = 0;
-  std::string custom_id;
-  Json body;
-};
-
-// Reads and checks a batch input file; the errors name their 1-based lines.
-std::vector<InputLine> read_input(const std::string& path, const std::string& endpoint, const BatchLimits& limits,
-                                  const ModelSet& models, Json& errors) {
-  std::vector<InputLine> out;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    errors.push_back({{"code", "file_not_found"}, {"message", "The input file is gone"}, {"param", nullptr}, {"line", nullptr}});
-    return out;
-  }
-  std::set<std::string> seen;
-  std::set<std::string> known_models;
-  std::string text;
-  int64_t line_no = 0;
-  auto error = [&](const char* code, const std::string& message) {
-    if (errors.size() < 100) errors.push_back({{"code", code}, {"message", message}, {"param", nullptr}, {"line", line_no}});
+// The rules a batch's input file is read by: its one endpoint, the models this server has.
+BatchFileRules rules_for(const Json& batch, const BatchLimits& limits, const RouteContext& context) {
+  BatchFileRules rules;
+  rules.urls = {batch["endpoint"].get<std::string>()};
+  rules.max_requests = limits.max_requests;
+  rules.knows_model = [&context](const std::string& url, const std::string& model) {
+    return batch_model_known(context, url, model);
   };
-  while (std::getline(in, text)) {
-    ++line_no;
-    if (!text.empty() && text.back() == '\r') text.pop_back();
-    if (text.find_first_not_of(" \t") == std::string::npos) continue;
-    if (static_cast<int64_t>(out.size()) >= limits.max_requests) {
-      error("batch_too_large", "A batch may hold at most " + std::to_string(limits.max_requests) + " requests");
-      break;
-    }
-    const Json request = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (!request.is_object()) {
-      error("invalid_json_line", "This line is not a JSON object (or not valid UTF-8)");
-      continue;
-    }
-    const auto custom_id = request.find("custom_id");
-    if (custom_id == request.end() || !custom_id->is_string() || custom_id->get<std::string>().empty()) {
-      error("missing_required_parameter", "Each request needs a 'custom_id' string");
-      continue;
-    }
-    if (!seen.insert(custom_id->get<std::string>()).second) {
-      error("duplicate_custom_id", "The custom_id '" + custom_id->get<std::string>() + "' appears more than once");
-      continue;
-    }
-    const auto method = request.find("method");
-    if (method == request.end() || *method != "POST") {
-      error("invalid_method", "'method' must be \"POST\"");
-      continue;
-    }
-    const auto url = request.find("url");
-    if (url == request.end() || *url != endpoint) {
-      error("mismatched_endpoint", "'url' must be the batch's endpoint " + endpoint);
-      continue;
-    }
-    const auto body = request.find("body");
-    if (body == request.end() || !body->is_object()) {
-      error("invalid_request", "'body' must be a JSON object");
-      continue;
-    }
-    const auto model = body->find("model");
-    const std::string model_name = model != body->end() && model->is_string() ? model->get<std::string>() : "";
-    if (!known_models.count(model_name)) {
-      if (!models.knows(model_name)) {
-        error("model_not_found", "The model '" + model_name + "' does not exist");
-        continue;
-      }
-      known_models.insert(model_name);
-    }
-    out.push_back({line_no, custom_id->get<std::string>(), *body});
-  }
-  if (out.empty() && errors.empty()) {
-    errors.push_back({{"code", "empty_file"}, {"message", "The input file has no requests"}, {"param", nullptr},
-                      {"line", nullptr}});
-  }
-  return out;
+  return rules;
 }
 
 // Writes rows (one JSON line each) into a new file of the state; "" when there are none.
@@ -117,6 +50,21 @@ Result<std::string> write_result_file(state::BatchState& state, const std::vecto
   auto record = state.add_file(temp, "batch_output", filename);
   if (!record.ok()) return record.status();
   return record->id;
+}
+
+// Deletes output files of batch id that an earlier finalize wrote but did not record in
+// the batch (the process died in between), so that a finalize run again leaves one of each.
+void remove_unrecorded_outputs(state::BatchState& state, const std::string& id) {
+  const std::set<std::string> names = {id + "_output.jsonl", id + "_error.jsonl"};
+  std::string after;
+  while (true) {
+    const std::vector<state::FileRecord> page = state.list_files("batch_output", after, 1000, /*newest_first=*/false);
+    for (const state::FileRecord& file : page) {
+      if (names.count(file.filename)) (void)state.delete_file(file.id);
+    }
+    if (page.size() < 1000) break;
+    after = page.back().id;
+  }
 }
 
 }  // namespace
@@ -190,12 +138,12 @@ void BatchRunner::validate(Json& batch) {
   Json errors = Json::array();
   const std::string input = batch["input_file_id"].get<std::string>();
   const auto file = state_.file(input);
-  std::vector<InputLine> lines;
+  std::vector<BatchLine> lines;
   if (!file.ok()) {
     errors.push_back({{"code", "file_not_found"}, {"message", file.status().message()}, {"param", "input_file_id"},
                       {"line", nullptr}});
   } else {
-    lines = read_input(state_.file_path(input), batch["endpoint"].get<std::string>(), limits_, context_.models, errors);
+    lines = read_batch_lines(state_.file_path(input), rules_for(batch, limits_, context_), errors);
   }
   if (!errors.empty()) {
     batch["status"] = "failed";
@@ -212,13 +160,11 @@ void BatchRunner::validate(Json& batch) {
 void BatchRunner::execute(Json& batch) {
   const std::string id = batch["id"].get<std::string>();
   Json errors = Json::array();
-  std::vector<InputLine> lines;
+  std::vector<BatchLine> lines;
   if (const auto file = state_.file(batch["input_file_id"].get<std::string>()); file.ok()) {
-    lines = read_input(state_.file_path(file->id), batch["endpoint"].get<std::string>(), limits_, context_.models,
-                       errors);
+    lines = read_batch_lines(state_.file_path(file->id), rules_for(batch, limits_, context_), errors);
   }
   const std::set<int64_t> done = state_.lines_done(id);
-  const bool chat = batch["endpoint"] == "/v1/chat/completions";
 
   // Shared with the answers' callbacks on the strand.
   struct Progress {
@@ -232,17 +178,9 @@ void BatchRunner::execute(Json& batch) {
   auto progress = std::make_shared<Progress>();
   for (const state::ResultRow& row : state_.results(id)) (row.is_error ? progress->failed : progress->completed)++;
 
-  auto record = [this, id, progress](const InputLine& line, int status, const std::string& body) {
-    Json parsed = Json::parse(body, nullptr, false);
-    Json out = {{"id", state::new_state_id("batch_req_")},
-                {"custom_id", line.custom_id},
-                {"response",
-                 {{"status_code", status},
-                  {"request_id", parsed.is_object() && parsed.contains("id") ? parsed["id"] : Json("")},
-                  {"body", parsed.is_discarded() ? Json(body) : parsed}}},
-                {"error", nullptr}};
+  auto record = [this, id, progress](const BatchLine& line, int status, const std::string& body) {
     const bool is_error = status != 200;
-    (void)state_.add_result(id, {line.line, line.custom_id, is_error, dump_json(out)});
+    (void)state_.add_result(id, {line.line, line.custom_id, is_error, dump_json(batch_result_line(line.custom_id, status, body))});
     std::lock_guard lock(progress->mu);
     (is_error ? progress->failed : progress->completed)++;
   };
@@ -284,11 +222,8 @@ void BatchRunner::execute(Json& batch) {
         std::lock_guard lock(progress->mu);
         if (progress->in_flight >= limits_.max_in_flight) break;
       }
-      const InputLine& line = lines[next++];
+      const BatchLine& line = lines[next++];
       if (done.count(line.line)) continue;
-      Json body = line.body;
-      body.erase("stream");
-      body.erase("stream_options");
       auto dropped = std::make_shared<std::atomic<bool>>(false);
       auto finished = [this, progress, record, line, dropped](int status, std::string answer) {
         if (!dropped->load() && !stopping_.load()) record(line, status, answer);
@@ -303,13 +238,7 @@ void BatchRunner::execute(Json& batch) {
         ++progress->in_flight;
         progress->running[line.line] = {response, dropped};
       }
-      try {
-        start_openai_request(context_, chat, body, response, engine::Priority::kBatch);
-      } catch (const ApiError& error) {
-        response->send(error.status, "application/json", openai_error_body(error), {});
-      } catch (const std::exception& e) {
-        response->send(500, "application/json", openai_error_body(server_error(e.what())), {});
-      }
+      start_batch_request(context_, line.url, line.body, response, engine::Priority::kBatch);
     }
     {
       std::unique_lock lock(progress->mu);
@@ -337,6 +266,7 @@ void BatchRunner::finalize(Json& batch, const std::string& final_status) {
   const std::vector<state::ResultRow> rows = state_.results(id);
   std::vector<const state::ResultRow*> outputs, errors;
   for (const state::ResultRow& row : rows) (row.is_error ? errors : outputs).push_back(&row);
+  remove_unrecorded_outputs(state_, id);
   auto output = write_result_file(state_, outputs, id + "_output.jsonl");
   auto error = write_result_file(state_, errors, id + "_error.jsonl");
   if (!output.ok() || !error.ok()) return;  // the disk refused: try again at the next tick

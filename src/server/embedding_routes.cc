@@ -1,6 +1,9 @@
 // POST /v1/embeddings (OpenAI), POST /api/embed and POST /api/embeddings (Ollama): the
 // embedding model given with --embedding-model, its requests batched by the embedder.
 #include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
 
 #include "server/embedding_request.h"
 #include "server/route_context.h"
@@ -40,37 +43,48 @@ Json ollama_body(EmbeddingApi api, const engine::EmbeddingResult& result, const 
           {"prompt_eval_count", result.n_tokens}};
 }
 
+// Parses one request body (throwing ApiError when it is refused) and returns what
+// submits it to the embedder, answering on out as the route at path does.
+std::function<void()> prepare_embedding(EmbeddingApi api, const RouteContext& context, const Json& json,
+                                        const std::shared_ptr<Responder>& out, const std::string& path) {
+  const ServedEmbeddings* model = context.embeddings;
+  if (model == nullptr) {
+    throw bad_request("This server has no embedding model: start tokenmill serve with --embedding-model FILE.gguf",
+                      "model", "model_not_found");
+  }
+  auto parsed = std::make_shared<EmbeddingRequest>(parse_embedding_request(api, json, *model));
+  return [api, &context, out, path, parsed, model] {
+    const auto start = std::chrono::steady_clock::now();
+    context.calls.add();  // shutdown waits for the answer
+    model->embedder.submit(parsed->inputs, [api, &context, out, path, parsed, model, start](engine::EmbeddingResult result) {
+      out->post([api, &context, out, path, parsed, model, start, result = std::move(result)] {
+        if (!result.status.ok()) {
+          send_error(*out, path, unavailable("Embedding failed: " + result.status.message()));
+        } else if (api == EmbeddingApi::kOpenAi) {
+          out->send(200, "application/json", dump_json(openai_body(*parsed, result, model->name)));
+        } else {
+          out->send(200, "application/json",
+                    dump_json(ollama_body(api, result, model->name, std::chrono::steady_clock::now() - start)));
+        }
+        context.calls.remove();
+      });
+    });
+  };
+}
+
 void handle_embeddings(EmbeddingApi api, const RouteContext& context, const HttpRequest& request,
                        const std::shared_ptr<Responder>& out) {
-  prepare_then(context, request.path, out, [api, &context, out, path = request.path, body = request.body]() -> std::function<void()> {
-    const Json json = parse_json_object(body);
-    const ServedEmbeddings* model = context.embeddings;
-    if (model == nullptr) {
-      throw bad_request("This server has no embedding model: start tokenmill serve with --embedding-model FILE.gguf",
-                        "model", "model_not_found");
-    }
-    auto parsed = std::make_shared<EmbeddingRequest>(parse_embedding_request(api, json, *model));
-    return [api, &context, out, path, parsed, model] {
-      const auto start = std::chrono::steady_clock::now();
-      context.calls.add();  // shutdown waits for the answer
-      model->embedder.submit(parsed->inputs, [api, &context, out, path, parsed, model, start](engine::EmbeddingResult result) {
-        out->post([api, &context, out, path, parsed, model, start, result = std::move(result)] {
-          if (!result.status.ok()) {
-            send_error(*out, path, unavailable("Embedding failed: " + result.status.message()));
-          } else if (api == EmbeddingApi::kOpenAi) {
-            out->send(200, "application/json", dump_json(openai_body(*parsed, result, model->name)));
-          } else {
-            out->send(200, "application/json",
-                      dump_json(ollama_body(api, result, model->name, std::chrono::steady_clock::now() - start)));
-          }
-          context.calls.remove();
-        });
-      });
-    };
+  prepare_then(context, request.path, out, [api, &context, out, path = request.path, body = request.body] {
+    return prepare_embedding(api, context, parse_json_object(body), out, path);
   });
 }
 
 }  // namespace
+
+void start_embedding_request(const RouteContext& context, const Json& body, std::shared_ptr<Responder> out) {
+  std::function<void()> start = prepare_embedding(EmbeddingApi::kOpenAi, context, body, out, "/v1/embeddings");
+  out->post(std::move(start));
+}
 
 void add_embedding_routes(Router& router, const RouteContext& context) {
   const std::pair<const char*, EmbeddingApi> routes[] = {{"/v1/embeddings", EmbeddingApi::kOpenAi},

@@ -67,6 +67,10 @@ void prepare_then(const RouteContext& context, const std::string& path, std::sha
 void start_openai_request(const RouteContext& context, bool chat, const Json& body, std::shared_ptr<Responder> out,
                           engine::Priority priority = engine::Priority::kInteractive);
 
+// Runs one /v1/embeddings request body: parsed on the calling thread (throws ApiError
+// when it is refused), the vectors answered on out.
+void start_embedding_request(const RouteContext& context, const Json& body, std::shared_ptr<Responder> out);
+
 // POST /v1/chat/completions, POST /v1/completions, GET /v1/models, GET /v1/models/{id}.
 void add_openai_routes(Router& router, const RouteContext& context);
 // POST /api/chat, POST /api/generate, GET /api/tags, POST /api/show, GET /api/ps,

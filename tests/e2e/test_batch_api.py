@@ -6,6 +6,7 @@ same requests get interactively."""
 import json
 import os
 import signal
+import sqlite3
 import time
 
 import openai
@@ -203,5 +204,49 @@ def test_a_killed_server_resumes_without_losing_or_repeating_a_line(tokenmill, d
             alone = client.chat.completions.create(model="default", max_tokens=6, temperature=0,
                                                    messages=[{"role": "user", "content": f"Say the number {i} in words."}])
             assert line["response"]["body"]["choices"][0]["message"]["content"] == alone.choices[0].message.content
+    finally:
+        assert server.stop() == 0, server.log()
+
+
+@pytest.mark.parametrize("output_recorded", [False, True])
+def test_a_server_killed_while_finalizing_finishes_with_each_line_once(tokenmill, default_model, tmp_path,
+                                                                        output_recorded):
+    """Finalizing writes the output files, records them, then records the batch as
+    completed; SIGKILL between those steps leaves the state rebuilt here (by editing the
+    database of a killed server): the batch still finalizing, its output file missing
+    or recorded as a file that the batch does not name."""
+    data = tmp_path / "data"
+    n = 24
+    path = write_lines(tmp_path / "in.jsonl", [chat_line(i, max_tokens=4) for i in range(n)])
+    server = start_server(tokenmill, default_model, "-t", "2", "--data-dir", str(data))
+    client = client_for(server)
+    uploaded = client.files.create(file=open(path, "rb"), purpose="batch")
+    batch = wait_for(client, client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
+                                                   completion_window="24h").id)
+    assert batch.status == "completed"
+    server.proc.send_signal(signal.SIGKILL)
+    server.proc.wait()
+
+    db = sqlite3.connect(data / "state.db")
+    (stored,) = db.execute("SELECT object FROM batches WHERE id = ?", (batch.id,)).fetchone()
+    stored = json.loads(stored)
+    stored.update(status="finalizing", output_file_id=None, error_file_id=None, completed_at=None,
+                  x_tokenmill_final_status="completed")
+    db.execute("UPDATE batches SET status = 'finalizing', object = ? WHERE id = ?", (json.dumps(stored), batch.id))
+    if not output_recorded:
+        db.execute("DELETE FROM files WHERE id = ?", (batch.output_file_id,))
+        (data / "files" / batch.output_file_id).unlink()
+    db.commit()
+    db.close()
+
+    server = start_server(tokenmill, default_model, "-t", "2", "--data-dir", str(data))
+    try:
+        client = client_for(server)
+        again = wait_for(client, batch.id)
+        assert again.status == "completed" and again.request_counts.completed == n
+        ids = [line["custom_id"] for line in outputs(client, again)]
+        assert sorted(ids) == sorted(f"req-{i}" for i in range(n))
+        named = [f for f in client.files.list(purpose="batch_output") if f.filename == f"{batch.id}_output.jsonl"]
+        assert [f.id for f in named] == [again.output_file_id]
     finally:
         assert server.stop() == 0, server.log()
