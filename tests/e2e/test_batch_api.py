@@ -3,6 +3,7 @@ delete; batches created, listed, run, cancelled; bad input answered 4xx or a fai
 batch naming its lines; and a server killed with SIGKILL mid-batch that, restarted on
 the same data directory, finishes with every custom_id exactly once and the answers the
 same requests get interactively."""
+import concurrent.futures
 import json
 import os
 import signal
@@ -143,6 +144,9 @@ def test_bad_uploads_and_bad_batches_are_4xx(client, tmp_path):
                               metadata={f"k{i}": "v" for i in range(17)})
     with pytest.raises(openai.BadRequestError):
         client.batches.create(input_file_id=uploaded.id, endpoint="/v1/images", completion_window="24h")
+    with pytest.raises(openai.BadRequestError) as no_embedding_model:
+        client.batches.create(input_file_id=uploaded.id, endpoint="/v1/embeddings", completion_window="24h")
+    assert "--embedding-model" in str(no_embedding_model.value)
     with pytest.raises(openai.NotFoundError):
         client.batches.create(input_file_id="file-missing", endpoint="/v1/chat/completions", completion_window="24h")
     client.files.delete(uploaded.id)
@@ -157,9 +161,11 @@ def test_cancel_keeps_the_results_so_far(client, tmp_path):
     uploaded = client.files.create(file=open(write_lines(tmp_path / "in.jsonl", lines), "rb"), purpose="batch")
     batch = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h")
     wait_for(client, batch.id, statuses=("in_progress",))
-    # Two cancels at once: both answered, the batch cancelled once.
-    first, second = client.batches.cancel(batch.id), client.batches.cancel(batch.id)
-    assert first.status == "cancelling" and second.status in ("cancelling", "cancelled")
+    # Four cancels at once: each answered, the batch cancelled once.
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda _: client.batches.cancel(batch.id), range(4)))
+    assert all(a.status in ("cancelling", "cancelled") for a in answers)
+    assert any(a.status == "cancelling" for a in answers)
     batch = wait_for(client, batch.id)
     assert batch.status == "cancelled" and batch.cancelled_at and batch.cancelling_at
     done = outputs(client, batch)

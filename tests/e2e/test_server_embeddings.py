@@ -7,6 +7,7 @@ import json
 import math
 import pathlib
 import struct
+import time
 
 import ollama
 import openai
@@ -25,9 +26,10 @@ def cosine(a, b):
 
 
 @pytest.fixture(scope="module")
-def embedding_server(tokenmill, default_model):
+def embedding_server(tokenmill, default_model, tmp_path_factory):
     assert EMBEDDING_MODEL.exists(), "scripts/setup converts all-MiniLM-L6-v2 to " + str(EMBEDDING_MODEL)
-    process = start_server(tokenmill, default_model, "-t", "2", "--embedding-model", str(EMBEDDING_MODEL))
+    process = start_server(tokenmill, default_model, "-t", "2", "--embedding-model", str(EMBEDDING_MODEL),
+                           "--data-dir", str(tmp_path_factory.mktemp("data")))
     yield process
     assert process.stop() == 0, process.log()
 
@@ -116,3 +118,38 @@ def test_a_server_without_an_embedding_model_says_how_to_get_one(server):
     response = requests.post(server.url + "/v1/embeddings", json={"model": "x", "input": "hi"})
     assert response.status_code == 400
     assert "--embedding-model" in response.json()["error"]["message"]
+
+
+def test_a_batch_of_embeddings_gives_the_vectors_of_single_requests(client, tmp_path):
+    texts = [case["text"] for case in FIXTURE["cases"]]
+    lines = [json.dumps({"custom_id": f"e{i}", "method": "POST", "url": "/v1/embeddings",
+                         "body": {"model": NAME, "input": text}}) for i, text in enumerate(texts)]
+    lines.append(json.dumps({"custom_id": "empty", "method": "POST", "url": "/v1/embeddings",
+                             "body": {"model": NAME, "input": []}}))
+    path = tmp_path / "embed.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    uploaded = client.files.create(file=open(path, "rb"), purpose="batch")
+    batch = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/embeddings", completion_window="24h")
+    for _ in range(600):
+        batch = client.batches.retrieve(batch.id)
+        if batch.status in ("completed", "failed"):
+            break
+        time.sleep(0.1)
+    assert batch.status == "completed", batch
+    assert (batch.request_counts.completed, batch.request_counts.failed) == (len(texts), 1)
+    rows = {json.loads(line)["custom_id"]: json.loads(line) for line in client.files.content(batch.output_file_id).text.splitlines()}
+    for i, text in enumerate(texts):
+        alone = client.embeddings.create(model=NAME, input=text, encoding_format="float").data[0].embedding
+        assert rows[f"e{i}"]["response"]["body"]["data"][0]["embedding"] == alone
+    (failed,) = [json.loads(line) for line in client.files.content(batch.error_file_id).text.splitlines()]
+    assert failed["custom_id"] == "empty" and failed["response"]["status_code"] == 400
+    wrong = tmp_path / "wrong.jsonl"
+    wrong.write_text(lines[0].replace(NAME, "no-such-model") + "\n")
+    refused = client.batches.create(input_file_id=client.files.create(file=open(wrong, "rb"), purpose="batch").id,
+                                    endpoint="/v1/embeddings", completion_window="24h")
+    for _ in range(100):
+        refused = client.batches.retrieve(refused.id)
+        if refused.status != "validating":
+            break
+        time.sleep(0.1)
+    assert refused.status == "failed" and refused.errors.data[0].code == "model_not_found"
