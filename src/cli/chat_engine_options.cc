@@ -38,6 +38,10 @@ void add_chat_engine_options(CLI::App* cmd, ChatEngineOptions& o) {
   cmd->add_option("--request-timeout", o.request_timeout_seconds,
                   "Seconds a request may wait and generate; then it ends as if cut by max_tokens (0: no limit)")
       ->capture_default_str()->check(CLI::Range(0.0, 7.0 * 86400));
+  cmd->add_option("--batch-latency-factor", o.batch_latency_factor,
+                  "While interactive requests are about, a step with batch work lasts at most this many one-token "
+                  "steps (0: no limit)")
+      ->capture_default_str()->check(CLI::Range(0.0, 1000.0));
 }
 
 bool pin_threads(const ChatEngineOptions& options, int n_compute) {
@@ -65,6 +69,7 @@ Result<std::unique_ptr<server::LoadedModel>> load_chat_model(const ChatEngineOpt
   config.window_kv = !options.no_window_kv;
   config.kv_type = options.kv_type;
   config.request_timeout_seconds = options.request_timeout_seconds;
+  config.batch_latency_factor = options.batch_latency_factor;
   if (Status s = (*model)->check_kv_type(config.kv_type); !s.ok()) return s;
   config.speculative = options.speculative;
   if (const std::string e = engine::speculative_config_error(config.speculative); !e.empty()) {

@@ -29,6 +29,8 @@ class DraftProposer {
   // `seconds`. Steps whose every position is an output row (decode, drafts) fit the
   // step-cost line.
   void observe_step(int32_t n_tokens, size_t n_outputs, double seconds);
+  // The fitted cost of a step (seconds against positions).
+  const StepCostModel& step_cost() const { return step_cost_; }
 
   // s's k drafts were verified and `accepted` of them kept.
   void verified(Sequence& s, int32_t k, int32_t accepted, EngineMetrics& metrics) const;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -162,6 +163,7 @@ class Engine::Impl {
   }
 
   SchedulerOutput plan_step() {
+    scheduler_.set_batch_token_limit(batch_token_limit());
     SchedulerOutput plan = scheduler_.schedule();
     for (size_t i = 0; i < plan.preempted.size(); ++i) metrics_.add_preemption();
     for (Sequence* s : plan.newly_admitted) {
@@ -172,6 +174,28 @@ class Engine::Impl {
     }
     for (Sequence* s : plan.cannot_fit) output_.finish(s, FinishReason::kLength, "");
     return plan;
+  }
+
+  // The positions a step that carries batch work may hold (EngineConfig::
+  // batch_latency_factor): factor times a one-token step's time, on the fitted cost line.
+  int32_t batch_token_limit() {
+    if (config_.batch_latency_factor <= 0) return INT32_MAX;
+    const auto now = std::chrono::steady_clock::now();
+    auto interactive = [](const std::unique_ptr<Sequence>& s) { return !s->is_batch(); };
+    if (std::any_of(scheduler_.running().begin(), scheduler_.running().end(), interactive) ||
+        std::any_of(scheduler_.waiting().begin(), scheduler_.waiting().end(), interactive)) {
+      last_interactive_ = now;
+    }
+    if (!last_interactive_ || now - *last_interactive_ > std::chrono::duration<double>(kInteractiveRecentSeconds)) {
+      return INT32_MAX;
+    }
+    const StepCostModel& cost = proposer_.step_cost();
+    const double one = cost.step_seconds(1);
+    const double per_position = cost.step_seconds(2) - one;
+    if (!(per_position > 0)) return INT32_MAX;
+    const double fixed = one - per_position;
+    const double positions = (config_.batch_latency_factor * one - fixed) / per_position;
+    return static_cast<int32_t>(std::clamp(positions, 1.0, static_cast<double>(config_.max_batch_tokens)));
   }
 
   StepBatch prepare(const SchedulerOutput& plan) {
@@ -318,6 +342,7 @@ class Engine::Impl {
   Scheduler scheduler_;
   OutputProcessor output_;
   DraftProposer proposer_;
+  std::optional<std::chrono::steady_clock::time_point> last_interactive_;  // engine thread only
   std::vector<float> logits_;  // [n_outputs, n_vocab] of the last step
   std::vector<int32_t> first_max_;  // [n_outputs]: first_max_index of each logits row
   uint64_t next_arrival_ = 0;

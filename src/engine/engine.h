@@ -51,7 +51,16 @@ struct EngineConfig {
   // sequences carry n-gram drafts into the step where they pay. The output is the same.
   // REQUIRES: speculative_config_error(speculative) is "".
   SpeculativeConfig speculative;
+  // While interactive requests are about (one ran or waited in the last
+  // kInteractiveRecentSeconds), a step that carries batch work lasts at most this many
+  // times a one-token step (from the fitted step cost): interactive streams keep their
+  // pace, and one that arrives waits little for the step in flight. Batch work takes
+  // whole steps once interactive traffic has been gone that long. 0: no limit.
+  double batch_latency_factor = 3.0;
 };
+
+// How long interactive traffic counts as present after its last request (EngineConfig).
+inline constexpr double kInteractiveRecentSeconds = 10.0;
 
 class Engine {
  public:

@@ -129,8 +129,10 @@ SchedulerOutput Scheduler::schedule() {
   // Interactive first: running, then waiting; batch work takes what is left.
   schedule_running(/*batch=*/false, budget, out);
   admit_waiting(/*batch=*/false, budget, out);
-  schedule_running(/*batch=*/true, budget, out);
-  admit_waiting(/*batch=*/true, budget, out);
+  const int32_t interactive = config_.max_batch_tokens - budget;
+  int32_t batch_budget = std::min(budget, std::max(0, batch_token_limit_ - interactive));
+  schedule_running(/*batch=*/true, batch_budget, out);
+  admit_waiting(/*batch=*/true, batch_budget, out);
   return out;
 }
 

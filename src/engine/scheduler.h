@@ -14,11 +14,14 @@
 // sequences, then admits waiting interactive ones (preempting the newest batch sequence
 // when max_seqs are running), and only then the running and waiting batch sequences,
 // with the budget left. Preemption takes the newest batch sequence before any
-// interactive one. With interactive requests only, this is the order above.
+// interactive one. With interactive requests only, this is the order above. A batch
+// token limit (set_batch_token_limit) caps the positions of a step that carries batch
+// work: batch sequences get what the interactive ones leave of it.
 //
 // Thread-safety: not thread-safe; owned by the engine thread.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -60,6 +63,9 @@ class Scheduler {
   // Running sequences created outside admission (the extra choices of a request).
   void add_running(std::unique_ptr<Sequence> sequence);
   SchedulerOutput schedule();
+  // Positions, interactive ones included, beyond which a step takes no batch work
+  // (INT32_MAX: none; the token budget still holds).
+  void set_batch_token_limit(int32_t n) { batch_token_limit_ = n; }
   // Removes a sequence (finished or cancelled) and frees its blocks.
   void remove(Sequence* sequence);
 
@@ -81,6 +87,7 @@ class Scheduler {
   kv::KvCacheManager& kv_;
   std::vector<std::unique_ptr<Sequence>> running_;  // oldest first
   std::deque<std::unique_ptr<Sequence>> waiting_;   // next to admit first
+  int32_t batch_token_limit_ = INT32_MAX;
 };
 
 }  // namespace tokenmill::engine
