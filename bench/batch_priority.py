@@ -124,6 +124,7 @@ def main():
     parser.add_argument("--interactive-max-tokens", type=int, default=48)
     parser.add_argument("--think", type=float, default=0.5, help="seconds between interactive requests")
     parser.add_argument("--isa", default="native", choices=["native", "avx2", "avxvnni"])
+    parser.add_argument("--server-args", default="", help="more tokenmill serve flags, e.g. '--batch-latency-factor 2'")
     parser.add_argument("--json-out")
     args = parser.parse_args()
     if args.isa != "native":
@@ -133,7 +134,7 @@ def main():
         port = free_port()
         log = pathlib.Path(data) / "server.log"
         server = Server([str(TOKENMILL), "serve", "-m", args.model, "--port", str(port), "-t", "2", "--data-dir",
-                         str(pathlib.Path(data) / "state")], port)
+                         str(pathlib.Path(data) / "state"), *args.server_args.split()], port)
         try:
             client = openai.OpenAI(base_url=f"http://127.0.0.1:{port}/v1", api_key="unused", max_retries=0,
                                    timeout=600)

@@ -56,7 +56,7 @@ struct EngineConfig {
   // times a one-token step (from the fitted step cost): interactive streams keep their
   // pace, and one that arrives waits little for the step in flight. Batch work takes
   // whole steps once interactive traffic has been gone that long. 0: no limit.
-  double batch_latency_factor = 3.0;
+  double batch_latency_factor = 2.5;
 };
 
 // How long interactive traffic counts as present after its last request (EngineConfig).

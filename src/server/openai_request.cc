@@ -270,6 +270,7 @@ OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
   read_sampling(f, model, request);
   read_prediction(f, model, request);
   read_stream(f, out);
+  out.tokens_as_ids = f.boolean("return_tokens_as_token_ids").value_or(false);
   request.sampling.logprobs = f.boolean("logprobs").value_or(false);
   if (auto top = f.integer("top_logprobs", 0, engine::kMaxTopLogprobs)) {
     if (!request.sampling.logprobs) {
@@ -349,6 +350,7 @@ OpenAiRequest parse_completion_request(const Json& body, const ServedModel& mode
   read_sampling(f, model, shared);
   read_prediction(f, model, shared);
   read_stream(f, out);
+  out.tokens_as_ids = f.boolean("return_tokens_as_token_ids").value_or(false);
   out.echo = f.boolean("echo").value_or(false);
   if (auto top = f.integer("logprobs", 0, engine::kMaxTopLogprobs)) {
     shared.sampling.logprobs = true;

@@ -28,6 +28,9 @@ struct OpenAiRequest {
   std::vector<engine::Request> requests;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  // vLLM's return_tokens_as_token_ids: logprobs name each token "token_id:N", so that
+  // tokens whose text is not valid UTF-8 on its own keep their identity.
+  bool tokens_as_ids = false;
   // /v1/completions only:
   bool echo = false;                      // put the prompt text before each choice's text
   std::vector<std::string> prompt_texts;  // each prompt as text, for echo

@@ -49,6 +49,7 @@ class OpenAiSink : public EventSink {
         stream_(request.stream),
         include_usage_(request.include_usage),
         logprobs_(request.requests.front().sampling.logprobs),
+        tokens_as_ids_(request.tokens_as_ids),
         tokenizer_(model.tokenizer()),
         id_(std::move(id)),
         model_name_(model.name()),
@@ -202,11 +203,16 @@ class OpenAiSink : public EventSink {
     int64_t next_offset = 0;  // completions: text_offset of the next token
   };
 
+  // How logprobs name a token: its text, or "token_id:N" (OpenAiRequest::tokens_as_ids).
+  std::string token_name(int32_t token) const {
+    return tokens_as_ids_ ? "token_id:" + std::to_string(token) : tokenizer_.token_piece(token, false);
+  }
+
   // A token's alternatives in the completions' legacy shape: piece -> logprob.
   Json legacy_top(const engine::TokenLogprobs& lp) const {
     Json top = Json::object();
     for (const engine::TokenLogprob& t : lp.top) {
-      const std::string& p = tokenizer_.token_piece(t.token, false);
+      const std::string p = token_name(t.token);
       if (!top.contains(p)) top[p] = finite_logprob(t.logprob);  // pieces may repeat; keep the likeliest
     }
     return top;
@@ -220,10 +226,9 @@ class OpenAiSink : public EventSink {
          offsets = Json::array();
     int64_t offset = 0;
     for (size_t i = 0; i < prompt_tokens.size(); ++i) {
-      const std::string& piece = tokenizer_.token_piece(prompt_tokens[i], false);
-      tokens.push_back(piece);
+      tokens.push_back(token_name(prompt_tokens[i]));
       offsets.push_back(offset);
-      offset += static_cast<int64_t>(piece.size());
+      offset += static_cast<int64_t>(tokenizer_.token_piece(prompt_tokens[i], false).size());
       if (i == 0 || i - 1 >= scored.size()) {
         token_logprobs.push_back(nullptr);
         top_logprobs.push_back(nullptr);
@@ -265,15 +270,15 @@ class OpenAiSink : public EventSink {
     if (chat_) {
       Json content = Json::array();
       for (const engine::TokenLogprobs& lp : event.logprobs) {
-        const std::string& piece = tokenizer_.token_piece(lp.chosen.token, false);
         Json top = Json::array();
         for (const engine::TokenLogprob& t : lp.top) {
-          const std::string& p = tokenizer_.token_piece(t.token, false);
-          top.push_back({{"token", p}, {"logprob", finite_logprob(t.logprob)}, {"bytes", utf8_bytes(p)}});
+          top.push_back({{"token", token_name(t.token)},
+                         {"logprob", finite_logprob(t.logprob)},
+                         {"bytes", utf8_bytes(tokenizer_.token_piece(t.token, false))}});
         }
-        content.push_back({{"token", piece},
+        content.push_back({{"token", token_name(lp.chosen.token)},
                            {"logprob", finite_logprob(lp.chosen.logprob)},
-                           {"bytes", utf8_bytes(piece)},
+                           {"bytes", utf8_bytes(tokenizer_.token_piece(lp.chosen.token, false))},
                            {"top_logprobs", std::move(top)}});
       }
       return {{"content", std::move(content)}};
@@ -281,12 +286,11 @@ class OpenAiSink : public EventSink {
     Json tokens = Json::array(), token_logprobs = Json::array(), top_logprobs = Json::array(),
          offsets = Json::array();
     for (const engine::TokenLogprobs& lp : event.logprobs) {
-      const std::string& piece = tokenizer_.token_piece(lp.chosen.token, false);
-      tokens.push_back(piece);
+      tokens.push_back(token_name(lp.chosen.token));
       token_logprobs.push_back(finite_logprob(lp.chosen.logprob));
       top_logprobs.push_back(legacy_top(lp));
       offsets.push_back(c.next_offset);
-      c.next_offset += static_cast<int64_t>(piece.size());
+      c.next_offset += static_cast<int64_t>(tokenizer_.token_piece(lp.chosen.token, false).size());
     }
     return {{"tokens", std::move(tokens)},
             {"token_logprobs", std::move(token_logprobs)},
@@ -385,6 +389,7 @@ class OpenAiSink : public EventSink {
   const bool stream_;
   const bool include_usage_;
   const bool logprobs_;
+  const bool tokens_as_ids_;
   std::vector<PromptEcho> prompts_;  // one per prompt of the request
   const tokenizer::Tokenizer& tokenizer_;
   const std::string id_;

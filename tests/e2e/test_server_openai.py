@@ -3,6 +3,7 @@ and not, usage with cached tokens, stop strings, logprobs, n > 1. Greedy and sho
 the whole file runs in seconds on the default model."""
 import json
 import math
+import re
 
 import openai
 import pytest
@@ -129,6 +130,25 @@ def test_chat_logprobs(client):
         # Greedy picks the most likely token.
         assert item.top_logprobs[0].token == item.token
         assert abs(item.top_logprobs[0].logprob - item.logprob) < 1e-5
+
+
+def test_logprobs_name_tokens_by_id_on_request(client, server):
+    """vLLM's return_tokens_as_token_ids: the same logprobs, each token named "token_id:N"
+    (the ids the KD trainers read), the bytes still the token's own."""
+    plain = client.chat.completions.create(model=MODEL, messages=QUESTION, max_tokens=5, temperature=0,
+                                           logprobs=True, top_logprobs=3)
+    by_id = client.chat.completions.create(model=MODEL, messages=QUESTION, max_tokens=5, temperature=0,
+                                           logprobs=True, top_logprobs=3,
+                                           extra_body={"return_tokens_as_token_ids": True})
+    assert by_id.choices[0].message.content == plain.choices[0].message.content
+    for a, b in zip(plain.choices[0].logprobs.content, by_id.choices[0].logprobs.content):
+        assert re.fullmatch(r"token_id:\d+", b.token) and b.bytes == a.bytes and b.logprob == a.logprob
+        assert [t.logprob for t in a.top_logprobs] == [t.logprob for t in b.top_logprobs]
+        assert all(re.fullmatch(r"token_id:\d+", t.token) for t in b.top_logprobs)
+    legacy = client.completions.create(model=MODEL, prompt="The sky is", max_tokens=4, temperature=0, logprobs=2,
+                                       extra_body={"return_tokens_as_token_ids": True}).choices[0].logprobs
+    assert all(re.fullmatch(r"token_id:\d+", t) for t in legacy.tokens)
+    assert all(re.fullmatch(r"token_id:\d+", t) for top in legacy.top_logprobs for t in top)
 
 
 def test_chat_logprobs_stream(client):
