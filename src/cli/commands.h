@@ -18,6 +18,8 @@ void register_imatrix(CLI::App& app);
 void register_serve(CLI::App& app);
 // A file of requests in the Batches API format, offline (server/offline_batch.h).
 void register_batch(CLI::App& app);
+// Training data from a teacher model's answers (dataset/).
+void register_distill(CLI::App& app);
 void register_bench_serve(CLI::App& app);
 // The model store (store/model_store.h).
 void register_list(CLI::App& app);

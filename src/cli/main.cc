@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   tokenmill::cli::register_imatrix(app);
   tokenmill::cli::register_serve(app);
   tokenmill::cli::register_batch(app);
+  tokenmill::cli::register_distill(app);
   tokenmill::cli::register_bench_serve(app);
   tokenmill::cli::register_list(app);
   tokenmill::cli::register_pull(app);

@@ -86,6 +86,18 @@ Result<std::unique_ptr<BatchState>> BatchState::open(const std::string& data_dir
   return state;
 }
 
+Result<std::unique_ptr<BatchState>> BatchState::open_for_reading(const std::string& data_dir) {
+  const std::string path = (fs::path(data_dir) / "state.db").string();
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return not_found("no stored state in " + data_dir + " (no state.db)");
+  auto db = Database::open(path, kMigrations);
+  if (!db.ok()) return db.status();
+  std::unique_ptr<BatchState> state(new BatchState());
+  state->dir_ = data_dir;
+  state->db_ = std::move(db).value();
+  return state;
+}
+
 BatchState::~BatchState() {
   db_.reset();
   if (lock_fd_ >= 0) ::close(lock_fd_);

@@ -62,6 +62,10 @@ class BatchState {
   // Creates DIR (and DIR/files) when missing. One process at a time holds a data
   // directory (an exclusive lock on DIR/lock): ResourceExhausted when another does.
   static Result<std::unique_ptr<BatchState>> open(const std::string& data_dir);
+  // For reading beside the process that holds DIR (tokenmill distill while a server
+  // runs): takes no lock and creates nothing; NotFound when DIR has no state. Only the
+  // reading methods may be called.
+  static Result<std::unique_ptr<BatchState>> open_for_reading(const std::string& data_dir);
   ~BatchState();
   // $XDG_DATA_HOME/tokenmill, else ~/.local/share/tokenmill.
   static std::string default_dir();
