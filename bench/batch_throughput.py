@@ -73,6 +73,7 @@ def main():
     parser.add_argument("--requests", type=int, default=256)
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--isa", default="native", choices=["native", "avx2", "avxvnni"])
+    parser.add_argument("--engine-args", default="", help="more flags for both runs, e.g. '--spec off'")
     parser.add_argument("--json-out")
     args = parser.parse_args()
     if args.isa != "native":
@@ -82,11 +83,13 @@ def main():
         tmp = pathlib.Path(tmp)
         requests = tmp / "in.jsonl"
         write_requests(requests, args.requests, args.max_tokens)
-        batched = run_batch(args.model, requests, tmp / "batched.jsonl", [])
-        alone = run_batch(args.model, requests, tmp / "alone.jsonl", ["--max-in-flight", "1"])
+        extra = args.engine_args.split()
+        batched = run_batch(args.model, requests, tmp / "batched.jsonl", extra)
+        alone = run_batch(args.model, requests, tmp / "alone.jsonl", ["--max-in-flight", "1", *extra])
 
     print(f"{cpu_name()}, kernels {batched['kernels']}, 2 threads, {pathlib.Path(args.model).name}: "
-          f"{args.requests} chat requests, {args.max_tokens} tokens each at most")
+          f"{args.requests} chat requests, {args.max_tokens} tokens each at most"
+          + (f", {args.engine_args}" if args.engine_args else ""))
     for name, run in (("tokenmill batch", batched), ("one at a time", alone)):
         print(f"  {name:16s} {run['seconds']:7.1f} s  {args.requests / run['seconds']:7.2f} requests/s  "
               f"{run['tokens'] / run['seconds']:8.1f} output tok/s")
