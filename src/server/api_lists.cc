@@ -12,8 +12,13 @@ Json list_page(Json data, bool has_more) {
   return out;
 }
 
-ApiError not_found_error(const Status& status) {
-  return ApiError{404, status.message(), "invalid_request_error", "", ""};
+ApiError state_error(const Status& status) {
+  if (status.code() == ErrorCode::kNotFound) return ApiError{404, status.message(), "invalid_request_error", "", ""};
+  if (status.code() == ErrorCode::kResourceExhausted) {
+    return ApiError{507, status.message() + " (the data directory's disk is full)", "server_error", "",
+                    "insufficient_storage"};
+  }
+  return ApiError{500, status.message(), "server_error", "", ""};
 }
 
 int64_t limit_param(const QueryPairs& query, int64_t fallback, int64_t max) {

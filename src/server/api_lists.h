@@ -15,8 +15,10 @@ namespace tokenmill::server {
 // {"object": "list", data, first_id, last_id, has_more}.
 Json list_page(Json data, bool has_more);
 
-// 404 invalid_request_error with the status's message.
-ApiError not_found_error(const Status& status);
+// What a failed read or write of the state answers, with the status's message: 404
+// invalid_request_error for NotFound, 507 insufficient_storage for ResourceExhausted (a
+// full disk), else 500.
+ApiError state_error(const Status& status);
 
 // The query's "limit": fallback when absent; 400 unless an integer in [1, max].
 int64_t limit_param(const QueryPairs& query, int64_t fallback, int64_t max);

@@ -20,6 +20,12 @@ namespace tokenmill::server {
 
 namespace {
 
+// The data directory's disk (or its quota) is full: nothing was stored.
+ApiError disk_full() {
+  return ApiError{507, "The server could not store the file: its data directory's disk is full", "server_error",
+                  "", "insufficient_storage"};
+}
+
 constexpr int64_t kWindowSeconds = 24 * 3600;
 const char* const kPurposes[] = {"batch", "batch_output", "user_data", "fine-tune", "assistants", "vision", "evals"};
 
@@ -94,13 +100,14 @@ void upload_file(const RouteContext& context, const HttpRequest& request, const 
     std::fclose(f);
     if (!written) {
       ::unlink(temp.c_str());
-      throw ApiError{507, "The server could not store the file (is its disk full?)", "server_error", "", ""};
+      throw disk_full();
     }
   }
   auto record = state.add_file(temp, purpose, file->filename.empty() ? "upload" : file->filename);
   if (!record.ok()) {
     ::unlink(temp.c_str());
-    throw server_error(record.status().message());
+    if (record.status().code() == ErrorCode::kResourceExhausted) throw disk_full();
+    throw state_error(record.status());
   }
   out->send(200, "application/json", dump_json(file_json(*record)));
 }
@@ -128,7 +135,7 @@ void create_batch(const RouteContext& context, const HttpRequest& request, const
     metadata = *m;
   }
   const auto file = state.file(*input);
-  if (!file.ok()) throw not_found_error(file.status());
+  if (!file.ok()) throw state_error(file.status());
   if (file->purpose != "batch") throw bad_request("The input file's purpose must be 'batch'", "input_file_id");
   const int64_t created = static_cast<int64_t>(std::time(nullptr));
   Json batch = {{"id", state::new_state_id("batch_")},
@@ -152,14 +159,14 @@ void create_batch(const RouteContext& context, const HttpRequest& request, const
                 {"request_counts", {{"total", 0}, {"completed", 0}, {"failed", 0}}},
                 {"metadata", metadata}};
   Status s = state.put_batch({batch["id"], "validating", batch.dump(), created});
-  if (!s.ok()) throw server_error(s.message());
+  if (!s.ok()) throw state_error(s);
   if (context.wake_batches) context.wake_batches();
   out->send(200, "application/json", dump_json(batch));
 }
 
 Json load_batch(state::BatchState& state, const std::string& id) {
   auto row = state.batch(id);
-  if (!row.ok()) throw not_found_error(row.status());
+  if (!row.ok()) throw state_error(row.status());
   Json batch = Json::parse(row->object);
   batch["status"] = row->status;
   return batch;
@@ -187,7 +194,7 @@ void add_batch_routes(Router& router, const RouteContext& context) {
     const bool content = id.ends_with("/content");
     if (content) id.resize(id.size() - std::string("/content").size());
     const auto file = state.file(id);
-    if (!file.ok()) throw not_found_error(file.status());
+    if (!file.ok()) throw state_error(file.status());
     if (!content) {
       out->send(200, "application/json", dump_json(file_json(*file)));
       return;
@@ -200,7 +207,7 @@ void add_batch_routes(Router& router, const RouteContext& context) {
   router.add_prefix("DELETE", "/v1/files/", [&context](const HttpRequest& request, std::shared_ptr<Responder> out) {
     state::BatchState& state = batch_state(context);
     const std::string id = request.path.substr(std::string("/v1/files/").size());
-    if (Status s = state.delete_file(id); !s.ok()) throw not_found_error(s);
+    if (Status s = state.delete_file(id); !s.ok()) throw state_error(s);
     out->send(200, "application/json", dump_json(Json{{"id", id}, {"object", "file"}, {"deleted", true}}));
   });
   router.add("POST", "/v1/batches", [&context](const HttpRequest& request, std::shared_ptr<Responder> out) {
@@ -233,7 +240,7 @@ void add_batch_routes(Router& router, const RouteContext& context) {
       batch["status"] = "cancelling";
       batch["cancelling_at"] = static_cast<int64_t>(std::time(nullptr));
       auto updated = state.update_batch({id, "cancelling", batch.dump(), batch["created_at"].get<int64_t>()}, status);
-      if (!updated.ok()) throw server_error(updated.status().message());
+      if (!updated.ok()) throw state_error(updated.status());
       if (!*updated) {  // the runner moved it on meanwhile
         batch = load_batch(state, id);
         if (batch["status"] != "cancelling") {

@@ -9,6 +9,7 @@
 #include <set>
 #include <vector>
 
+#include "base/log.h"
 #include "server/batch_lines.h"
 #include "server/captured_response.h"
 
@@ -172,16 +173,24 @@ void BatchRunner::execute(Json& batch) {
     std::condition_variable cv;
     int in_flight = 0;
     int64_t completed = 0, failed = 0;
+    bool write_failed = false;  // a result could not be recorded (a full disk)
     // In flight, with the flag that drops its answer (set when it is cancelled).
     std::map<int64_t, std::pair<std::shared_ptr<CapturedResponse>, std::shared_ptr<std::atomic<bool>>>> running;
   };
   auto progress = std::make_shared<Progress>();
   for (const state::ResultRow& row : state_.results(id)) (row.is_error ? progress->failed : progress->completed)++;
 
+  // A result the disk refused is not counted: its line runs again on a later pass.
   auto record = [this, id, progress](const BatchLine& line, int status, const std::string& body) {
     const bool is_error = status != 200;
-    (void)state_.add_result(id, {line.line, line.custom_id, is_error, dump_json(batch_result_line(line.custom_id, status, body))});
+    const Status written =
+        state_.add_result(id, {line.line, line.custom_id, is_error, dump_json(batch_result_line(line.custom_id, status, body))});
     std::lock_guard lock(progress->mu);
+    if (!written.ok()) {
+      if (!progress->write_failed) log_error("batch " + id + ": cannot record a result (" + written.message() + ")");
+      progress->write_failed = true;
+      return;
+    }
     (is_error ? progress->failed : progress->completed)++;
   };
 
@@ -253,6 +262,14 @@ void BatchRunner::execute(Json& batch) {
     }
   }
   batch["request_counts"] = {{"total", lines.size()}, {"completed", progress->completed}, {"failed", progress->failed}};
+  if (progress->write_failed && final_status == "completed") {
+    // Lines whose results were lost to a full disk run again on the next pass, after a
+    // pause that lets the disk make room.
+    if (batch["status"] == "in_progress") save(batch, "in_progress");
+    std::unique_lock lock(mu_);
+    cv_.wait_for(lock, std::chrono::seconds(2), [&] { return stopping_.load(); });
+    return;
+  }
   const std::string was = stored_status(id);
   if (was == "cancelling") final_status = "cancelled";  // a cancel that came as the last request finished
   batch["status"] = "finalizing";

@@ -154,7 +154,7 @@ void add_stored_completion_routes(Router& router, const RouteContext& context) {
     const bool messages = id.ends_with("/messages");
     if (messages) id.resize(id.size() - std::string("/messages").size());
     const auto stored = state.completion(id);
-    if (!stored.ok()) throw not_found_error(stored.status());
+    if (!stored.ok()) throw state_error(stored.status());
     if (!messages) {
       out->send(200, "application/json", dump_json(completion_json(*stored)));
       return;
@@ -192,14 +192,14 @@ void add_stored_completion_routes(Router& router, const RouteContext& context) {
     const Json* metadata = Fields(body).object("metadata");
     if (metadata == nullptr) throw bad_request("'metadata' (an object) is required", "metadata");
     check_metadata(*metadata);
-    if (Status s = state.update_completion_metadata(id, metadata->dump()); !s.ok()) throw not_found_error(s);
+    if (Status s = state.update_completion_metadata(id, metadata->dump()); !s.ok()) throw state_error(s);
     out->send(200, "application/json", dump_json(completion_json(*state.completion(id))));
   });
   router.add_prefix("DELETE", "/v1/chat/completions/", [&context](const HttpRequest& request,
                                                                  std::shared_ptr<Responder> out) {
     state::BatchState& state = stored_state(context);
     const std::string id = request.path.substr(std::string("/v1/chat/completions/").size());
-    if (Status s = state.delete_completion(id); !s.ok()) throw not_found_error(s);
+    if (Status s = state.delete_completion(id); !s.ok()) throw state_error(s);
     out->send(200, "application/json",
               dump_json(Json{{"object", "chat.completion.deleted"}, {"id", id}, {"deleted", true}}));
   });

@@ -161,9 +161,10 @@ std::vector<FileRecord> BatchState::list_files(const std::string& purpose, const
 
 Status BatchState::delete_file(const std::string& id) {
   if (auto f = file(id); !f.ok()) return f.status();
-  if (Status s = db_->run("DELETE FROM files WHERE id = ?", {id}); !s.ok()) return s;
+  // The contents go first: on a full disk the row's deletion needs the room they free.
+  // Should the row stay (the database refused), a second delete removes it.
   ::unlink(file_path(id).c_str());
-  return {};
+  return db_->run("DELETE FROM files WHERE id = ?", {id});
 }
 
 Status BatchState::put_batch(const BatchRow& row) {

@@ -4,8 +4,12 @@ namespace tokenmill::state {
 
 namespace {
 
+// A full disk is ResourceExhausted (the caller can say so: HTTP 507), any other failure
+// an I/O error.
 Status sqlite_error(sqlite3* db, const std::string& what) {
-  return io_error(what + ": " + (db != nullptr ? sqlite3_errmsg(db) : "out of memory"));
+  const std::string message = what + ": " + (db != nullptr ? sqlite3_errmsg(db) : "out of memory");
+  if (db != nullptr && (sqlite3_errcode(db) & 0xFF) == SQLITE_FULL) return resource_exhausted(message);
+  return io_error(message);
 }
 
 }  // namespace
@@ -58,9 +62,8 @@ Database::~Database() {
 Status Database::exec(const std::string& sql) {
   char* message = nullptr;
   if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) {
-    const std::string text = message != nullptr ? message : sqlite3_errmsg(db_);
     sqlite3_free(message);
-    return io_error("SQLite: " + text);
+    return sqlite_error(db_, "SQLite");
   }
   return {};
 }

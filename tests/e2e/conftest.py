@@ -59,11 +59,12 @@ class ServerProcess:
         return self.proc.returncode
 
 
-def start_server(binary, model, *extra_args, env=None, timeout=120):
-    """Starts `tokenmill serve` on port 0 and waits until /health answers."""
+def start_server(binary, model, *extra_args, env=None, timeout=120, command=None):
+    """Starts `tokenmill serve` on port 0 and waits until /health answers. command: a
+    command line that execs the server itself (listening on 127.0.0.1, port 0) instead."""
     log = tempfile.NamedTemporaryFile(prefix="tokenmill-serve-", suffix=".log", delete=False)
     model_args = ["-m", model] if model else []  # None: a store server (--models-dir in extra_args)
-    cmd = [binary, "serve", *model_args, "--host", "127.0.0.1", "--port", "0", *extra_args]
+    cmd = command or [binary, "serve", *model_args, "--host", "127.0.0.1", "--port", "0", *extra_args]
     proc = subprocess.Popen(cmd, stdout=log, stderr=log, env={**os.environ, **(env or {})})
     deadline = time.monotonic() + timeout
     url = None

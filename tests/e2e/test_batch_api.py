@@ -256,3 +256,43 @@ def test_a_server_killed_while_finalizing_finishes_with_each_line_once(tokenmill
         assert [f.id for f in named] == [again.output_file_id]
     finally:
         assert server.stop() == 0, server.log()
+
+
+def test_a_full_disk_is_507_and_a_batch_waits_for_room_losing_nothing(tokenmill, default_model, tmp_path):
+    """The data directory lies on an 8 MiB tmpfs (room for SQLite's write-ahead log, which
+    grows to 4 MiB between checkpoints), mounted in a user and mount namespace of
+    the server's own (unshare), so the test needs no privileges. Uploads that do not fit
+    are 507 and leave the stored files intact; a batch whose results do not fit waits,
+    and finishes with every line once when room is made."""
+    small = tmp_path / "small"
+    small.mkdir()
+    script = (f"mount -t tmpfs -o size=8m tmpfs {small} && exec {tokenmill} serve -m {default_model} -t 2 "
+              f"--host 127.0.0.1 --port 0 --data-dir {small / 'data'}")
+    server = start_server(tokenmill, None, command=["unshare", "-rm", "sh", "-c", script])
+    try:
+        client = client_for(server)
+        n = 200
+        uploaded = client.files.create(file=open(write_lines(tmp_path / "in.jsonl",
+                                                             [chat_line(i, max_tokens=16) for i in range(n)]), "rb"),
+                                       purpose="batch")
+        batch = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
+                                      completion_window="24h")
+        fillers = []
+        with pytest.raises(openai.APIStatusError) as full:
+            for _ in range(64):
+                fillers.append(client.files.create(file=("fill.bin", b"x" * 262144), purpose="user_data").id)
+        assert full.value.status_code == 507 and "disk is full" in str(full.value)
+        assert fillers, "the disk was full before the first filler"
+        assert client.files.content(uploaded.id).text == (tmp_path / "in.jsonl").read_text()
+        time.sleep(3)
+        stalled = client.batches.retrieve(batch.id)
+        assert stalled.status == "in_progress" and stalled.request_counts.completed < n
+        for file_id in fillers:
+            client.files.delete(file_id)
+        batch = wait_for(client, batch.id, timeout=600)
+        assert batch.status == "completed" and batch.request_counts.completed == n, batch
+        ids = [line["custom_id"] for line in outputs(client, batch)]
+        assert sorted(ids) == sorted(f"req-{i}" for i in range(n))
+        assert "cannot record a result" in server.log()  # the full disk refused some, which ran again
+    finally:
+        assert server.stop() == 0, server.log()
