@@ -32,16 +32,10 @@ import openai
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from serve_benchmarks import ROOT, TOKENMILL, Server, free_port  # noqa: E402
+from machine import cpu_name  # noqa: E402
 
 TOPICS = ("rivers", "bread", "winter", "trains", "bees", "lanterns", "maps", "violins", "harbors", "orchards",
           "glaciers", "libraries")
-
-
-def cpu_name():
-    for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
 
 
 def percentile(values, q):

@@ -21,6 +21,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from machine import cpu_name  # noqa: E402
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 TOKENMILL = pathlib.Path(os.environ.get("TOKENMILL_BIN", ROOT / "build" / "bin" / "tokenmill"))
 SUBJECTS = ("the sea", "a city at night", "learning to cook", "old maps", "a quiet library", "winter birds",
@@ -28,13 +31,6 @@ SUBJECTS = ("the sea", "a city at night", "learning to cook", "old maps", "a qui
             "a violin maker", "the moon landing", "a small garden")
 ASKS = ("Write a short paragraph about {}.", "Give three facts about {}.", "Describe {} to a child.",
         "Write a four-line poem about {}.")
-
-
-def cpu_name():
-    for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
 
 
 def write_requests(path, n, max_tokens):

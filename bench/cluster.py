@@ -49,6 +49,7 @@ import requests
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from serve_benchmarks import free_port  # noqa: E402
+from machine import cpu_name  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 HAPROXY_CONFIG = ROOT / "deploy" / "haproxy" / "haproxy.cfg"
@@ -474,13 +475,6 @@ def main():
         print("FAIL", f)
     print("PASS" if not failures else "FAILED")
     return 0 if not failures else 1
-
-
-def cpu_name():
-    for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
 
 
 if __name__ == "__main__":

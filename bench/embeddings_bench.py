@@ -22,15 +22,9 @@ import openai
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from serve_benchmarks import ROOT, TOKENMILL, WORDS, Server, free_port  # noqa: E402
+from machine import cpu_name  # noqa: E402
 
 NAME = "all-minilm-l6-v2-q8_0"
-
-
-def cpu_name():
-    for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
 
 
 def main():

@@ -21,13 +21,7 @@ import requests
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from serve_benchmarks import ROOT, TOKENMILL, Server, free_port  # noqa: E402
-
-
-def cpu_name():
-    for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown"
+from machine import cpu_name  # noqa: E402
 
 
 def timed(session, url, body):

@@ -13,10 +13,8 @@
 #include "base/cpu_features.h"
 #include "cli/chat_engine_options.h"
 #include "cli/commands.h"
-#include "cli/model_path.h"
-#include "server/model_set.h"
+#include "cli/offline_models.h"
 #include "server/offline_batch.h"
-#include "server/route_context.h"
 
 namespace tokenmill::cli {
 
@@ -76,18 +74,12 @@ int fail(const std::string& message) {
 
 int run_batch(const BatchOptions& options) {
   if (options.errors == options.output) return fail("--errors must name another file than -o");
-  auto resolved = resolve_model(options.model);
-  if (!resolved.ok()) return fail(resolved.status().message());
-  auto loaded = load_chat_model(options.engine, resolved->path, resolved->name, /*verbose=*/!options.quiet);
+  auto loaded = OfflineModels::load(options.engine, options.model, /*verbose=*/!options.quiet);
   if (!loaded.ok()) return fail(loaded.status().to_string());
-  server::ModelSet models(std::move(loaded).value(), nullptr, nullptr, server::ModelSetConfig{});
-  server::CallTracker calls;
-  server::WorkQueue prep(1);
-  server::RouteContext context{models, calls, prep};
-  const server::ModelLease served = models.pinned();
+  const OfflineModels& models = **loaded;
   if (!options.quiet) {
     std::fprintf(stderr, "kernels: %s on %s\nmodel %s: %d requests at once\n", cpu_features().kernel_set(),
-                 cpu_brand().c_str(), served->name().c_str(), options.max_in_flight);
+                 cpu_brand().c_str(), models.model_name().c_str(), options.max_in_flight);
   }
 
   server::OfflineBatchConfig config;
@@ -95,12 +87,12 @@ int run_batch(const BatchOptions& options) {
   config.output = options.output;
   config.errors = options.errors;
   config.max_in_flight = options.max_in_flight;
-  config.model = served->name();
+  config.model = models.model_name();
   std::signal(SIGINT, on_interrupt);
   BatchProgressBar bar(!options.quiet);
   bool first = true;
   auto result = server::run_offline_batch(
-      context, config,
+      models.context(), config,
       [&](const server::OfflineBatchProgress& p) {
         if (first && p.already_done > 0 && !options.quiet) {
           std::fprintf(stderr, "resuming: %lld of %lld requests already in the output\n",
@@ -118,7 +110,6 @@ int run_batch(const BatchOptions& options) {
                static_cast<long long>(result->completed), static_cast<long long>(result->failed),
                static_cast<long long>(result->already_done), static_cast<long long>(left), result->seconds,
                left > 0 ? " (interrupted: run the same command again to finish)" : "");
-  prep.stop();
   return left > 0 ? 130 : 0;
 }
 

@@ -19,13 +19,11 @@
 #include "base/durable_file.h"
 #include "cli/chat_engine_options.h"
 #include "cli/commands.h"
-#include "cli/model_path.h"
+#include "cli/offline_models.h"
 #include "dataset/example_filter.h"
 #include "dataset/exchanges.h"
 #include "dataset/training_format.h"
-#include "server/model_set.h"
 #include "server/offline_batch.h"
-#include "server/route_context.h"
 #include "state/batch_state.h"
 
 namespace tokenmill::cli {
@@ -151,18 +149,12 @@ Result<std::vector<dataset::Example>> teacher_examples(const DistillOptions& o) 
     }
     if (Status s = write_file_durably(requests, lines); !s.ok()) return s;
   }
-  auto resolved = resolve_model(o.teacher);
-  if (!resolved.ok()) return resolved.status();
-  auto loaded = load_chat_model(o.engine, resolved->path, resolved->name, /*verbose=*/false);
-  if (!loaded.ok()) return loaded.status();
-  server::ModelSet models(std::move(loaded).value(), nullptr, nullptr, server::ModelSetConfig{});
-  server::CallTracker calls;
-  server::WorkQueue prep(1);
-  server::RouteContext context{models, calls, prep};
+  auto models = OfflineModels::load(o.engine, o.teacher, /*verbose=*/false);
+  if (!models.ok()) return models.status();
   server::OfflineBatchConfig config;
   config.input = requests;
   config.output = results;
-  config.model = models.pinned()->name();
+  config.model = (*models)->model_name();
   if (!o.quiet) {
     std::fprintf(stderr, "teacher %s: %zu prompts x %d samples, results in %s\n", config.model.c_str(),
                  prompts->size(), o.teacher_params.samples, results.c_str());
@@ -170,7 +162,7 @@ Result<std::vector<dataset::Example>> teacher_examples(const DistillOptions& o) 
   std::signal(SIGINT, on_interrupt);
   const bool tty = isatty(STDERR_FILENO) != 0;
   auto run = server::run_offline_batch(
-      context, config,
+      (*models)->context(), config,
       [&](const server::OfflineBatchProgress& p) {
         if (o.quiet || !tty) return;
         std::fprintf(stderr, "\r  %lld/%lld prompts answered\033[K",
@@ -178,7 +170,6 @@ Result<std::vector<dataset::Example>> teacher_examples(const DistillOptions& o) 
       },
       g_interrupted);
   std::signal(SIGINT, SIG_DFL);
-  prep.stop();
   if (!o.quiet && tty) std::fprintf(stderr, "\n");
   if (!run.ok()) return run.status();
   if (run->already_done + run->completed + run->failed < run->total) {
