@@ -76,7 +76,7 @@ int run_batch(const BatchOptions& options) {
   if (options.errors == options.output) return fail("--errors must name another file than -o");
   auto loaded = OfflineModels::load(options.engine, options.model, /*verbose=*/!options.quiet);
   if (!loaded.ok()) return fail(loaded.status().to_string());
-  const OfflineModels& models = **loaded;
+  OfflineModels& models = **loaded;
   if (!options.quiet) {
     std::fprintf(stderr, "kernels: %s on %s\nmodel %s: %d requests at once\n", cpu_features().kernel_set(),
                  cpu_brand().c_str(), models.model_name().c_str(), options.max_in_flight);
@@ -92,7 +92,7 @@ int run_batch(const BatchOptions& options) {
   BatchProgressBar bar(!options.quiet);
   bool first = true;
   auto result = server::run_offline_batch(
-      models.context(), config,
+      models.context(), models.strand(), config,
       [&](const server::OfflineBatchProgress& p) {
         if (first && p.already_done > 0 && !options.quiet) {
           std::fprintf(stderr, "resuming: %lld of %lld requests already in the output\n",

@@ -162,7 +162,7 @@ Result<std::vector<dataset::Example>> teacher_examples(const DistillOptions& o) 
   std::signal(SIGINT, on_interrupt);
   const bool tty = isatty(STDERR_FILENO) != 0;
   auto run = server::run_offline_batch(
-      (*models)->context(), config,
+      (*models)->context(), (*models)->strand(), config,
       [&](const server::OfflineBatchProgress& p) {
         if (o.quiet || !tty) return;
         std::fprintf(stderr, "\r  %lld/%lld prompts answered\033[K",

@@ -2,6 +2,7 @@
 // (server/offline_batch.h) runs requests through, for `tokenmill batch` and `distill`.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -18,9 +19,15 @@ class OfflineModels {
   // spec: what -m takes (a GGUF file, a store name, "default").
   static Result<std::unique_ptr<OfflineModels>> load(const ChatEngineOptions& options, const std::string& spec,
                                                      bool verbose);
-  ~OfflineModels() { prep_.stop(); }
+  ~OfflineModels() {
+    prep_.stop();
+    models_.shutdown_engines(std::chrono::milliseconds(0));
+    strand_.stop();
+  }
 
   const server::RouteContext& context() const { return context_; }
+  // Where the offline batch's answers arrive (server/offline_batch.h).
+  server::WorkQueue& strand() { return strand_; }
   // The name the model answers to (what result lines report).
   std::string model_name() const { return models_.pinned()->name(); }
 
@@ -28,6 +35,7 @@ class OfflineModels {
   explicit OfflineModels(std::unique_ptr<server::LoadedModel> loaded)
       : models_(std::move(loaded), nullptr, nullptr, server::ModelSetConfig{}), context_{models_, calls_, prep_} {}
 
+  server::WorkQueue strand_{1};  // first: it outlives the engine, which may post to it
   server::ModelSet models_;
   server::CallTracker calls_;
   server::WorkQueue prep_{1};

@@ -1,6 +1,8 @@
 // A Responder with no connection behind it: the answer a route gives is kept and handed
 // to a callback, so that work arriving by other ways (a batch's lines) runs through the
-// very same route code as an HTTP request. Its "strand" is a WorkQueue of one thread.
+// very same route code as an HTTP request. Its "strand" is a WorkQueue of one thread,
+// which must outlive the engines the requests run in (an engine may still post to a
+// request's strand after its answer).
 //
 // Thread-safety: as for any Responder; cancel() from any thread.
 #pragma once
@@ -46,9 +48,11 @@ class CapturedResponse : public Responder {
   }
 
  private:
+  // Route code may answer on any thread (a refused request is answered by the caller
+  // of start_openai_request); on_done always runs on the strand.
   void finish(int status, std::string body) {
     if (done_.exchange(true)) return;
-    on_done_(status, std::move(body));
+    strand_.post([done = std::move(on_done_), status, body = std::move(body)]() mutable { done(status, std::move(body)); });
   }
 
   WorkQueue& strand_;

@@ -43,7 +43,8 @@ std::string describe(const Json& errors) {
 
 }  // namespace
 
-Result<OfflineBatchProgress> run_offline_batch(const RouteContext& context, const OfflineBatchConfig& config,
+Result<OfflineBatchProgress> run_offline_batch(const RouteContext& context, WorkQueue& strand,
+                                               const OfflineBatchConfig& config,
                                                const std::function<void(const OfflineBatchProgress&)>& progress,
                                                const std::atomic<bool>& stop) {
   const auto started = std::chrono::steady_clock::now();
@@ -80,7 +81,6 @@ Result<OfflineBatchProgress> run_offline_batch(const RouteContext& context, cons
   shared->counts.total = static_cast<int64_t>(lines.size());
   for (const BatchLine& line : lines) shared->counts.already_done += done.count(line.custom_id);
 
-  WorkQueue strand(1);  // answers arrive, and are written, one at a time
   LineFile* errors_out = error_file ? &*error_file : &*output;
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
   auto cancelled = std::make_shared<std::atomic<bool>>(false);
@@ -143,7 +143,6 @@ Result<OfflineBatchProgress> run_offline_batch(const RouteContext& context, cons
       progress(now);
     }
   }
-  strand.stop();
   Status synced = output->sync();
   if (error_file && synced.ok()) synced = error_file->sync();
   OfflineBatchProgress result;

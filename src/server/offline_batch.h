@@ -12,6 +12,7 @@
 
 #include "base/status.h"
 #include "server/route_context.h"
+#include "server/work_queue.h"
 
 namespace tokenmill::server {
 
@@ -33,10 +34,12 @@ struct OfflineBatchProgress {
   double seconds = 0;        // since this run started
 };
 
-// Runs config.input; progress (if set) is called about five times a second, from the
-// calling thread. stop, once set, cancels the requests in flight (they run
+// Runs config.input; answers arrive, and are written, on strand (a WorkQueue of one
+// thread that outlives the engine: see captured_response.h). progress (if set) is called
+// about five times a second, from the calling thread. stop, once set, cancels the requests in flight (they run
 // again next time) and returns. InvalidArgument names the input file's bad lines.
-Result<OfflineBatchProgress> run_offline_batch(const RouteContext& context, const OfflineBatchConfig& config,
+Result<OfflineBatchProgress> run_offline_batch(const RouteContext& context, WorkQueue& strand,
+                                               const OfflineBatchConfig& config,
                                                const std::function<void(const OfflineBatchProgress&)>& progress,
                                                const std::atomic<bool>& stop);
 
