@@ -4,14 +4,11 @@
 #include <cctype>
 #include <unordered_set>
 
+#include "dataset/text.h"
+
 namespace tokenmill::dataset {
 
 namespace {
-
-std::string lower_ascii(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
 
 // Runs of whitespace become one space; none at the ends.
 std::string normalize_space(const std::string& s) {
@@ -27,12 +24,6 @@ std::string normalize_space(const std::string& s) {
     out.push_back(c);
   }
   return out;
-}
-
-int64_t code_points(const std::string& s) {
-  int64_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
 }
 
 }  // namespace
@@ -90,16 +81,7 @@ ExampleFilter::ExampleFilter(const FilterConfig& config) : config_(config) {
 }
 
 double ExampleFilter::repeat_ratio(const std::string& text, int n) {
-  std::vector<std::string> words;
-  std::string word;
-  for (char c : text + " ") {
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      if (!word.empty()) words.push_back(lower_ascii(word));
-      word.clear();
-    } else {
-      word.push_back(c);
-    }
-  }
+  const std::vector<std::string> words = lowercase_words(text);
   if (static_cast<int>(words.size()) < n) return 0;
   std::unordered_set<std::string> seen;
   size_t total = 0, repeated = 0;

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "dataset/pattern.h"
+#include "dataset/text.h"
 
 namespace tokenmill::dataset {
 
@@ -25,12 +26,6 @@ bool has_type(const Json& value, const std::string& type) {
     return value.is_number_float() && std::floor(value.get<double>()) == value.get<double>();
   }
   return false;
-}
-
-int64_t code_points(const std::string& s) {
-  int64_t n = 0;
-  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
-  return n;
 }
 
 // Every pattern in the schema, so that create() refuses a bad one up front.

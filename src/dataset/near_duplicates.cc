@@ -5,6 +5,8 @@
 #include <functional>
 #include <string>
 
+#include "dataset/text.h"
+
 namespace tokenmill::dataset {
 
 namespace {
@@ -16,25 +18,10 @@ uint64_t mix(uint64_t x) {  // splitmix64's finalizer
   return x ^ (x >> 31);
 }
 
-std::vector<std::string> words(std::string_view text) {
-  std::vector<std::string> out;
-  std::string word;
-  for (char c : text) {
-    if (std::isspace(static_cast<unsigned char>(c))) {
-      if (!word.empty()) out.push_back(std::move(word));
-      word.clear();
-    } else {
-      word.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
-    }
-  }
-  if (!word.empty()) out.push_back(std::move(word));
-  return out;
-}
-
 }  // namespace
 
 NearDuplicates::Signature NearDuplicates::signature(std::string_view text) {
-  const std::vector<std::string> w = words(text);
+  const std::vector<std::string> w = lowercase_words(text);
   std::vector<uint64_t> grams;
   constexpr size_t kGram = 3;
   if (w.size() < kGram) {

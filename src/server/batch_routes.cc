@@ -106,7 +106,6 @@ void upload_file(const RouteContext& context, const HttpRequest& request, const 
   auto record = state.add_file(temp, purpose, file->filename.empty() ? "upload" : file->filename);
   if (!record.ok()) {
     ::unlink(temp.c_str());
-    if (record.status().code() == ErrorCode::kResourceExhausted) throw disk_full();
     throw state_error(record.status());
   }
   out->send(200, "application/json", dump_json(file_json(*record)));
