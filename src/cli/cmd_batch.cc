@@ -1,4 +1,5 @@
-// tokenmill batch -m MODEL -i IN.jsonl -o OUT.jsonl [--errors ERR.jsonl]: a file of
+// tokenmill batch -m MODEL -i IN.jsonl -o OUT.jsonl [--errors ERR.jsonl]
+// [--embedding-model EMBED.gguf]: a file of
 // requests in OpenAI's batch format through the batching engine, offline, resumable
 // (server/offline_batch.h). Ctrl-C stops between requests; running it again finishes
 // the file.
@@ -10,9 +11,11 @@
 #include <memory>
 #include <string>
 
+#include "base/cpu_affinity.h"
 #include "base/cpu_features.h"
 #include "cli/chat_engine_options.h"
 #include "cli/commands.h"
+#include "cli/embedding_model.h"
 #include "cli/offline_models.h"
 #include "server/offline_batch.h"
 
@@ -25,6 +28,7 @@ struct BatchOptions {
   std::string input;
   std::string output;
   std::string errors;
+  std::string embedding_model;
   int max_in_flight = 64;
   bool quiet = false;
   ChatEngineOptions engine;
@@ -77,6 +81,15 @@ int run_batch(const BatchOptions& options) {
   auto loaded = OfflineModels::load(options.engine, options.model, /*verbose=*/!options.quiet);
   if (!loaded.ok()) return fail(loaded.status().to_string());
   OfflineModels& models = **loaded;
+  std::unique_ptr<EmbeddingModel> embeddings;
+  if (!options.embedding_model.empty()) {
+    const int n_threads = options.engine.n_threads > 0 ? options.engine.n_threads
+                                                       : static_cast<int>(allowed_cpus().size());
+    auto embedding_loaded = EmbeddingModel::load(options.embedding_model, n_threads, !options.quiet);
+    if (!embedding_loaded.ok()) return fail("--embedding-model: " + embedding_loaded.status().to_string());
+    embeddings = std::move(embedding_loaded).value();
+    models.serve_embeddings(&embeddings->served());
+  }
   if (!options.quiet) {
     std::fprintf(stderr, "kernels: %s on %s\nmodel %s: %d requests at once\n", cpu_features().kernel_set(),
                  cpu_brand().c_str(), models.model_name().c_str(), options.max_in_flight);
@@ -103,6 +116,7 @@ int run_batch(const BatchOptions& options) {
       },
       g_interrupted);
   std::signal(SIGINT, SIG_DFL);
+  if (embeddings) embeddings->shutdown();  // its answers still reach the models' strand
   if (!result.ok()) return fail(result.status().message());
   bar.update(*result, true);
   const int64_t left = result->total - result->already_done - result->completed - result->failed;
@@ -123,6 +137,8 @@ void register_batch(CLI::App& app) {
   cmd->add_option("-i,--input", o->input, "JSONL: {custom_id, method, url, body} per line")->required();
   cmd->add_option("-o,--output", o->output, "JSONL results, appended as requests finish")->required();
   cmd->add_option("--errors", o->errors, "Failed requests' lines go here (default: into the output with the rest)");
+  cmd->add_option("--embedding-model", o->embedding_model,
+                  "A BERT-family GGUF that runs the /v1/embeddings lines (e.g. all-MiniLM-L6-v2)");
   cmd->add_option("--max-in-flight", o->max_in_flight, "Requests in the engine at once (1: one at a time)")
       ->capture_default_str()->check(CLI::Range(1, 4096));
   cmd->add_flag("-q,--quiet", o->quiet, "No banner and no progress bar");

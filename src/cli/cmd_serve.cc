@@ -21,12 +21,11 @@
 #include "base/cpu_features.h"
 #include "cli/chat_engine_options.h"
 #include "cli/commands.h"
+#include "cli/embedding_model.h"
 #include "cli/http_limit_options.h"
 #include "cli/model_path.h"
-#include "engine/embedder.h"
 #include "engine/engine.h"
 #include "ops/kv_storage.h"
-#include "model/bert_encoder.h"
 #include "model/model.h"
 #include "ops/cpu/cpu_backend.h"
 #include "server/model_set.h"
@@ -173,26 +172,11 @@ int serve(ServeOptions options) {
   }
 
   // The embedding model, beside the chat model: its own encoder, tokenizer and batching thread.
-  std::unique_ptr<model::BertEncoder> encoder;
-  std::unique_ptr<tokenizer::Tokenizer> embedding_tokenizer;
-  std::unique_ptr<engine::Embedder> embedder;
-  std::unique_ptr<server::ServedEmbeddings> embeddings;
+  std::unique_ptr<EmbeddingModel> embeddings;
   if (!options.embedding_model.empty()) {
-    auto file = gguf::File::open(options.embedding_model);
-    if (!file.ok()) return fail("--embedding-model: " + file.status().to_string());
-    auto shared = std::make_shared<const gguf::File>(std::move(file).value());
-    auto loaded = model::BertEncoder::load(shared, std::make_unique<ops::CpuBackend>(n_compute));
+    auto loaded = EmbeddingModel::load(options.embedding_model, n_compute, /*verbose=*/true);
     if (!loaded.ok()) return fail("--embedding-model: " + loaded.status().to_string());
-    auto words = tokenizer::Tokenizer::from_gguf(*shared);
-    if (!words.ok()) return fail("--embedding-model: " + words.status().to_string());
-    encoder = std::move(loaded).value();
-    embedding_tokenizer = std::move(words).value();
-    embedder = std::make_unique<engine::Embedder>(*encoder);
-    std::string name = std::filesystem::path(options.embedding_model).stem().string();
-    embeddings = std::make_unique<server::ServedEmbeddings>(server::ServedEmbeddings{name, *embedding_tokenizer, *embedder});
-    const model::BertConfig& c = encoder->config();
-    std::fprintf(stderr, "embedding model %s: %d dimensions, %d tokens per input, %s pooling\n", name.c_str(), c.n_embd,
-                 c.max_positions, model::pooling_name(c.pooling));
+    embeddings = std::move(loaded).value();
   }
   server::ServerConfig server_config = options.server;
   server_config.http.host = options.host;
@@ -221,7 +205,7 @@ int serve(ServeOptions options) {
       return fail("--data-dir: " + opened.status().message());
     }
   }
-  server::Server server(server_config, models, embeddings.get());
+  server::Server server(server_config, models, embeddings ? &embeddings->served() : nullptr);
   if (Status s = server.start(); !s.ok()) return fail(s.to_string());
 
   std::fprintf(stderr, "kernels: %s on %s\n", cpu_features().kernel_set(), cpu_brand().c_str());
@@ -256,7 +240,7 @@ int serve(ServeOptions options) {
   std::fprintf(stderr, "%s: finishing requests in flight (up to %.0f s), then exiting\n", signal_name,
                options.grace_seconds);
   server.shutdown(std::chrono::milliseconds(static_cast<int64_t>(options.grace_seconds * 1000)));
-  if (embedder) embedder->shutdown();  // its last answers reach the server before it goes
+  if (embeddings) embeddings->shutdown();  // its last answers reach the server before it goes
   std::fprintf(stderr, "stopped\n");
   return 0;
 }

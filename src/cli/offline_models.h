@@ -26,6 +26,9 @@ class OfflineModels {
   }
 
   const server::RouteContext& context() const { return context_; }
+  // Answers /v1/embeddings lines with this model too. REQUIRES: embeddings outlives the
+  // requests run through context() (shut it down before this object goes).
+  void serve_embeddings(const server::ServedEmbeddings* embeddings) { context_.embeddings = embeddings; }
   // Where the offline batch's answers arrive (server/offline_batch.h).
   server::WorkQueue& strand() { return strand_; }
   // The name the model answers to (what result lines report).

@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include "base/mapped_file.h"
 #include "server/api_error.h"
 #include "server/api_lists.h"
 #include "server/batch_lines.h"
@@ -77,7 +78,17 @@ void check_batch_lines(std::string_view data) {
 
 void upload_file(const RouteContext& context, const HttpRequest& request, const std::shared_ptr<Responder>& out) {
   state::BatchState& state = batch_state(context);
-  auto parts = parse_multipart(request.header("content-type"), request.body);
+  // A large upload arrives spooled to a file (HttpLimits::upload_spool_dir): it is read
+  // through a mapping, so its bytes live in the page cache, not on this process's heap.
+  MappedFile spooled;
+  std::string_view body = request.body;
+  if (request.body_file) {
+    auto mapped = MappedFile::open(request.body_file->path());
+    if (!mapped.ok()) throw server_error("cannot read the spooled upload: " + mapped.status().message());
+    spooled = std::move(mapped).value();
+    body = std::string_view(reinterpret_cast<const char*>(spooled.data()), spooled.size());
+  }
+  auto parts = parse_multipart(request.header("content-type"), body);
   if (!parts.ok()) throw bad_request(parts.status().message(), "file");
   const FormPart* file = nullptr;
   std::string purpose;

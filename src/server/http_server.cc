@@ -5,9 +5,11 @@
 #include <cstdio>
 #include <optional>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -70,7 +72,10 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
   Connection(tcp::socket socket, Shared& shared) : stream_(std::move(socket)), shared_(shared) {
     shared_.n_connections.fetch_add(1);
   }
-  ~Connection() override { shared_.n_connections.fetch_sub(1); }
+  ~Connection() override {
+    drop_spool();
+    shared_.n_connections.fetch_sub(1);
+  }
 
   void start() {
     beast::error_code ec;
@@ -153,9 +158,17 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
   void on_header(beast::error_code ec) {
     if (ec) return on_read_error(ec);
     if (auto rejection = check_header(*parser_, shared_.config.limits)) return reject(*rejection);
+    if (spools_body(*parser_, shared_.config.limits)) {
+      body_limit_ = body_limit_of(*parser_, shared_.config.limits);
+      auto spool = start_spool(std::move(*parser_), shared_.config.limits, body_limit_, &spool_path_);
+      if (auto* rejection = std::get_if<HttpRejection>(&spool)) {
+        spool_path_.clear();
+        return reject(*rejection);
+      }
+      upload_ = std::move(std::get<std::unique_ptr<UploadParser>>(spool));
+    }
     stream_.expires_after(shared_.config.body_timeout);
-    const auto& request = parser_->get();
-    auto expect = request[http::field::expect];
+    auto expect = upload_ ? upload_->get()[http::field::expect] : parser_->get()[http::field::expect];
     if (beast::iequals(expect, "100-continue")) {
       // The client waits for this before sending its body (curl does for large bodies).
       continue_line_ = "HTTP/1.1 100 Continue\r\n\r\n";
@@ -169,12 +182,24 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
   }
 
   void read_body() {
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, size_t) { self->on_request(ec); });
+    auto done = [self = shared_from_this()](beast::error_code ec, size_t) { self->on_request(ec); };
+    if (upload_) return http::async_read(stream_, buffer_, *upload_, std::move(done));
+    http::async_read(stream_, buffer_, *parser_, std::move(done));
+  }
+
+  // An upload cut short or refused: its partial spool file goes.
+  void drop_spool() {
+    if (spool_path_.empty()) return;
+    if (upload_) upload_->get().body().close();
+    ::unlink(spool_path_.c_str());
+    spool_path_.clear();
   }
 
   void on_read_error(beast::error_code ec) {
-    auto rejection = rejection_for(ec, shared_.config.limits, body_limit_of(*parser_, shared_.config.limits));
+    const size_t body_limit = upload_ ? body_limit_ : body_limit_of(*parser_, shared_.config.limits);
+    drop_spool();
+    upload_.reset();
+    auto rejection = rejection_for(ec, shared_.config.limits, body_limit);
     if (!rejection) return close();
     reject(*rejection);
   }
@@ -184,15 +209,20 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
     close_after_ = true;
     exchange_open_ = true;
     http_1_0_ = false;
-    const char* code = rejection.status == 413 ? "request_too_large" : "";
-    const ApiError error{rejection.status, rejection.message, "invalid_request_error", "", code};
+    const char* code = rejection.status == 413   ? "request_too_large"
+                       : rejection.status == 507 ? "insufficient_storage"
+                                                 : "";
+    const char* type = rejection.status >= 500 ? "server_error" : "invalid_request_error";
+    const ApiError error{rejection.status, rejection.message, type, "", code};
     send(rejection.status, "application/json", openai_error_body(error), {});
   }
 
   void on_request(beast::error_code ec) {
     if (ec) return on_read_error(ec);
     stream_.expires_never();  // an answer may take as long as generation does
-    HttpRequest request = to_http_request(*parser_);
+    HttpRequest request = upload_ ? to_http_request(*upload_, spool_path_) : to_http_request(*parser_);
+    spool_path_.clear();  // the request owns the spool file now
+    upload_.reset();
     parser_.reset();
 
     http_1_0_ = request.http_1_0;
@@ -334,6 +364,11 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
   Shared& shared_;
   beast::flat_buffer buffer_;
   std::optional<RequestParser> parser_;
+  // A file upload's body parser once its header is read (spools_body), its spool file
+  // (owned here until the request is handed to the handler) and its body limit.
+  std::unique_ptr<UploadParser> upload_;
+  std::string spool_path_;
+  size_t body_limit_ = 0;
   std::string continue_line_;
 
   bool exchange_open_ = false;    // a request is being answered

@@ -6,6 +6,7 @@
 // post(). A Responder whose client has gone away accepts calls and drops the bytes.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <memory>
@@ -15,12 +16,30 @@
 
 namespace tokenmill::server {
 
+// A request body written to a file as it arrived instead of held in memory (file uploads,
+// HttpLimits::upload_spool_dir). The file is removed when the last reference goes.
+class SpooledBody {
+ public:
+  SpooledBody(std::string path, size_t size) : path_(std::move(path)), size_(size) {}
+  ~SpooledBody();
+  SpooledBody(const SpooledBody&) = delete;
+  SpooledBody& operator=(const SpooledBody&) = delete;
+
+  const std::string& path() const { return path_; }
+  size_t size() const { return size_; }
+
+ private:
+  std::string path_;
+  size_t size_;
+};
+
 struct HttpRequest {
   std::string method;   // "GET", "POST", ...
   std::string path;     // the target without its query string
   std::string query;    // after '?', unparsed; may be empty
   std::map<std::string, std::string> headers;  // names lower-cased
-  std::string body;
+  std::string body;  // empty when body_file holds the body
+  std::shared_ptr<const SpooledBody> body_file;
   bool http_1_0 = false;
   bool keep_alive = true;  // the client lets the connection stay open after the answer
 

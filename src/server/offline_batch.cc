@@ -52,9 +52,7 @@ Result<OfflineBatchProgress> run_offline_batch(const RouteContext& context, Work
   rules.urls = {"/v1/chat/completions", "/v1/completions"};
   if (context.embeddings != nullptr) rules.urls.push_back("/v1/embeddings");
   rules.max_requests = INT64_MAX;
-  rules.knows_model = [&context](const std::string& url, const std::string& model) {
-    return url != "/v1/embeddings" || batch_model_known(context, url, model);
-  };
+  rules.knows_model = [](const std::string&, const std::string&) { return true; };  // every line runs on ours
   Json errors = Json::array();
   std::vector<BatchLine> lines = read_batch_lines(config.input, rules, errors);
   if (!errors.empty()) return invalid_argument(config.input + ":\n" + describe(errors));
@@ -129,7 +127,7 @@ Result<OfflineBatchProgress> run_offline_batch(const RouteContext& context, Work
         shared->running[line.line] = response;
       }
       Json body = line.body;
-      if (line.url != "/v1/embeddings") body["model"] = config.model;
+      body["model"] = line.url == "/v1/embeddings" ? context.embeddings->name : config.model;
       start_batch_request(context, line.url, body, response, engine::Priority::kBatch);
     }
     std::unique_lock lock(shared->mu);

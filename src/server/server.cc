@@ -41,6 +41,7 @@ Server::Server(ServerConfig config, ModelSet& models, const ServedEmbeddings* em
   add_batch_routes(router_, context_);
   add_stored_completion_routes(router_, context_);
   if (config_.batch_state != nullptr) {
+    config_.http.limits.upload_spool_dir = config_.batch_state->incoming_dir();
     context_.batch_state = config_.batch_state;
     batches_ = std::make_unique<BatchRunner>(*config_.batch_state, context_, config_.batch_limits);
     context_.wake_batches = [this] { batches_->wake(); };

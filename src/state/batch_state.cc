@@ -81,6 +81,10 @@ Result<std::unique_ptr<BatchState>> BatchState::open(const std::string& data_dir
   }
   auto db = Database::open((fs::path(data_dir) / "state.db").string(), kMigrations);
   if (!db.ok()) return db.status();
+  // Holding the lock, no other process writes here: what is still incoming is left over.
+  for (const auto& entry : fs::directory_iterator(fs::path(data_dir) / "files", ec)) {
+    if (entry.path().filename().string().starts_with(".incoming-")) fs::remove(entry.path(), ec);
+  }
   state->dir_ = data_dir;
   state->db_ = std::move(db).value();
   return state;
@@ -104,6 +108,8 @@ BatchState::~BatchState() {
 }
 
 std::string BatchState::file_path(const std::string& id) const { return (fs::path(dir_) / "files" / id).string(); }
+
+std::string BatchState::incoming_dir() const { return (fs::path(dir_) / "files").string(); }
 
 std::string BatchState::temp_path() const {
   static std::atomic<uint64_t> counter{0};

@@ -77,6 +77,10 @@ class BatchState {
   Result<FileRecord> add_file(const std::string& temp_path, const std::string& purpose, const std::string& filename);
   // A new temporary path in DIR/files/ for an upload or an output being written.
   std::string temp_path() const;
+  // DIR/files/: where files are written before they are added. Every name there that
+  // starts with ".incoming-" is a file being written, and open() removes those left
+  // behind by a process that died.
+  std::string incoming_dir() const;
   Result<FileRecord> file(const std::string& id) const;
   // Newest first (order "desc") or oldest first, after the file with id `after` ("": from
   // the start), at most limit (+1 to tell whether there are more).

@@ -4,10 +4,13 @@ batch naming its lines; and a server killed with SIGKILL mid-batch that, restart
 the same data directory, finishes with every custom_id exactly once and the answers the
 same requests get interactively."""
 import concurrent.futures
+import hashlib
 import json
 import os
 import signal
+import socket
 import sqlite3
+import threading
 import time
 
 import openai
@@ -44,8 +47,13 @@ def client_for(server):
 
 
 @pytest.fixture(scope="module")
-def batch_server(tokenmill, default_model, tmp_path_factory):
-    process = start_server(tokenmill, default_model, "-t", "2", "--data-dir", str(tmp_path_factory.mktemp("data")))
+def batch_data_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("data")
+
+
+@pytest.fixture(scope="module")
+def batch_server(tokenmill, default_model, batch_data_dir):
+    process = start_server(tokenmill, default_model, "-t", "2", "--data-dir", str(batch_data_dir))
     yield process
     assert process.stop() == 0, process.log()
 
@@ -124,6 +132,69 @@ def test_validation_fails_the_batch_with_line_numbers(client, tmp_path):
     assert batch.status == "failed" and batch.failed_at
     found = {(e.code, e.line) for e in batch.errors.data}
     assert found == {("duplicate_custom_id", 2), ("mismatched_endpoint", 3), ("model_not_found", 4)}
+
+
+def anonymous_kib(pid):
+    """The process's resident anonymous memory (heap and stacks, not mapped files)."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1])
+    raise AssertionError("no RssAnon")
+
+
+def incoming_files(data_dir):
+    return [name for name in os.listdir(data_dir / "files") if name.startswith(".incoming-")]
+
+
+def test_a_large_upload_streams_to_disk_and_a_cut_one_leaves_nothing(batch_server, batch_data_dir, client, tmp_path):
+    """A 160 MiB upload is written to a file as it arrives: the server's heap grows by far
+    less than the file while it uploads (sampled every 5 ms), and the stored bytes are the
+    sent ones. An upload whose client leaves half-way leaves no file behind."""
+    size = 160 << 20
+    path = tmp_path / "big.bin"
+    block = os.urandom(1 << 20)
+    with open(path, "wb") as f:
+        for i in range(size >> 20):
+            f.write(block[i:] + block[:i])
+    pid = batch_server.proc.pid
+    before = anonymous_kib(pid)
+    peak = [before]
+    uploading = threading.Event()
+    uploading.set()
+
+    def sample():
+        while uploading.is_set():
+            peak[0] = max(peak[0], anonymous_kib(pid))
+            time.sleep(0.005)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        uploaded = client.files.create(file=open(path, "rb"), purpose="user_data")
+    finally:
+        uploading.clear()
+        sampler.join()
+    assert uploaded.bytes == size
+    growth_mib = (peak[0] - before) / 1024
+    assert growth_mib < 40, f"the server's heap grew by {growth_mib:.0f} MiB during a 160 MiB upload"
+    digest = hashlib.sha256(client.files.content(uploaded.id).content).hexdigest()
+    assert digest == hashlib.sha256(path.read_bytes()).hexdigest()
+    client.files.delete(uploaded.id)
+    assert incoming_files(batch_data_dir) == []
+
+    host, port = batch_server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as cut:
+        cut.sendall(b"POST /v1/files HTTP/1.1\r\nHost: x\r\nContent-Type: multipart/form-data; boundary=b\r\n"
+                    b"Content-Length: 50000000\r\n\r\n--b\r\n" + b"x" * (4 << 20))
+        deadline = time.monotonic() + 10
+        while not incoming_files(batch_data_dir) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert incoming_files(batch_data_dir), "the upload was not being spooled to the data directory"
+    deadline = time.monotonic() + 10
+    while incoming_files(batch_data_dir) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert incoming_files(batch_data_dir) == []
 
 
 def test_bad_uploads_and_bad_batches_are_4xx(client, tmp_path):

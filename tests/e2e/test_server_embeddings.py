@@ -14,7 +14,7 @@ import openai
 import pytest
 import requests
 
-from conftest import ROOT, start_server
+from conftest import ROOT, run, start_server
 
 EMBEDDING_MODEL = ROOT / "models" / "all-minilm-l6-v2-f16.gguf"
 NAME = "all-minilm-l6-v2-f16"
@@ -153,3 +153,30 @@ def test_a_batch_of_embeddings_gives_the_vectors_of_single_requests(client, tmp_
             break
         time.sleep(0.1)
     assert refused.status == "failed" and refused.errors.data[0].code == "model_not_found"
+
+
+def test_tokenmill_batch_runs_embedding_lines_beside_chat_lines(tokenmill, default_model, client, tmp_path):
+    """`tokenmill batch --embedding-model`: /v1/embeddings lines (whatever model they name,
+    like the chat lines) give the server's vectors, mixed in one file with chat lines; a
+    file with embedding lines and no --embedding-model is refused naming the line."""
+    texts = [case["text"] for case in FIXTURE["cases"]]
+    lines = [{"custom_id": f"e{i}", "method": "POST", "url": "/v1/embeddings",
+              "body": {"model": "text-embedding-3-small", "input": text}} for i, text in enumerate(texts)]
+    lines.append({"custom_id": "chat", "method": "POST", "url": "/v1/chat/completions",
+                  "body": {"model": "x", "max_tokens": 4, "messages": [{"role": "user", "content": "Hi"}]}})
+    path = tmp_path / "mixed.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = tmp_path / "out.jsonl"
+    done = run([tokenmill, "batch", "-m", default_model, "-t", "2", "-q", "--embedding-model", str(EMBEDDING_MODEL),
+                "-i", str(path), "-o", str(out)])
+    assert done.returncode == 0, done.stderr
+    rows = {json.loads(line)["custom_id"]: json.loads(line) for line in out.read_text().splitlines()}
+    assert sorted(rows) == sorted(line["custom_id"] for line in lines)
+    for i, text in enumerate(texts):
+        alone = client.embeddings.create(model=NAME, input=text, encoding_format="float").data[0].embedding
+        body = rows[f"e{i}"]["response"]["body"]
+        assert body["model"] == NAME and body["data"][0]["embedding"] == alone
+    assert rows["chat"]["response"]["status_code"] == 200
+    refused = run([tokenmill, "batch", "-m", default_model, "-t", "2", "-q", "-i", str(path),
+                   "-o", str(tmp_path / "refused.jsonl")])
+    assert refused.returncode != 0 and "line 1" in refused.stderr.lower(), refused.stderr

@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -90,6 +92,29 @@ TEST_F(BatchStateTest, AFileIsNamedOnlyOnceItsBytesAreInPlace) {
   ASSERT_TRUE((*state)->delete_file(file->id).ok());
   EXPECT_FALSE(fs::exists((*state)->file_path(file->id)));
   EXPECT_EQ((*state)->delete_file(file->id).code(), ErrorCode::kNotFound);
+}
+
+TEST_F(BatchStateTest, FilesLeftIncomingByADeadProcessAreRemovedOnOpen) {
+  std::string kept_id;
+  {
+    auto state = BatchState::open(dir_.string());
+    ASSERT_TRUE(state.ok());
+    const std::string temp = (*state)->temp_path();
+    std::ofstream(temp) << "done";
+    auto kept = (*state)->add_file(temp, "user_data", "kept.txt");
+    ASSERT_TRUE(kept.ok());
+    kept_id = kept->id;
+    // What a kill leaves: an upload half spooled, an output half written.
+    std::ofstream((*state)->incoming_dir() + "/.incoming-upload-1-0") << "half an upload";
+    std::ofstream((*state)->temp_path()) << "half an output";
+  }
+  auto reopened = BatchState::open(dir_.string());
+  ASSERT_TRUE(reopened.ok());
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator((*reopened)->incoming_dir())) {
+    names.push_back(entry.path().filename().string());
+  }
+  EXPECT_EQ(names, std::vector<std::string>{kept_id});
 }
 
 }  // namespace
