@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/cpu_features.h"
+#include "cli/draft_model_option.h"
 #include "cli/eval_setup.h"
 #include "engine/engine.h"
 
@@ -77,6 +78,15 @@ int run_spec_bench(const SpecBenchOptions& o) {
   config.ctx_total = 4096;
   config.max_context = 2048;
   config.speculative = o.speculative;
+  auto draft = attach_draft_model(o.draft_model, model, tokenizer, config.speculative);
+  if (!draft.ok()) {
+    std::fprintf(stderr, "error: %s\n", draft.status().message().c_str());
+    return 1;
+  }
+  if (const std::string e = engine::speculative_config_error(config.speculative); !e.empty()) {
+    std::fprintf(stderr, "error: speculative decoding: %s\n", e.c_str());
+    return 1;
+  }
   engine::Engine engine(model, tokenizer, config);
   std::fprintf(stderr, "kernels: %s on %s\n", cpu_features().kernel_set(), cpu_brand().c_str());
 

@@ -17,6 +17,7 @@ struct SpecBenchOptions {
   int32_t n_gen = 128;
   bool json = false;
   engine::SpeculativeConfig speculative;
+  std::string draft_model;  // --draft-model
 };
 
 // Returns the process exit code.

@@ -9,6 +9,7 @@
 #include "cli/kv_memory_check.h"
 #include "cli/kv_type_option.h"
 #include "cli/load_options.h"
+#include "cli/draft_model_option.h"
 #include "cli/spec_options.h"
 #include "engine/engine.h"
 #include "model/model.h"
@@ -34,7 +35,7 @@ void add_chat_engine_options(CLI::App* cmd, ChatEngineOptions& o) {
                 "Keep every position in sliding-window layers too (default: only their window, same results)");
   add_kv_type_option(cmd, o.kv_type,
                      "How the KV cache stores keys and values: f16, or q8_0 (about half the memory and bytes read)");
-  add_spec_options(cmd, o.speculative);
+  add_spec_options(cmd, o.speculative, o.draft_model);
   cmd->add_option("--request-timeout", o.request_timeout_seconds,
                   "Seconds a request may wait and generate; then it ends as if cut by max_tokens (0: no limit)")
       ->capture_default_str()->check(CLI::Range(0.0, 7.0 * 86400));
@@ -72,6 +73,8 @@ Result<std::unique_ptr<server::LoadedModel>> load_chat_model(const ChatEngineOpt
   config.batch_latency_factor = options.batch_latency_factor;
   if (Status s = (*model)->check_kv_type(config.kv_type); !s.ok()) return s;
   config.speculative = options.speculative;
+  auto draft = attach_draft_model(options.draft_model, **model, **tokenizer, config.speculative);
+  if (!draft.ok()) return draft.status();
   if (const std::string e = engine::speculative_config_error(config.speculative); !e.empty()) {
     return invalid_argument("speculative decoding: " + e);
   }
@@ -83,7 +86,7 @@ Result<std::unique_ptr<server::LoadedModel>> load_chat_model(const ChatEngineOpt
   if (pin_threads(options, n_compute)) config.pinned_cpus = cpus;
   // The cache is committed at start: one that cannot fit is refused now, with the flags
   // that size it, rather than left to the kernel's out-of-memory killer.
-  const int64_t kv_bytes = engine::Engine::kv_cache_bytes(**model, config);
+  const int64_t kv_bytes = engine::Engine::kv_cache_bytes(**model, config);  // the draft's cache included
   const std::string kv_flags = "--kv-memory or --ctx-total";
   if (Status s = check_kv_memory(kv_bytes, kv_flags); !s.ok()) return s;
   auto loaded = std::make_unique<server::LoadedModel>();
@@ -105,7 +108,12 @@ Result<std::unique_ptr<server::LoadedModel>> load_chat_model(const ChatEngineOpt
   }
   loaded->kv_bytes = kv_bytes;
   loaded->memory_bytes = static_cast<int64_t>((*model)->file().file_size()) + kv_bytes;
+  if (*draft) {
+    loaded->memory_bytes += static_cast<int64_t>((*draft)->file().file_size());
+    if (verbose) std::fprintf(stderr, "draft model: %s\n", options.draft_model.c_str());
+  }
   loaded->model = std::move(model).value();
+  loaded->draft_model = std::move(draft).value();
   loaded->tokenizer = std::move(tokenizer).value();
   loaded->served = std::make_unique<server::ServedModel>(path, *loaded->model, *loaded->tokenizer, *loaded->engine, name);
   return loaded;

@@ -30,6 +30,7 @@ struct ChatEngineOptions {
   double request_timeout_seconds = 0;
   double batch_latency_factor = 2.5;
   engine::SpeculativeConfig speculative;
+  std::string draft_model;  // --draft-model
 };
 
 void add_chat_engine_options(CLI::App* cmd, ChatEngineOptions& o);

@@ -48,6 +48,7 @@ struct BenchOptions {
   // --spec ngram: the speculative comparison (bench_spec.h) instead of pp / tg; off here
   // unless asked for (register_bench).
   engine::SpeculativeConfig speculative;
+  std::string draft_model;
 };
 
 struct Series {
@@ -156,13 +157,12 @@ nlohmann::json profile_json(const ops::OpTimes& times, int64_t n_passes) {
 }
 
 int run_bench(const BenchOptions& o) {
-  if (o.speculative.mode != engine::SpecMode::kOff) {
-    if (const std::string e = engine::speculative_config_error(o.speculative); !e.empty()) {
-      std::fprintf(stderr, "error: speculative decoding: %s\n", e.c_str());
-      return 1;
-    }
+  if (o.speculative.mode != engine::SpecMode::kOff || !o.draft_model.empty()) {
+    engine::SpeculativeConfig speculative = o.speculative;
+    if (!o.draft_model.empty()) speculative.mode = engine::SpecMode::kDraft;  // off is only bench's default
     return run_spec_bench({.model = o.model, .n_threads = o.n_threads, .repetitions = o.repetitions,
-                           .n_gen = o.n_gen > 0 ? o.n_gen : 128, .json = o.json, .speculative = o.speculative});
+                           .n_gen = o.n_gen > 0 ? o.n_gen : 128, .json = o.json, .speculative = speculative,
+                           .draft_model = o.draft_model});
   }
   auto path = resolve_model_path(o.model);
   if (!path.ok()) {
@@ -340,7 +340,7 @@ void register_bench(CLI::App& app) {
                 "Measure memory read bandwidth and the threads' round trip; report the decode roofline");
   cmd->add_flag("--profile", o->profile, "Time each back-end operation of the timed runs and print where a pass goes");
   o->speculative.mode = engine::SpecMode::kOff;
-  add_spec_options(cmd, o->speculative);
+  add_spec_options(cmd, o->speculative, o->draft_model);
   cmd->callback([o] { exit_code() = run_bench(*o); });
 }
 

@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/kv_memory_check.h"
 #include "cli/model_path.h"
+#include "cli/draft_model_option.h"
 #include "cli/run_speculative.h"
 #include "cli/spec_options.h"
 #include "engine/generator.h"
@@ -36,6 +37,7 @@ struct RunOptions {
   engine::SamplingParams sampling;
   long long seed = -1;
   engine::SpeculativeConfig speculative;
+  std::string draft_model;
 };
 
 int fail(const std::string& message) {
@@ -87,6 +89,8 @@ int run_generate(RunOptions options) {
     std::fprintf(stderr, "\n");
   }
 
+  auto draft = attach_draft_model(options.draft_model, **model, **tokenizer, options.speculative);
+  if (!draft.ok()) return fail(draft.status().message());
   if (options.speculative.mode != engine::SpecMode::kOff) {
     if (const std::string e = engine::speculative_config_error(options.speculative); !e.empty()) {
       return fail("speculative decoding: " + e);
@@ -142,7 +146,7 @@ void register_run(CLI::App& app) {
   cmd->add_flag("--chat", o->chat, "Wrap the prompt in the model's chat template");
   cmd->add_option("-s,--system", o->system, "System message (with --chat)");
   cmd->add_flag("--show-prompt-tokens", o->show_prompt_tokens, "Print the prompt's token ids to stderr");
-  add_spec_options(cmd, o->speculative);
+  add_spec_options(cmd, o->speculative, o->draft_model);
   cmd->callback([o] { exit_code() = run_generate(*o); });
 }
 

@@ -5,6 +5,11 @@
 
 namespace tokenmill::engine {
 
+DraftProposer::DraftProposer(SpeculativeConfig config, int32_t max_context, int32_t n_draft_blocks)
+    : config_(std::move(config)), max_context_(max_context) {
+  if (config_.mode == SpecMode::kDraft) draft_model_ = std::make_unique<DraftModel>(*config_.draft_model, n_draft_blocks);
+}
+
 bool DraftProposer::may_speculate(const Sequence& s) const {
   const Request& r = s.state->request;
   const bool has_drafter = config_.mode != SpecMode::kOff || s.prediction != nullptr;
@@ -26,7 +31,11 @@ void DraftProposer::propose(const std::vector<std::unique_ptr<Sequence>>& runnin
     rates[i] = s.acceptance.rate();
     limits[i] = std::min(config_.draft_max, left - 1);
   }
-  const std::vector<int32_t> k = config_.adaptive ? allocate_drafts(rates, limits, n_decode, step_cost_) : limits;
+  const StepCostModel* draft_pass = draft_model_ ? &draft_model_->pass_cost() : nullptr;
+  const std::vector<int32_t> k =
+      config_.adaptive ? allocate_drafts(rates, limits, n_decode, step_cost_, draft_pass) : limits;
+  std::vector<DraftModel::Ask> asks;
+  std::vector<Sequence*> asking;
   for (size_t i = 0; i < running.size(); ++i) {
     Sequence& s = *running[i];
     if (limits[i] <= 0) continue;
@@ -36,7 +45,22 @@ void DraftProposer::propose(const std::vector<std::unique_ptr<Sequence>>& runnin
     }
     s.drafts = draft(s, k[i]);
     if (static_cast<int32_t>(s.drafts.size()) > k[i]) s.drafts.resize(static_cast<size_t>(k[i]));
+    if (s.drafts.empty() && draft_model_) {
+      asks.push_back({s.arrival, s.tokens, k[i]});
+      asking.push_back(&s);
+    }
   }
+  if (asks.empty()) return;
+  std::vector<std::vector<int32_t>> drafts = draft_model_->propose(asks);
+  for (size_t i = 0; i < asking.size(); ++i) asking[i]->drafts = std::move(drafts[i]);
+}
+
+void DraftProposer::forget_departed(const std::vector<std::unique_ptr<Sequence>>& running) {
+  if (!draft_model_ || draft_model_->n_cached_sequences() == 0) return;
+  std::vector<uint64_t> live;
+  live.reserve(running.size());
+  for (const auto& s : running) live.push_back(s->arrival);
+  draft_model_->retain(live);
 }
 
 std::vector<int32_t> DraftProposer::draft(Sequence& s, int32_t k) const {
@@ -49,7 +73,7 @@ std::vector<int32_t> DraftProposer::draft(Sequence& s, int32_t k) const {
       return drafts;
     }
   }
-  if (config_.mode == SpecMode::kOff) return {};
+  if (config_.mode == SpecMode::kOff || config_.mode == SpecMode::kDraft) return {};
   if (config_.drafter) return config_.drafter(s.tokens, k);
   return propose_ngram_drafts(s.tokens, config_.ngram_min, config_.ngram_max, k);
 }

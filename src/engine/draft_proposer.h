@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/draft_model.h"
 #include "engine/metrics.h"
 #include "engine/sequence.h"
 #include "engine/speculation.h"
@@ -17,8 +18,9 @@ namespace tokenmill::engine {
 
 class DraftProposer {
  public:
-  // REQUIRES: speculative_config_error(config) is "".
-  DraftProposer(SpeculativeConfig config, int32_t max_context) : config_(std::move(config)), max_context_(max_context) {}
+  // REQUIRES: speculative_config_error(config) is "". n_draft_blocks: the draft model's
+  // cache (SpecMode::kDraft), in DraftModel::kBlockSize positions.
+  DraftProposer(SpeculativeConfig config, int32_t max_context, int32_t n_draft_blocks);
 
   // Sets each running sequence's drafts for the step (none for most): as many as its
   // acceptance rate makes worth their positions (allocate_drafts, with the measured step
@@ -32,6 +34,12 @@ class DraftProposer {
   // The fitted cost of a step (seconds against positions).
   const StepCostModel& step_cost() const { return step_cost_; }
 
+  // Frees what the drafter keeps for sequences no longer running (the draft model's cache
+  // of finished, cancelled and preempted ones). Called after every step.
+  void forget_departed(const std::vector<std::unique_ptr<Sequence>>& running);
+  // SpecMode::kDraft's drafter; null otherwise.
+  const DraftModel* draft_model() const { return draft_model_.get(); }
+
   // s's k drafts were verified and `accepted` of them kept.
   void verified(Sequence& s, int32_t k, int32_t accepted, EngineMetrics& metrics) const;
 
@@ -40,10 +48,12 @@ class DraftProposer {
   // under a JSON grammar (whose state a draft would have to advance before it is verified).
   bool may_speculate(const Sequence& s) const;
   // Up to k drafts for s: from its request's prediction first, else from the configured
-  // drafter (n-gram over its own tokens, unless speculation is off).
+  // drafter (n-gram over its own tokens, unless speculation is off). The draft model's
+  // drafts are not made here: they come for all sequences at once (propose).
   std::vector<int32_t> draft(Sequence& s, int32_t k) const;
 
   SpeculativeConfig config_;
+  std::unique_ptr<DraftModel> draft_model_;  // SpecMode::kDraft
   int32_t max_context_;
   StepCostModel step_cost_;
 };

@@ -22,6 +22,15 @@
 
 namespace tokenmill::engine {
 
+namespace {
+
+// The draft model's cache holds as many positions as the target's.
+int32_t draft_blocks(const EngineConfig& config, const KvSizing& sizing) {
+  return sizing.n_blocks * config.block_size / DraftModel::kBlockSize;
+}
+
+}  // namespace
+
 class Engine::Impl {
  public:
   Impl(model::Model& model, const tokenizer::Tokenizer& tokenizer, EngineConfig config)
@@ -33,7 +42,7 @@ class Engine::Impl {
         kv_(sizing_.n_blocks, config.block_size, config.prefix_caching, {sizing_.window, sizing_.n_window_slots}),
         scheduler_({config.max_batch_tokens, config.max_seqs}, kv_),
         output_(tokenizer, config.max_context, metrics_, scheduler_),
-        proposer_(config.speculative, config.max_context) {
+        proposer_(config.speculative, config.max_context, draft_blocks(config, sizing_)) {
     if (kv_.has_window()) kv_storage_.bind_window_slots(&kv_.windows().slot_of_block());
     if (!config_.pinned_cpus.empty()) model_.backend().pin_threads(config_.pinned_cpus);
     publish_gauges();  // the pool's size is known from the start, before any step
@@ -71,8 +80,15 @@ class Engine::Impl {
 
   PoolCounters pool_counters() {
     std::lock_guard<std::mutex> lock(state_mutex_);
-    return {kv_.pool().n_blocks(), kv_.pool().n_free(),  kv_.pool().n_cached_free(),       kv_.windows().n_slots(),
-            kv_.windows().n_held(),  sizing_.window,       kv_storage_.shape().total_bytes()};
+    PoolCounters counters{kv_.pool().n_blocks(), kv_.pool().n_free(),  kv_.pool().n_cached_free(),
+                          kv_.windows().n_slots(), kv_.windows().n_held(),  sizing_.window,
+                          kv_storage_.shape().total_bytes()};
+    if (const DraftModel* draft = proposer_.draft_model()) {
+      counters.n_draft_blocks = draft->n_blocks();
+      counters.n_draft_free = draft->n_free_blocks();
+      counters.kv_bytes += draft->kv_bytes();
+    }
+    return counters;
   }
 
   void shutdown(std::chrono::milliseconds grace) {
@@ -111,6 +127,7 @@ class Engine::Impl {
       for (auto& state : arrived) admit(std::move(state));
       drop_cancelled(cancel_all);
       step();
+      proposer_.forget_departed(scheduler_.running());
       publish_gauges();
     }
     // Stopping: every unfinished choice ends as cancelled.
@@ -368,7 +385,10 @@ Engine::~Engine() = default;
 
 int64_t Engine::kv_cache_bytes(const model::Model& model, const EngineConfig& config) {
   const KvSizing sizing = size_kv(config, model);
-  return kv_shape(model, config, sizing.window > 0, sizing.n_blocks, sizing.n_window_slots).total_bytes();
+  const int64_t draft_bytes = config.speculative.mode == SpecMode::kDraft && config.speculative.draft_model != nullptr
+                                  ? DraftModel::kv_cache_bytes(*config.speculative.draft_model, draft_blocks(config, sizing))
+                                  : 0;
+  return kv_shape(model, config, sizing.window > 0, sizing.n_blocks, sizing.n_window_slots).total_bytes() + draft_bytes;
 }
 
 Result<std::shared_ptr<RequestStream>> Engine::submit(Request request) { return impl_->submit(std::move(request)); }

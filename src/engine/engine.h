@@ -88,6 +88,8 @@ class Engine {
     int32_t n_window_held = 0;   // of those, held by sequences
     int32_t window = 0;          // positions a sliding-window layer sees (0: no window slots)
     int64_t kv_bytes = 0;        // memory of the whole KV cache
+    int32_t n_draft_blocks = 0;  // the draft model's cache (SpecMode::kDraft; 0 without one)
+    int32_t n_draft_free = 0;
   };
   PoolCounters pool_counters() const;
 

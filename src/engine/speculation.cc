@@ -12,6 +12,9 @@ const char* speculative_config_error(const SpeculativeConfig& config) {
   if (config.ngram_min < 1 || config.ngram_max < config.ngram_min || config.ngram_max > 64) {
     return "the n-gram lengths must satisfy 1 <= ngram_min <= ngram_max <= 64";
   }
+  if (config.mode == SpecMode::kDraft && config.draft_model == nullptr) {
+    return "a draft model is needed (--draft-model PATH)";
+  }
   return "";
 }
 
@@ -115,12 +118,14 @@ void StepCostModel::observe(int32_t n_tokens, double seconds) {
   sxy_ = sxy_ * kKeep + x * seconds;
 }
 
-double StepCostModel::break_even(int32_t n_produced, int32_t n_tokens) const {
-  // Throughput n_produced / cost(n_tokens) rises with one more position accepted with
-  // chance r iff r > n_produced * (cost(n_tokens + 1) - cost(n_tokens)) / cost(n_tokens).
-  const double cost = step_seconds(n_tokens);
+double StepCostModel::break_even(int32_t n_produced, int32_t n_tokens, double drafting_seconds,
+                                 double extra_seconds) const {
+  // Throughput n_produced / (cost(n_tokens) + drafting) rises with one more position
+  // accepted with chance r iff r > n_produced * (cost(n_tokens + 1) - cost(n_tokens) +
+  // extra) / (cost(n_tokens) + drafting).
+  const double cost = step_seconds(n_tokens) + drafting_seconds;
   if (cost <= 0) return 0.0;
-  return n_produced * (step_seconds(n_tokens + 1) - cost) / cost;
+  return n_produced * (step_seconds(n_tokens + 1) - step_seconds(n_tokens) + extra_seconds) / cost;
 }
 
 // A draft must beat the break-even by this factor: what the step model leaves out (the
@@ -129,7 +134,7 @@ double StepCostModel::break_even(int32_t n_produced, int32_t n_tokens) const {
 constexpr double kDraftMargin = 1.15;
 
 std::vector<int32_t> allocate_drafts(std::span<const double> rates, std::span<const int32_t> limits, int32_t n_decode,
-                                     const StepCostModel& cost) {
+                                     const StepCostModel& cost, const StepCostModel* draft_pass) {
   std::vector<int32_t> drafts(rates.size(), 0);
   // (chance of the sequence's next draft, sequence), best first.
   std::priority_queue<std::pair<double, size_t>> next;
@@ -138,11 +143,20 @@ std::vector<int32_t> allocate_drafts(std::span<const double> rates, std::span<co
   }
   double produced = n_decode;  // tokens the step is expected to yield
   int32_t positions = n_decode;
+  int32_t n_passes = 0;          // draft-model passes opened so far (the deepest draft)
+  double drafting = 0;           // their estimated seconds
   while (!next.empty()) {
     const auto [chance, i] = next.top();
-    if (chance <= kDraftMargin * cost.break_even(static_cast<int32_t>(produced), positions)) break;
+    double extra = 0;
+    if (draft_pass != nullptr) {
+      const double one = draft_pass->step_seconds(1);
+      extra = drafts[i] + 1 > n_passes ? one : draft_pass->step_seconds(2) - one;
+    }
+    if (chance <= kDraftMargin * cost.break_even(static_cast<int32_t>(produced), positions, drafting, extra)) break;
     next.pop();
     ++drafts[i];
+    n_passes = std::max(n_passes, drafts[i]);
+    drafting += extra;
     produced += chance;
     ++positions;
     if (drafts[i] < limits[i]) next.push({chance * rates[i], i});

@@ -22,9 +22,14 @@
 #include <utility>
 #include <vector>
 
+namespace tokenmill::model {
+class Model;
+}  // namespace tokenmill::model
+
 namespace tokenmill::engine {
 
-enum class SpecMode { kOff, kNgram };
+// kDraft: a draft model's greedy continuation (engine/draft_model.h).
+enum class SpecMode { kOff, kNgram, kDraft };
 
 // Proposes up to max_drafts tokens to follow `tokens` (a sequence's prompt and output so
 // far); fewer or none where it has no good guess. Called on the engine thread.
@@ -40,6 +45,9 @@ struct SpeculativeConfig {
   bool adaptive = true;
   // Where the drafts come from; empty: the n-gram drafter (propose_ngram_drafts).
   DraftFn drafter;
+  // kDraft: the draft model, with the target's vocabulary (draft_vocabulary_error); it
+  // must outlive the engine, and runs on the engine thread between its forward passes.
+  model::Model* draft_model = nullptr;
 };
 
 inline constexpr int32_t kMaxDrafts = 32;
@@ -111,8 +119,10 @@ class StepCostModel {
   // The step's tokens and its measured duration.
   void observe(int32_t n_tokens, double seconds);
   // The smallest acceptance chance at which one more draft position pays in a step that
-  // already produces n_produced tokens over n_tokens positions.
-  double break_even(int32_t n_produced, int32_t n_tokens) const;
+  // already produces n_produced tokens over n_tokens positions, when drafting costs
+  // drafting_seconds and the new draft adds extra_seconds to that (a draft model's passes).
+  double break_even(int32_t n_produced, int32_t n_tokens, double drafting_seconds = 0,
+                    double extra_seconds = 0) const;
 
  private:
   // Exponentially weighted sums for the least-squares line seconds = a + b * tokens.
@@ -125,7 +135,10 @@ class StepCostModel {
 // j-th draft of sequence i is accepted with chance rates[i]^j (all before it having
 // been); drafts are added best chance first while that chance is above the break-even
 // of the step as it grows (StepCostModel::break_even, from n_decode positions and tokens).
+// With a draft model, draft_pass is the cost of one of its passes: the j-th drafts of
+// all sequences are made by one pass, so a draft deeper than every other opens a pass
+// (its fixed cost and one position) and any other adds a position to one.
 std::vector<int32_t> allocate_drafts(std::span<const double> rates, std::span<const int32_t> limits, int32_t n_decode,
-                                     const StepCostModel& cost);
+                                     const StepCostModel& cost, const StepCostModel* draft_pass = nullptr);
 
 }  // namespace tokenmill::engine

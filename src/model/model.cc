@@ -112,7 +112,8 @@ Result<std::unique_ptr<Model>> load_model(std::shared_ptr<const gguf::File> file
   if (options.prefetch) file->prefetch();
   if (options.repack) repack_for_kernels(*weights, *file);
   const int n_threads = options.n_threads > 0 ? options.n_threads : default_thread_count();
-  auto backend = std::make_unique<ops::CpuBackend>(n_threads);
+  auto backend = options.thread_pool ? std::make_unique<ops::CpuBackend>(options.thread_pool)
+                                     : std::make_unique<ops::CpuBackend>(n_threads);
   switch (config->architecture) {
     case Architecture::kGemma3:
       return make_gemma3(std::move(file), std::move(config).value(), std::move(weights).value(), std::move(backend));

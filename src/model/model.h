@@ -24,6 +24,9 @@ struct LoadOptions {
   int n_threads = 0;        // 0: every online CPU
   bool prefetch = true;     // read all weights into memory at load
   bool repack = true;       // repack_for_kernels (weights.h); off: the file's layout everywhere
+  // When set, the model computes on these threads (n_threads is ignored): a draft model
+  // shares its target's (ops::Backend::shared_thread_pool).
+  std::shared_ptr<ThreadPool> thread_pool;
 };
 
 class Model {

@@ -9,10 +9,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "base/first_max.h"
+#include "base/thread_pool.h"
 #include "ops/attention.h"
 #include "ops/kv_storage.h"
 #include "ops/weight_matrix.h"
@@ -37,6 +39,10 @@ class Backend {
   // thread k (k >= 1) to cpus[k]; cpus[0] is the calling thread's, which pins itself.
   // False where nothing was pinned (too few CPUs given, the OS refused, no threads).
   virtual bool pin_threads(std::span<const int> cpus) { return false; }
+  // The thread pool the back end computes on, for another back end to share (a draft
+  // model beside its target: one set of threads, used by one forward pass at a time);
+  // null when it has none to share.
+  virtual std::shared_ptr<ThreadPool> shared_thread_pool() { return nullptr; }
 
   // y[t, r] = sum_k w[r, k] * x[t, k].  x: [n_tokens, w.n_cols], y: [n_tokens, w.n_rows].
   // The weights are read once for all n_tokens rows.

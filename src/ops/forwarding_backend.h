@@ -23,6 +23,7 @@ class ForwardingBackend : public Backend {
   const char* name() const override { return inner_->name(); }
   int n_threads() const override { return inner_->n_threads(); }
   bool pin_threads(std::span<const int> cpus) override { return inner_->pin_threads(cpus); }
+  std::shared_ptr<ThreadPool> shared_thread_pool() override { return inner_->shared_thread_pool(); }
   void for_each_parallel(size_t n, const std::function<void(size_t)>& fn) override {
     inner_->for_each_parallel(n, fn);
   }

@@ -41,6 +41,7 @@ namespace tokenmill::server {
 // Everything one loaded model owns. Destroying it stops its engine.
 struct LoadedModel {
   std::unique_ptr<model::Model> model;
+  std::unique_ptr<model::Model> draft_model;  // speculative decoding's; the engine uses it
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
   std::unique_ptr<engine::Engine> engine;
   std::unique_ptr<ServedModel> served;

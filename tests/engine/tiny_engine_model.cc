@@ -66,11 +66,16 @@ std::vector<uint8_t> with_tokenizer(const gguf::File& file, int32_t n_vocab) {
 
 }  // namespace
 
-TinyEngineModel load_tiny_engine_model() {
+TinyEngineModel load_tiny_engine_model(TinyDraft draft, std::shared_ptr<ThreadPool> thread_pool) {
   TinyEngineModel out;
   auto spec = model::testing::tiny_gemma3_spec();
   spec.n_vocab = 4 + 256 + 20 + 4;
   spec.matrix_types = {gguf::TensorType::kQ8_0, gguf::TensorType::kF16, gguf::TensorType::kQ4_0};
+  if (draft == TinyDraft::kAgreeing) spec.matrix_types = {gguf::TensorType::kQ4_0};
+  if (draft == TinyDraft::kDisagreeing) {
+    spec.seed = 77;
+    spec.tied_output = false;
+  }
   auto bytes = model::testing::build_tiny_gguf(spec);
   EXPECT_TRUE(bytes.ok()) << bytes.status().to_string();
   if (!bytes.ok()) return out;
@@ -83,6 +88,7 @@ TinyEngineModel load_tiny_engine_model() {
   model::LoadOptions options;
   options.n_threads = 2;
   options.prefetch = false;
+  options.thread_pool = std::move(thread_pool);
   auto model = model::load_model(*file, options);
   EXPECT_TRUE(model.ok()) << model.status().to_string();
   if (!model.ok()) return out;

@@ -33,10 +33,12 @@ constexpr int64_t kMinMatmulPieceRows = 16;
 
 }  // namespace
 
-CpuBackend::CpuBackend(int n_threads) : pool_(n_threads) {}
+CpuBackend::CpuBackend(int n_threads) : pool_(std::make_shared<ThreadPool>(n_threads)) {}
+
+CpuBackend::CpuBackend(std::shared_ptr<ThreadPool> pool) : pool_(std::move(pool)) {}
 
 void CpuBackend::for_each_parallel(size_t n, const std::function<void(size_t)>& fn) {
-  pool_.parallel_chunks(n, fn);  // runs one part inline, none for n == 0
+  pool_->parallel_chunks(n, fn);  // runs one part inline, none for n == 0
 }
 
 void CpuBackend::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
@@ -79,7 +81,7 @@ void CpuBackend::run_products(std::span<const MatmulProduct> products, const flo
   uint8_t* input = quantized_input_.data();  // [n_tokens, input_row_bytes]
 
   // Activations are converted once per call, not once per weight row or product.
-  pool_.parallel_for(n_tokens, [&](int, size_t begin, size_t end) {
+  pool_->parallel_for(n_tokens, [&](int, size_t begin, size_t end) {
     for (size_t t = begin; t < end; ++t) quantize_input(x + t * k, input + t * input_row_bytes, k);
   });
 
@@ -100,12 +102,12 @@ void CpuBackend::run_products(std::span<const MatmulProduct> products, const flo
   // pieces each (ThreadPool::parallel_ranges); each weight row is read (and unpacked) once
   // and dotted with every token's input row: y[t * n_rows + r] for all t. A piece that
   // spans products makes one kernel call per product.
-  const int64_t n_pieces_wanted = std::max<int64_t>(1, pool_.n_threads() * kMatmulPiecesPerThread);
+  const int64_t n_pieces_wanted = std::max<int64_t>(1, pool_->n_threads() * kMatmulPiecesPerThread);
   const int64_t min_grain = panels ? 1 : kMinMatmulPieceRows / 4;
   const int64_t grain = std::max<int64_t>(min_grain, (n_units + n_pieces_wanted - 1) / n_pieces_wanted);
   std::mutex pieces_mutex;
   std::vector<std::pair<int64_t, std::vector<quant::RunningMax>>> pieces;  // argmax: (first row, maxima)
-  pool_.parallel_ranges(static_cast<size_t>(n_units), static_cast<size_t>(grain), [&](size_t first_unit,
+  pool_->parallel_ranges(static_cast<size_t>(n_units), static_cast<size_t>(grain), [&](size_t first_unit,
                                                                                       size_t last_unit) {
     for (size_t i = 0; i < products.size(); ++i) {
       const int64_t unit_lo = std::max<int64_t>(static_cast<int64_t>(first_unit), unit_begin[i]);
@@ -153,7 +155,7 @@ void CpuBackend::run_products(std::span<const MatmulProduct> products, const flo
   }
   // Kernels without a fold: one scan per token, the tokens split between the threads.
   const float* y = products.front().y;
-  pool_.parallel_for(n_tokens, [&](int, size_t begin, size_t end) {
+  pool_->parallel_for(n_tokens, [&](int, size_t begin, size_t end) {
     first_max_index_rows(y + begin * static_cast<size_t>(n_rows), static_cast<int64_t>(end - begin), n_rows,
                          argmax + begin);
   });
@@ -197,7 +199,7 @@ void CpuBackend::rms_norm(const float* x, const float* weight, int64_t n_rows, i
     rows(0, n_rows);
     return;
   }
-  pool_.parallel_for(static_cast<size_t>(n_rows), [&](int, size_t begin, size_t end) {
+  pool_->parallel_for(static_cast<size_t>(n_rows), [&](int, size_t begin, size_t end) {
     rows(static_cast<int64_t>(begin), static_cast<int64_t>(end));
   });
 }
@@ -273,7 +275,7 @@ void CpuBackend::rope(float* x, std::span<const int32_t> positions, int32_t n_he
     tokens(0, positions.size());
     return;
   }
-  pool_.parallel_for(positions.size(), [&](int, size_t begin, size_t end) { tokens(begin, end); });
+  pool_->parallel_for(positions.size(), [&](int, size_t begin, size_t end) { tokens(begin, end); });
 }
 
 namespace {
@@ -289,7 +291,7 @@ void CpuBackend::elementwise(int64_t n, const std::function<void(int64_t, int64_
     fn(0, n);
     return;
   }
-  pool_.parallel_for(static_cast<size_t>(n), [&](int, size_t begin, size_t end) {
+  pool_->parallel_for(static_cast<size_t>(n), [&](int, size_t begin, size_t end) {
     fn(static_cast<int64_t>(begin), static_cast<int64_t>(end));
   });
 }
@@ -364,7 +366,7 @@ void CpuBackend::attention(const KvStorage& kv, const AttentionBatch& batch, con
   // With fewer items than threads (decode of a model with one kv head), the group is
   // split so that every thread has heads to run; the results do not change with the
   // split (attention_kernels.h).
-  const int n_threads = pool_.n_threads();
+  const int n_threads = pool_->n_threads();
   const int64_t n_groups = n_tokens * params.n_kv_heads;
   const int32_t n_splits =
       static_cast<int32_t>(std::min<int64_t>(group, std::max<int64_t>(1, (n_threads + n_groups - 1) / n_groups)));
@@ -379,7 +381,7 @@ void CpuBackend::attention(const KvStorage& kv, const AttentionBatch& batch, con
   // cores - would otherwise hold the step back), the longest first: a causal batch's last
   // tokens, so they are not left for the end.
   std::atomic<int64_t> next_item{0};
-  pool_.run_on_all([&](int part) {
+  pool_->run_on_all([&](int part) {
     AttentionScratch& scratch = attention_scratch_[part];
     for (int64_t claimed = next_item.fetch_add(1, std::memory_order_relaxed); claimed < n_items;
          claimed = next_item.fetch_add(1, std::memory_order_relaxed)) {

@@ -14,12 +14,15 @@ namespace tokenmill::ops {
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(int n_threads);
+  // Computes on another back end's threads (Backend::shared_thread_pool).
+  explicit CpuBackend(std::shared_ptr<ThreadPool> pool);
 
   const char* name() const override { return "cpu"; }
-  int n_threads() const override { return pool_.n_threads(); }
-  bool pin_threads(std::span<const int> cpus) override { return pool_.pin_workers(cpus); }
+  int n_threads() const override { return pool_->n_threads(); }
+  bool pin_threads(std::span<const int> cpus) override { return pool_->pin_workers(cpus); }
+  std::shared_ptr<ThreadPool> shared_thread_pool() override { return pool_; }
   void for_each_parallel(size_t n, const std::function<void(size_t)>& fn) override;
-  ThreadPool& pool() { return pool_; }
+  ThreadPool& pool() { return *pool_; }
 
   void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) override;
   void matmul_argmax(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int32_t* argmax) override;
@@ -67,7 +70,7 @@ class CpuBackend final : public Backend {
     std::vector<float> scores;                  // [heads of the item, n_keys]
   };
 
-  ThreadPool pool_;
+  std::shared_ptr<ThreadPool> pool_;
   std::vector<uint8_t> quantized_input_;  // activations converted to the weight's dot-product type
   std::vector<int64_t> product_units_;    // run_products: each product's first unit, then the total
   std::vector<float> argmax_results_;     // matmul_argmax without y, for kernels that do not fold
