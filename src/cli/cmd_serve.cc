@@ -213,7 +213,7 @@ int serve(ServeOptions options) {
     const engine::EngineConfig& config = served->engine().config();
     std::fprintf(stderr, "model %s: context %d tokens per sequence, prefix caching %s, speculation %s%s\n",
                  served->name().c_str(), served->max_context(), config.prefix_caching ? "on" : "off",
-                 config.speculative.mode == engine::SpecMode::kOff ? "off" : "ngram",
+                 spec_mode_name(config.speculative.mode),
                  options.api_key.empty() ? "" : ", API key required");
   }
   if (const store::ModelStore* served_store = models.store()) {

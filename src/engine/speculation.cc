@@ -7,6 +7,15 @@
 
 namespace tokenmill::engine {
 
+const char* spec_mode_name(SpecMode mode) {
+  switch (mode) {
+    case SpecMode::kOff: return "off";
+    case SpecMode::kNgram: return "ngram";
+    case SpecMode::kDraft: return "draft";
+  }
+  return "?";
+}
+
 const char* speculative_config_error(const SpeculativeConfig& config) {
   if (config.draft_max < 1 || config.draft_max > kMaxDrafts) return "draft_max must be in 1 .. 32";
   if (config.ngram_min < 1 || config.ngram_max < config.ngram_min || config.ngram_max > 64) {

@@ -52,6 +52,9 @@ struct SpeculativeConfig {
 
 inline constexpr int32_t kMaxDrafts = 32;
 
+// "ngram", "draft" or "off", as --spec takes them.
+const char* spec_mode_name(SpecMode mode);
+
 // Checks the ranges above; InvalidArgument-style message, or "" when valid.
 const char* speculative_config_error(const SpeculativeConfig& config);
 

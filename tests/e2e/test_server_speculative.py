@@ -1,6 +1,7 @@
 """Speculative decoding through the real server and the official openai client: drafts
-(n-gram, and OpenAI Predicted Outputs) change no token, the usage and the Prometheus
-counters report them, and bad predictions or flags get clear errors."""
+(n-gram, OpenAI Predicted Outputs, a draft model) change no token, the usage and the
+Prometheus counters report them, and bad predictions, flags or draft models get clear
+errors."""
 import openai
 import pytest
 import requests
@@ -106,7 +107,6 @@ def test_empty_prediction_is_no_prediction(client):
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--spec", "draft"], "--spec"),
     (["--draft-max", "0"], "--draft-max"),
     (["--draft-max", "1000"], "--draft-max"),
     (["--spec-ngram-min", "5", "--spec-ngram-max", "2"], "ngram_min <= ngram_max"),
@@ -115,3 +115,57 @@ def test_bad_spec_flags_are_refused(tokenmill, default_model, flags, message):
     result = run([tokenmill, "serve", "-m", default_model, "--port", "0", *flags], timeout=120)
     assert result.returncode != 0
     assert message in result.stderr
+
+
+@pytest.fixture(scope="module")
+def draft_model(tokenmill, default_model, tmp_path_factory):
+    """The default model requantized to Q4_0: the same vocabulary, other weights."""
+    path = tmp_path_factory.mktemp("draft") / "draft-q4_0.gguf"
+    done = run([tokenmill, "quantize", default_model, str(path), "Q4_0"], timeout=300)
+    assert done.returncode == 0, done.stderr
+    return path
+
+
+def test_a_draft_model_server_answers_as_plain_decoding(tokenmill, default_model, draft_model):
+    """`serve --draft-model`: the start line names draft speculation, greedy and seeded
+    answers equal those without drafts, and the draft's cache is counted in /api/ps."""
+    from conftest import start_server
+    server = start_server(tokenmill, default_model, "-t", "2", "--draft-model", str(draft_model))
+    try:
+        assert "speculation draft" in server.log()
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
+        for kwargs in ({}, {"temperature": 0.8, "seed": 11}):
+            spec = chat(client, COPY, **kwargs).choices[0].message.content
+            plain = chat(client, COPY, extra_body={"speculative": False}, **kwargs).choices[0].message.content
+            assert spec == plain
+        counters = spec_counters(server)
+        assert counters["num_accepted_tokens"] <= counters["num_draft_tokens"]
+    finally:
+        assert server.stop() == 0, server.log()
+
+
+def test_run_and_bench_take_a_draft_model(tokenmill, default_model, draft_model):
+    args = ["-m", default_model, "-t", "2", "-p", "The river town of Alder Bend", "-n", "24", "--temp", "0"]
+    with_draft = run([tokenmill, "run", *args, "--draft-model", str(draft_model)], timeout=300)
+    plain = run([tokenmill, "run", *args, "--spec", "off"], timeout=300)
+    assert with_draft.returncode == 0, with_draft.stderr
+    assert with_draft.stdout == plain.stdout
+    bench = run([tokenmill, "bench", "-m", default_model, "-t", "2", "-r", "1", "-n", "16",
+                 "--draft-model", str(draft_model)], timeout=300)
+    assert bench.returncode == 0, bench.stderr
+    assert "acceptance" in bench.stdout
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--spec", "draft"], "--draft-model"),
+    (["--spec", "bogus"], "--spec"),
+    (["--draft-model", "/nonexistent/draft.gguf"], "--draft-model"),
+    (["--draft-model", "EMBEDDING_MODEL"], "--draft-model"),
+])
+def test_bad_draft_models_are_refused(tokenmill, default_model, flags, message):
+    from conftest import ROOT
+    flags = [str(ROOT / "models" / "all-minilm-l6-v2-f16.gguf") if f == "EMBEDDING_MODEL" else f for f in flags]
+    result = run([tokenmill, "serve", "-m", default_model, "--port", "0", *flags], timeout=120)
+    assert result.returncode != 0
+    assert message in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) <= 3, result.stderr
