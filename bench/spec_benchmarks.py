@@ -4,6 +4,7 @@
     python3 bench/spec_benchmarks.py [--model models/gemma-3-270m-q4_k_m.gguf] [--rounds 3]
                                      [--max-tokens 256] [--out spec_benchmarks.json]
                                      [--isa native|avx2|avxvnni] [--llama-server PATH]
+                                     [--draft-model DRAFT.gguf]
 
 One `tokenmill serve` (2 threads, --spec ngram). Every measurement alternates requests
 with "speculative": false (plain decoding) and without it, so both see the same machine
@@ -22,6 +23,11 @@ With --llama-server (or $LLAMA_SERVER), llama.cpp's llama-server runs the copy-h
 prompts too, plain and with its n-gram self-speculation (--spec-type ngram-simple and
 ngram-mod), one server per setting: its speed-ups set beside tokenmill's. Build one with
 `bench/compare_llamacpp --isa avx2 --build-only server` and compare with --isa avx2.
+
+With --draft-model, a second tokenmill server drafts with that model (--draft-model) and
+runs the copy-heavy and free prompts at 1 and 16 streams the same way; with
+--llama-server too, llama-server runs them plain and with the same draft (-md, its
+draft-model speculation).
 
 Prints the CPU and kernel set the server reported. Figures drift on shared machines:
 compare within one run.
@@ -130,10 +136,13 @@ def compare(name, port, rounds, plain_kwargs, spec_kwargs, prompts, max_tokens, 
           f" tok/s  {statistics.median(ratios):.2f}x  (all: {', '.join(f'{r:.2f}' for r in ratios)})", flush=True)
 
 
-def llama_server_comparison(args, results):
-    """llama.cpp's llama-server on the same prompts: plain, then with its n-gram self-speculation
-    (--spec-type ngram-simple, ngram-mod); a server per setting, --rounds rounds."""
-    settings = {"plain": [], "ngram-simple": ["--spec-type", "ngram-simple"], "ngram-mod": ["--spec-type", "ngram-mod"]}
+NGRAM_SETTINGS = {"plain": [], "ngram-simple": ["--spec-type", "ngram-simple"],
+                  "ngram-mod": ["--spec-type", "ngram-mod"]}
+
+
+def llama_server_comparison(args, results, settings=NGRAM_SETTINGS):
+    """llama.cpp's llama-server on the same prompts: plain, then with each other setting (its
+    n-gram self-speculation, or a draft model); a server per setting, --rounds rounds."""
     cases = {"copy-heavy": COPY_PROMPTS, "free text": FREE_PROMPTS}
     rates = {(s, c): [] for s in settings for c in cases}
     for _ in range(args.rounds):
@@ -152,12 +161,32 @@ def llama_server_comparison(args, results):
                 proc.wait(timeout=60)
     for case in cases:
         plain = statistics.median(rates[("plain", case)])
-        for setting in ("ngram-simple", "ngram-mod"):
+        for setting in (s for s in settings if s != "plain"):
             spec = statistics.median(rates[(setting, case)])
             results[f"llama.cpp {setting}, {case}, 1 stream"] = {"plain_tok_s": plain, "spec_tok_s": spec,
                                                                   "ratio": spec / plain}
             print(f"llama.cpp {setting:13s} {case:10s} 1 stream  plain {plain:7.1f} tok/s  spec {spec:7.1f} tok/s  "
                   f"{spec / plain:.2f}x", flush=True)
+
+
+def draft_model_comparison(args, results):
+    """A tokenmill server with --draft-model: drafts against plain on the same server, as above."""
+    server = Server(args.model, ["--draft-model", args.draft_model])
+    try:
+        port, n, r = server.port, args.max_tokens, args.rounds
+        chat(port, FREE_PROMPTS[0], 8)
+        for streams in (1, 16):
+            compare(f"draft model, copy-heavy, {streams} stream(s)", port, r, {"speculative": False}, {}, COPY_PROMPTS,
+                    n, streams, results)
+            compare(f"draft model, free text, {streams} stream(s)", port, r, {"speculative": False}, {}, FREE_PROMPTS,
+                    n, streams, results)
+        counters = spec_counters(port)
+    finally:
+        server.stop()
+    drafts = counters.get("tokenmill_spec_decode_num_draft_tokens_total", 0)
+    accepted = counters.get("tokenmill_spec_decode_num_accepted_tokens_total", 0)
+    print(f"draft model over the run: {accepted:.0f} of {drafts:.0f} drafts accepted", flush=True)
+    results["draft_model"] = {"path": args.draft_model, "draft_tokens": drafts, "accepted_tokens": accepted}
 
 
 def spec_counters(port):
@@ -175,6 +204,7 @@ def main():
                         help="TOKENMILL_ISA for the server (avx2: to compare with an AVX2 llama.cpp build)")
     parser.add_argument("--llama-server", default=os.environ.get("LLAMA_SERVER"),
                         help="also measure llama.cpp's n-gram speculation on the same prompts (default: $LLAMA_SERVER)")
+    parser.add_argument("--draft-model", help="also measure draft-model speculation with this GGUF")
     args = parser.parse_args()
     if args.isa == "native":
         os.environ.pop("TOKENMILL_ISA", None)
@@ -214,6 +244,11 @@ def main():
           f"{results['mean_accepted_per_verification']:.2f} per verification", flush=True)
     if args.llama_server:
         llama_server_comparison(args, results)
+    if args.draft_model:
+        draft_model_comparison(args, results)
+        if args.llama_server:
+            llama_server_comparison(args, results, {"plain": [], "draft model": ["-md", args.draft_model,
+                                                                                 "--draft-max", "16"]})
     pathlib.Path(args.out).write_text(json.dumps(results, indent=2))
     print(f"wrote {args.out}")
 
