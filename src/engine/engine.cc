@@ -12,6 +12,7 @@
 #include "base/cpu_affinity.h"
 #include "base/log.h"
 #include "base/timer.h"
+#include "engine/batch_step_limit.h"
 #include "engine/draft_proposer.h"
 #include "engine/kv_sizing.h"
 #include "engine/output_processor.h"
@@ -168,15 +169,24 @@ class Engine::Impl {
   // With speculation, a propose phase comes first (the drafts running sequences carry
   // into the step) and the draws of those sequences verify their drafts.
   void step() {
+    Timer timer;
     proposer_.propose(scheduler_.running());
     SchedulerOutput plan = plan_step();
     if (plan.scheduled.empty()) return;
+    int32_t n_tokens = 0;
+    bool carries_batch = false;
+    for (const ScheduledSequence& item : plan.scheduled) {
+      n_tokens += item.n_new;
+      carries_batch = carries_batch || item.sequence->is_batch();
+    }
     StepBatch prepared = prepare(plan);
     if (!run(plan, prepared)) return;
     score_prompt_tokens(prepared);
     fork_new_choices(prepared);
     std::vector<std::vector<Draw>> draws = sample(prepared);
     for (size_t i = 0; i < draws.size(); ++i) emit_draws(prepared, i, std::move(draws[i]));
+    batch_limit_.observe(n_tokens, timer.seconds(), carries_batch && batch_limited_,
+                         !carries_batch && plan.scheduled.size() == 1);
   }
 
   SchedulerOutput plan_step() {
@@ -194,8 +204,9 @@ class Engine::Impl {
   }
 
   // The positions a step that carries batch work may hold (EngineConfig::
-  // batch_latency_factor): factor times a one-token step's time, on the fitted cost line.
+  // batch_latency_factor): factor times a one-token step's time (engine/batch_step_limit.h).
   int32_t batch_token_limit() {
+    batch_limited_ = false;
     if (config_.batch_latency_factor <= 0) return INT32_MAX;
     const auto now = std::chrono::steady_clock::now();
     auto interactive = [](const std::unique_ptr<Sequence>& s) { return !s->is_batch(); };
@@ -206,13 +217,8 @@ class Engine::Impl {
     if (!last_interactive_ || now - *last_interactive_ > std::chrono::duration<double>(kInteractiveRecentSeconds)) {
       return INT32_MAX;
     }
-    const StepCostModel& cost = proposer_.step_cost();
-    const double one = cost.step_seconds(1);
-    const double per_position = cost.step_seconds(2) - one;
-    if (!(per_position > 0)) return INT32_MAX;
-    const double fixed = one - per_position;
-    const double positions = (config_.batch_latency_factor * one - fixed) / per_position;
-    return static_cast<int32_t>(std::clamp(positions, 1.0, static_cast<double>(config_.max_batch_tokens)));
+    batch_limited_ = true;
+    return batch_limit_.positions(proposer_.step_cost(), config_.max_batch_tokens);
   }
 
   StepBatch prepare(const SchedulerOutput& plan) {
@@ -360,6 +366,8 @@ class Engine::Impl {
   OutputProcessor output_;
   DraftProposer proposer_;
   std::optional<std::chrono::steady_clock::time_point> last_interactive_;  // engine thread only
+  BatchStepLimit batch_limit_{config_.batch_latency_factor};                // engine thread only
+  bool batch_limited_ = false;  // the step being planned has a batch_limit_ (engine thread only)
   std::vector<float> logits_;  // [n_outputs, n_vocab] of the last step
   std::vector<int32_t> first_max_;  // [n_outputs]: first_max_index of each logits row
   uint64_t next_arrival_ = 0;
