@@ -116,6 +116,24 @@ EngineConfig batch_config() {
   return config;
 }
 
+// The 16 prompts' greedy tokens with spec's drafts equal those of plain decoding, and the
+// drafts were both accepted and rejected (at least min_accepted accepted).
+void expect_plain_tokens_with_drafts(const LoadedModel& m, const EngineConfig& spec, int32_t n_tokens,
+                                     const char* drafter, uint64_t min_accepted) {
+  EngineConfig plain = batch_config();
+  plain.speculative.mode = SpecMode::kOff;
+  EngineMetrics::Snapshot metrics;
+  const auto expected = greedy_alone_and_batched(m, plain, n_tokens);
+  const auto got = greedy_alone_and_batched(m, spec, n_tokens, &metrics);
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(got[i], expected[i]) << "prompt " << i << ": " << kPrompts[i];
+  std::printf("%s on the real model: %llu of %llu drafts accepted in %llu verifications\n", drafter,
+              static_cast<unsigned long long>(metrics.spec_accepted_tokens_total),
+              static_cast<unsigned long long>(metrics.spec_draft_tokens_total),
+              static_cast<unsigned long long>(metrics.spec_drafts_total));
+  EXPECT_GT(metrics.spec_accepted_tokens_total, min_accepted);
+  EXPECT_LT(metrics.spec_accepted_tokens_total, metrics.spec_draft_tokens_total);
+}
+
 TEST(EngineRealModel, BatchedGreedyEqualsOneAtATime) {
   auto m = load();
   ASSERT_TRUE(m);
@@ -130,20 +148,9 @@ TEST(EngineRealModel, BatchedGreedyEqualsOneAtATime) {
 TEST(EngineRealModel, SpeculationGivesThePlainTokens) {
   auto m = load();
   ASSERT_TRUE(m);
-  EngineConfig plain = batch_config();
-  plain.speculative.mode = SpecMode::kOff;
   EngineConfig spec = batch_config();
   spec.speculative.adaptive = false;
-  EngineMetrics::Snapshot metrics;
-  const auto expected = greedy_alone_and_batched(*m, plain, 48);
-  const auto got = greedy_alone_and_batched(*m, spec, 48, &metrics);
-  for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(got[i], expected[i]) << "prompt " << i << ": " << kPrompts[i];
-  std::printf("speculation on the real model: %llu of %llu drafts accepted in %llu verifications\n",
-              static_cast<unsigned long long>(metrics.spec_accepted_tokens_total),
-              static_cast<unsigned long long>(metrics.spec_draft_tokens_total),
-              static_cast<unsigned long long>(metrics.spec_drafts_total));
-  EXPECT_GT(metrics.spec_accepted_tokens_total, 100u);
-  EXPECT_LT(metrics.spec_accepted_tokens_total, metrics.spec_draft_tokens_total);
+  expect_plain_tokens_with_drafts(*m, spec, 48, "n-gram speculation", 100);
 }
 
 // A draft model changes no token either: the default model requantized to Q4_0 (a model
@@ -165,23 +172,12 @@ TEST(EngineRealModel, DraftModelGivesThePlainTokens) {
   ASSERT_TRUE(draft_tokens.ok());
   EXPECT_EQ(draft_vocabulary_error(*m->model, *m->tokenizer, **draft, **draft_tokens), "");
 
-  EngineConfig plain = batch_config();
-  plain.speculative.mode = SpecMode::kOff;
   EngineConfig spec = batch_config();
   spec.speculative.mode = SpecMode::kDraft;
   spec.speculative.draft_model = draft->get();
   spec.speculative.draft_max = 4;
   spec.speculative.adaptive = false;
-  EngineMetrics::Snapshot metrics;
-  const auto expected = greedy_alone_and_batched(*m, plain, 32);
-  const auto got = greedy_alone_and_batched(*m, spec, 32, &metrics);
-  for (size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(got[i], expected[i]) << "prompt " << i << ": " << kPrompts[i];
-  std::printf("draft model on the real model: %llu of %llu drafts accepted in %llu verifications\n",
-              static_cast<unsigned long long>(metrics.spec_accepted_tokens_total),
-              static_cast<unsigned long long>(metrics.spec_draft_tokens_total),
-              static_cast<unsigned long long>(metrics.spec_drafts_total));
-  EXPECT_GT(metrics.spec_accepted_tokens_total, 100u);
-  EXPECT_LT(metrics.spec_accepted_tokens_total, metrics.spec_draft_tokens_total);
+  expect_plain_tokens_with_drafts(*m, spec, 32, "draft model", 100);
   std::remove(draft_path.c_str());
 }
 
