@@ -354,6 +354,13 @@ def test_a_full_disk_is_507_and_a_batch_waits_for_room_losing_nothing(tokenmill,
                 fillers.append(client.files.create(file=("fill.bin", b"x" * 262144), purpose="user_data").id)
         assert full.value.status_code == 507 and "disk is full" in str(full.value)
         assert fillers, "the disk was full before the first filler"
+        # An upload is spooled before it is stored, so a refused one may leave up to twice
+        # its size free: smaller fillers take the rest.
+        for size in (65536, 16384, 4096):
+            with pytest.raises(openai.APIStatusError) as full:
+                for _ in range(64):
+                    fillers.append(client.files.create(file=("fill.bin", b"x" * size), purpose="user_data").id)
+            assert full.value.status_code == 507
         assert client.files.content(uploaded.id).text == (tmp_path / "in.jsonl").read_text()
         time.sleep(3)
         stalled = client.batches.retrieve(batch.id)
