@@ -354,15 +354,24 @@ def test_a_full_disk_is_507_and_a_batch_waits_for_room_losing_nothing(tokenmill,
                 fillers.append(client.files.create(file=("fill.bin", b"x" * 262144), purpose="user_data").id)
         assert full.value.status_code == 507 and "disk is full" in str(full.value)
         assert fillers, "the disk was full before the first filler"
-        # An upload is spooled before it is stored, so a refused one may leave up to twice
-        # its size free: smaller fillers take the rest.
-        for size in (65536, 16384, 4096):
-            with pytest.raises(openai.APIStatusError) as full:
-                for _ in range(64):
-                    fillers.append(client.files.create(file=("fill.bin", b"x" * size), purpose="user_data").id)
-            assert full.value.status_code == 507
         assert client.files.content(uploaded.id).text == (tmp_path / "in.jsonl").read_text()
-        time.sleep(3)
+
+        def fill(size):
+            with pytest.raises(openai.APIStatusError) as refused:
+                for _ in range(256):
+                    fillers.append(client.files.create(file=("fill.bin", b"x" * size), purpose="user_data").id)
+            assert refused.value.status_code == 507
+
+        # An upload is spooled before it is stored, so a refused one may leave up to twice
+        # its size free, which the batch's results can still use: smaller fillers take it
+        # until the disk refuses a result.
+        for size in (65536, 16384, 4096):
+            fill(size)
+        deadline = time.monotonic() + 60
+        while "cannot record a result" not in server.log() and time.monotonic() < deadline:
+            time.sleep(0.5)
+            fill(4096)
+        assert "cannot record a result" in server.log()  # the full disk refused some, which run again
         stalled = client.batches.retrieve(batch.id)
         assert stalled.status == "in_progress" and stalled.request_counts.completed < n
         for file_id in fillers:
@@ -371,6 +380,5 @@ def test_a_full_disk_is_507_and_a_batch_waits_for_room_losing_nothing(tokenmill,
         assert batch.status == "completed" and batch.request_counts.completed == n, batch
         ids = [line["custom_id"] for line in outputs(client, batch)]
         assert sorted(ids) == sorted(f"req-{i}" for i in range(n))
-        assert "cannot record a result" in server.log()  # the full disk refused some, which ran again
     finally:
         assert server.stop() == 0, server.log()
