@@ -102,6 +102,11 @@ SpoolStart start_spool(RequestParser&& parser, const HttpLimits& limits, size_t 
   return upload;
 }
 
+void discard_spool(UploadParser& parser, const std::string& spool_path) {
+  parser.get().body().close();
+  ::unlink(spool_path.c_str());
+}
+
 std::optional<HttpRejection> rejection_for(const boost::system::error_code& ec, const HttpLimits& limits,
                                            size_t body_limit) {
   if (is_disk_full(ec)) return disk_full_rejection();
@@ -190,8 +195,7 @@ std::optional<ParsedRequest> parse_http_request(std::string_view bytes, const Ht
   if (auto* rejection = std::get_if<HttpRejection>(&spool)) return ParsedRequest(std::move(*rejection));
   auto& upload = *std::get<std::unique_ptr<UploadParser>>(spool);
   if (auto end = read_body(upload, bytes, limits, body_limit)) {
-    upload.get().body().close();
-    ::unlink(spool_path.c_str());
+    discard_spool(upload, spool_path);
     return std::move(*end);
   }
   return ParsedRequest(to_http_request(upload, spool_path));

@@ -63,6 +63,9 @@ bool spools_body(const RequestParser& parser, const HttpLimits& limits);
 using SpoolStart = std::variant<std::unique_ptr<UploadParser>, HttpRejection>;
 SpoolStart start_spool(RequestParser&& parser, const HttpLimits& limits, size_t body_limit, std::string* spool_path);
 
+// An upload cut short or refused: closes its spool file and removes it.
+void discard_spool(UploadParser& parser, const std::string& spool_path);
+
 // The rejection for an error Beast reported while reading a request; nullopt for the
 // errors that only mean the client went away (end of stream, reset, timeout).
 std::optional<HttpRejection> rejection_for(const boost::system::error_code& ec, const HttpLimits& limits,

@@ -189,9 +189,8 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
 
   // An upload cut short or refused: its partial spool file goes.
   void drop_spool() {
-    if (spool_path_.empty()) return;
-    if (upload_) upload_->get().body().close();
-    ::unlink(spool_path_.c_str());
+    if (spool_path_.empty() || !upload_) return;
+    discard_spool(*upload_, spool_path_);
     spool_path_.clear();
   }
 
