@@ -432,9 +432,12 @@ TEST_F(EngineTest, InteractiveRequestsTakeThePlaceOfBatchWork) {
     r.priority = Priority::kBatch;
     batch.push_back(*engine.submit(std::move(r)));
   }
-  // Let the batch work fill both slots.
-  StreamEvent event;
-  ASSERT_TRUE(batch[0]->wait_next(event, milliseconds(20000)));
+  // Let the batch work fill both slots: each of the first two has produced a token (the
+  // step limit may admit the second a step or more after the first).
+  std::vector<StreamEvent> first_events(2);
+  for (size_t i = 0; i < first_events.size(); ++i) {
+    ASSERT_TRUE(batch[i]->wait_next(first_events[i], milliseconds(20000)));
+  }
   const auto interactive = engine.submit(greedy_request(interactive_prompt, 16));
   ASSERT_TRUE(interactive.ok());
   const Completion got = collect(*interactive, 1);
@@ -446,7 +449,10 @@ TEST_F(EngineTest, InteractiveRequestsTakeThePlaceOfBatchWork) {
   EXPECT_GT(engine.metrics().snapshot().preemptions_total, 0u);
   for (size_t i = 0; i < batch.size(); ++i) {
     Completion c = collect(batch[i], 1);
-    if (i == 0) c.tokens[0].insert(c.tokens[0].begin(), event.token_ids.begin(), event.token_ids.end());
+    if (i < first_events.size()) {
+      const auto& ids = first_events[i].token_ids;
+      c.tokens[0].insert(c.tokens[0].begin(), ids.begin(), ids.end());
+    }
     EXPECT_EQ(c.finish[0], FinishReason::kLength);
     EXPECT_EQ(c.tokens, batch_alone[i].tokens) << "batch " << i;
   }
