@@ -15,6 +15,8 @@ void register_bench(CLI::App& app);
 void register_perplexity(CLI::App& app);
 void register_quantize(CLI::App& app);
 void register_imatrix(CLI::App& app);
+// A Hugging Face model directory to GGUF (convert/).
+void register_convert(CLI::App& app);
 void register_serve(CLI::App& app);
 // A file of requests in the Batches API format, offline (server/offline_batch.h).
 void register_batch(CLI::App& app);

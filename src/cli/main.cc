@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   tokenmill::cli::register_bench(app);
   tokenmill::cli::register_perplexity(app);
   tokenmill::cli::register_quantize(app);
+  tokenmill::cli::register_convert(app);
   tokenmill::cli::register_imatrix(app);
   tokenmill::cli::register_serve(app);
   tokenmill::cli::register_batch(app);

@@ -9,7 +9,8 @@ namespace tokenmill::model {
 
 std::unique_ptr<Model> make_gemma3(std::shared_ptr<const gguf::File> file, ModelConfig config, ModelWeights weights,
                                    std::unique_ptr<ops::Backend> backend);
-// Llama 2/3, Mistral, and Qwen 2 (which adds q/k/v biases and NeoX rotary pairs).
+// Llama 2/3, Mistral, Qwen 2 (which adds q/k/v biases and NeoX rotary pairs) and Qwen 3
+// (per-head q/k RMS norms instead of the biases).
 std::unique_ptr<Model> make_llama(std::shared_ptr<const gguf::File> file, ModelConfig config, ModelWeights weights,
                                   std::unique_ptr<ops::Backend> backend);
 

@@ -1,5 +1,6 @@
-// Llama 2/3 and Mistral (and Qwen 2, whose q/k/v biases and NeoX rotary pairs are
-// picked up from the weights and the config): pre-norm blocks with a SiLU-gated FFN.
+// Llama 2/3 and Mistral (and Qwen 2 and 3, whose q/k/v biases, per-head q/k norms and
+// NeoX rotary pairs are picked up from the weights and the config): pre-norm blocks with
+// a SiLU-gated FFN.
 #include "model/architectures.h"
 #include "model/layer_steps.h"
 

@@ -33,8 +33,10 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
     c.architecture = Architecture::kLlama;
   } else if (a == "qwen2") {
     c.architecture = Architecture::kQwen2;
+  } else if (a == "qwen3") {
+    c.architecture = Architecture::kQwen3;
   } else {
-    return unsupported("model architecture '" + a + "' is not supported (supported: gemma3, llama, qwen2)");
+    return unsupported("model architecture '" + a + "' is not supported (supported: gemma3, llama, qwen2, qwen3)");
   }
   c.name = file.get_string_or("general.name", a);
 
@@ -116,6 +118,7 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
       c.rope_style = ops::RopeStyle::kNormal;
       break;
     case Architecture::kQwen2:
+    case Architecture::kQwen3:
       c.rope_style = ops::RopeStyle::kNeox;
       break;
   }

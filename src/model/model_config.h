@@ -11,7 +11,7 @@
 
 namespace tokenmill::model {
 
-enum class Architecture { kGemma3, kLlama, kQwen2 };
+enum class Architecture { kGemma3, kLlama, kQwen2, kQwen3 };
 
 struct ModelConfig {
   Architecture architecture = Architecture::kLlama;

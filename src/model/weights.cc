@@ -39,9 +39,11 @@ Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& c) 
       TM_RETURN_IF_ERROR(b.vector(p + "attn_k.bias", c.kv_dim(), L.bk));
       TM_RETURN_IF_ERROR(b.vector(p + "attn_v.bias", c.kv_dim(), L.bv));
     }
-    if (gemma) {
+    if (gemma || c.architecture == Architecture::kQwen3) {
       TM_RETURN_IF_ERROR(b.vector(p + "attn_q_norm.weight", c.head_dim, L.q_norm));
       TM_RETURN_IF_ERROR(b.vector(p + "attn_k_norm.weight", c.head_dim, L.k_norm));
+    }
+    if (gemma) {
       TM_RETURN_IF_ERROR(b.vector(p + "post_attention_norm.weight", c.n_embd, L.post_attn_norm));
       TM_RETURN_IF_ERROR(b.vector(p + "post_ffw_norm.weight", c.n_embd, L.post_ffn_norm));
     }

@@ -1,0 +1,49 @@
+// A Hugging Face model's config.json, read and range-checked: the hyperparameters the
+// converter writes as GGUF metadata and checks the tensors' shapes against.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+
+namespace tokenmill::convert {
+
+// Llama 3.1+'s rope_scaling {"rope_type": "llama3", ...}.
+struct Llama3RopeScaling {
+  double factor = 8.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  double original_max_position_embeddings = 8192;
+};
+
+struct HfConfig {
+  std::string model_type;
+  int64_t hidden_size = 0;
+  int64_t n_layers = 0;
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t intermediate_size = 0;
+  int64_t vocab_size = 0;
+  int64_t max_position_embeddings = 0;
+  double rms_norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  bool tie_word_embeddings = false;
+  std::optional<Llama3RopeScaling> llama3_rope;
+  double linear_rope_factor = 0;  // rope_scaling {"rope_type": "linear"}: positions divided by it
+  int64_t sliding_window = 0;     // 0: none
+  std::optional<int64_t> bos_token_id;
+  std::optional<int64_t> eos_token_id;  // the first, when config.json lists several
+  nlohmann::json raw;                   // the whole file, for architecture-specific fields
+};
+
+// Reads DIR/config.json. Sizes must be positive and within what any real model uses;
+// heads must divide evenly; unknown rope scaling types are refused.
+Result<HfConfig> read_hf_config(const std::string& dir);
+Result<HfConfig> parse_hf_config(const std::string& text, const std::string& label);
+
+}  // namespace tokenmill::convert

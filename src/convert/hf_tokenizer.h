@@ -1,0 +1,31 @@
+// A Hugging Face tokenizer (tokenizer.json, tokenizer_config.json, generation_config.json)
+// as the tokenizer.ggml.* metadata llama.cpp reads: the vocabulary in id order with each
+// token's type, the BPE merges, the pre-tokenizer's name, the special token ids, whether
+// BOS is added, and the chat template.
+//
+// Supported: byte-level BPE (GPT-2 bytes, as Llama 3, Qwen 2/3 and most new models use),
+// with the Llama 3, Qwen 2 or GPT-2 split pattern. Anything else is refused by name.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+#include "convert/hf_config.h"
+#include "gguf/gguf_writer.h"
+
+namespace tokenmill::convert {
+
+struct TokenizerSummary {
+  std::string model;  // tokenizer.ggml.model
+  std::string pre;    // tokenizer.ggml.pre
+  int64_t n_tokens = 0;
+  int64_t n_merges = 0;
+};
+
+// Writes tokenizer.ggml.* for a model whose embedding has config.vocab_size rows: the
+// vocabulary is padded with unused [PAD<id>] tokens up to it (models round it up), and a
+// tokenizer with more tokens than rows is refused.
+Result<TokenizerSummary> write_hf_tokenizer(const std::string& dir, const HfConfig& config, gguf::Writer& writer);
+
+}  // namespace tokenmill::convert

@@ -1,0 +1,234 @@
+// Hugging Face models converted by tokenmill convert, run by tokenmill, against
+// transformers: every position's logits, greedy continuations and the tokenizer's ids.
+// The models are small random-weight ones of each architecture, written with their
+// reference outputs by tools/make_hf_models.py (tests/fixtures/hf_models/<name>/).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "convert/convert_model.h"
+#include "gguf/gguf_file.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tokenmill::convert {
+namespace {
+
+using nlohmann::json;
+
+// Largest |ours - transformers| over a position's logits, relative to that position's
+// largest |logit|. F32 weights; the differences come from the F16 KV cache and the
+// order of float sums (measured 0.8e-3 to 3.5e-3). Leaving out Llama 3's rope scaling
+// or Qwen 3's q/k norms moves these models' logits by 5 to 17, several times their top.
+constexpr double kMaxRelativeError = 5e-3;
+// Two tokens whose logits are closer than this (relative to the largest |logit|) are a
+// near-tie that summation order may decide either way.
+constexpr double kNearTie = 5e-3;
+
+std::string model_dir(const std::string& name) { return std::string(TOKENMILL_FIXTURES_DIR) + "/hf_models/" + name; }
+
+json read_json(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << "missing " << path << " (tools/make_hf_models.py writes it)";
+  std::stringstream text;
+  text << in.rdbuf();
+  return json::parse(text.str());
+}
+
+std::vector<float> read_floats(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<float> out(bytes.size() / 4);
+  std::memcpy(out.data(), bytes.data(), out.size() * 4);
+  return out;
+}
+
+// The corpus's escapes: \n, \r, \t and \\ (any other backslash is itself).
+std::vector<std::string> read_corpus() {
+  std::ifstream in(std::string(TOKENMILL_FIXTURES_DIR) + "/tokenizer/corpus.txt");
+  std::vector<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::string text;
+    for (size_t i = 0; i < line.size(); ++i) {
+      const char next = i + 1 < line.size() ? line[i + 1] : '\0';
+      if (line[i] == '\\' && (next == 'n' || next == 'r' || next == 't' || next == '\\')) {
+        text += next == 'n' ? '\n' : next == 'r' ? '\r' : next == 't' ? '\t' : '\\';
+        ++i;
+      } else {
+        text += line[i];
+      }
+    }
+    lines.push_back(text);
+  }
+  return lines;
+}
+
+std::vector<int32_t> top_k(const float* logits, int32_t n, int k) {
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  std::iota(ids.begin(), ids.end(), 0);
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](int32_t a, int32_t b) { return logits[a] > logits[b]; });
+  ids.resize(static_cast<size_t>(k));
+  return ids;
+}
+
+// Feeds tokens one position at a time and returns each position's logits.
+class Runner {
+ public:
+  explicit Runner(model::Model& model) : model_(model), kv_(model.kv_shape(32)), table_(32) {
+    std::iota(table_.begin(), table_.end(), 0);
+  }
+  std::vector<float> step(int32_t token) {
+    model::Batch batch;
+    batch.add_sequence({token}, pos_++, table_, true);
+    std::vector<float> logits;
+    const Status s = model_.forward(batch, kv_, logits);
+    EXPECT_TRUE(s.ok()) << s.message();
+    return logits;
+  }
+
+ private:
+  model::Model& model_;
+  ops::KvStorage kv_;
+  std::vector<int32_t> table_;
+  int32_t pos_ = 0;
+};
+
+class HfReference : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    name_ = GetParam();
+    dir_ = model_dir(name_);
+    reference_ = read_json(dir_ + "/reference.json");
+    gguf_path_ = (std::filesystem::temp_directory_path() /
+                  ("tm_hf_" + name_ + "_" + std::to_string(getpid()) + ".gguf"))
+                     .string();
+    ConvertOptions options;
+    options.outtype = *quant::find_mix("F32");
+    auto converted = convert_hf_model(dir_, gguf_path_, options);
+    ASSERT_TRUE(converted.ok()) << converted.status().message();
+  }
+  void TearDown() override { std::filesystem::remove(gguf_path_); }
+
+  std::string name_, dir_, gguf_path_;
+  json reference_;
+};
+
+TEST_P(HfReference, LogitsAtEveryPositionMatchTransformers) {
+  auto model = model::load_model(gguf_path_, model::LoadOptions{});
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  const int32_t n_vocab = reference_["n_vocab"].get<int32_t>();
+  ASSERT_EQ((*model)->config().n_vocab, n_vocab);
+  const std::vector<float> expected = read_floats(dir_ + "/" + reference_["logits_file"].get<std::string>());
+  size_t offset = 0;
+  double worst = 0;
+  int n_positions = 0;
+  for (const json& p : reference_["prompts"]) {
+    Runner runner(**model);
+    for (int32_t token : p.get<std::vector<int32_t>>()) {
+      ASSERT_LE(offset + static_cast<size_t>(n_vocab), expected.size());
+      const float* theirs = &expected[offset];
+      offset += static_cast<size_t>(n_vocab);
+      const std::vector<float> ours = runner.step(token);
+      float scale = 0;
+      for (int32_t i = 0; i < n_vocab; ++i) scale = std::max(scale, std::abs(theirs[i]));
+      double error = 0;
+      for (int32_t i = 0; i < n_vocab; ++i) error = std::max(error, static_cast<double>(std::abs(ours[i] - theirs[i])));
+      worst = std::max(worst, error / scale);
+      // The same top-10, except where the 10th and 11th are a near-tie.
+      const std::vector<int32_t> their_top = top_k(theirs, n_vocab, 11);
+      std::vector<int32_t> our_top = top_k(ours.data(), n_vocab, 10);
+      if (theirs[their_top[9]] - theirs[their_top[10]] > kNearTie * scale) {
+        std::vector<int32_t> a(their_top.begin(), their_top.begin() + 10);
+        std::sort(a.begin(), a.end());
+        std::sort(our_top.begin(), our_top.end());
+        EXPECT_EQ(a, our_top) << name_ << ": top-10 differs at position " << n_positions;
+      }
+      ++n_positions;
+    }
+  }
+  EXPECT_EQ(offset, expected.size());
+  std::printf("%s: %d positions, max |logit error| / max |logit| = %.2e\n", name_.c_str(), n_positions, worst);
+  EXPECT_LT(worst, kMaxRelativeError) << name_;
+}
+
+TEST_P(HfReference, GreedyContinuationsMatchTransformersUpToNearTies) {
+  auto model = model::load_model(gguf_path_, model::LoadOptions{});
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  const int32_t n_vocab = reference_["n_vocab"].get<int32_t>();
+  int n_same = 0, n_total = 0;
+  for (size_t i = 0; i < reference_["prompts"].size(); ++i) {
+    const auto prompt = reference_["prompts"][i].get<std::vector<int32_t>>();
+    const auto greedy = reference_["greedy"][i].get<std::vector<int32_t>>();
+    const auto margin = reference_["greedy_margin"][i].get<std::vector<double>>();
+    Runner runner(**model);
+    std::vector<float> logits;
+    for (int32_t token : prompt) logits = runner.step(token);
+    for (size_t t = 0; t < greedy.size(); ++t) {
+      const int32_t ours = top_k(logits.data(), n_vocab, 1)[0];
+      ++n_total;
+      if (ours != greedy[t]) {
+        // Only a near-tie in transformers' own logits may go the other way; after it the
+        // two continuations are different texts and are not compared further.
+        float scale = 0;
+        for (float v : logits) scale = std::max(scale, std::abs(v));
+        EXPECT_LT(margin[t], kNearTie * scale * 4) << name_ << " prompt " << i << " step " << t << ": ours " << ours
+                                                   << ", transformers " << greedy[t];
+        break;
+      }
+      ++n_same;
+      logits = runner.step(ours);
+    }
+  }
+  std::printf("%s: %d of %d greedy tokens identical\n", name_.c_str(), n_same, n_total);
+  EXPECT_GT(n_same, n_total / 2) << name_;
+}
+
+TEST_P(HfReference, TokenizerGivesTheIdsOfHuggingFaceTokenizers) {
+  auto file = gguf::File::open(gguf_path_);
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  auto tokenizer = tokenizer::Tokenizer::from_gguf(*file);
+  ASSERT_TRUE(tokenizer.ok()) << tokenizer.status().message();
+  const json ids = read_json(dir_ + "/tokenizer_ids.json");
+  const std::vector<std::string> corpus = read_corpus();
+  ASSERT_EQ(corpus.size(), ids["ids"].size());
+  // Hugging Face matches special-token text inside any text; "ids_specials_as_text"
+  // holds the lines that differ when it is read as plain text instead.
+  int n_match = 0, n_checked = 0, n_reported = 0;
+  auto check = [&](size_t i, const json& expected_json, bool parse_special) {
+    const auto expected = expected_json.get<std::vector<int32_t>>();
+    const auto actual = (*tokenizer)->encode(corpus[i], /*add_special=*/false, parse_special);
+    ++n_checked;
+    if (actual == expected) {
+      ++n_match;
+    } else if (n_reported++ < 3) {
+      ADD_FAILURE() << name_ << ": line " << i + 1 << (parse_special ? "" : " (specials as text) ")
+                    << json(corpus[i]).dump() << "\n  expected " << json(expected).dump() << "\n  actual   "
+                    << json(actual).dump();
+    }
+  };
+  for (size_t i = 0; i < corpus.size(); ++i) check(i, ids["ids"][i], /*parse_special=*/true);
+  for (const auto& [line, expected] : ids["ids_specials_as_text"].items()) {
+    check(std::stoul(line), expected, /*parse_special=*/false);
+  }
+  EXPECT_GT(ids["ids_specials_as_text"].size(), 0u);
+  EXPECT_EQ(n_match, n_checked) << name_;
+  for (const json& c : ids["special_texts"]) {
+    const auto actual = (*tokenizer)->encode(c["text"].get<std::string>(), false, /*parse_special=*/true);
+    EXPECT_EQ(actual, c["ids"].get<std::vector<int32_t>>()) << name_ << ": " << c["text"];
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, HfReference, ::testing::Values("llama3", "mistral", "qwen2", "qwen3"),
+                         [](const auto& info) { return std::string(info.param); });
+
+}  // namespace
+}  // namespace tokenmill::convert

@@ -1,0 +1,572 @@
+#!/usr/bin/env python3
+"""Writes tests/fixtures/hf_models/<name>/: tiny random-weight Hugging Face models with reference outputs.
+
+Four models, each a complete Hugging Face model directory (config.json, model.safetensors
+in bfloat16, tokenizer.json, tokenizer_config.json, generation_config.json) plus the
+reference outputs the C++ tests compare against, so the tests need neither torch nor
+transformers:
+
+    llama3   LlamaConfig,   2 heads x 64, 1 kv head, llama3 rope scaling  Llama-3 style tokenizer
+    mistral  MistralConfig, 4 heads x 32, 2 kv heads                      Llama-3 style tokenizer
+    qwen2    Qwen2Config,   2 heads x 64, 1 kv head, q/k/v biases, tied   Qwen-2 style tokenizer
+    qwen3    Qwen3Config,   4 heads x 64, 2 kv heads, q/k norms, tied     Qwen-2 style tokenizer
+
+All have 3 layers, hidden size 128, max_position_embeddings 256 and a 640-token vocabulary.
+The two byte-level BPE tokenizers are trained with the `tokenizers` library on
+tests/fixtures/tokenizer/corpus.txt (escapes as in make_tokenizer_corpus.py), with the
+Llama 3 and Qwen 2 split patterns and the models' special tokens appended after the
+learned tokens. Weights are random from a fixed seed per model, deliberately "sharp"
+(large q/k weights, RMSNorm weights around 1, random q/k norms and biases) so that a
+converter that drops a detail (rope scaling, q/k norms, biases) changes the logits. Of
+16 consecutive seeds per model the one whose closest greedy decision is widest is kept, so
+the greedy tokens do not hinge on rounding.
+
+Every parameter is rounded to bfloat16 before the reference runs, so the bfloat16
+safetensors hold exactly the weights the float32 reference used. References are computed
+in float32 with eager attention:
+
+    reference.json       prompts (token ids), n_vocab, logits_file, logits_positions,
+                         greedy (24 argmax tokens per prompt; EOS ids may occur and
+                         neither stop nor are suppressed), greedy_margin
+                         (top-1 minus top-2 logit at each greedy step), sensitivity numbers
+    logits.f32           little-endian float32 logits of every prompt position, prompt after
+                         prompt, [position][vocab]
+    tokenizer_ids.json   ids of every corpus line as tokenizer(text, add_special_tokens=False)
+                         gives them (special-token texts in a line ARE matched, as Hugging
+                         Face always does; ids_specials_as_text has the lines that differ
+                         when they are not), and of a few texts with special tokens
+
+config.json comes in two styles (config_style in MODELS; --config-style overrides): llama3
+and qwen2 are "legacy", what transformers 5 saves rewritten into the key names of the
+checkpoints on the Hub that transformers 4.x wrote (top-level rope_theta and rope_scaling,
+torch_dtype); mistral and qwen3 are "v5", transformers 5's own (rope_parameters holding
+rope_theta and the scaling, dtype). Both load back in transformers 5, which the script
+checks (same logits, same token ids through AutoTokenizer, same greedy tokens from
+generate()).
+
+    pip install torch transformers tokenizers safetensors   # transformers 5.x, CPU torch
+    python3 tools/make_hf_models.py [--only llama3,qwen3]
+
+Rerunning rewrites the same files (fixed seeds, one thread). Takes about a minute on one core.
+"""
+import argparse
+import copy
+import json
+import os
+import pathlib
+import shutil
+import sys
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("RAYON_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from safetensors import safe_open  # noqa: E402
+from tokenizers import (AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers,  # noqa: E402
+                        processors, trainers)
+from transformers import (AutoModelForCausalLM, AutoTokenizer, GenerationConfig, LlamaConfig,  # noqa: E402
+                          MistralConfig, Qwen2Config, Qwen3Config)
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CORPUS = ROOT / "tests/fixtures/tokenizer/corpus.txt"
+OUT = ROOT / "tests/fixtures/hf_models"
+
+N_VOCAB = 640  # learned tokens (byte alphabet included) + special tokens
+N_GREEDY = 24
+N_SEEDS = 16  # weight seeds tried per model (see build)
+
+LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
+                  r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}|"
+                 r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+LLAMA3_CHAT_TEMPLATE = (
+    "{{- bos_token }}"
+    "{%- for message in messages %}"
+    "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\\n\\n' + message['content'] | trim + '<|eot_id|>' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}"
+    "{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}"
+    "{%- endif %}")
+CHATML_TEMPLATE = (
+    "{%- for message in messages %}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}"
+    "{{- '<|im_start|>assistant\\n' }}"
+    "{%- endif %}")
+
+TOKENIZER_STYLES = {
+    # As Meta's Llama 3 tokenizer.json: ignore_merges, BOS prepended by a
+    # Sequence[ByteLevel, TemplateProcessing] post-processor, merges written as "a b" strings.
+    "llama3": {
+        "pattern": LLAMA3_PATTERN,
+        "specials": ["<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
+                     "<|eot_id|>"],
+        "ignore_merges": True,
+        "nfc": False,
+        "bos": "<|begin_of_text|>",
+        "merges_as_strings": True,
+    },
+    # As Qwen 2's tokenizer.json: an NFC normalizer (transformers 5 puts one in whatever
+    # tokenizer.json says when it loads a qwen2 directory as Qwen2Tokenizer), no BOS, a
+    # ByteLevel post-processor that changes no ids, merges as [a, b] pairs (the format
+    # tokenizers >= 0.20 writes).
+    "qwen2": {
+        "pattern": QWEN2_PATTERN,
+        "specials": ["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        "ignore_merges": False,
+        "nfc": True,
+        "bos": None,
+        "merges_as_strings": False,
+    },
+}
+
+SPECIAL_TEXTS = {
+    "llama3": [
+        "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>",
+        "<|start_header_id|>system<|end_header_id|>\n\nYou are helpful.<|eot_id|>"
+        "<|start_header_id|>assistant<|end_header_id|>\n\n",
+        "text<|end_of_text|>more text",
+        "<|eot_id|><|eot_id|> trailing",
+        "<|im_start|>user\nhi<|im_end|>",
+        "< |eot_id| > <|eot_id <|begin_of_text|>x",
+    ],
+    "qwen2": [
+        "<|im_start|>user\nhi<|im_end|>",
+        "<|im_start|>system\nYou are helpful.<|im_end|>\n<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n",
+        "text<|endoftext|>more text",
+        "<|im_end|><|im_end|> trailing",
+        "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>",
+        "< |im_end| > <|im_start <|endoftext|>x",
+    ],
+}
+
+# Our own texts; the last is rendered through the chat template.
+PROMPT_TEXTS = [
+    "The quick brown fox jumps over the lazy dog.",
+    "def add(a, b):\n    return a + b",
+    "今天天气很好。Prices rose 3.5% in 2023.",
+]
+PROMPT_CHAT = [{"role": "user", "content": "What is 12 + 30?"}]
+
+LLAMA3_ROPE_SCALING = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                       "original_max_position_embeddings": 16}
+
+COMMON = dict(vocab_size=N_VOCAB, hidden_size=128, num_hidden_layers=3, max_position_embeddings=256,
+              hidden_act="silu", dtype="bfloat16")
+
+MODELS = {
+    "llama3": {
+        "seed": 1000, "tokenizer": "llama3", "config_style": "legacy",
+        "config": lambda ids: LlamaConfig(
+            **COMMON, num_attention_heads=2, head_dim=64, num_key_value_heads=1, intermediate_size=256,
+            rms_norm_eps=1e-5, tie_word_embeddings=False,
+            rope_parameters={"rope_theta": 500000.0, **LLAMA3_ROPE_SCALING},
+            bos_token_id=ids["<|begin_of_text|>"], eos_token_id=[ids["<|end_of_text|>"], ids["<|eot_id|>"]]),
+    },
+    "mistral": {
+        "seed": 2000, "tokenizer": "llama3", "config_style": "v5",
+        "config": lambda ids: MistralConfig(
+            **COMMON, num_attention_heads=4, head_dim=32, num_key_value_heads=2, intermediate_size=320,
+            rms_norm_eps=1e-5, tie_word_embeddings=False, sliding_window=None,
+            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+            bos_token_id=ids["<|begin_of_text|>"], eos_token_id=[ids["<|end_of_text|>"], ids["<|eot_id|>"]]),
+    },
+    "qwen2": {
+        "seed": 3000, "tokenizer": "qwen2", "config_style": "legacy",
+        "config": lambda ids: Qwen2Config(
+            **COMMON, num_attention_heads=2, num_key_value_heads=1, intermediate_size=256, rms_norm_eps=1e-6,
+            tie_word_embeddings=True, use_sliding_window=False, sliding_window=None,
+            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+            bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"]),
+    },
+    "qwen3": {
+        "seed": 4000, "tokenizer": "qwen2", "config_style": "v5",
+        "config": lambda ids: Qwen3Config(
+            **COMMON, num_attention_heads=4, head_dim=64, num_key_value_heads=2, intermediate_size=256,
+            rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False, use_sliding_window=False,
+            sliding_window=None, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+            bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"]),
+    },
+}
+
+
+# ----------------------------------------------------------------------------- tokenizers
+
+def read_corpus(path: pathlib.Path) -> list[str]:
+    escapes = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\"}
+    texts = []
+    for line in path.read_text(encoding="utf-8").split("\n")[:-1]:
+        out, i = [], 0
+        while i < len(line):
+            if line[i] == "\\" and i + 1 < len(line) and line[i + 1] in escapes:
+                out.append(escapes[line[i + 1]])
+                i += 2
+            else:
+                out.append(line[i])
+                i += 1
+        texts.append("".join(out))
+    return texts
+
+
+def train_tokenizer(style: str, texts: list[str]) -> Tokenizer:
+    s = TOKENIZER_STYLES[style]
+    tok = Tokenizer(models.BPE(ignore_merges=s["ignore_merges"]))
+    if s["nfc"]:
+        tok.normalizer = normalizers.NFC()
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(s["pattern"]), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, trim_offsets=True, use_regex=False),
+    ])
+    tok.decoder = decoders.ByteLevel()
+    n_learned = N_VOCAB - len(s["specials"])
+    trainer = trainers.BpeTrainer(vocab_size=n_learned, show_progress=False, special_tokens=[],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(texts, trainer)
+    assert tok.get_vocab_size() == n_learned, (style, tok.get_vocab_size())
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in s["specials"]])
+    byte_level = processors.ByteLevel(add_prefix_space=True, trim_offsets=False, use_regex=True)
+    if s["bos"]:
+        bos = s["bos"]
+        template = processors.TemplateProcessing(single=f"{bos} $A", pair=f"{bos} $A:0 {bos}:1 $B:1",
+                                                 special_tokens=[(bos, tok.token_to_id(bos))])
+        tok.post_processor = processors.Sequence([byte_level, template])
+    else:
+        tok.post_processor = processors.ByteLevel(add_prefix_space=False, trim_offsets=False, use_regex=False)
+    assert tok.get_vocab_size() == N_VOCAB
+    return tok
+
+
+def tokenizer_json_text(style: str, tok: Tokenizer) -> str:
+    data = json.loads(tok.to_str())
+    if TOKENIZER_STYLES[style]["merges_as_strings"]:
+        merges = data["model"]["merges"]
+        assert all(" " not in a and " " not in b for a, b in merges)
+        data["model"]["merges"] = [f"{a} {b}" for a, b in merges]
+    return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+
+
+def tokenizer_config(style: str, tok: Tokenizer) -> dict:
+    s = TOKENIZER_STYLES[style]
+    added = {str(tok.token_to_id(t)): {"content": t, "lstrip": False, "normalized": False, "rstrip": False,
+                                       "single_word": False, "special": True} for t in s["specials"]}
+    if style == "llama3":  # as meta-llama/Llama-3.2-1B-Instruct
+        return {
+            "added_tokens_decoder": added,
+            "bos_token": "<|begin_of_text|>",
+            "chat_template": LLAMA3_CHAT_TEMPLATE,
+            "clean_up_tokenization_spaces": True,
+            "eos_token": "<|eot_id|>",
+            "model_input_names": ["input_ids", "attention_mask"],
+            "model_max_length": 256,
+            "tokenizer_class": "PreTrainedTokenizerFast",
+        }
+    return {  # as Qwen/Qwen2.5-0.5B-Instruct
+        "add_prefix_space": False,
+        "added_tokens_decoder": added,
+        "additional_special_tokens": ["<|im_start|>", "<|im_end|>"],
+        "bos_token": None,
+        "chat_template": CHATML_TEMPLATE,
+        "clean_up_tokenization_spaces": False,
+        "eos_token": "<|im_end|>",
+        "errors": "replace",
+        "model_max_length": 256,
+        "pad_token": "<|endoftext|>",
+        "split_special_tokens": False,
+        "tokenizer_class": "Qwen2Tokenizer",
+        "unk_token": None,
+    }
+
+
+def generation_config(style: str, ids: dict) -> GenerationConfig:
+    if style == "llama3":
+        return GenerationConfig(bos_token_id=ids["<|begin_of_text|>"],
+                                eos_token_id=[ids["<|end_of_text|>"], ids["<|eot_id|>"]])
+    return GenerationConfig(bos_token_id=ids["<|endoftext|>"], pad_token_id=ids["<|endoftext|>"],
+                            eos_token_id=[ids["<|im_end|>"], ids["<|endoftext|>"]])
+
+
+def write_tokenizer_files(directory: pathlib.Path, style: str, tok: Tokenizer) -> None:
+    (directory / "tokenizer.json").write_text(tokenizer_json_text(style, tok), encoding="utf-8")
+    write_pretty_json(directory / "tokenizer_config.json", tokenizer_config(style, tok))
+
+
+def check_tokenizer(style: str, tok: Tokenizer, hf_tok, texts: list[str]) -> list[list[int]]:
+    """The ids of texts, the same through transformers and through tokenizers alone."""
+    ids = []
+    for text in texts + SPECIAL_TEXTS[style]:
+        for add in (False, True):
+            hf = hf_tok(text, add_special_tokens=add)["input_ids"]
+            assert hf == tok.encode(text, add_special_tokens=add).ids, (style, type(hf_tok).__name__, text)
+        ids.append(hf_tok(text, add_special_tokens=False)["input_ids"])
+    return ids[:len(texts)]
+
+
+def write_tokenizer_ids(directory: pathlib.Path, style: str, tok: Tokenizer, hf_tok, texts: list[str]) -> None:
+    """Corpus ids as transformers encodes them (checked against the raw tokenizer)."""
+    ids = check_tokenizer(style, tok, hf_tok, texts)
+    plain = copy.deepcopy(tok)
+    plain.encode_special_tokens = True
+    as_text = {}
+    for i, text in enumerate(texts):
+        p = plain.encode(text, add_special_tokens=False).ids
+        if p != ids[i]:
+            as_text[str(i)] = p
+    special_texts = []
+    for text in SPECIAL_TEXTS[style]:
+        special_texts.append({
+            "text": text,
+            "ids": hf_tok(text, add_special_tokens=False)["input_ids"],
+            "ids_add_special_tokens": hf_tok(text, add_special_tokens=True)["input_ids"],
+        })
+    specials = {t: tok.token_to_id(t) for t in TOKENIZER_STYLES[style]["specials"]}
+    lines = ["{",
+             f'  "corpus": {json.dumps(CORPUS.relative_to(ROOT).as_posix())},',
+             f'  "n_vocab": {N_VOCAB},',
+             f'  "special_tokens": {json.dumps(specials)},',
+             '  "ids": [']
+    lines += ["    " + json.dumps(x, separators=(",", ":")) + ("," if i + 1 < len(ids) else "")
+              for i, x in enumerate(ids)]
+    lines.append("  ],")
+    lines.append('  "ids_specials_as_text": {')
+    items = list(as_text.items())
+    lines += [f"    {json.dumps(k)}: " + json.dumps(v, separators=(",", ":")) + ("," if i + 1 < len(items) else "")
+              for i, (k, v) in enumerate(items)]
+    lines.append("  },")
+    lines.append('  "special_texts": [')
+    lines += ["    " + json.dumps(c, ensure_ascii=False, separators=(",", ":")) +
+              ("," if i + 1 < len(special_texts) else "") for i, c in enumerate(special_texts)]
+    lines.append("  ]")
+    lines.append("}")
+    (directory / "tokenizer_ids.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+# ----------------------------------------------------------------------------- models
+
+# Standard deviations of the random weights (norm weights are 1 + 0.1 randn, q/k norms 1 + 0.2 randn).
+# q/k are large so attention is far from uniform; o/down are large so the residual stream
+# outgrows the token embedding and tied models do not just repeat their last token.
+INIT_STD = {
+    "embed": 0.3,
+    "q_proj.weight": 0.15, "k_proj.weight": 0.15, "v_proj.weight": 0.08, "o_proj.weight": 0.3,
+    "q_proj.bias": 0.3, "k_proj.bias": 0.3, "v_proj.bias": 0.1,
+    "gate_proj.weight": 0.08, "up_proj.weight": 0.08, "down_proj.weight": 0.3,
+}
+
+
+def init_weights(model: torch.nn.Module, seed: int) -> None:
+    """Sharp random weights, rounded to bfloat16 (kept in float32)."""
+    gen = torch.Generator().manual_seed(seed)
+
+    def randn(shape):
+        return torch.randn(shape, generator=gen, dtype=torch.float32)
+
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith(("q_norm.weight", "k_norm.weight")):
+                value = 1 + 0.2 * randn(p.shape)
+            elif name.endswith("norm.weight"):
+                value = 1 + 0.1 * randn(p.shape)
+            elif name.endswith(("embed_tokens.weight", "lm_head.weight")):
+                value = INIT_STD["embed"] * randn(p.shape)
+            else:
+                kind = name.rsplit(".", 2)[-2] + "." + name.rsplit(".", 1)[-1]  # e.g. q_proj.weight
+                if kind not in INIT_STD:
+                    raise ValueError(f"no initializer for {name}")
+                value = INIT_STD[kind] * randn(p.shape)
+            p.copy_(value.to(torch.bfloat16).to(torch.float32))
+
+
+def all_logits(model, prompts: list[list[int]]) -> list[torch.Tensor]:
+    with torch.no_grad():
+        return [model(torch.tensor([p])).logits[0].float() for p in prompts]
+
+
+def greedy(model, prompt: list[int]) -> tuple[list[int], list[float]]:
+    ids, margins = list(prompt), []
+    with torch.no_grad():
+        for _ in range(N_GREEDY):
+            last = model(torch.tensor([ids])).logits[0, -1].float()
+            top = torch.topk(last, 2)
+            ids.append(int(top.indices[0]))
+            margins.append(float(top.values[0] - top.values[1]))
+    return ids[len(prompt):], margins
+
+
+def max_diff(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
+    return max(float((x - y).abs().max()) for x, y in zip(a, b))
+
+
+def legacy_config(data: dict) -> dict:
+    """transformers 5's config.json in the key names transformers 4.x wrote (as on the Hub)."""
+    out = {}
+    for key, value in data.items():
+        if key == "rope_parameters":
+            rope = dict(value)
+            out["rope_theta"] = rope.pop("rope_theta")
+            out["rope_scaling"] = None if rope.get("rope_type", "default") == "default" else rope
+        elif key == "dtype":
+            out["torch_dtype"] = value
+        elif key == "layer_types":
+            continue  # 4.x configs of these models have none; all layers are full attention
+        else:
+            out[key] = value
+    return dict(sorted(out.items()))
+
+
+def write_pretty_json(path: pathlib.Path, data: dict) -> None:
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def build(name: str, spec: dict, tok: Tokenizer, texts: list[str], config_style: str) -> None:
+    style = spec["tokenizer"]
+    directory = OUT / name
+    if directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True)
+    write_tokenizer_files(directory, style, tok)
+    ids = {t: tok.token_to_id(t) for t in TOKENIZER_STYLES[style]["specials"]}
+    config = spec["config"](ids)
+    # AutoTokenizer picks its class by config.json's model_type too (see check_tokenizer).
+    config.save_pretrained(directory)
+    hf_tok = AutoTokenizer.from_pretrained(directory)
+    write_tokenizer_ids(directory, style, tok, hf_tok, texts)
+
+    prompt_texts = PROMPT_TEXTS + [hf_tok.apply_chat_template(PROMPT_CHAT, tokenize=False,
+                                                              add_generation_prompt=True)]
+    prompts = [hf_tok(t)["input_ids"] for t in PROMPT_TEXTS]
+    # The rendered chat already starts with the BOS the template writes (as apply_chat_template does).
+    prompts.append(hf_tok(prompt_texts[-1], add_special_tokens=False)["input_ids"])
+    for text, p in zip(prompt_texts, prompts):
+        assert 8 <= len(p) <= 40, (name, text, len(p))
+        assert tok.encode(text, add_special_tokens=text is not prompt_texts[-1]).ids == p
+
+    model = AutoModelForCausalLM.from_config(config, attn_implementation="eager", dtype=torch.float32)
+    model.eval()
+    # Of N_SEEDS seeds, the one whose closest greedy decision (smallest top-1 minus top-2
+    # margin) is widest, so that greedy tokens survive other implementations' rounding.
+    best = None
+    for seed in range(spec["seed"], spec["seed"] + N_SEEDS):
+        init_weights(model, seed)
+        runs = [greedy(model, p) for p in prompts]
+        closest = min(m for r in runs for m in r[1])
+        if best is None or closest > best[1]:
+            best = (seed, closest)
+    seed = best[0]
+    init_weights(model, seed)
+    logits = all_logits(model, prompts)
+    runs = [greedy(model, p) for p in prompts]
+
+    reference = {
+        "seed": seed,
+        "prompts": prompts,
+        "prompt_texts": prompt_texts,
+        "n_vocab": N_VOCAB,
+        "logits_file": "logits.f32",
+        "logits_positions": [len(p) for p in prompts],
+        "greedy": [r[0] for r in runs],
+        "greedy_margin": [[round(m, 5) for m in r[1]] for r in runs],
+    }
+    if name == "llama3":
+        plain = copy.deepcopy(config)
+        plain.rope_parameters = {"rope_type": "default", "rope_theta": config.rope_parameters["rope_theta"]}
+        other = AutoModelForCausalLM.from_config(plain, attn_implementation="eager", dtype=torch.float32).eval()
+        other.load_state_dict(model.state_dict())
+        reference["rope_scaling_sensitivity"] = round(max_diff(logits, all_logits(other, prompts)), 5)
+    if name == "qwen3":
+        other = copy.deepcopy(model)
+        with torch.no_grad():
+            for pname, p in other.named_parameters():
+                if pname.endswith(("q_norm.weight", "k_norm.weight")):
+                    p.fill_(1.0)
+        reference["qk_norm_sensitivity"] = round(max_diff(logits, all_logits(other, prompts)), 5)
+    reference["transformers_version"] = transformers.__version__
+    reference["torch_version"] = torch.__version__.split("+")[0]
+    reference["config_style"] = config_style
+
+    with open(directory / "logits.f32", "wb") as f:
+        for rows in logits:
+            f.write(np.ascontiguousarray(rows.numpy(), dtype="<f4").tobytes())
+    lines = ["{"]
+    for i, (key, value) in enumerate(reference.items()):
+        sep = "," if i + 1 < len(reference) else ""
+        if isinstance(value, list) and value and isinstance(value[0], list):
+            inner = [json.dumps(v, separators=(",", ":")) for v in value]
+            lines.append(f"  {json.dumps(key)}: [\n    " + ",\n    ".join(inner) + f"\n  ]{sep}")
+        else:
+            lines.append(f"  {json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}{sep}")
+    lines.append("}")
+    (directory / "reference.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+    model.generation_config = generation_config(style, ids)
+    model.to(torch.bfloat16).save_pretrained(directory)
+    (directory / "model.safetensors").chmod(0o644)  # written 0600
+    if config_style == "legacy":
+        path = directory / "config.json"
+        write_pretty_json(path, legacy_config(json.loads(path.read_text())))
+
+    # Load everything back through the Auto classes: same tokens, same logits.
+    back_tok = AutoTokenizer.from_pretrained(directory)
+    assert [back_tok(t)["input_ids"] for t in PROMPT_TEXTS] == prompts[:3]
+    check_tokenizer(style, tok, back_tok, texts)
+    assert back_tok.apply_chat_template(PROMPT_CHAT, tokenize=False, add_generation_prompt=True) == prompt_texts[-1]
+    back = AutoModelForCausalLM.from_pretrained(directory, dtype=torch.float32, attn_implementation="eager").eval()
+    if name == "llama3":
+        assert back.config.rope_parameters["rope_type"] == "llama3", back.config.rope_parameters
+    reload_diff = max_diff(logits, all_logits(back, prompts))
+    assert reload_diff == 0.0, (name, reload_diff)
+    # transformers' own greedy search (KV cache) gives the same tokens. EOS neither stops it
+    # nor is suppressed (min_new_tokens would suppress it), as in greedy() above.
+    with torch.no_grad():
+        for p, (tokens, _) in zip(prompts, runs):
+            out = back.generate(torch.tensor([p]), do_sample=False, max_new_tokens=N_GREEDY,
+                                eos_token_id=None, pad_token_id=0)
+            assert out[0, len(p):].tolist() == tokens, (name, p)
+    margins = [m for r in runs for m in r[1]]
+    flat = torch.cat(logits)
+    print(f"{name}: seed {seed}, AutoTokenizer class {type(back_tok).__name__}, "
+          f"prompts {[len(p) for p in prompts]}, logits std {float(flat.std()):.2f}, "
+          f"greedy margin min {min(margins):.4f} median {float(np.median(margins)):.3f}, "
+          f"distinct greedy tokens {[len(set(r[0])) for r in runs]}, reload diff {reload_diff}")
+    for key in ("rope_scaling_sensitivity", "qk_norm_sensitivity"):
+        if key in reference:
+            print(f"{name}: {key} = {reference[key]}")
+    with safe_open(directory / "model.safetensors", "pt") as f:
+        names = list(f.keys())
+        dtypes = {str(f.get_slice(n).get_dtype()) for n in names}
+        layer0 = [(n, f.get_slice(n).get_shape()) for n in names if ".layers.0." in n or ".layers." not in n]
+    print(f"{name}: {len(names)} tensors, dtypes {sorted(dtypes)}; layer 0 and the rest:")
+    for n, shape in layer0:
+        print(f"    {n} {shape}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help="comma-separated model names (default: all)")
+    parser.add_argument("--config-style", choices=["per-model", "legacy", "v5"], default="per-model",
+                        help="config.json key names for all models (default: each model's config_style)")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    names = [n for n in args.only.split(",") if n] or list(MODELS)
+    texts = read_corpus(CORPUS)
+    tokenizers = {}
+    for name in names:
+        spec = MODELS[name]
+        style = spec["tokenizer"]
+        if style not in tokenizers:
+            tokenizers[style] = train_tokenizer(style, texts)
+            tok = tokenizers[style]
+            print(f"tokenizer {style}: {tok.get_vocab_size()} tokens, specials "
+                  f"{ {t: tok.token_to_id(t) for t in TOKENIZER_STYLES[style]['specials']} }")
+        style_name = spec["config_style"] if args.config_style == "per-model" else args.config_style
+        build(name, spec, tokenizers[style], texts, style_name)
+    print(f"wrote {', '.join(str((OUT / n).relative_to(ROOT)) for n in names)}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
