@@ -6,7 +6,6 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <set>
 
 #include "convert/hf_architectures.h"
 #include "convert/hf_config.h"
@@ -61,44 +60,41 @@ Result<ConvertSummary> convert_hf_model(const std::string& dir, const std::strin
   if (!config.ok()) return config.status();
   auto arch = find_hf_architecture(config->model_type);
   if (!arch.ok()) return Status(arch.status().code(), dir + "/config.json: " + arch.status().message());
-  // Every converted architecture gates its FFN with SiLU; another activation would load
-  // and run, wrongly.
-  for (const char* key : {"hidden_act", "hidden_activation"}) {
-    const auto& raw = config->raw;
-    if (raw.contains(key) && raw[key].is_string() && raw[key].get<std::string>() != "silu") {
-      return unsupported(dir + "/config.json: " + key + " '" + raw[key].get<std::string>() + "' is not supported for " +
-                         arch->model_type + " (silu only)");
-    }
-  }
+  if (Status s = check_hf_config(*arch, *config); !s.ok()) return Status(s.code(), dir + "/" + s.message());
   auto model = SafetensorsModel::open_dir(dir);
   if (!model.ok()) return model.status();
 
   // Names and shapes first: nothing is converted from a model that is not complete.
-  std::map<std::string, const SafeTensor*> by_gguf_name;
+  // GGUF name -> its source tensors (one per expert for an expert stack).
+  std::map<std::string, std::map<int64_t, const SafeTensor*>> sources;
   for (const auto& [hf_name, tensor] : model->tensors()) {
-    auto name = gguf_tensor_name(*arch, *config, hf_name);
-    if (!name.ok()) return name.status();
-    if (!*name) continue;
-    by_gguf_name[**name] = tensor;
+    auto place = gguf_tensor_place(*arch, *config, hf_name);
+    if (!place.ok()) return place.status();
+    if (!*place) continue;
+    sources[(*place)->gguf_name][(*place)->part] = tensor;
   }
   const std::vector<ExpectedTensor> expected = expected_tensors(*arch, *config);
-  std::set<std::string> expected_names;
   for (const ExpectedTensor& e : expected) {
-    expected_names.insert(e.gguf_name);
-    auto it = by_gguf_name.find(e.gguf_name);
-    if (it == by_gguf_name.end()) {
-      return not_found(dir + ": tensor '" + e.gguf_name + "' of the " + arch->model_type + " architecture is missing");
-    }
-    std::vector<int64_t> shape(it->second->shape.rbegin(), it->second->shape.rend());  // to ggml order
-    if (shape != e.shape) {
-      return invalid_argument(dir + ": tensor '" + it->second->name + "' has shape " + shape_text(it->second->shape) +
-                              ", but config.json makes it " +
-                              shape_text(std::vector<int64_t>(e.shape.rbegin(), e.shape.rend())));
-    }
-    if (it->second->dtype != Dtype::kF32 && it->second->dtype != Dtype::kF16 && it->second->dtype != Dtype::kBF16 &&
-        it->second->dtype != Dtype::kF64) {
-      return invalid_argument(dir + ": tensor '" + it->second->name + "' holds " + dtype_name(it->second->dtype) +
-                              " values; weights must be floating point");
+    const auto& parts = sources[e.gguf_name];
+    std::vector<int64_t> part_shape = e.shape;
+    if (e.n_parts > 1) part_shape.pop_back();
+    for (int64_t part = 0; part < e.n_parts; ++part) {
+      auto it = parts.find(part);
+      if (it == parts.end()) {
+        return not_found(dir + ": tensor '" + e.gguf_name + "'" +
+                         (e.n_parts > 1 ? " (expert " + std::to_string(part) + ")" : std::string()) + " of the " +
+                         arch->model_type + " architecture is missing");
+      }
+      const SafeTensor& t = *it->second;
+      if (std::vector<int64_t>(t.shape.rbegin(), t.shape.rend()) != part_shape) {  // ggml order
+        return invalid_argument(dir + ": tensor '" + t.name + "' has shape " + shape_text(t.shape) +
+                                ", but config.json makes it " +
+                                shape_text(std::vector<int64_t>(part_shape.rbegin(), part_shape.rend())));
+      }
+      if (t.dtype != Dtype::kF32 && t.dtype != Dtype::kF16 && t.dtype != Dtype::kBF16 && t.dtype != Dtype::kF64) {
+        return invalid_argument(dir + ": tensor '" + t.name + "' holds " + dtype_name(t.dtype) +
+                                " values; weights must be floating point");
+      }
     }
   }
 
@@ -123,10 +119,13 @@ Result<ConvertSummary> convert_hf_model(const std::string& dir, const std::strin
   }
   int64_t done = 0;
   for (const ExpectedTensor& e : expected) {
-    const SafeTensor& t = *by_gguf_name.at(e.gguf_name);
-    auto values = to_f32(t);
-    if (!values.ok()) return values.status();
-    std::vector<float> data = std::move(values).value();
+    std::vector<float> data;
+    for (const auto& [part, t] : sources.at(e.gguf_name)) {  // experts in index order
+      auto values = to_f32(*t);
+      if (!values.ok()) return values.status();
+      data.insert(data.end(), values->begin(), values->end());
+      summary.n_parameters += t->n_elements();
+    }
     if (arch->permute_qk) {
       const bool is_q = e.gguf_name.ends_with("attn_q.weight") || e.gguf_name.ends_with("attn_q.bias");
       const bool is_k = e.gguf_name.ends_with("attn_k.weight") || e.gguf_name.ends_with("attn_k.bias");
@@ -135,7 +134,6 @@ Result<ConvertSummary> convert_hf_model(const std::string& dir, const std::strin
       if (is_k) data = permute_heads(data, config->n_kv_heads, config->head_dim, row_len);
     }
     TM_RETURN_IF_ERROR(writer.add_tensor(e.gguf_name, gguf::TensorType::kF32, e.shape, as_bytes(data)));
-    summary.n_parameters += t.n_elements();
     ++summary.n_tensors;
     if (options.on_progress) options.on_progress("convert", ++done, static_cast<int64_t>(expected.size()));
   }

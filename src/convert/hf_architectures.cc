@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <numbers>
+#include <span>
 
 namespace tokenmill::convert {
 
@@ -14,7 +15,37 @@ constexpr HfArchitecture kArchitectures[] = {
     {.model_type = "mistral", .gguf_arch = "llama", .permute_qk = true},
     {.model_type = "qwen2", .gguf_arch = "qwen2", .qkv_bias = true},
     {.model_type = "qwen3", .gguf_arch = "qwen3", .qk_norm = true},
+    {.model_type = "qwen3_moe", .gguf_arch = "qwen3moe", .qk_norm = true, .moe = MoeLayout::kQwen},
+    // llama.cpp runs Mixtral as llama with experts.
+    {.model_type = "mixtral", .gguf_arch = "llama", .permute_qk = true, .moe = MoeLayout::kMixtral},
 };
+
+// An expert's matrices: Hugging Face suffix after "<experts prefix>.E." and the GGUF stack.
+struct ExpertName {
+  const char* hf;
+  const char* gguf;
+};
+constexpr ExpertName kQwenExperts[] = {
+    {"gate_proj.weight", "ffn_gate_exps.weight"},
+    {"up_proj.weight", "ffn_up_exps.weight"},
+    {"down_proj.weight", "ffn_down_exps.weight"},
+};
+constexpr ExpertName kMixtralExperts[] = {
+    {"w1.weight", "ffn_gate_exps.weight"},
+    {"w3.weight", "ffn_up_exps.weight"},
+    {"w2.weight", "ffn_down_exps.weight"},
+};
+
+// A decimal index below `limit` at the start of text, and the rest after its dot.
+std::optional<std::pair<int64_t, std::string>> leading_index(const std::string& text, int64_t limit) {
+  const size_t dot = text.find('.');
+  if (dot == 0 || dot == std::string::npos || dot > 6) return std::nullopt;
+  const std::string digits = text.substr(0, dot);
+  if (digits.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  const int64_t value = std::stoll(digits);
+  if (value >= limit) return std::nullopt;
+  return std::make_pair(value, text.substr(dot + 1));
+}
 
 // Per-layer tensors: Hugging Face suffix after "model.layers.N." and GGUF suffix after "blk.N.".
 struct LayerName {
@@ -76,6 +107,14 @@ std::vector<ExpectedTensor> expected_tensors(const HfArchitecture& arch, const H
     }
     out.push_back({p + "attn_output.weight", {q_dim, c.hidden_size}});
     out.push_back({p + "ffn_norm.weight", {c.hidden_size}});
+    if (arch.moe != MoeLayout::kNone) {
+      const int64_t ff = c.expert_intermediate_size, n = c.n_expert;
+      out.push_back({p + "ffn_gate_inp.weight", {c.hidden_size, n}});
+      out.push_back({p + "ffn_gate_exps.weight", {c.hidden_size, ff, n}, n});
+      out.push_back({p + "ffn_up_exps.weight", {c.hidden_size, ff, n}, n});
+      out.push_back({p + "ffn_down_exps.weight", {ff, c.hidden_size, n}, n});
+      continue;
+    }
     out.push_back({p + "ffn_gate.weight", {c.hidden_size, c.intermediate_size}});
     out.push_back({p + "ffn_up.weight", {c.hidden_size, c.intermediate_size}});
     out.push_back({p + "ffn_down.weight", {c.intermediate_size, c.hidden_size}});
@@ -83,36 +122,79 @@ std::vector<ExpectedTensor> expected_tensors(const HfArchitecture& arch, const H
   return out;
 }
 
-Result<std::optional<std::string>> gguf_tensor_name(const HfArchitecture& arch, const HfConfig& c,
+Result<std::optional<TensorPlace>> gguf_tensor_place(const HfArchitecture& arch, const HfConfig& c,
                                                      const std::string& hf) {
-  if (hf == "model.embed_tokens.weight") return std::optional<std::string>("token_embd.weight");
-  if (hf == "model.norm.weight") return std::optional<std::string>("output_norm.weight");
+  using Place = std::optional<TensorPlace>;
+  if (hf == "model.embed_tokens.weight") return Place(TensorPlace{"token_embd.weight"});
+  if (hf == "model.norm.weight") return Place(TensorPlace{"output_norm.weight"});
   if (hf == "lm_head.weight") {
     // Some tied checkpoints store the output matrix anyway; the embedding serves for it.
-    if (c.tie_word_embeddings) return std::optional<std::string>();
-    return std::optional<std::string>("output.weight");
+    if (c.tie_word_embeddings) return Place();
+    return Place(TensorPlace{"output.weight"});
   }
-  if (hf.ends_with(".rotary_emb.inv_freq")) return std::optional<std::string>();
+  if (hf.ends_with(".rotary_emb.inv_freq")) return Place();
   const std::string prefix = "model.layers.";
-  if (hf.starts_with(prefix)) {
-    const size_t dot = hf.find('.', prefix.size());
-    const std::string index = hf.substr(prefix.size(), dot == std::string::npos ? std::string::npos : dot - prefix.size());
-    const bool numeric = !index.empty() && index.size() <= 6 &&
-                         index.find_first_not_of("0123456789") == std::string::npos;
-    if (numeric && dot != std::string::npos && std::stoll(index) < c.n_layers) {
-      const std::string suffix = hf.substr(dot + 1);
-      for (const LayerName& n : kLayerNames) {
-        if (suffix != n.hf) continue;
-        const std::string g = n.gguf;
-        const bool is_bias = g.ends_with(".bias");
-        const bool is_qk_norm = g == "attn_q_norm.weight" || g == "attn_k_norm.weight";
-        if ((is_bias && !arch.qkv_bias) || (is_qk_norm && !arch.qk_norm)) break;
-        return std::optional<std::string>("blk." + index + "." + g);
+  const auto layer = hf.starts_with(prefix) ? leading_index(hf.substr(prefix.size()), c.n_layers) : std::nullopt;
+  if (layer) {
+    const std::string blk = "blk." + std::to_string(layer->first) + ".";
+    const std::string& suffix = layer->second;
+    const bool moe = arch.moe != MoeLayout::kNone;
+    for (const LayerName& n : kLayerNames) {
+      if (suffix != n.hf) continue;
+      const std::string g = n.gguf;
+      const bool is_bias = g.ends_with(".bias");
+      const bool is_qk_norm = g == "attn_q_norm.weight" || g == "attn_k_norm.weight";
+      const bool is_dense_ffn = g == "ffn_gate.weight" || g == "ffn_up.weight" || g == "ffn_down.weight";
+      if ((is_bias && !arch.qkv_bias) || (is_qk_norm && !arch.qk_norm) || (is_dense_ffn && moe)) break;
+      return Place(TensorPlace{blk + g});
+    }
+    if (moe) {
+      const bool qwen = arch.moe == MoeLayout::kQwen;
+      const std::string block = qwen ? "mlp." : "block_sparse_moe.";
+      if (suffix == block + "gate.weight") return Place(TensorPlace{blk + "ffn_gate_inp.weight"});
+      const auto expert = suffix.starts_with(block + "experts.")
+                              ? leading_index(suffix.substr(block.size() + 8), c.n_expert)
+                              : std::nullopt;
+      if (expert) {
+        for (const ExpertName& n : qwen ? std::span<const ExpertName>(kQwenExperts) : std::span<const ExpertName>(kMixtralExperts)) {
+          if (expert->second == n.hf) return Place(TensorPlace{blk + n.gguf, expert->first});
+        }
       }
     }
   }
   return unsupported("tensor '" + hf + "' has no place in a " + arch.model_type + " model with " +
-                     std::to_string(c.n_layers) + " layers");
+                     std::to_string(c.n_layers) + " layers" +
+                     (c.n_expert > 0 ? " and " + std::to_string(c.n_expert) + " experts" : ""));
+}
+
+Status check_hf_config(const HfArchitecture& arch, const HfConfig& c) {
+  const nlohmann::json& raw = c.raw;
+  // Every converted architecture gates its FFN with SiLU; another activation would load
+  // and run, wrongly.
+  for (const char* key : {"hidden_act", "hidden_activation"}) {
+    if (raw.contains(key) && raw[key].is_string() && raw[key].get<std::string>() != "silu") {
+      return unsupported("config.json: " + std::string(key) + " '" + raw[key].get<std::string>() +
+                         "' is not supported for " + arch.model_type + " (silu only)");
+    }
+  }
+  if (arch.moe == MoeLayout::kNone && c.n_expert > 0) {
+    return unsupported(std::string("config.json: a ") + arch.model_type + " model with experts is not supported");
+  }
+  if (arch.moe != MoeLayout::kNone && c.n_expert == 0) {
+    return invalid_argument(std::string("config.json: a ") + arch.model_type + " model needs num_experts");
+  }
+  if (arch.moe == MoeLayout::kQwen) {
+    if (raw.contains("mlp_only_layers") && raw["mlp_only_layers"].is_array() && !raw["mlp_only_layers"].empty()) {
+      return unsupported("config.json: dense layers between the sparse ones (mlp_only_layers) are not supported");
+    }
+    if (raw.value("decoder_sparse_step", 1) != 1) {
+      return unsupported("config.json: decoder_sparse_step other than 1 is not supported");
+    }
+    if (!raw.value("norm_topk_prob", true)) {
+      return unsupported("config.json: norm_topk_prob false (routing weights not renormalized) is not supported");
+    }
+  }
+  return {};
 }
 
 void write_architecture_metadata(const HfArchitecture& arch, const HfConfig& c, gguf::Writer& w) {
@@ -130,6 +212,11 @@ void write_architecture_metadata(const HfArchitecture& arch, const HfConfig& c, 
   w.set_f32(a + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.rms_norm_eps));
   w.set_f32(a + ".rope.freq_base", static_cast<float>(c.rope_theta));
   w.set_u32(a + ".rope.dimension_count", static_cast<uint32_t>(c.head_dim));
+  if (c.n_expert > 0) {
+    w.set_u32(a + ".expert_count", static_cast<uint32_t>(c.n_expert));
+    w.set_u32(a + ".expert_used_count", static_cast<uint32_t>(c.n_expert_used));
+    w.set_u32(a + ".expert_feed_forward_length", static_cast<uint32_t>(c.expert_intermediate_size));
+  }
   if (c.linear_rope_factor > 0) {
     w.set_string(a + ".rope.scaling.type", "linear");
     w.set_f32(a + ".rope.scaling.factor", static_cast<float>(c.linear_rope_factor));

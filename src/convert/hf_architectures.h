@@ -14,6 +14,13 @@
 
 namespace tokenmill::convert {
 
+// Where a mixture-of-experts model keeps its router and experts.
+enum class MoeLayout {
+  kNone,
+  kQwen,     // mlp.gate, mlp.experts.E.{gate,up,down}_proj
+  kMixtral,  // block_sparse_moe.gate, block_sparse_moe.experts.E.{w1,w3,w2}
+};
+
 struct HfArchitecture {
   const char* model_type;  // config.json
   const char* gguf_arch;   // general.architecture
@@ -22,21 +29,35 @@ struct HfArchitecture {
   bool permute_qk = false;
   bool qkv_bias = false;
   bool qk_norm = false;
+  MoeLayout moe = MoeLayout::kNone;
 };
 
 Result<HfArchitecture> find_hf_architecture(const std::string& model_type);
+// Refuses configurations of a known model_type that the converted model would compute
+// differently (another activation, dense layers between sparse ones, unnormalized
+// routing weights, ...).
+Status check_hf_config(const HfArchitecture& arch, const HfConfig& config);
 std::string supported_model_types();  // "llama, mistral, qwen2, qwen3"
 
 // A tensor the GGUF file must hold: its name and shape in ggml order (shape[0] contiguous).
+// Expert stacks are made of n_parts source tensors, one per expert, each of the shape
+// without its last dimension.
 struct ExpectedTensor {
   std::string gguf_name;
   std::vector<int64_t> shape;
+  int64_t n_parts = 1;
+};
+
+// Where a Hugging Face tensor goes: a GGUF tensor, or one expert's part of a stack.
+struct TensorPlace {
+  std::string gguf_name;
+  int64_t part = 0;
 };
 std::vector<ExpectedTensor> expected_tensors(const HfArchitecture& arch, const HfConfig& config);
 
 // The GGUF name of a Hugging Face tensor; nullopt for tensors GGUF does not keep (rotary
 // inverse frequencies, a tied output) and an error for a name the architecture lacks.
-Result<std::optional<std::string>> gguf_tensor_name(const HfArchitecture& arch, const HfConfig& config,
+Result<std::optional<TensorPlace>> gguf_tensor_place(const HfArchitecture& arch, const HfConfig& config,
                                                      const std::string& hf_name);
 
 // "<arch>.*" hyperparameters (and general.architecture).

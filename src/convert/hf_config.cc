@@ -135,6 +135,14 @@ Result<HfConfig> parse_hf_config(const std::string& text, const std::string& lab
     if (used) TM_RETURN_IF_ERROR(read_size(c, label, "sliding_window", int64_t{1} << 30, config.sliding_window));
   }
   TM_RETURN_IF_ERROR(read_rope_scaling(c, label, config));
+  for (const char* key : {"num_experts", "num_local_experts"}) {
+    if (c.contains(key) && !c[key].is_null()) TM_RETURN_IF_ERROR(read_size(c, label, key, 1024, config.n_expert));
+  }
+  if (config.n_expert > 0) {
+    TM_RETURN_IF_ERROR(read_size(c, label, "num_experts_per_tok", config.n_expert, config.n_expert_used));
+    TM_RETURN_IF_ERROR(read_size(c, label, "moe_intermediate_size", kMaxWidth, config.expert_intermediate_size,
+                                 config.intermediate_size));
+  }
   config.bos_token_id = first_token_id(c, "bos_token_id");
   config.eos_token_id = first_token_id(c, "eos_token_id");
   config.raw = c;

@@ -36,6 +36,11 @@ struct HfConfig {
   std::optional<Llama3RopeScaling> llama3_rope;
   double linear_rope_factor = 0;  // rope_scaling {"rope_type": "linear"}: positions divided by it
   int64_t sliding_window = 0;     // 0: none
+  // Mixture of experts (num_experts or num_local_experts; 0: dense), the experts each
+  // token uses, and each expert's FFN width (moe_intermediate_size, else intermediate_size).
+  int64_t n_expert = 0;
+  int64_t n_expert_used = 0;
+  int64_t expert_intermediate_size = 0;
   std::optional<int64_t> bos_token_id;
   std::optional<int64_t> eos_token_id;  // the first, when config.json lists several
   nlohmann::json raw;                   // the whole file, for architecture-specific fields

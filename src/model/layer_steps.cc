@@ -1,5 +1,8 @@
 #include "model/layer_steps.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace tokenmill::model {
 
 void LayerScratch::resize(const ModelConfig& c, int64_t n) {
@@ -11,6 +14,13 @@ void LayerScratch::resize(const ModelConfig& c, int64_t n) {
   gate.resize(n * c.n_ff);
   up.resize(n * c.n_ff);
   out.resize(n * c.n_embd);
+  if (c.n_expert > 0) {
+    router.resize(n * c.n_expert);
+    expert_in.resize(n * c.n_embd);
+    expert_gate.resize(n * c.n_ff_expert);
+    expert_up.resize(n * c.n_ff_expert);
+    expert_out.resize(n * c.n_embd);
+  }
 }
 
 void attention_step(ops::Backend& backend, const ModelConfig& c, const LayerWeights& w, int32_t layer,
@@ -55,6 +65,68 @@ void gated_ffn_step(ops::Backend& backend, const ModelConfig& c, const LayerWeig
     backend.swiglu(s.gate.data(), s.up.data(), n * c.n_ff, s.gate.data());
   }
   backend.matmul(w.ffn_down, s.gate.data(), n, s.out.data());
+}
+
+void route_tokens(const float* logits, int64_t n, int32_t n_expert, int32_t n_used, int32_t* ids, float* weights) {
+  std::vector<float> probs(static_cast<size_t>(n_expert));
+  for (int64_t t = 0; t < n; ++t) {
+    const float* l = logits + t * n_expert;
+    const float max = *std::max_element(l, l + n_expert);
+    float sum = 0;
+    for (int32_t e = 0; e < n_expert; ++e) sum += probs[e] = std::exp(l[e] - max);
+    int32_t* id = ids + t * n_used;
+    float* w = weights + t * n_used;
+    float chosen = 0;
+    for (int32_t k = 0; k < n_used; ++k) {
+      int32_t best = -1;
+      for (int32_t e = 0; e < n_expert; ++e) {
+        if (std::find(id, id + k, e) != id + k) continue;
+        if (best < 0 || probs[e] > probs[best]) best = e;
+      }
+      id[k] = best;
+      w[k] = probs[best] / sum;
+      chosen += w[k];
+    }
+    for (int32_t k = 0; k < n_used; ++k) w[k] /= chosen;
+  }
+}
+
+void moe_ffn_step(ops::Backend& backend, const ModelConfig& c, const LayerWeights& w, int64_t n, LayerScratch& s) {
+  backend.matmul(w.ffn_gate_inp, s.normed.data(), n, s.router.data());
+  const int32_t n_used = c.n_expert_used;
+  std::vector<int32_t> ids(static_cast<size_t>(n * n_used));
+  std::vector<float> weights(static_cast<size_t>(n * n_used));
+  route_tokens(s.router.data(), n, c.n_expert, n_used, ids.data(), weights.data());
+  std::fill(s.out.begin(), s.out.begin() + n * c.n_embd, 0.0f);
+  // Experts in index order: a token's sum runs over its experts in that order whatever
+  // else is in the batch, so its output does not depend on the other tokens.
+  for (int32_t e = 0; e < c.n_expert; ++e) {
+    s.expert_rows.clear();
+    s.expert_weights.clear();
+    for (int64_t t = 0; t < n; ++t) {
+      for (int32_t k = 0; k < n_used; ++k) {
+        if (ids[static_cast<size_t>(t * n_used + k)] != e) continue;
+        s.expert_rows.push_back(static_cast<int32_t>(t));
+        s.expert_weights.push_back(weights[static_cast<size_t>(t * n_used + k)]);
+      }
+    }
+    const int64_t m = static_cast<int64_t>(s.expert_rows.size());
+    if (m == 0) continue;
+    for (int64_t i = 0; i < m; ++i) {
+      std::copy_n(s.normed.data() + s.expert_rows[i] * c.n_embd, c.n_embd, s.expert_in.data() + i * c.n_embd);
+    }
+    const ops::MatmulProduct gate_up[] = {{&w.ffn_gate_exps[e], s.expert_gate.data()},
+                                          {&w.ffn_up_exps[e], s.expert_up.data()}};
+    backend.matmul_shared_input(gate_up, s.expert_in.data(), m);
+    backend.swiglu(s.expert_gate.data(), s.expert_up.data(), m * c.n_ff_expert, s.expert_gate.data());
+    backend.matmul(w.ffn_down_exps[e], s.expert_gate.data(), m, s.expert_out.data());
+    for (int64_t i = 0; i < m; ++i) {
+      float* out = s.out.data() + s.expert_rows[i] * c.n_embd;
+      const float* y = s.expert_out.data() + i * c.n_embd;
+      const float weight = s.expert_weights[i];
+      for (int32_t j = 0; j < c.n_embd; ++j) out[j] += weight * y[j];
+    }
+  }
 }
 
 }  // namespace tokenmill::model

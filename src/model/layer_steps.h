@@ -23,6 +23,14 @@ struct LayerScratch {
   std::vector<float> gate;    // [n, n_ff]
   std::vector<float> up;      // [n, n_ff]
   std::vector<float> out;     // [n, n_embd]   output of attention / FFN
+  // Mixture of experts: router logits, and one expert's gathered rows.
+  std::vector<float> router;          // [n, n_expert]
+  std::vector<float> expert_in;       // [n, n_embd]
+  std::vector<float> expert_gate;     // [n, n_ff_expert]
+  std::vector<float> expert_up;       // [n, n_ff_expert]
+  std::vector<float> expert_out;      // [n, n_embd]
+  std::vector<int32_t> expert_rows;   // tokens routed to one expert
+  std::vector<float> expert_weights;  // their routing weights
 
   void resize(const ModelConfig& c, int64_t n_tokens);
 };
@@ -39,5 +47,18 @@ void attention_step(ops::Backend& backend, const ModelConfig& config, const Laye
 // scratch.normed -> scratch.out: down(act(gate(x)) * up(x)).
 void gated_ffn_step(ops::Backend& backend, const ModelConfig& config, const LayerWeights& weights,
                     FfnActivation activation, int64_t n_tokens, LayerScratch& scratch);
+
+// The experts each token is routed to: softmax over the router's logits, the
+// config.n_expert_used most probable (ties to the lower index), their probabilities
+// renormalized to sum to 1. Writes n_expert_used ids and weights per token.
+void route_tokens(const float* router_logits, int64_t n_tokens, int32_t n_expert, int32_t n_expert_used,
+                  int32_t* expert_ids, float* expert_weights);
+
+// scratch.normed -> scratch.out, mixture of experts: each token's output is the weighted
+// sum of its experts' SiLU-gated FFNs. The tokens routed to an expert are gathered and
+// multiplied together, so each expert's weights are read once per step however many
+// tokens chose it, and experts no token chose are not read at all.
+void moe_ffn_step(ops::Backend& backend, const ModelConfig& config, const LayerWeights& weights, int64_t n_tokens,
+                  LayerScratch& scratch);
 
 }  // namespace tokenmill::model

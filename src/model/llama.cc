@@ -27,7 +27,11 @@ class Llama final : public Model {
       be.add(hidden.data(), scratch_.out.data(), n_values, hidden.data());
       // feed-forward: norm -> SiLU-gated FFN -> residual
       be.rms_norm(hidden.data(), w.ffn_norm, n, c.n_embd, c.rms_eps, scratch_.normed.data());
-      gated_ffn_step(be, c, w, FfnActivation::kSilu, n, scratch_);
+      if (c.n_expert > 0) {
+        moe_ffn_step(be, c, w, n, scratch_);
+      } else {
+        gated_ffn_step(be, c, w, FfnActivation::kSilu, n, scratch_);
+      }
       be.add(hidden.data(), scratch_.out.data(), n_values, hidden.data());
     }
   }

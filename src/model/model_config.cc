@@ -35,8 +35,11 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
     c.architecture = Architecture::kQwen2;
   } else if (a == "qwen3") {
     c.architecture = Architecture::kQwen3;
+  } else if (a == "qwen3moe") {
+    c.architecture = Architecture::kQwen3Moe;
   } else {
-    return unsupported("model architecture '" + a + "' is not supported (supported: gemma3, llama, qwen2, qwen3)");
+    return unsupported("model architecture '" + a +
+                       "' is not supported (supported: gemma3, llama, qwen2, qwen3, qwen3moe)");
   }
   c.name = file.get_string_or("general.name", a);
 
@@ -119,8 +122,22 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
       break;
     case Architecture::kQwen2:
     case Architecture::kQwen3:
+    case Architecture::kQwen3Moe:
       c.rope_style = ops::RopeStyle::kNeox;
       break;
+  }
+  if (c.architecture == Architecture::kQwen3Moe || file.find(a + ".expert_count")) {
+    TM_RETURN_IF_ERROR(read_positive(file, a, "expert_count", c.n_expert));
+    TM_RETURN_IF_ERROR(read_positive(file, a, "expert_used_count", c.n_expert_used));
+    if (c.n_expert > 1024 || c.n_expert_used > c.n_expert) {
+      return corrupt_data("expert_used_count " + std::to_string(c.n_expert_used) + " of expert_count " +
+                          std::to_string(c.n_expert) + " is out of range");
+    }
+    c.n_ff_expert = c.n_ff;
+    if (file.find(a + ".expert_feed_forward_length")) {
+      TM_RETURN_IF_ERROR(read_positive(file, a, "expert_feed_forward_length", c.n_ff_expert));
+      if (c.n_ff_expert > kMaxWidth) return corrupt_data("expert_feed_forward_length is out of range");
+    }
   }
 
   const gguf::TensorInfo* embd = file.find_tensor("token_embd.weight");

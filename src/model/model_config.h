@@ -11,7 +11,7 @@
 
 namespace tokenmill::model {
 
-enum class Architecture { kGemma3, kLlama, kQwen2, kQwen3 };
+enum class Architecture { kGemma3, kLlama, kQwen2, kQwen3, kQwen3Moe };
 
 struct ModelConfig {
   Architecture architecture = Architecture::kLlama;
@@ -35,6 +35,12 @@ struct ModelConfig {
   float attention_scale = 1.0f;           // multiplies q·k
   float final_logit_softcap = 0.0f;       // 0: off
   float embedding_scale = 1.0f;           // input embeddings are multiplied by this
+  // Mixture of experts (Mixtral, Qwen 3 MoE): each layer's FFN is n_expert expert FFNs of
+  // n_ff_expert rows, of which a router picks n_expert_used per token, their weights
+  // renormalized to sum to 1. n_expert = 0: dense.
+  int32_t n_expert = 0;
+  int32_t n_expert_used = 0;
+  int32_t n_ff_expert = 0;
 
   int32_t q_dim() const { return n_heads * head_dim; }
   int32_t kv_dim() const { return n_kv_heads * head_dim; }

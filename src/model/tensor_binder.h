@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "gguf/gguf_file.h"
@@ -20,6 +21,10 @@ class TensorBinder {
   // A [n_rows, n_cols] matrix of a type the kernels can multiply. NotFound, CorruptData
   // (shape) or Unsupported (type), naming the tensor.
   Status matrix(const std::string& name, int64_t n_rows, int64_t n_cols, ops::WeightMatrix& out);
+  // A [n_experts, n_rows, n_cols] stack of matrices (ggml shape [n_cols, n_rows,
+  // n_experts]) as one view per expert, each as matrix() would bind it.
+  Status experts(const std::string& name, int64_t n_experts, int64_t n_rows, int64_t n_cols,
+                 std::vector<ops::WeightMatrix>& out);
   // An F32 vector of n values.
   Status vector(const std::string& name, int64_t n, const float*& out);
   bool has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }

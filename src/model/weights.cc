@@ -26,6 +26,7 @@ Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& c) 
   if (b.has("rope_freqs.weight")) TM_RETURN_IF_ERROR(b.vector("rope_freqs.weight", c.head_dim / 2, w.rope_freqs));
   const bool gemma = c.architecture == Architecture::kGemma3;
   w.layers.resize(c.n_layers);
+  w.n_expert_used = c.n_expert_used;
   for (int32_t l = 0; l < c.n_layers; ++l) {
     LayerWeights& L = w.layers[l];
     const std::string p = "blk." + std::to_string(l) + ".";
@@ -39,7 +40,7 @@ Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& c) 
       TM_RETURN_IF_ERROR(b.vector(p + "attn_k.bias", c.kv_dim(), L.bk));
       TM_RETURN_IF_ERROR(b.vector(p + "attn_v.bias", c.kv_dim(), L.bv));
     }
-    if (gemma || c.architecture == Architecture::kQwen3) {
+    if (gemma || c.architecture == Architecture::kQwen3 || c.architecture == Architecture::kQwen3Moe) {
       TM_RETURN_IF_ERROR(b.vector(p + "attn_q_norm.weight", c.head_dim, L.q_norm));
       TM_RETURN_IF_ERROR(b.vector(p + "attn_k_norm.weight", c.head_dim, L.k_norm));
     }
@@ -48,6 +49,13 @@ Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& c) 
       TM_RETURN_IF_ERROR(b.vector(p + "post_ffw_norm.weight", c.n_embd, L.post_ffn_norm));
     }
     TM_RETURN_IF_ERROR(b.vector(p + "ffn_norm.weight", c.n_embd, L.ffn_norm));
+    if (c.n_expert > 0) {
+      TM_RETURN_IF_ERROR(b.matrix(p + "ffn_gate_inp.weight", c.n_expert, c.n_embd, L.ffn_gate_inp));
+      TM_RETURN_IF_ERROR(b.experts(p + "ffn_gate_exps.weight", c.n_expert, c.n_ff_expert, c.n_embd, L.ffn_gate_exps));
+      TM_RETURN_IF_ERROR(b.experts(p + "ffn_up_exps.weight", c.n_expert, c.n_ff_expert, c.n_embd, L.ffn_up_exps));
+      TM_RETURN_IF_ERROR(b.experts(p + "ffn_down_exps.weight", c.n_expert, c.n_embd, c.n_ff_expert, L.ffn_down_exps));
+      continue;
+    }
     TM_RETURN_IF_ERROR(b.matrix(p + "ffn_gate.weight", c.n_ff, c.n_embd, L.ffn_gate));
     TM_RETURN_IF_ERROR(b.matrix(p + "ffn_up.weight", c.n_ff, c.n_embd, L.ffn_up));
     TM_RETURN_IF_ERROR(b.matrix(p + "ffn_down.weight", c.n_embd, c.n_ff, L.ffn_down));
@@ -61,6 +69,12 @@ int64_t weight_bytes_per_token(const ModelWeights& w) {
   for (const LayerWeights& L : w.layers) {
     total += bytes(L.wq) + bytes(L.wk) + bytes(L.wv) + bytes(L.wo) + bytes(L.ffn_gate) + bytes(L.ffn_up) +
              bytes(L.ffn_down);
+    if (!L.ffn_gate_exps.empty()) {
+      // A token reads the router and the experts it is routed to: n_expert_used of them.
+      const int64_t n_used = w.n_expert_used;
+      total += bytes(L.ffn_gate_inp) +
+               n_used * (bytes(L.ffn_gate_exps[0]) + bytes(L.ffn_up_exps[0]) + bytes(L.ffn_down_exps[0]));
+    }
   }
   return total;
 }
@@ -100,6 +114,9 @@ void repack_for_kernels(ModelWeights& weights, const gguf::File& file) {
     for (ops::WeightMatrix* m : {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.ffn_gate, &layer.ffn_up,
                                  &layer.ffn_down}) {
       if (m->data != nullptr) repack(*m);
+    }
+    for (auto* experts : {&layer.ffn_gate_exps, &layer.ffn_up_exps, &layer.ffn_down_exps}) {
+      for (ops::WeightMatrix& m : *experts) repack(m);
     }
   }
 }

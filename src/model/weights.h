@@ -29,6 +29,11 @@ struct LayerWeights {
   ops::WeightMatrix ffn_up;               // [n_ff, n_embd]
   ops::WeightMatrix ffn_down;             // [n_embd, n_ff]
   const float* post_ffn_norm = nullptr;   // [n_embd]   (Gemma 3)
+  // Mixture of experts, in place of ffn_gate/up/down: the router and one matrix per expert.
+  ops::WeightMatrix ffn_gate_inp;                 // [n_expert, n_embd]
+  std::vector<ops::WeightMatrix> ffn_gate_exps;   // n_expert x [n_ff_expert, n_embd]
+  std::vector<ops::WeightMatrix> ffn_up_exps;     // n_expert x [n_ff_expert, n_embd]
+  std::vector<ops::WeightMatrix> ffn_down_exps;   // n_expert x [n_embd, n_ff_expert]
 };
 
 struct ModelWeights {
@@ -40,6 +45,7 @@ struct ModelWeights {
   // into the tensor rope_freqs.weight by the converter); null when the file has none.
   const float* rope_freqs = nullptr;
   std::vector<LayerWeights> layers;
+  int32_t n_expert_used = 0;  // experts a token reads per layer (0: dense)
   // Buffers of matrices repacked at load (repack_for_kernels); the matrices point into them.
   std::vector<std::shared_ptr<uint8_t[]>> repacked;
 };

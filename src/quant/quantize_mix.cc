@@ -140,7 +140,10 @@ int32_t layer_of_tensor(std::string_view name) {
 }
 
 bool is_quantizable_weight(const TensorFacts& t) {
-  return t.n_dims >= 2 && ends_with(t.name, "weight") && !contains(t.name, "_norm.weight");
+  // A mixture of experts' router (ffn_gate_inp) stays F32 as llama.cpp keeps it: it is
+  // tiny, and rounding it moves tokens to other experts.
+  return t.n_dims >= 2 && ends_with(t.name, "weight") && !contains(t.name, "_norm.weight") &&
+         !contains(t.name, "ffn_gate_inp.weight");
 }
 
 TypeChoice choose_tensor_type(const MixInfo& mix, const TensorFacts& tensor, const ModelFacts& model,

@@ -32,6 +32,10 @@ constexpr double kMaxRelativeError = 5e-3;
 // Two tokens whose logits are closer than this (relative to the largest |logit|) are a
 // near-tie that summation order may decide either way.
 constexpr double kNearTie = 5e-3;
+// Mixture of experts: where a token's k-th and (k+1)-th router probabilities in some
+// layer are closer than this, rounding may route it to the other expert, which changes
+// its logits by tenths; such positions are excused from the logit tolerance.
+constexpr double kRouterNearTie = 2e-3;
 
 std::string model_dir(const std::string& name) { return std::string(TOKENMILL_FIXTURES_DIR) + "/hf_models/" + name; }
 
@@ -130,7 +134,8 @@ TEST_P(HfReference, LogitsAtEveryPositionMatchTransformers) {
   const std::vector<float> expected = read_floats(dir_ + "/" + reference_["logits_file"].get<std::string>());
   size_t offset = 0;
   double worst = 0;
-  int n_positions = 0;
+  int n_positions = 0, n_excused = 0;
+  const std::vector<double> router_gaps = reference_.value("router_gap_per_position", std::vector<double>());
   for (const json& p : reference_["prompts"]) {
     Runner runner(**model);
     for (int32_t token : p.get<std::vector<int32_t>>()) {
@@ -142,6 +147,13 @@ TEST_P(HfReference, LogitsAtEveryPositionMatchTransformers) {
       for (int32_t i = 0; i < n_vocab; ++i) scale = std::max(scale, std::abs(theirs[i]));
       double error = 0;
       for (int32_t i = 0; i < n_vocab; ++i) error = std::max(error, static_cast<double>(std::abs(ours[i] - theirs[i])));
+      const bool router_tie = static_cast<size_t>(n_positions) < router_gaps.size() &&
+                              router_gaps[static_cast<size_t>(n_positions)] < kRouterNearTie;
+      if (router_tie && error / scale >= kMaxRelativeError) {
+        ++n_excused;
+        ++n_positions;
+        continue;
+      }
       worst = std::max(worst, error / scale);
       // The same top-10, except where the 10th and 11th are a near-tie.
       const std::vector<int32_t> their_top = top_k(theirs, n_vocab, 11);
@@ -156,7 +168,9 @@ TEST_P(HfReference, LogitsAtEveryPositionMatchTransformers) {
     }
   }
   EXPECT_EQ(offset, expected.size());
-  std::printf("%s: %d positions, max |logit error| / max |logit| = %.2e\n", name_.c_str(), n_positions, worst);
+  std::printf("%s: %d positions, max |logit error| / max |logit| = %.2e (%d positions at a router near-tie excused)\n",
+              name_.c_str(), n_positions, worst, n_excused);
+  EXPECT_LE(n_excused, 2) << name_;
   EXPECT_LT(worst, kMaxRelativeError) << name_;
 }
 
@@ -227,7 +241,7 @@ TEST_P(HfReference, TokenizerGivesTheIdsOfHuggingFaceTokenizers) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Architectures, HfReference, ::testing::Values("llama3", "mistral", "qwen2", "qwen3"),
+INSTANTIATE_TEST_SUITE_P(Architectures, HfReference, ::testing::Values("llama3", "mistral", "qwen2", "qwen3", "qwen3moe", "mixtral"),
                          [](const auto& info) { return std::string(info.param); });
 
 }  // namespace
