@@ -206,6 +206,36 @@ TEST_P(HfReference, GreedyContinuationsMatchTransformersUpToNearTies) {
   EXPECT_GT(n_same, n_total / 2) << name_;
 }
 
+// Prompts batched into one forward pass get, bit for bit, the logits each gets alone: for
+// mixture-of-experts models too, where an expert multiplies the rows of every token routed
+// to it together.
+TEST_P(HfReference, BatchedPromptsGetTheLogitsEachGetsAlone) {
+  auto model = model::load_model(gguf_path_, model::LoadOptions{});
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  const auto prompts = reference_["prompts"].get<std::vector<std::vector<int32_t>>>();
+  constexpr int32_t kBlocksPerPrompt = 4;  // 64 positions
+  ops::KvStorage kv((*model)->kv_shape(kBlocksPerPrompt * static_cast<int32_t>(prompts.size())));
+  auto table = [&](size_t i) {
+    std::vector<int32_t> t(kBlocksPerPrompt);
+    std::iota(t.begin(), t.end(), static_cast<int32_t>(i) * kBlocksPerPrompt);
+    return t;
+  };
+  model::Batch together;
+  for (size_t i = 0; i < prompts.size(); ++i) together.add_sequence(prompts[i], 0, table(i), true);
+  std::vector<float> batched;
+  ASSERT_TRUE((*model)->forward(together, kv, batched).ok());
+  const size_t n_vocab = batched.size() / prompts.size();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    model::Batch alone;
+    alone.add_sequence(prompts[i], 0, table(i), true);
+    std::vector<float> logits;
+    ASSERT_TRUE((*model)->forward(alone, kv, logits).ok());
+    ASSERT_EQ(logits.size(), n_vocab);
+    EXPECT_TRUE(std::equal(logits.begin(), logits.end(), batched.begin() + static_cast<std::ptrdiff_t>(i * n_vocab)))
+        << name_ << ": prompt " << i;
+  }
+}
+
 TEST_P(HfReference, TokenizerGivesTheIdsOfHuggingFaceTokenizers) {
   auto file = gguf::File::open(gguf_path_);
   ASSERT_TRUE(file.ok()) << file.status().message();
