@@ -151,6 +151,7 @@ Result<ConvertSummary> convert_hf_model(const std::string& dir, const std::strin
   quant::QuantizeOptions q;
   q.mix = options.outtype;
   q.n_threads = options.n_threads;
+  q.source_name = base_name + " (Hugging Face)";
   if (options.on_progress) {
     q.on_tensor = [&](const quant::TensorProgress& p) { options.on_progress("quantize", p.index + 1, p.n_tensors); };
   }

@@ -184,7 +184,8 @@ Result<QuantizeSummary> quantize_model(const gguf::File& source, const std::stri
   writer.set_u32("general.quantization_version", 2);
   writer.set_u32("general.file_type", options.mix.llama_file_type);
   writer.set_string("tokenmill.quantize.type", std::string(options.mix.name));
-  writer.set_string("tokenmill.quantize.source", base_name(source.path()));
+  writer.set_string("tokenmill.quantize.source",
+                    options.source_name.empty() ? base_name(source.path()) : options.source_name);
   writer.set_string("tokenmill.quantize.method", options.gptq ? "gptq" : options.imatrix ? "imatrix" : "rtn");
   writer.set_bool("tokenmill.quantize.requantized", n_quantized_sources > 0);
   if (options.imatrix) {

@@ -37,6 +37,8 @@ struct QuantizeOptions {
   const ImportanceMatrix* imatrix = nullptr;  // optional
   std::string imatrix_path;                   // recorded in the output's metadata
   int n_threads = 1;
+  // Recorded as tokenmill.quantize.source; empty: the source file's name.
+  std::string source_name;
   // GPTQ (gptq.h): calibration statistics per weight matrix. Matrices with an entry whose
   // type supports_gptq() are quantized with error compensation, the others as without
   // it (importance-weighted by their entry's diagonal when they have one).

@@ -2,6 +2,7 @@
 import json
 import re
 import shutil
+import sys
 
 import pytest
 
@@ -50,3 +51,12 @@ def test_bad_input_gives_one_line_and_leaves_nothing(tokenmill, tmp_path):
     result = run([tokenmill, "convert", str(HF_MODELS / "qwen2"), str(out_dir / "x.gguf"), "--outtype", "Q9_X"])
     assert result.returncode == 1 and "unknown --outtype 'Q9_X'" in result.stderr
     assert list(out_dir.iterdir()) == []
+
+
+def test_converted_files_give_transformers_tokens_in_llama_cpp(tokenmill):
+    """Each fixture converted to F32 loads in llama.cpp (llama-cpp-python) with
+    transformers' logits (1e-4 relative), greedy tokens and token ids."""
+    pytest.importorskip("llama_cpp")
+    result = run([sys.executable, str(ROOT / "tools/check_convert_llamacpp.py"), "--bin", str(tokenmill)], timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count(" OK ") >= 6, result.stdout
