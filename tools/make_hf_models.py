@@ -77,11 +77,13 @@ dense models and about two more for the MoE models.
 """
 import argparse
 import copy
+import io
 import json
 import os
 import pathlib
 import shutil
 import sys
+import tempfile
 import types
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -94,14 +96,15 @@ import transformers  # noqa: E402
 from safetensors import safe_open  # noqa: E402
 from tokenizers import (AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers,  # noqa: E402
                         processors, trainers)
-from transformers import (AutoModelForCausalLM, AutoTokenizer, GenerationConfig, LlamaConfig,  # noqa: E402
-                          MistralConfig, MixtralConfig, Qwen2Config, Qwen3Config, Qwen3MoeConfig)
+from transformers import (AutoModelForCausalLM, AutoTokenizer, Gemma2Config, Gemma3TextConfig,  # noqa: E402
+                          GemmaTokenizer, GenerationConfig, LlamaConfig, MistralConfig, MixtralConfig, Qwen2Config,
+                          Qwen3Config, Qwen3MoeConfig)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests/fixtures/tokenizer/corpus.txt"
 OUT = ROOT / "tests/fixtures/hf_models"
 
-N_VOCAB = 640  # learned tokens (byte alphabet included) + special tokens
+N_VOCAB = 640  # byte-level BPE tokenizers: learned tokens (byte alphabet included) + special tokens
 N_GREEDY = 24
 N_SEEDS = 16  # weight seeds tried per model (see build)
 N_MOE_SEEDS = 2048  # most seeds whose routing is looked at per MoE model (see build)
@@ -119,6 +122,17 @@ LLAMA3_CHAT_TEMPLATE = (
     "{%- endfor %}"
     "{%- if add_generation_prompt %}"
     "{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}"
+    "{%- endif %}")
+# Gemma's turn format (as google/gemma-2-2b-it and google/gemma-3-1b-it write it; ours is shorter:
+# no system turn).
+GEMMA_CHAT_TEMPLATE = (
+    "{{- bos_token }}"
+    "{%- for message in messages %}"
+    "{%- set role = 'model' if message['role'] == 'assistant' else message['role'] %}"
+    "{{- '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}"
+    "{{- '<start_of_turn>model\\n' }}"
     "{%- endif %}")
 CHATML_TEMPLATE = (
     "{%- for message in messages %}"
@@ -152,7 +166,34 @@ TOKENIZER_STYLES = {
         "bos": None,
         "merges_as_strings": False,
     },
+    # As Gemma 2 and 3: a SentencePiece BPE model (tokenizer.model, see GEMMA_SPM_TRAINER) and the
+    # tokenizer.json transformers converts it into. Ids 0-4 as Gemma's: <pad> <eos> <bos> (control
+    # pieces) <unk>, then <mask>, <start_of_turn> and <end_of_turn> as user-defined pieces (Gemma has
+    # <mask> at 4 and the turn tokens at 106/107 (Gemma 2) or 105/106 (Gemma 3), all user-defined).
+    "gemma": {
+        "specials": ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<start_of_turn>", "<end_of_turn>"],
+        "bos": "<bos>",
+        "sentencepiece": True,
+        "merges_as_strings": False,
+    },
 }
+
+# SentencePiece trainer settings of the gemma tokenizer. As Gemma's tokenizer.model: BPE, byte
+# fallback, digits split, identity normalization (no NFKC: an empty precompiled_charsmap), spaces
+# escaped to U+2581, no dummy prefix and extra whitespace kept (add_dummy_prefix and
+# remove_extra_whitespaces false in the normalizer_spec of both Gemma 2's and Gemma 3's tokenizer.model:
+# "<bos>Hey" encodes to '<' 'bos' '>' 'Hey', and transformers' GemmaTokenizer has no prefix space),
+# whitespace-only pieces allowed. The corpus has some 400 distinct characters and SentencePiece
+# insists on a character_coverage of at least 0.98, which keeps 326 of them as pieces (the rest
+# falls back to bytes), so 768 pieces leave room for 180 merged ones (640 would leave 52).
+GEMMA_SPM_TRAINER = dict(
+    model_type="bpe", vocab_size=768, character_coverage=0.98, byte_fallback=True, split_digits=True,
+    normalization_rule_name="identity", add_dummy_prefix=False, remove_extra_whitespaces=False,
+    split_by_unicode_script=True, split_by_number=True, split_by_whitespace=True, treat_whitespace_as_suffix=False,
+    allow_whitespace_only_pieces=True, pad_id=0, eos_id=1, bos_id=2, unk_id=3, pad_piece="<pad>", eos_piece="<eos>",
+    bos_piece="<bos>", unk_piece="<unk>", user_defined_symbols=["<mask>", "<start_of_turn>", "<end_of_turn>"],
+    input_sentence_size=0, shuffle_input_sentence=False, max_sentence_length=1 << 16, num_threads=1, minloglevel=2)
+SENTENCEPIECE_MODELS: dict[str, bytes] = {}  # style -> tokenizer.model (serialized ModelProto), see train_tokenizer
 
 SPECIAL_TEXTS = {
     "llama3": [
@@ -171,6 +212,15 @@ SPECIAL_TEXTS = {
         "<|im_end|><|im_end|> trailing",
         "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>",
         "< |im_end| > <|im_start <|endoftext|>x",
+    ],
+    "gemma": [
+        "<bos><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\n",
+        "<start_of_turn>user\nYou are helpful.<end_of_turn>\n<start_of_turn>model\nHello!<end_of_turn>\n",
+        "text<eos>more text",
+        "<end_of_turn><end_of_turn> trailing",
+        "<pad><unk><mask> <bos>",
+        "<|im_start|>user\nhi<|im_end|>",
+        "< start_of_turn > <start_of_turn <eos>x",
     ],
 }
 
@@ -263,6 +313,8 @@ def read_corpus(path: pathlib.Path) -> list[str]:
 
 def train_tokenizer(style: str, texts: list[str]) -> Tokenizer:
     s = TOKENIZER_STYLES[style]
+    if s.get("sentencepiece"):
+        return train_sentencepiece(style, texts)
     tok = Tokenizer(models.BPE(ignore_merges=s["ignore_merges"]))
     if s["nfc"]:
         tok.normalizer = normalizers.NFC()
@@ -289,6 +341,47 @@ def train_tokenizer(style: str, texts: list[str]) -> Tokenizer:
     return tok
 
 
+def train_sentencepiece(style: str, texts: list[str]) -> Tokenizer:
+    """Trains a SentencePiece BPE model (GEMMA_SPM_TRAINER; kept in SENTENCEPIECE_MODELS[style]) and
+    returns the tokenizer transformers' GemmaTokenizer converts it into (BPE with byte fallback, merges
+    ranked by piece score, a normalizer replacing " " with U+2581 and no pre-tokenization), with a
+    post-processor prepending <bos> and every piece of specials an added token marked special (as the
+    tokenizer.json of google/gemma-2-2b-it and google/gemma-3-1b-it have them; the conversion leaves
+    <start_of_turn> and <end_of_turn> unmarked)."""
+    import sentencepiece as spm  # only the gemma tokenizer needs it (and protobuf, for the conversion)
+
+    s = TOKENIZER_STYLES[style]
+    buf = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(texts), model_writer=buf, **GEMMA_SPM_TRAINER)
+    model = buf.getvalue()
+    SENTENCEPIECE_MODELS[style] = model
+    sp = spm.SentencePieceProcessor(model_proto=model)
+    assert [sp.id_to_piece(i) for i in range(len(s["specials"]))] == s["specials"]
+    with tempfile.TemporaryDirectory() as tmp:
+        (pathlib.Path(tmp) / "tokenizer.model").write_bytes(model)
+        converted = GemmaTokenizer.from_pretrained(tmp)
+    data = json.loads(converted.backend_tokenizer.to_str())
+    assert [t["content"] for t in data["added_tokens"]] == s["specials"], data["added_tokens"]
+    for t in data["added_tokens"]:
+        t["special"] = True
+    tok = Tokenizer.from_str(json.dumps(data))
+    bos = s["bos"]
+    tok.post_processor = processors.TemplateProcessing(single=f"{bos}:0 $A:0", pair=f"{bos}:0 $A:0 {bos}:1 $B:1",
+                                                       special_tokens=[(bos, tok.token_to_id(bos))])
+    assert tok.get_vocab_size() == sp.get_piece_size() == GEMMA_SPM_TRAINER["vocab_size"]
+    return tok
+
+
+def sentencepiece_ids(style: str, texts: list[str]) -> list[list[int]]:
+    """Ids of texts as SentencePiece itself encodes them (no BOS). It matches user-defined pieces
+    (<mask>, <start_of_turn>, <end_of_turn>) in the text, but not control pieces (<pad> <eos> <bos>)
+    nor <unk>, which transformers matches as special tokens."""
+    import sentencepiece as spm
+
+    sp = spm.SentencePieceProcessor(model_proto=SENTENCEPIECE_MODELS[style])
+    return [sp.encode(t) for t in texts]
+
+
 def tokenizer_json_text(style: str, tok: Tokenizer) -> str:
     data = json.loads(tok.to_str())
     if TOKENIZER_STYLES[style]["merges_as_strings"]:
@@ -313,6 +406,23 @@ def tokenizer_config(style: str, tok: Tokenizer) -> dict:
             "model_max_length": 256,
             "tokenizer_class": "PreTrainedTokenizerFast",
         }
+    if style == "gemma":  # as google/gemma-2-2b-it (mask_token included: GemmaTokenizer's default is <mask>)
+        return {
+            "add_bos_token": True,
+            "add_eos_token": False,
+            "added_tokens_decoder": added,
+            "additional_special_tokens": ["<start_of_turn>", "<end_of_turn>"],
+            "bos_token": "<bos>",
+            "chat_template": GEMMA_CHAT_TEMPLATE,
+            "clean_up_tokenization_spaces": False,
+            "eos_token": "<eos>",
+            "mask_token": "<mask>",
+            "model_max_length": 256,
+            "pad_token": "<pad>",
+            "spaces_between_special_tokens": False,
+            "tokenizer_class": "GemmaTokenizer",
+            "unk_token": "<unk>",
+        }
     return {  # as Qwen/Qwen2.5-0.5B-Instruct
         "add_prefix_space": False,
         "added_tokens_decoder": added,
@@ -334,12 +444,17 @@ def generation_config(style: str, ids: dict) -> GenerationConfig:
     if style == "llama3":
         return GenerationConfig(bos_token_id=ids["<|begin_of_text|>"],
                                 eos_token_id=[ids["<|end_of_text|>"], ids["<|eot_id|>"]])
+    if style == "gemma":  # as google/gemma-2-2b-it and google/gemma-3-1b-it
+        return GenerationConfig(bos_token_id=ids["<bos>"], pad_token_id=ids["<pad>"],
+                                eos_token_id=[ids["<eos>"], ids["<end_of_turn>"]])
     return GenerationConfig(bos_token_id=ids["<|endoftext|>"], pad_token_id=ids["<|endoftext|>"],
                             eos_token_id=[ids["<|im_end|>"], ids["<|endoftext|>"]])
 
 
 def write_tokenizer_files(directory: pathlib.Path, style: str, tok: Tokenizer) -> None:
     (directory / "tokenizer.json").write_text(tokenizer_json_text(style, tok), encoding="utf-8")
+    if style in SENTENCEPIECE_MODELS:
+        (directory / "tokenizer.model").write_bytes(SENTENCEPIECE_MODELS[style])
     write_pretty_json(directory / "tokenizer_config.json", tokenizer_config(style, tok))
 
 
@@ -351,7 +466,29 @@ def check_tokenizer(style: str, tok: Tokenizer, hf_tok, texts: list[str]) -> lis
             hf = hf_tok(text, add_special_tokens=add)["input_ids"]
             assert hf == tok.encode(text, add_special_tokens=add).ids, (style, type(hf_tok).__name__, text)
         ids.append(hf_tok(text, add_special_tokens=False)["input_ids"])
+    if style in SENTENCEPIECE_MODELS:
+        check_sentencepiece(style, tok, texts + SPECIAL_TEXTS[style], ids)
     return ids[:len(texts)]
+
+
+SENTENCEPIECE_UNMATCHED = ("<pad>", "<eos>", "<bos>", "<unk>")  # control and unknown pieces: never matched in text
+
+
+def check_sentencepiece(style: str, tok: Tokenizer, texts: list[str], ids: list[list[int]]) -> dict[int, list[int]]:
+    """Checks that texts encode (without BOS) to ids as SentencePiece encodes them, except where
+    a text holds <pad>, <eos>, <bos> or <unk>, which transformers matches as special tokens and
+    SentencePiece encodes as text: with those four left unmatched, tokenizers gives SentencePiece's
+    ids for every text. Returns SentencePiece's ids of the texts where they differ from ids."""
+    data = json.loads(tok.to_str())
+    data["added_tokens"] = [t for t in data["added_tokens"] if t["content"] not in SENTENCEPIECE_UNMATCHED]
+    unmatched = Tokenizer.from_str(json.dumps(data))
+    differ = {}
+    for i, (text, sp) in enumerate(zip(texts, sentencepiece_ids(style, texts))):
+        assert unmatched.encode(text, add_special_tokens=False).ids == sp, (style, text)
+        if sp != ids[i]:
+            assert any(t in text for t in SENTENCEPIECE_UNMATCHED), (style, text)
+            differ[i] = sp
+    return differ
 
 
 def write_tokenizer_ids(directory: pathlib.Path, style: str, tok: Tokenizer, hf_tok, texts: list[str]) -> None:
@@ -374,7 +511,7 @@ def write_tokenizer_ids(directory: pathlib.Path, style: str, tok: Tokenizer, hf_
     specials = {t: tok.token_to_id(t) for t in TOKENIZER_STYLES[style]["specials"]}
     lines = ["{",
              f'  "corpus": {json.dumps(CORPUS.relative_to(ROOT).as_posix())},',
-             f'  "n_vocab": {N_VOCAB},',
+             f'  "n_vocab": {tok.get_vocab_size()},',
              f'  "special_tokens": {json.dumps(specials)},',
              '  "ids": [']
     lines += ["    " + json.dumps(x, separators=(",", ":")) + ("," if i + 1 < len(ids) else "")
@@ -385,6 +522,13 @@ def write_tokenizer_ids(directory: pathlib.Path, style: str, tok: Tokenizer, hf_
     lines += [f"    {json.dumps(k)}: " + json.dumps(v, separators=(",", ":")) + ("," if i + 1 < len(items) else "")
               for i, (k, v) in enumerate(items)]
     lines.append("  },")
+    if style in SENTENCEPIECE_MODELS:
+        # As SentencePiece encodes the lines where it differs from ids: it leaves <pad> <eos> <bos> <unk> as text.
+        differ = list(check_sentencepiece(style, tok, texts, ids).items())
+        lines.append('  "ids_sentencepiece": {')
+        lines += [f"    {json.dumps(str(k))}: " + json.dumps(v, separators=(",", ":")) +
+                  ("," if i + 1 < len(differ) else "") for i, (k, v) in enumerate(differ)]
+        lines.append("  },")
     lines.append('  "special_texts": [')
     lines += ["    " + json.dumps(c, ensure_ascii=False, separators=(",", ":")) +
               ("," if i + 1 < len(special_texts) else "") for i, c in enumerate(special_texts)]

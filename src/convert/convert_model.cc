@@ -60,6 +60,7 @@ Result<ConvertSummary> convert_hf_model(const std::string& dir, const std::strin
   if (!config.ok()) return config.status();
   auto arch = find_hf_architecture(config->model_type);
   if (!arch.ok()) return Status(arch.status().code(), dir + "/config.json: " + arch.status().message());
+  apply_architecture_defaults(*arch, *config);
   if (Status s = check_hf_config(*arch, *config); !s.ok()) return Status(s.code(), dir + "/" + s.message());
   auto model = SafetensorsModel::open_dir(dir);
   if (!model.ok()) return model.status();
@@ -125,6 +126,9 @@ Result<ConvertSummary> convert_hf_model(const std::string& dir, const std::strin
       if (!values.ok()) return values.status();
       data.insert(data.end(), values->begin(), values->end());
       summary.n_parameters += t->n_elements();
+    }
+    if (arch->gemma && e.gguf_name.ends_with("norm.weight")) {
+      for (float& v : data) v += 1.0f;  // Gemma's norms scale by 1 + weight
     }
     if (arch->permute_qk) {
       const bool is_q = e.gguf_name.ends_with("attn_q.weight") || e.gguf_name.ends_with("attn_q.bias");

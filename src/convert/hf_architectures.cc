@@ -8,6 +8,11 @@ namespace tokenmill::convert {
 
 namespace {
 
+struct LayerNameGemma {
+  const char* hf;
+  const char* gguf;
+};
+
 constexpr HfArchitecture kArchitectures[] = {
     {.model_type = "llama", .gguf_arch = "llama", .permute_qk = true},
     // llama.cpp runs Mistral 7B-style models as llama (their sliding window, where set, is
@@ -18,7 +23,33 @@ constexpr HfArchitecture kArchitectures[] = {
     {.model_type = "qwen3_moe", .gguf_arch = "qwen3moe", .qk_norm = true, .moe = MoeLayout::kQwen},
     // llama.cpp runs Mixtral as llama with experts.
     {.model_type = "mixtral", .gguf_arch = "llama", .permute_qk = true, .moe = MoeLayout::kMixtral},
+    {.model_type = "gemma2", .gguf_arch = "gemma2", .gemma = true, .activation = "gelu_pytorch_tanh"},
+    {.model_type = "gemma3_text", .gguf_arch = "gemma3", .qk_norm = true, .gemma = true,
+     .activation = "gelu_pytorch_tanh"},
 };
+
+// Gemma's four norms of a block (the others' post_attention_layernorm is their FFN norm).
+constexpr LayerNameGemma kGemmaNorms[] = {
+    {"input_layernorm.weight", "attn_norm.weight"},
+    {"post_attention_layernorm.weight", "post_attention_norm.weight"},
+    {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
+    {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
+};
+
+// The period of a sliding/full layer pattern that repeats (sliding layers, then one full
+// layer), or 0 if layer_types is absent or follows no such pattern.
+int64_t sliding_period(const HfConfig& c) {
+  const auto it = c.raw.find("layer_types");
+  if (it == c.raw.end() || !it->is_array() || it->size() != static_cast<size_t>(c.n_layers)) return 0;
+  std::vector<bool> sliding;
+  for (const auto& t : *it) sliding.push_back(t.is_string() && t.get<std::string>() == "sliding_attention");
+  for (int64_t period = 1; period <= c.n_layers; ++period) {
+    bool fits = true;
+    for (int64_t l = 0; l < c.n_layers && fits; ++l) fits = sliding[static_cast<size_t>(l)] == (l % period < period - 1);
+    if (fits) return period;
+  }
+  return 0;
+}
 
 // An expert's matrices: Hugging Face suffix after "<experts prefix>.E." and the GGUF stack.
 struct ExpertName {
@@ -107,6 +138,10 @@ std::vector<ExpectedTensor> expected_tensors(const HfArchitecture& arch, const H
     }
     out.push_back({p + "attn_output.weight", {q_dim, c.hidden_size}});
     out.push_back({p + "ffn_norm.weight", {c.hidden_size}});
+    if (arch.gemma) {
+      out.push_back({p + "post_attention_norm.weight", {c.hidden_size}});
+      out.push_back({p + "post_ffw_norm.weight", {c.hidden_size}});
+    }
     if (arch.moe != MoeLayout::kNone) {
       const int64_t ff = c.expert_intermediate_size, n = c.n_expert;
       out.push_back({p + "ffn_gate_inp.weight", {c.hidden_size, n}});
@@ -139,6 +174,11 @@ Result<std::optional<TensorPlace>> gguf_tensor_place(const HfArchitecture& arch,
     const std::string blk = "blk." + std::to_string(layer->first) + ".";
     const std::string& suffix = layer->second;
     const bool moe = arch.moe != MoeLayout::kNone;
+    if (arch.gemma) {
+      for (const LayerNameGemma& n : kGemmaNorms) {
+        if (suffix == n.hf) return Place(TensorPlace{blk + n.gguf});
+      }
+    }
     for (const LayerName& n : kLayerNames) {
       if (suffix != n.hf) continue;
       const std::string g = n.gguf;
@@ -169,12 +209,33 @@ Result<std::optional<TensorPlace>> gguf_tensor_place(const HfArchitecture& arch,
 
 Status check_hf_config(const HfArchitecture& arch, const HfConfig& c) {
   const nlohmann::json& raw = c.raw;
-  // Every converted architecture gates its FFN with SiLU; another activation would load
-  // and run, wrongly.
+  // Each architecture gates its FFN with one activation; another would load and run,
+  // wrongly.
   for (const char* key : {"hidden_act", "hidden_activation"}) {
-    if (raw.contains(key) && raw[key].is_string() && raw[key].get<std::string>() != "silu") {
+    if (raw.contains(key) && raw[key].is_string() && raw[key].get<std::string>() != arch.activation) {
       return unsupported("config.json: " + std::string(key) + " '" + raw[key].get<std::string>() +
-                         "' is not supported for " + arch.model_type + " (silu only)");
+                         "' is not supported for " + arch.model_type + " (" + arch.activation + " only)");
+    }
+  }
+  if (arch.gemma) {
+    // GGUF has no key for the query scale: llama.cpp uses 1/sqrt(head_dim), or
+    // 1/sqrt(hidden / heads) for Gemma 2 27B (46 layers) and Gemma 3 27B (62 layers).
+    const bool big = c.n_layers == (std::string(arch.gguf_arch) == "gemma2" ? 46 : 62);
+    const double expected = big ? static_cast<double>(c.hidden_size / c.n_heads) : static_cast<double>(c.head_dim);
+    if (raw.contains("query_pre_attn_scalar") && raw["query_pre_attn_scalar"].is_number() &&
+        raw["query_pre_attn_scalar"].get<double>() != expected) {
+      return unsupported("config.json: query_pre_attn_scalar " + raw["query_pre_attn_scalar"].dump() +
+                         " differs from the " + std::to_string(static_cast<int64_t>(expected)) +
+                         " that GGUF readers assume for this size");
+    }
+    const bool gemma2 = std::string(arch.gguf_arch) == "gemma2";
+    if (!gemma2 && raw.contains("attn_logit_softcapping") && !raw["attn_logit_softcapping"].is_null()) {
+      return unsupported("config.json: attention soft-capping is not supported for gemma3");
+    }
+    const int64_t period = sliding_period(c);
+    if (raw.contains("layer_types") && (period == 0 || (gemma2 && period != 2))) {
+      return unsupported("config.json: layer_types do not follow the sliding/full pattern " +
+                         std::string(gemma2 ? "of Gemma 2 (every other layer sliding)" : "of Gemma 3 (N sliding, then one full)"));
     }
   }
   if (arch.moe == MoeLayout::kNone && c.n_expert > 0) {
@@ -197,6 +258,10 @@ Status check_hf_config(const HfArchitecture& arch, const HfConfig& c) {
   return {};
 }
 
+void apply_architecture_defaults(const HfArchitecture& arch, HfConfig& c) {
+  if (arch.gemma && !c.raw.contains("tie_word_embeddings")) c.tie_word_embeddings = true;
+}
+
 void write_architecture_metadata(const HfArchitecture& arch, const HfConfig& c, gguf::Writer& w) {
   const std::string a = arch.gguf_arch;
   w.set_string("general.architecture", a);
@@ -216,6 +281,21 @@ void write_architecture_metadata(const HfArchitecture& arch, const HfConfig& c, 
     w.set_u32(a + ".expert_count", static_cast<uint32_t>(c.n_expert));
     w.set_u32(a + ".expert_used_count", static_cast<uint32_t>(c.n_expert_used));
     w.set_u32(a + ".expert_feed_forward_length", static_cast<uint32_t>(c.expert_intermediate_size));
+  }
+  if (arch.gemma) {
+    auto number = [&](const char* key) -> std::optional<double> {
+      if (c.raw.contains(key) && c.raw[key].is_number()) return c.raw[key].get<double>();
+      return std::nullopt;
+    };
+    if (auto cap = number("final_logit_softcapping")) w.set_f32(a + ".final_logit_softcapping", static_cast<float>(*cap));
+    if (auto cap = number("attn_logit_softcapping")) w.set_f32(a + ".attn_logit_softcapping", static_cast<float>(*cap));
+    if (c.sliding_window > 0) w.set_u32(a + ".attention.sliding_window", static_cast<uint32_t>(c.sliding_window));
+    if (a == "gemma3") {
+      if (const int64_t period = sliding_period(c)) {
+        w.set_u32(a + ".attention.sliding_window_pattern", static_cast<uint32_t>(period));
+      }
+      w.set_f32(a + ".rope.freq_base_swa", static_cast<float>(c.rope_theta_local > 0 ? c.rope_theta_local : 10000.0));
+    }
   }
   if (c.linear_rope_factor > 0) {
     w.set_string(a + ".rope.scaling.type", "linear");

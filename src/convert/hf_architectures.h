@@ -30,6 +30,10 @@ struct HfArchitecture {
   bool qkv_bias = false;
   bool qk_norm = false;
   MoeLayout moe = MoeLayout::kNone;
+  // Gemma: norms before and after both halves of a block, each scaling by (1 + weight)
+  // (GGUF stores 1 + weight), GELU-tanh, tied embeddings unless said otherwise.
+  bool gemma = false;
+  const char* activation = "silu";
 };
 
 Result<HfArchitecture> find_hf_architecture(const std::string& model_type);
@@ -37,6 +41,8 @@ Result<HfArchitecture> find_hf_architecture(const std::string& model_type);
 // differently (another activation, dense layers between sparse ones, unnormalized
 // routing weights, ...).
 Status check_hf_config(const HfArchitecture& arch, const HfConfig& config);
+// Fills what an architecture leaves unsaid in config.json (Gemma ties its embeddings).
+void apply_architecture_defaults(const HfArchitecture& arch, HfConfig& config);
 std::string supported_model_types();  // "llama, mistral, qwen2, qwen3"
 
 // A tensor the GGUF file must hold: its name and shape in ggml order (shape[0] contiguous).

@@ -64,6 +64,21 @@ Status read_rope_scaling(const json& c, const std::string& label, HfConfig& conf
   auto it = c.find(key);
   if (it == c.end() || it->is_null()) return {};
   if (!it->is_object()) return field_error(label, key, "is not an object");
+  if (it->contains("full_attention") || it->contains("sliding_attention")) {
+    // Per layer type (transformers 5's Gemma 3): each its own base, no scaling supported.
+    for (const char* type : {"full_attention", "sliding_attention"}) {
+      if (!it->contains(type)) continue;
+      const json& r = (*it)[type];
+      if (!r.is_object()) return field_error(label, key, std::string("'") + type + "' is not an object");
+      const std::string rope_type = r.value("rope_type", "default");
+      if (rope_type != "default") {
+        return unsupported(label + " " + key + " " + type + ": type '" + rope_type + "' is not supported");
+      }
+      double& theta = std::string(type) == "full_attention" ? config.rope_theta : config.rope_theta_local;
+      TM_RETURN_IF_ERROR(read_positive_number(r, label + " " + key + " " + type, "rope_theta", theta));
+    }
+    return {};
+  }
   const json& r = *it;
   if (r.contains("rope_theta")) TM_RETURN_IF_ERROR(read_positive_number(r, label + " " + key, "rope_theta", config.rope_theta));
   std::string type;
@@ -126,6 +141,7 @@ Result<HfConfig> parse_hf_config(const std::string& text, const std::string& lab
   TM_RETURN_IF_ERROR(read_positive_number(c, label, "rms_norm_eps", config.rms_norm_eps));
   if (config.rms_norm_eps > 1) return field_error(label, "rms_norm_eps", "is larger than 1");
   TM_RETURN_IF_ERROR(read_positive_number(c, label, "rope_theta", config.rope_theta));
+  TM_RETURN_IF_ERROR(read_positive_number(c, label, "rope_local_base_freq", config.rope_theta_local));
   if (c.contains("tie_word_embeddings") && c["tie_word_embeddings"].is_boolean()) {
     config.tie_word_embeddings = c["tie_word_embeddings"].get<bool>();
   }

@@ -32,6 +32,7 @@ struct HfConfig {
   int64_t max_position_embeddings = 0;
   double rms_norm_eps = 1e-6;
   double rope_theta = 10000.0;
+  double rope_theta_local = 0;  // sliding-window layers' base where it differs (Gemma 3); 0: rope_theta
   bool tie_word_embeddings = false;
   std::optional<Llama3RopeScaling> llama3_rope;
   double linear_rope_factor = 0;  // rope_scaling {"rope_type": "linear"}: positions divided by it

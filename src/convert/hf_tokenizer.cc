@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "convert/sentencepiece_model.h"
+
 namespace tokenmill::convert {
 
 namespace {
@@ -159,18 +161,35 @@ Result<TokenizerSummary> write_hf_tokenizer(const std::string& dir_name, const H
   if (!t.contains("model") || !t["model"].is_object()) return invalid_argument(label + ": has no 'model' object");
   const json& model = t["model"];
   const std::string type = model.value("type", "BPE");
-  if (type != "BPE") return unsupported(label + ": tokenizer model '" + type + "' is not supported (supported: BPE)");
-  if (model.value("byte_fallback", false)) {
-    return unsupported(label + ": SentencePiece-style BPE (byte_fallback) is not supported yet; byte-level BPE is");
+  // SentencePiece models (Gemma, Llama 2, Mistral 7B) keep their scores and piece types
+  // only in tokenizer.model; tokenizer.json's byte_fallback BPE is its translation.
+  const bool sentencepiece = type == "Unigram" || model.value("byte_fallback", false);
+  if (type != "BPE" && !sentencepiece) {
+    return unsupported(label + ": tokenizer model '" + type + "' is not supported (supported: BPE, SentencePiece)");
   }
-  auto pre = pre_tokenizer_name(t, label);
-  if (!pre.ok()) return pre.status();
-  if (!model.contains("vocab") || !model["vocab"].is_object()) return invalid_argument(label + ": model.vocab is not an object");
+  std::optional<SentencePieceModel> spm;
+  std::string pre = "default";
+  if (sentencepiece) {
+    if (!fs::exists(dir / "tokenizer.model")) {
+      return unsupported(label + ": a SentencePiece tokenizer needs its tokenizer.model beside tokenizer.json");
+    }
+    auto read = read_sentencepiece_model((dir / "tokenizer.model").string());
+    if (!read.ok()) return read.status();
+    spm = std::move(read).value();
+  } else {
+    auto name = pre_tokenizer_name(t, label);
+    if (!name.ok()) return name.status();
+    pre = *name;
+    if (!model.contains("vocab") || !model["vocab"].is_object()) {
+      return invalid_argument(label + ": model.vocab is not an object");
+    }
+  }
 
-  // Tokens by id: the BPE vocabulary, then added tokens (which may also restate ids).
+  // Tokens by id: the vocabulary, then added tokens (which may also restate ids).
   std::vector<std::optional<std::string>> texts;
   std::vector<int32_t> types;
-  auto place = [&](int64_t id, const std::string& text, int32_t token_type) -> Status {
+  std::vector<float> scores;
+  auto place = [&](int64_t id, const std::string& text, int32_t token_type, float score) -> Status {
     if (id < 0 || id >= config.vocab_size) {
       return invalid_argument(label + ": token " + json(text).dump() + " has id " + std::to_string(id) +
                               ", outside the model's " + std::to_string(config.vocab_size) + " embedding rows");
@@ -179,18 +198,30 @@ Result<TokenizerSummary> write_hf_tokenizer(const std::string& dir_name, const H
     if (texts.size() <= i) {
       texts.resize(i + 1);
       types.resize(i + 1, kUnused);
+      scores.resize(i + 1, 0.0f);
     }
-    if (texts[i] && *texts[i] != text) {
-      return invalid_argument(label + ": id " + std::to_string(id) + " is both " + json(*texts[i]).dump() + " and " +
-                              json(text).dump());
+    if (texts[i]) {
+      if (*texts[i] != text) {
+        return invalid_argument(label + ": id " + std::to_string(id) + " is both " + json(*texts[i]).dump() +
+                                " and " + json(text).dump());
+      }
+      return {};  // an added token restating a piece keeps the piece's type and score
     }
     texts[i] = text;
     types[i] = token_type;
+    scores[i] = score;
     return {};
   };
-  for (const auto& [text, id] : model["vocab"].items()) {
-    if (!id.is_number_integer()) return invalid_argument(label + ": the id of " + json(text).dump() + " is not an integer");
-    TM_RETURN_IF_ERROR(place(id.get<int64_t>(), text, kNormal));
+  if (spm) {
+    for (size_t i = 0; i < spm->pieces.size(); ++i) {
+      const SentencePiece& p = spm->pieces[i];
+      TM_RETURN_IF_ERROR(place(static_cast<int64_t>(i), p.text, p.type, p.score));
+    }
+  } else {
+    for (const auto& [text, id] : model["vocab"].items()) {
+      if (!id.is_number_integer()) return invalid_argument(label + ": the id of " + json(text).dump() + " is not an integer");
+      TM_RETURN_IF_ERROR(place(id.get<int64_t>(), text, kNormal, 0.0f));
+    }
   }
   if (t.contains("added_tokens") && t["added_tokens"].is_array()) {
     for (const json& a : t["added_tokens"]) {
@@ -199,11 +230,12 @@ Result<TokenizerSummary> write_hf_tokenizer(const std::string& dir_name, const H
         return invalid_argument(label + ": an added token lacks an integer id or a content string");
       }
       TM_RETURN_IF_ERROR(place(a["id"].get<int64_t>(), a["content"].get<std::string>(),
-                               a.value("special", false) ? kControl : kUserDefined));
+                               a.value("special", false) ? kControl : kUserDefined, 0.0f));
     }
   }
   std::vector<std::string> tokens(static_cast<size_t>(config.vocab_size));
   types.resize(tokens.size(), kUnused);
+  scores.resize(tokens.size(), 0.0f);
   texts.resize(tokens.size());
   std::unordered_map<std::string, int64_t> id_of;
   for (size_t i = 0; i < tokens.size(); ++i) {
@@ -212,7 +244,7 @@ Result<TokenizerSummary> write_hf_tokenizer(const std::string& dir_name, const H
   }
 
   std::vector<std::string> merges;
-  if (model.contains("merges") && model["merges"].is_array()) {
+  if (!spm && model.contains("merges") && model["merges"].is_array()) {
     for (const json& m : model["merges"]) {
       if (m.is_string()) {
         merges.push_back(m.get<std::string>());
@@ -224,11 +256,17 @@ Result<TokenizerSummary> write_hf_tokenizer(const std::string& dir_name, const H
     }
   }
 
-  writer.set_string("tokenizer.ggml.model", "gpt2");
-  writer.set_string("tokenizer.ggml.pre", *pre);
+  const std::string ggml_model = spm ? "llama" : "gpt2";
+  writer.set_string("tokenizer.ggml.model", ggml_model);
+  writer.set_string("tokenizer.ggml.pre", pre);
   writer.set_strings("tokenizer.ggml.tokens", tokens);
+  if (spm) writer.set("tokenizer.ggml.scores", gguf::make_array(gguf::ValueType::kFloat32, scores));
   writer.set("tokenizer.ggml.token_type", gguf::make_array(gguf::ValueType::kInt32, types));
-  writer.set_strings("tokenizer.ggml.merges", merges);
+  if (spm) {
+    writer.set_bool("tokenizer.ggml.add_space_prefix", spm->add_dummy_prefix);
+  } else {
+    writer.set_strings("tokenizer.ggml.merges", merges);
+  }
 
   // Special ids: the tokenizer config's texts first, then generation_config, then config.
   auto id_for = [&](const char* key) -> std::optional<int64_t> {
@@ -245,6 +283,7 @@ Result<TokenizerSummary> write_hf_tokenizer(const std::string& dir_name, const H
   if (!eos) eos = first_id(*generation_config, "eos_token_id");
   if (!eos) eos = config.eos_token_id;
   const std::optional<int64_t> pad = id_for("pad_token");
+  const std::optional<int64_t> unk = id_for("unk_token");
   auto set_id = [&](const char* key, std::optional<int64_t> id) -> Status {
     if (!id) return {};
     if (*id < 0 || *id >= config.vocab_size) {
@@ -256,6 +295,7 @@ Result<TokenizerSummary> write_hf_tokenizer(const std::string& dir_name, const H
   TM_RETURN_IF_ERROR(set_id("bos_token_id", bos));
   TM_RETURN_IF_ERROR(set_id("eos_token_id", eos));
   TM_RETURN_IF_ERROR(set_id("padding_token_id", pad));
+  TM_RETURN_IF_ERROR(set_id("unknown_token_id", unk));
   bool add_bos = false;
   if (tokenizer_config->is_object() && tokenizer_config->contains("add_bos_token") &&
       (*tokenizer_config)["add_bos_token"].is_boolean()) {
@@ -264,13 +304,16 @@ Result<TokenizerSummary> write_hf_tokenizer(const std::string& dir_name, const H
     add_bos = post_processor_adds(t, tokens[static_cast<size_t>(*bos)]);
   }
   writer.set_bool("tokenizer.ggml.add_bos_token", add_bos && bos.has_value());
+  if (tokenizer_config->is_object() && tokenizer_config->value("add_eos_token", false) && eos) {
+    writer.set_bool("tokenizer.ggml.add_eos_token", true);
+  }
   auto templ = chat_template(dir, *tokenizer_config);
   if (!templ.ok()) return templ.status();
   if (!templ->empty()) writer.set_string("tokenizer.chat_template", *templ);
 
   TokenizerSummary summary;
-  summary.model = "gpt2";
-  summary.pre = *pre;
+  summary.model = ggml_model;
+  summary.pre = spm ? "sentencepiece" : pre;
   summary.n_tokens = static_cast<int64_t>(tokens.size());
   summary.n_merges = static_cast<int64_t>(merges.size());
   return summary;

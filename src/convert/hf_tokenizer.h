@@ -4,7 +4,9 @@
 // BOS is added, and the chat template.
 //
 // Supported: byte-level BPE (GPT-2 bytes, as Llama 3, Qwen 2/3 and most new models use),
-// with the Llama 3, Qwen 2 or GPT-2 split pattern. Anything else is refused by name.
+// with the Llama 3, Qwen 2 or GPT-2 split pattern; and SentencePiece (Gemma, Llama 2,
+// Mistral 7B), read from tokenizer.model for its scores and piece types. Anything else is
+// refused by name.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +20,7 @@ namespace tokenmill::convert {
 
 struct TokenizerSummary {
   std::string model;  // tokenizer.ggml.model
-  std::string pre;    // tokenizer.ggml.pre
+  std::string pre;    // tokenizer.ggml.pre ("sentencepiece" for SentencePiece models)
   int64_t n_tokens = 0;
   int64_t n_merges = 0;
 };

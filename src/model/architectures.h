@@ -7,6 +7,7 @@
 
 namespace tokenmill::model {
 
+// Gemma 3 and Gemma 2.
 std::unique_ptr<Model> make_gemma3(std::shared_ptr<const gguf::File> file, ModelConfig config, ModelWeights weights,
                                    std::unique_ptr<ops::Backend> backend);
 // Llama 2/3, Mistral, Qwen 2 (which adds q/k/v biases and NeoX rotary pairs) and Qwen 3

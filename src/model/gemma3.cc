@@ -1,6 +1,7 @@
 // Gemma 3: pre- and post-norms around both halves of every block, per-head q/k norms,
 // sliding-window attention on five of every six layers, GELU-tanh gated FFN, scaled
-// input embeddings and tied output embeddings.
+// input embeddings and tied output embeddings. Gemma 2 is the same block without the q/k
+// norms, with every other layer sliding and attention scores soft-capped.
 #include "model/architectures.h"
 #include "model/layer_steps.h"
 

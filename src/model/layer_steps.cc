@@ -50,6 +50,7 @@ void attention_step(ops::Backend& backend, const ModelConfig& c, const LayerWeig
   params.n_kv_heads = c.n_kv_heads;
   params.head_dim = c.head_dim;
   params.scale = c.attention_scale;
+  params.softcap = c.attn_logit_softcap;
   params.window = sliding ? c.sliding_window : 0;
   backend.attention(kv, ab, params, s.q.data(), s.attn.data());
   backend.matmul(w.wo, s.attn.data(), n, s.out.data());

@@ -115,6 +115,7 @@ Result<std::unique_ptr<Model>> load_model(std::shared_ptr<const gguf::File> file
   auto backend = options.thread_pool ? std::make_unique<ops::CpuBackend>(options.thread_pool)
                                      : std::make_unique<ops::CpuBackend>(n_threads);
   switch (config->architecture) {
+    case Architecture::kGemma2:
     case Architecture::kGemma3:
       return make_gemma3(std::move(file), std::move(config).value(), std::move(weights).value(), std::move(backend));
     case Architecture::kLlama:

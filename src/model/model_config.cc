@@ -29,6 +29,8 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
   const std::string& a = c.architecture_name;
   if (a == "gemma3") {
     c.architecture = Architecture::kGemma3;
+  } else if (a == "gemma2") {
+    c.architecture = Architecture::kGemma2;
   } else if (a == "llama") {
     c.architecture = Architecture::kLlama;
   } else if (a == "qwen2") {
@@ -39,7 +41,7 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
     c.architecture = Architecture::kQwen3Moe;
   } else {
     return unsupported("model architecture '" + a +
-                       "' is not supported (supported: gemma3, llama, qwen2, qwen3, qwen3moe)");
+                       "' is not supported (supported: gemma2, gemma3, llama, qwen2, qwen3, qwen3moe)");
   }
   c.name = file.get_string_or("general.name", a);
 
@@ -100,6 +102,19 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
   c.attention_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
 
   switch (c.architecture) {
+    case Architecture::kGemma2: {
+      c.rope_style = ops::RopeStyle::kNeox;
+      // As Gemma 3: 1/sqrt(head_dim), but 1/sqrt(n_embd / n_heads) for the 27B (46 layers).
+      if (c.n_layers == 46) c.attention_scale = 1.0f / std::sqrt(static_cast<float>(c.n_embd / c.n_heads));
+      c.embedding_scale = std::sqrt(static_cast<float>(c.n_embd));
+      c.final_logit_softcap = static_cast<float>(file.get_double_or(a + ".final_logit_softcapping", 0.0));
+      c.attn_logit_softcap = static_cast<float>(file.get_double_or(a + ".attn_logit_softcapping", 0.0));
+      if (c.final_logit_softcap < 0 || c.attn_logit_softcap < 0) return corrupt_data("a softcapping value is negative");
+      c.sliding_window = static_cast<int32_t>(file.get_int_or(a + ".attention.sliding_window", 0));
+      // Even layers see a sliding window, odd layers everything.
+      for (int32_t l = 0; l < c.n_layers; ++l) c.layer_is_sliding[l] = c.sliding_window > 0 && l % 2 == 0;
+      break;
+    }
     case Architecture::kGemma3: {
       c.rope_style = ops::RopeStyle::kNeox;
       // Gemma scales queries by 1/sqrt(head_dim) for all sizes but 27B, which uses

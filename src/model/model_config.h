@@ -11,7 +11,7 @@
 
 namespace tokenmill::model {
 
-enum class Architecture { kGemma3, kLlama, kQwen2, kQwen3, kQwen3Moe };
+enum class Architecture { kGemma2, kGemma3, kLlama, kQwen2, kQwen3, kQwen3Moe };
 
 struct ModelConfig {
   Architecture architecture = Architecture::kLlama;
@@ -34,6 +34,7 @@ struct ModelConfig {
   std::vector<bool> layer_is_sliding;     // [n_layers]
   float attention_scale = 1.0f;           // multiplies q·k
   float final_logit_softcap = 0.0f;       // 0: off
+  float attn_logit_softcap = 0.0f;        // 0: off; else q·k scores = cap * tanh(scores / cap) (Gemma 2)
   float embedding_scale = 1.0f;           // input embeddings are multiplied by this
   // Mixture of experts (Mixtral, Qwen 3 MoE): each layer's FFN is n_expert expert FFNs of
   // n_ff_expert rows, of which a router picks n_expert_used per token, their weights

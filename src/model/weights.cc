@@ -24,7 +24,7 @@ Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& c) 
     w.tied_output = true;
   }
   if (b.has("rope_freqs.weight")) TM_RETURN_IF_ERROR(b.vector("rope_freqs.weight", c.head_dim / 2, w.rope_freqs));
-  const bool gemma = c.architecture == Architecture::kGemma3;
+  const bool gemma = c.architecture == Architecture::kGemma2 || c.architecture == Architecture::kGemma3;
   w.layers.resize(c.n_layers);
   w.n_expert_used = c.n_expert_used;
   for (int32_t l = 0; l < c.n_layers; ++l) {
@@ -40,7 +40,8 @@ Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& c) 
       TM_RETURN_IF_ERROR(b.vector(p + "attn_k.bias", c.kv_dim(), L.bk));
       TM_RETURN_IF_ERROR(b.vector(p + "attn_v.bias", c.kv_dim(), L.bv));
     }
-    if (gemma || c.architecture == Architecture::kQwen3 || c.architecture == Architecture::kQwen3Moe) {
+    if (c.architecture == Architecture::kGemma3 || c.architecture == Architecture::kQwen3 ||
+        c.architecture == Architecture::kQwen3Moe) {
       TM_RETURN_IF_ERROR(b.vector(p + "attn_q_norm.weight", c.head_dim, L.q_norm));
       TM_RETURN_IF_ERROR(b.vector(p + "attn_k_norm.weight", c.head_dim, L.k_norm));
     }
