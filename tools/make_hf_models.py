@@ -238,6 +238,16 @@ LLAMA3_ROPE_SCALING = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 
 COMMON = dict(vocab_size=N_VOCAB, hidden_size=128, num_hidden_layers=3, max_position_embeddings=256,
               hidden_act="silu", dtype="bfloat16")
 
+# Gemma 2 and 3: head_dim 64 = query_pre_attn_scalar (so the attention scale is 1/sqrt(head_dim), as
+# llama.cpp assumes for all but Gemma 2 27B), gelu_pytorch_tanh, RMSNorms scaling by (1 + weight) (post-
+# attention and post-feed-forward norms too), embeddings scaled by sqrt(hidden_size), tied. A sliding
+# window of 8 tokens (transformers: a query at position i sees keys at i-7 .. i) so that the prompts
+# (18-32 tokens) and greedy continuations exercise it.
+GEMMA_COMMON = dict(vocab_size=GEMMA_SPM_TRAINER["vocab_size"], hidden_size=128, max_position_embeddings=256,
+                    num_attention_heads=2, head_dim=64, num_key_value_heads=1, intermediate_size=256,
+                    hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6, query_pre_attn_scalar=64,
+                    sliding_window=8, tie_word_embeddings=True, attention_bias=False, dtype="bfloat16")
+
 MODELS = {
     "llama3": {
         "seed": 1000, "tokenizer": "llama3", "config_style": "legacy",
@@ -290,6 +300,33 @@ MODELS = {
             sliding_window=None, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
             bos_token_id=ids["<|begin_of_text|>"], eos_token_id=[ids["<|end_of_text|>"], ids["<|eot_id|>"]]),
     },
+    # Layers alternate sliding and global attention, sliding first (transformers' default layer_types:
+    # layer i slides when i is even), so 4 layers give each kind twice. Attention logits and final
+    # logits soft-capped (tanh), as all Gemma 2 models.
+    "gemma2": {
+        "seed": 7000, "tokenizer": "gemma", "config_style": "legacy", "gemma": True,
+        "config": lambda ids: Gemma2Config(
+            **GEMMA_COMMON, num_hidden_layers=4, rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+            attn_logit_softcapping=50.0, final_logit_softcapping=30.0,
+            pad_token_id=ids["<pad>"], bos_token_id=ids["<bos>"], eos_token_id=[ids["<eos>"], ids["<end_of_turn>"]]),
+    },
+    # Gemma 3's pattern: 5 sliding layers, then a global one (transformers' default layer_types:
+    # layer i is global when (i + 1) % 6 == 0), global layers with rope base 1e6, sliding ones 1e4
+    # (rope_parameters per layer type; 4.x configs: rope_theta and rope_local_base_freq), q/k norms,
+    # no soft-capping.
+    "gemma3": {
+        "seed": 8000, "tokenizer": "gemma", "config_style": "v5", "gemma": True,
+        "config": lambda ids: Gemma3TextConfig(
+            **GEMMA_COMMON, num_hidden_layers=6,
+            rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+                             "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
+            attn_logit_softcapping=None, final_logit_softcapping=None,
+            pad_token_id=ids["<pad>"], bos_token_id=ids["<bos>"], eos_token_id=[ids["<eos>"], ids["<end_of_turn>"]]),
+    },
+}
+GEMMA_LAYER_TYPES = {
+    "gemma2": ["sliding_attention", "full_attention"] * 2,
+    "gemma3": ["sliding_attention"] * 5 + ["full_attention"],
 }
 
 
@@ -556,27 +593,48 @@ INIT_STD = {
 }
 MIN_ROUTER_GAP = 1e-3  # wanted smallest k-th minus (k+1)-th router probability (see build)
 
+# Gemma. Its RMSNorms scale by (1 + weight), and the weights are stored so: (mean, std) of the stored
+# weight. Those of input_layernorm and pre_feedforward_layernorm are small (effective scale near 1),
+# so a converter that forgets the +1 scales by ~0.1 instead. The rest are large for sharpness: the
+# post-attention and post-feed-forward norms set how much each block adds to the residual stream,
+# and at an effective 5 the blocks outgrow the embedding (scaled by sqrt(128) = 11.3), so the tied
+# model does not just repeat its last token; the final norm's 6 gives logits a std of some 6.5, whose
+# largest (20-30) the final soft-cap of 30 bends; q/k norms of about 2.5 make Gemma 3's attention
+# sharp (scores of std ~6), as q/k std 0.25 does Gemma 2's (without its q/k norms), whose largest
+# scores reach the attention soft-cap of 50. Embeddings: std 0.1 (see above).
+GEMMA_NORM_INIT = {  # first suffix that matches
+    "q_norm.weight": (1.5, 0.3), "k_norm.weight": (1.5, 0.3),
+    "post_attention_layernorm.weight": (4.0, 0.1), "post_feedforward_layernorm.weight": (4.0, 0.1),
+    "model.norm.weight": (5.0, 0.1),
+    "norm.weight": (0.0, 0.1),  # input_layernorm, pre_feedforward_layernorm
+}
+GEMMA_INIT_STD = {**INIT_STD, "embed": 0.1, "q_proj.weight": 0.25, "k_proj.weight": 0.25}
 
-def init_weights(model: torch.nn.Module, seed: int) -> None:
+
+def init_weights(model: torch.nn.Module, seed: int, gemma: bool = False) -> None:
     """Sharp random weights, rounded to bfloat16 (kept in float32)."""
     gen = torch.Generator().manual_seed(seed)
+    init_std = GEMMA_INIT_STD if gemma else INIT_STD
 
     def randn(shape):
         return torch.randn(shape, generator=gen, dtype=torch.float32)
 
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if name.endswith(("q_norm.weight", "k_norm.weight")):
+            if gemma and name.endswith("norm.weight"):
+                mean, std = next(v for k, v in GEMMA_NORM_INIT.items() if name.endswith(k))
+                value = mean + std * randn(p.shape)
+            elif name.endswith(("q_norm.weight", "k_norm.weight")):
                 value = 1 + 0.2 * randn(p.shape)
             elif name.endswith("norm.weight"):
                 value = 1 + 0.1 * randn(p.shape)
             elif name.endswith(("embed_tokens.weight", "lm_head.weight")):
-                value = INIT_STD["embed"] * randn(p.shape)
+                value = init_std["embed"] * randn(p.shape)
             else:
                 kind = name.rsplit(".", 2)[-2] + "." + name.rsplit(".", 1)[-1]  # e.g. q_proj.weight
-                if kind not in INIT_STD:
+                if kind not in init_std:
                     raise ValueError(f"no initializer for {name}")
-                value = INIT_STD[kind] * randn(p.shape)
+                value = init_std[kind] * randn(p.shape)
             p.copy_(value.to(torch.bfloat16).to(torch.float32))
 
 
@@ -732,16 +790,96 @@ def ensure_hub_moe_layout(path: pathlib.Path, model) -> bool:
     return rewritten
 
 
+GEMMA_SENSITIVITIES = ("softcap_sensitivity", "final_softcap_sensitivity", "sliding_window_sensitivity",
+                       "rope_local_base_sensitivity", "norm_offset_sensitivity", "embed_scale_sensitivity")
+
+
+def gemma_sensitivities(name: str, model, prompts: list[list[int]], logits: list[torch.Tensor]) -> dict:
+    """layer_types and sliding_window, and the max abs logit change when a Gemma detail is dropped:
+    softcap_sensitivity (gemma2: attn_logit_softcapping None), final_softcap_sensitivity (gemma2:
+    final_logit_softcapping None), sliding_window_sensitivity (sliding_window 4096, so no layer
+    slides), rope_local_base_sensitivity (gemma3: the sliding layers with the global layers' rope
+    base), qk_norm_sensitivity (gemma3: q/k norms' stored weights 0, an effective scale of 1),
+    norm_offset_sensitivity (every RMSNorm scaling by its stored weight instead of 1 + weight),
+    embed_scale_sensitivity (embeddings not scaled by sqrt(hidden_size))."""
+    config = model.config
+    assert config.layer_types == GEMMA_LAYER_TYPES[name], config.layer_types
+    out = {"layer_types": config.layer_types, "sliding_window": config.sliding_window}
+
+    def with_config(**changes) -> float:
+        changed = copy.deepcopy(config)
+        for key, value in changes.items():
+            setattr(changed, key, value)
+        other = AutoModelForCausalLM.from_config(changed, attn_implementation="eager", dtype=torch.float32).eval()
+        other.load_state_dict(model.state_dict())
+        return round(max_diff(logits, all_logits(other, prompts)), 5)
+
+    def with_weights(change) -> float:
+        other = copy.deepcopy(model)
+        with torch.no_grad():
+            change(other)
+        return round(max_diff(logits, all_logits(other, prompts)), 5)
+
+    def norms_unshifted(m):
+        for pname, p in m.named_parameters():
+            if pname.endswith("norm.weight"):
+                p.sub_(1.0)  # (1 + (w - 1)) = w
+
+    def qk_norms_one(m):
+        for pname, p in m.named_parameters():
+            if pname.endswith(("q_norm.weight", "k_norm.weight")):
+                p.fill_(0.0)
+
+    def embed_unscaled(m):
+        m.model.embed_tokens.embed_scale.fill_(1.0)
+
+    if config.model_type == "gemma2":
+        out["softcap_sensitivity"] = with_config(attn_logit_softcapping=None)
+        out["final_softcap_sensitivity"] = with_config(final_logit_softcapping=None)
+    out["sliding_window_sensitivity"] = with_config(sliding_window=4096)
+    if config.model_type == "gemma3_text":
+        rope = copy.deepcopy(config.rope_parameters)
+        rope["sliding_attention"]["rope_theta"] = rope["full_attention"]["rope_theta"]
+        out["rope_local_base_sensitivity"] = with_config(rope_parameters=rope)
+        out["qk_norm_sensitivity"] = with_weights(qk_norms_one)
+    out["norm_offset_sensitivity"] = with_weights(norms_unshifted)
+    out["embed_scale_sensitivity"] = with_weights(embed_unscaled)
+    return out
+
+
+def gemma_sliding_window_pattern(layer_types: list[str]) -> int:
+    """The 4.x sliding_window_pattern (every pattern-th layer global) that gives layer_types."""
+    pattern = layer_types.index("full_attention") + 1
+    assert layer_types == ["full_attention" if (i + 1) % pattern == 0 else "sliding_attention"
+                           for i in range(len(layer_types))], layer_types
+    return pattern
+
+
 def legacy_config(data: dict) -> dict:
     """transformers 5's config.json in the key names transformers 4.x wrote (as on the Hub)."""
     out = {}
     for key, value in data.items():
-        if key == "rope_parameters":
+        if key == "rope_parameters" and "full_attention" in value:
+            # gemma3_text: rope_theta (global layers), rope_local_base_freq (sliding layers), rope_scaling
+            # (global layers; 4.x applied it to those only)
+            full, local = dict(value["full_attention"]), dict(value["sliding_attention"])
+            out["rope_theta"] = full.pop("rope_theta")
+            out["rope_scaling"] = None if full.get("rope_type", "default") == "default" else full
+            out["rope_local_base_freq"] = local.pop("rope_theta")
+            assert local.get("rope_type", "default") == "default", local
+        elif key == "rope_parameters":
             rope = dict(value)
             out["rope_theta"] = rope.pop("rope_theta")
             out["rope_scaling"] = None if rope.get("rope_type", "default") == "default" else rope
         elif key == "dtype":
             out["torch_dtype"] = value
+        elif key == "_sliding_window_pattern":
+            continue  # what transformers 5 keeps of sliding_window_pattern (written below)
+        elif key == "layer_types" and data.get("model_type") == "gemma3_text":
+            out["sliding_window_pattern"] = gemma_sliding_window_pattern(value)  # as google/gemma-3-1b-it
+        elif key == "layer_types" and data.get("model_type") == "gemma2":
+            # 4.x configs have none: layers alternate, sliding first (what transformers 5 assumes without one)
+            assert value == ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(len(value))]
         elif key == "layer_types":
             continue  # 4.x configs of these models have none; all layers are full attention
         elif key == "num_local_experts" and data.get("model_type") == "qwen3_moe":
@@ -790,11 +928,12 @@ def build(name: str, spec: dict, tok: Tokenizer, texts: list[str], config_style:
     # gap wins.) The gaps over the greedy sequences are only reported: asking for them too
     # leaves seeds with poor greedy margins.
     moe = spec.get("moe", False)
+    gemma = spec.get("gemma", False)
     seeds = list(range(spec["seed"], spec["seed"] + N_SEEDS))
     if moe:
         gaps = []
         for seed in range(spec["seed"], spec["seed"] + N_MOE_SEEDS):
-            init_weights(model, seed)
+            init_weights(model, seed, gemma)
             gaps.append((router_gaps(model, prompts)[0], seed))
             if sum(g >= MIN_ROUTER_GAP for g, _ in gaps) == N_MOE_CANDIDATES:
                 break
@@ -804,7 +943,7 @@ def build(name: str, spec: dict, tok: Tokenizer, texts: list[str], config_style:
               f"at least {MIN_ROUTER_GAP} over the prompts")
     best = None
     for seed in seeds:
-        init_weights(model, seed)
+        init_weights(model, seed, gemma)
         runs = [greedy(model, p) for p in prompts]
         closest = min(m for r in runs for m in r[1])
         key = (True, closest)
@@ -817,7 +956,7 @@ def build(name: str, spec: dict, tok: Tokenizer, texts: list[str], config_style:
         if best is None or key > best[1]:
             best = (seed, key)
     seed = best[0]
-    init_weights(model, seed)
+    init_weights(model, seed, gemma)
     logits = all_logits(model, prompts)
     runs = [greedy(model, p) for p in prompts]
 
@@ -825,7 +964,7 @@ def build(name: str, spec: dict, tok: Tokenizer, texts: list[str], config_style:
         "seed": seed,
         "prompts": prompts,
         "prompt_texts": prompt_texts,
-        "n_vocab": N_VOCAB,
+        "n_vocab": config.vocab_size,
         "logits_file": "logits.f32",
         "logits_positions": [len(p) for p in prompts],
         "greedy": [r[0] for r in runs],
@@ -844,6 +983,8 @@ def build(name: str, spec: dict, tok: Tokenizer, texts: list[str], config_style:
                 if pname.endswith(("q_norm.weight", "k_norm.weight")):
                     p.fill_(1.0)
         reference["qk_norm_sensitivity"] = round(max_diff(logits, all_logits(other, prompts)), 5)
+    if gemma:
+        reference.update(gemma_sensitivities(name, model, prompts, logits))
     if moe:
         # variant_router_forward("top_k") is transformers' router to the bit (see the comment above it)
         assert max_diff(logits, variant_logits(model, prompts, "top_k")) == 0.0
@@ -910,7 +1051,7 @@ def build(name: str, spec: dict, tok: Tokenizer, texts: list[str], config_style:
           f"prompts {[len(p) for p in prompts]}, logits std {float(flat.std()):.2f}, "
           f"greedy margin min {min(margins):.4f} median {float(np.median(margins)):.3f}, "
           f"distinct greedy tokens {[len(set(r[0])) for r in runs]}, reload diff {reload_diff}")
-    for key in ("rope_scaling_sensitivity", "qk_norm_sensitivity", "n_expert", "n_expert_used", "min_router_gap",
+    for key in ("rope_scaling_sensitivity", "qk_norm_sensitivity", *GEMMA_SENSITIVITIES, "n_expert", "n_expert_used", "min_router_gap",
                 "min_router_gap_greedy", "min_router_logit_gap", "routing_sensitivity", "routing_weight_sensitivity",
                 "routing_norm_sensitivity"):
         if key in reference:

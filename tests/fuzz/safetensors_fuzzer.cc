@@ -1,6 +1,6 @@
 // The converter's readers of untrusted Hugging Face files: a safetensors file (header
 // length, JSON header, every tensor's range checked against its dtype and shape, no
-// overlaps) and, on the same bytes read as text, config.json. A malformed input must give
+// overlaps) and, on the same bytes, config.json and a SentencePiece tokenizer.model. A malformed input must give
 // a Status, never a crash, a read past the end or an allocation the input does not justify.
 #include <cstddef>
 #include <cstdint>
@@ -9,6 +9,7 @@
 
 #include "convert/hf_config.h"
 #include "convert/safetensors.h"
+#include "convert/sentencepiece_model.h"
 
 using namespace tokenmill;
 
@@ -27,6 +28,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   auto config = convert::parse_hf_config(std::string(reinterpret_cast<const char*>(data), size), "config.json");
   if (config.ok()) touched += static_cast<size_t>(config->n_layers);
+  auto spm = convert::parse_sentencepiece_model(std::span<const uint8_t>(data, size), "tokenizer.model");
+  if (spm.ok()) touched += spm->pieces.size();
   sink = touched;
   return 0;
 }
