@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """Writes tests/fixtures/hf_models/<name>/: tiny random-weight Hugging Face models with reference outputs.
 
-Six models, each a complete Hugging Face model directory (config.json, model.safetensors
-in bfloat16, tokenizer.json, tokenizer_config.json, generation_config.json) plus the
-reference outputs the C++ tests compare against, so the tests need neither torch nor
-transformers:
+Eight models, each a complete Hugging Face model directory (config.json, model.safetensors
+in bfloat16, tokenizer.json, tokenizer_config.json, generation_config.json; the Gemma models
+tokenizer.model too) plus the reference outputs the C++ tests compare against, so the tests
+need neither torch nor transformers:
 
     llama3    LlamaConfig,    2 heads x 64, 1 kv head, llama3 rope scaling  Llama-3 style tokenizer
     mistral   MistralConfig,  4 heads x 32, 2 kv heads                      Llama-3 style tokenizer
@@ -14,15 +14,34 @@ transformers:
               8 experts (ff 64), 2 per token, top-k probabilities renormalized
     mixtral   MixtralConfig,  as mistral; every layer a mixture of 8        Llama-3 style tokenizer
               experts (ff 64), 2 per token
+    gemma2    Gemma2Config,   2 heads x 64, 1 kv head, 4 layers alternating Gemma style tokenizer
+              sliding (window 8) and global, attention and final logits
+              soft-capped (50, 30), tied
+    gemma3    Gemma3TextConfig (Gemma3ForCausalLM), 2 heads x 64, 1 kv      Gemma style tokenizer
+              head, 6 layers: 5 sliding (window 8, rope base 1e4), 1 global
+              (rope base 1e6), q/k norms, no soft-capping, tied
 
-All have 3 layers, hidden size 128, max_position_embeddings 256 and a 640-token vocabulary.
+The first six have 3 layers, hidden size 128, max_position_embeddings 256 and a 640-token
+vocabulary; the Gemma models hidden size 128, max_position_embeddings 256, a 768-token vocabulary,
+query_pre_attn_scalar = head_dim = 64, gelu_pytorch_tanh, RMSNorms (post-attention and
+post-feed-forward ones too) that scale by 1 + weight, embeddings scaled by sqrt(hidden_size).
 The two byte-level BPE tokenizers are trained with the `tokenizers` library on
 tests/fixtures/tokenizer/corpus.txt (escapes as in make_tokenizer_corpus.py), with the
 Llama 3 and Qwen 2 split patterns and the models' special tokens appended after the
-learned tokens. Weights are random from a fixed seed per model, deliberately "sharp"
+learned tokens. The Gemma style tokenizer is a SentencePiece BPE model (tokenizer.model) trained
+on the same corpus with Gemma's settings (GEMMA_SPM_TRAINER: byte fallback, split digits,
+identity normalization, no dummy prefix; <pad> <eos> <bos> <unk> at Gemma's ids 0-3, then <mask>,
+<start_of_turn>, <end_of_turn> as user-defined pieces) and the tokenizer.json transformers'
+GemmaTokenizer converts it into; the script checks that transformers encodes every corpus line as
+SentencePiece does, except that it matches the texts <pad> <eos> <bos> <unk> as special tokens
+(tokenizer_ids.json's ids_sentencepiece has SentencePiece's ids of those lines). Only the Gemma
+tokenizer needs the `sentencepiece` and `protobuf` packages (and only this tool: the C++ reads
+tokenizer.model itself). Weights are random from a fixed seed per model, deliberately "sharp"
 (large q/k weights, RMSNorm weights around 1, random q/k norms and biases, sharp routers)
 so that a converter that drops a detail (rope scaling, q/k norms, biases, the experts'
-order or weighting) changes the logits. Of
+order or weighting) changes the logits; the Gemma models' stored norm weights are random
+around 0 (input and pre-feed-forward norms) or larger (see GEMMA_NORM_INIT), so a converter that
+forgets the + 1 fails. Of
 16 consecutive seeds per model the one whose closest greedy decision is widest is kept, so
 the greedy tokens do not hinge on rounding. The MoE models' seeds are drawn from those
 whose routing decisions do not hinge on rounding either (see build).
@@ -42,20 +61,27 @@ in float32 with eager attention:
                          min_router_logit_gap (the same of router logits, over both),
                          routing_sensitivity (top-(k+1) experts instead of top-k, renormalized),
                          routing_weight_sensitivity (the top-k experts weighted 1/k),
-                         routing_norm_sensitivity (the top-k probabilities not renormalized)
+                         routing_norm_sensitivity (the top-k probabilities not renormalized);
+                         Gemma models also layer_types, sliding_window and the sensitivities
+                         of gemma_sensitivities (soft-capping, sliding window, rope bases,
+                         q/k norms, the norms' + 1, the embedding scale)
     logits.f32           little-endian float32 logits of every prompt position, prompt after
                          prompt, [position][vocab]
     tokenizer_ids.json   ids of every corpus line as tokenizer(text, add_special_tokens=False)
                          gives them (special-token texts in a line ARE matched, as Hugging
                          Face always does; ids_specials_as_text has the lines that differ
-                         when they are not), and of a few texts with special tokens
+                         when they are not; Gemma: ids_sentencepiece, see above), and of a
+                         few texts with special tokens
 
 config.json comes in two styles (config_style in MODELS; --config-style overrides): llama3,
 qwen2 and qwen3moe are "legacy", what transformers 5 saves rewritten into the key names of the
 checkpoints on the Hub that transformers 4.x wrote (top-level rope_theta and rope_scaling,
 torch_dtype, and num_experts for qwen3_moe where transformers 5 writes num_local_experts);
 mistral, qwen3 and mixtral are "v5", transformers 5's own (rope_parameters holding
-rope_theta and the scaling, dtype). Both load back in transformers 5, which the script
+rope_theta and the scaling, dtype). gemma2 is "legacy" (as google/gemma-2-2b: rope_theta, no
+layer_types), gemma3 "v5" (rope_parameters {full_attention: {rope_theta 1e6}, sliding_attention:
+{rope_theta 1e4}}, layer_types; its legacy form, as google/gemma-3-1b-it: rope_theta,
+rope_local_base_freq, rope_scaling, sliding_window_pattern 6). Both load back in transformers 5, which the script
 checks (same logits, same token ids through AutoTokenizer, same greedy tokens from
 generate()).
 
@@ -70,10 +96,11 @@ script checks tensor by tensor against its own split (and writes itself should s
 not), and the reload through from_pretrained (which fuses them again) must give the same logits.
 
     pip install torch transformers tokenizers safetensors   # transformers 5.x, CPU torch
+    pip install sentencepiece protobuf                        # gemma2, gemma3 only
     python3 tools/make_hf_models.py [--only llama3,qwen3]
 
 Rerunning rewrites the same files (fixed seeds, one thread). Takes about a minute on one core for the
-dense models and about two more for the MoE models.
+dense models, about two more for the MoE models and under a minute for the Gemma models.
 """
 import argparse
 import copy
@@ -1051,9 +1078,9 @@ def build(name: str, spec: dict, tok: Tokenizer, texts: list[str], config_style:
           f"prompts {[len(p) for p in prompts]}, logits std {float(flat.std()):.2f}, "
           f"greedy margin min {min(margins):.4f} median {float(np.median(margins)):.3f}, "
           f"distinct greedy tokens {[len(set(r[0])) for r in runs]}, reload diff {reload_diff}")
-    for key in ("rope_scaling_sensitivity", "qk_norm_sensitivity", *GEMMA_SENSITIVITIES, "n_expert", "n_expert_used", "min_router_gap",
-                "min_router_gap_greedy", "min_router_logit_gap", "routing_sensitivity", "routing_weight_sensitivity",
-                "routing_norm_sensitivity"):
+    for key in ("rope_scaling_sensitivity", "qk_norm_sensitivity", *GEMMA_SENSITIVITIES, "n_expert", "n_expert_used",
+                "min_router_gap", "min_router_gap_greedy", "min_router_logit_gap", "routing_sensitivity",
+                "routing_weight_sensitivity", "routing_norm_sensitivity"):
         if key in reference:
             print(f"{name}: {key} = {reference[key]}")
     with safe_open(directory / "model.safetensors", "pt") as f:

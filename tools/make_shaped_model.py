@@ -9,12 +9,22 @@ Shapes:
   llama-1b   Llama-3.2-1B: 2048 hidden, 16 layers, 32/8 heads of 64, 8192 FFN,
              128,256 vocabulary, tied embeddings (no output.weight), Llama 3.2's rope
              scaling (factor 32 over an original 8192 context) in rope_freqs.weight
+  qwen3moe-30b-a3b-8l
+             Qwen3-30B-A3B's layer with 8 layers instead of 48 (architecture qwen3moe):
+             2048 hidden, 32/4 heads of 128 (q_dim 4096) with per-head q/k RMS norms,
+             128 experts of FFN width 768, 8 used per token (feed_forward_length 6144),
+             151,936 vocabulary, untied output.weight, NeoX rope base 1e6, rms eps 1e-6,
+             context 40,960. The router (ffn_gate_inp, F32) is N(0, 1), so that tokens
+             spread over all experts as in a real model
 
 Types:
-  q8_0       every matrix Q8_0 (as `llama-quantize ... Q8_0`)
-  q4_k_m     the Q4_K_M mix `llama-quantize` picks for this shape: the tied embedding
-             Q6_K; attn_v and ffn_down Q6_K in the "more bits" layers (the first and
-             last eighth, and every third between), Q4_K elsewhere; norms F32
+  q8_0       every matrix Q8_0 (as `llama-quantize ... Q8_0`); the MoE router stays F32
+  q4_k_m     the Q4_K_M mix `llama-quantize` picks for the shape (llama-quant.cpp):
+             attn_v and ffn_down (ffn_down_exps for MoE) Q6_K in the "more bits" layers
+             (the first and last eighth, and every third between), Q4_K elsewhere, as are
+             attn_q/k/output and ffn_gate/up(_exps); a tied embedding Q6_K (it is the
+             output projection), else token_embd Q4_K and output.weight Q6_K; the router
+             and norms F32. (8-expert models such as Mixtral get other types: not made here.)
 
 Quantized blocks are written directly as random bytes with small, fixed F16 scales
 rather than by quantizing random floats: every bit pattern of the level and sub-scale
@@ -25,8 +35,11 @@ The tokenizer is a SentencePiece ("llama") vocabulary of n_vocab generated piece
 <unk>, <s>, </s>, the 256 byte tokens <0x00>..<0xFF>, then "▁a".."▁zz..." style pieces
 with descending scores, so text round-trips through the byte fallback.
 
-Usage: python3 tools/make_shaped_model.py [--shape llama-1b] [--type q4_k_m|q8_0|all]
-                                          [--out-dir models] [--seed 0]
+Tensors are generated and written one at a time, so memory stays at the largest tensor
+(the 3.3 GB MoE file needs ~0.5 GB).
+
+Usage: python3 tools/make_shaped_model.py [--shape llama-1b|qwen3moe-30b-a3b-8l]
+                                          [--type q4_k_m|q8_0|all] [--out-dir models] [--seed 0]
 Writes models/<shape>-shaped-<type>.gguf (models/ is ignored by git).
 """
 
@@ -37,6 +50,7 @@ import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -64,12 +78,31 @@ class Shape:
     # Llama 3.1+'s rope scaling (factor, low_freq_factor, high_freq_factor, original
     # context), written as the rope_freqs.weight tensor as llama.cpp's converter does.
     llama3_rope_scaling: tuple[float, float, float, int] | None = None
+    arch: str = "llama"
+    head_dim: int = 0            # 0: n_embd // n_heads (else written as key/value_length)
+    tied_embeddings: bool = True  # False: a separate output.weight
+    qk_norm: bool = False         # per-head attn_q_norm / attn_k_norm (Qwen 3)
+    # Mixture of experts (0: a dense FFN of width n_ff).
+    n_expert: int = 0
+    n_expert_used: int = 0
+    n_ff_expert: int = 0
+
+    @property
+    def n_embd_head(self) -> int:
+        return self.head_dim or self.n_embd // self.n_heads
 
 
 SHAPES = {
     "llama-1b": Shape("llama-1b", n_embd=2048, n_layers=16, n_heads=32, n_kv_heads=8, n_ff=8192,
                       n_vocab=128256, context_length=131072, rope_freq_base=500000.0, rms_eps=1e-5,
                       llama3_rope_scaling=(32.0, 1.0, 4.0, 8192)),
+    # Qwen3-30B-A3B (config.json: hidden_size 2048, intermediate_size 6144, moe_intermediate_size
+    # 768, num_experts 128, num_experts_per_tok 8, 32/4 heads, head_dim 128, vocab 151936,
+    # max_position_embeddings 40960, rope_theta 1e6, rms_norm_eps 1e-6, untied) with 8 of its 48 layers.
+    "qwen3moe-30b-a3b-8l": Shape("qwen3moe-30b-a3b-8l", n_embd=2048, n_layers=8, n_heads=32, n_kv_heads=4,
+                                 n_ff=6144, n_vocab=151936, context_length=40960, rope_freq_base=1000000.0,
+                                 rms_eps=1e-6, arch="qwen3moe", head_dim=128, tied_embeddings=False,
+                                 qk_norm=True, n_expert=128, n_expert_used=8, n_ff_expert=768),
 }
 
 # general.file_type values (llama_ftype).
@@ -82,6 +115,12 @@ BLOCK = {
     Q.Q4_K: (144, 256, [(0, 4e-5), (2, 4e-5)]),      # d | dmin | scales[12] | qs[128]
     Q.Q6_K: (210, 256, [(208, 1e-5)]),               # ql[128] | qh[64] | scales[16] int8 | d
 }
+
+
+def row_bytes(qtype: Q, n_cols: int) -> int:
+    block_bytes, block_size, _ = BLOCK[qtype]
+    assert n_cols % block_size == 0, (qtype, n_cols)
+    return n_cols // block_size * block_bytes
 
 
 def random_blocks(rng: np.random.Generator, qtype: Q, n_rows: int, n_cols: int) -> np.ndarray:
@@ -108,14 +147,31 @@ def uses_more_bits(layer: int, n_layers: int) -> bool:
 
 
 def tensor_types(shape: Shape, kind: str, layer: int) -> dict[str, Q]:
+    """Types of one layer's matrices, keyed "attn_q" ... "ffn_down" (the experts' tensors,
+    ffn_*_exps, take the ffn_* entries)."""
     names = ["attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"]
     if kind == "q8_0":
         return {n: Q.Q8_0 for n in names}
+    # llama-quant.cpp gives models of exactly 8 experts Q8_0 attn_k/attn_v and Q5_K
+    # attn_output; any other expert count (Qwen3-MoE's 128) takes the dense rules below.
+    assert shape.n_expert != 8, "8-expert models get other Q4_K_M types: not made here"
     types = {n: Q.Q4_K for n in names}
+    # attn_v counts attn_v tensors (one per layer); ffn_down(_exps) parses the layer from
+    # the name: both are the layer index here.
     if uses_more_bits(layer, shape.n_layers):
         types["attn_v"] = Q.Q6_K
         types["ffn_down"] = Q.Q6_K
     return types
+
+
+def embedding_types(shape: Shape, kind: str) -> tuple[Q, Q | None]:
+    """(token_embd, output.weight or None when tied). Q4_K_M: the output projection Q6_K
+    (a tied embedding is it); an untied token_embd keeps the file's default type, Q4_K."""
+    if kind == "q8_0":
+        return Q.Q8_0, None if shape.tied_embeddings else Q.Q8_0
+    if shape.tied_embeddings:
+        return Q.Q6_K, None
+    return Q.Q4_K, Q.Q6_K
 
 
 def vocabulary(n_vocab: int) -> tuple[list[str], list[float], list[int]]:
@@ -166,8 +222,8 @@ def write_model(shape: Shape, kind: str, out_dir: Path, seed: int) -> Path:
     rng = np.random.default_rng(seed)
     path = out_dir / f"{shape.name}-shaped-{kind}.gguf"
     tmp = path.with_suffix(".gguf.tmp")
-    w = gguf.GGUFWriter(tmp, "llama")
-    head_dim = shape.n_embd // shape.n_heads
+    w = gguf.GGUFWriter(tmp, shape.arch)
+    head_dim = shape.n_embd_head
     w.add_name(f"{shape.name}-shaped {kind} (random weights)")
     w.add_file_type(FILE_TYPE[kind])
     w.add_context_length(shape.context_length)
@@ -176,9 +232,17 @@ def write_model(shape: Shape, kind: str, out_dir: Path, seed: int) -> Path:
     w.add_feed_forward_length(shape.n_ff)
     w.add_head_count(shape.n_heads)
     w.add_head_count_kv(shape.n_kv_heads)
-    w.add_rope_dimension_count(head_dim)
+    if shape.head_dim:
+        w.add_key_length(head_dim)
+        w.add_value_length(head_dim)
+    else:
+        w.add_rope_dimension_count(head_dim)
     w.add_rope_freq_base(shape.rope_freq_base)
     w.add_layer_norm_rms_eps(shape.rms_eps)
+    if shape.n_expert:
+        w.add_expert_count(shape.n_expert)
+        w.add_expert_used_count(shape.n_expert_used)
+        w.add_expert_feed_forward_length(shape.n_ff_expert)
     w.add_vocab_size(shape.n_vocab)
 
     tokens, scores, types = vocabulary(shape.n_vocab)
@@ -192,33 +256,69 @@ def write_model(shape: Shape, kind: str, out_dir: Path, seed: int) -> Path:
     w.add_add_bos_token(True)
     w.add_add_eos_token(False)
 
-    def matrix(name: str, qtype: Q, n_rows: int, n_cols: int) -> None:
-        w.add_tensor(name, random_blocks(rng, qtype, n_rows, n_cols), raw_dtype=qtype)
+    # Every tensor's info is declared first and its data made only when it is written,
+    # in the same order (so the same seed gives the same file), one tensor in memory at a time.
+    pending: list[Callable[[], np.ndarray]] = []
+
+    def add(name: str, make: Callable[[], np.ndarray], byte_shape: tuple[int, ...], dtype: np.dtype,
+            qtype: Q | None = None) -> None:
+        n_bytes = int(np.prod(byte_shape)) * np.dtype(dtype).itemsize
+        w.add_tensor_info(name, byte_shape, np.dtype(dtype), n_bytes, raw_dtype=qtype)
+        pending.append(make)
+
+    def matrix(name: str, qtype: Q, n_rows: int, n_cols: int, n_mats: int = 0) -> None:
+        """A [n_rows, n_cols] matrix, or n_mats of them stacked (ggml [n_cols, n_rows, n_mats])."""
+        rows = n_rows * max(n_mats, 1)
+        byte_shape = (n_rows, row_bytes(qtype, n_cols))
+        if n_mats:
+            byte_shape = (n_mats,) + byte_shape
+        add(name, lambda: random_blocks(rng, qtype, rows, n_cols).reshape(byte_shape), byte_shape, np.uint8, qtype)
+
+    def floats(name: str, values: np.ndarray | Callable[[], np.ndarray], f_shape: tuple[int, ...]) -> None:
+        add(name, values if callable(values) else (lambda: values), f_shape, np.float32)
 
     ones = np.ones(shape.n_embd, dtype=np.float32)
+    head_ones = np.ones(head_dim, dtype=np.float32)
     if shape.llama3_rope_scaling:
-        w.add_tensor("rope_freqs.weight", llama3_rope_factors(shape, head_dim))
-    embd_type = Q.Q8_0 if kind == "q8_0" else Q.Q6_K  # tied: the output projection's type
+        factors = llama3_rope_factors(shape, head_dim)
+        floats("rope_freqs.weight", factors, factors.shape)
+    embd_type, output_type = embedding_types(shape, kind)
     matrix("token_embd.weight", embd_type, shape.n_vocab, shape.n_embd)
-    w.add_tensor("output_norm.weight", ones)
+    floats("output_norm.weight", ones, ones.shape)
+    if output_type is not None:
+        matrix("output.weight", output_type, shape.n_vocab, shape.n_embd)
     q_dim = shape.n_heads * head_dim
     kv_dim = shape.n_kv_heads * head_dim
     for layer in range(shape.n_layers):
         t = tensor_types(shape, kind, layer)
         p = f"blk.{layer}."
-        w.add_tensor(p + "attn_norm.weight", ones)
+        floats(p + "attn_norm.weight", ones, ones.shape)
         matrix(p + "attn_q.weight", t["attn_q"], q_dim, shape.n_embd)
         matrix(p + "attn_k.weight", t["attn_k"], kv_dim, shape.n_embd)
         matrix(p + "attn_v.weight", t["attn_v"], kv_dim, shape.n_embd)
         matrix(p + "attn_output.weight", t["attn_output"], shape.n_embd, q_dim)
-        w.add_tensor(p + "ffn_norm.weight", ones)
+        if shape.qk_norm:
+            floats(p + "attn_q_norm.weight", head_ones, head_ones.shape)
+            floats(p + "attn_k_norm.weight", head_ones, head_ones.shape)
+        floats(p + "ffn_norm.weight", ones, ones.shape)
+        if shape.n_expert:
+            # The router: N(0, 1) logits weights, so every expert is someone's top choice.
+            floats(p + "ffn_gate_inp.weight",
+                   lambda: rng.standard_normal((shape.n_expert, shape.n_embd), dtype=np.float32),
+                   (shape.n_expert, shape.n_embd))
+            matrix(p + "ffn_gate_exps.weight", t["ffn_gate"], shape.n_ff_expert, shape.n_embd, shape.n_expert)
+            matrix(p + "ffn_up_exps.weight", t["ffn_up"], shape.n_ff_expert, shape.n_embd, shape.n_expert)
+            matrix(p + "ffn_down_exps.weight", t["ffn_down"], shape.n_embd, shape.n_ff_expert, shape.n_expert)
+            continue
         matrix(p + "ffn_gate.weight", t["ffn_gate"], shape.n_ff, shape.n_embd)
         matrix(p + "ffn_up.weight", t["ffn_up"], shape.n_ff, shape.n_embd)
         matrix(p + "ffn_down.weight", t["ffn_down"], shape.n_embd, shape.n_ff)
 
     w.write_header_to_file()
     w.write_kv_data_to_file()
-    w.write_tensors_to_file()
+    w.write_ti_data_to_file()
+    for make in pending:
+        w.write_tensor_data(make())
     w.close()
     tmp.replace(path)
     return path
@@ -226,7 +326,7 @@ def write_model(shape: Shape, kind: str, out_dir: Path, seed: int) -> Path:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--shape", choices=sorted(SHAPES), default="llama-1b")
+    parser.add_argument("--shape", choices=list(SHAPES), default="llama-1b")
     parser.add_argument("--type", choices=["q4_k_m", "q8_0", "all"], default="all")
     parser.add_argument("--out-dir", type=Path, default=ROOT / "models")
     parser.add_argument("--seed", type=int, default=0)

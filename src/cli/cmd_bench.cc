@@ -211,6 +211,9 @@ int run_bench(const BenchOptions& o) {
     if (!s.ok()) std::fprintf(stderr, "error: %s\n", s.to_string().c_str());
     return o.n_prompt / seconds;
   };
+  // Mixture of experts: expert bytes the timed tg steps read, for the report.
+  double tg_expert_bytes = 0;
+  int64_t tg_steps = 0;
   auto time_tg = [&](ops::OpTimes* times) {
     // Each sequence's first n_depth + 1 tokens, in one untimed pass.
     model::Batch first;
@@ -226,6 +229,8 @@ int run_bench(const BenchOptions& o) {
       model::Batch step;
       for (const auto& t : tables) step.add_sequence({token(rng)}, o.n_depth + i + 1, t, true);
       (void)m.forward(step, kv, logits);
+      tg_expert_bytes += m.expert_bytes_last_forward();
+      ++tg_steps;
     }
     const double seconds = timer.seconds();
     m.set_op_times(nullptr);
@@ -313,6 +318,27 @@ int run_bench(const BenchOptions& o) {
   if (o.n_parallel > 1) tg_name += " x" + std::to_string(o.n_parallel);
   if (kv_type != ops::KvType::kF16) tg_name += std::string(" kv ") + ops::kv_type_name(kv_type);
   emit(tg_name.c_str(), 0, o.n_gen, tg, tg_times);
+  if (m.config().n_expert > 0 && tg_steps > 0) {
+    // Each chosen expert is read once per step: compare with n_parallel tokens each
+    // reading its own n_expert_used experts, and with every expert.
+    const model::LayerWeights& l0 = m.weights().layers[0];
+    auto bytes = [](const ops::WeightMatrix& w) { return static_cast<double>(w.row_bytes) * w.n_rows; };
+    const double per_expert = bytes(l0.ffn_gate_exps[0]) + bytes(l0.ffn_up_exps[0]) + bytes(l0.ffn_down_exps[0]);
+    const double layers = m.config().n_layers;
+    const double per_step = tg_expert_bytes / static_cast<double>(tg_steps);
+    const double bound = layers * per_expert * m.config().n_expert_used * o.n_parallel;
+    const double all = layers * per_expert * m.config().n_expert;
+    if (o.json) {
+      results.back()["expert_bytes_per_step"] = per_step;
+      results.back()["expert_bytes_per_step_unshared"] = bound;
+      results.back()["expert_bytes_all"] = all;
+    } else {
+      std::printf("experts read per tg step: %.1f MiB (%.2f of the %.1f MiB %d tokens x %d experts would read alone; "
+                  "all %d experts %.1f MiB)\n",
+                  per_step / 1048576.0, per_step / bound, bound / 1048576.0, o.n_parallel, m.config().n_expert_used,
+                  m.config().n_expert, all / 1048576.0);
+    }
+  }
   if (o.json) std::printf("%s\n", results.dump(2).c_str());
   return 0;
 }

@@ -92,7 +92,9 @@ void route_tokens(const float* logits, int64_t n, int32_t n_expert, int32_t n_us
   }
 }
 
-void moe_ffn_step(ops::Backend& backend, const ModelConfig& c, const LayerWeights& w, int64_t n, LayerScratch& s) {
+int64_t moe_ffn_step(ops::Backend& backend, const ModelConfig& c, const LayerWeights& w, int64_t n, LayerScratch& s) {
+  auto bytes = [](const ops::WeightMatrix& m) { return static_cast<int64_t>(m.row_bytes) * m.n_rows; };
+  int64_t bytes_read = bytes(w.ffn_gate_inp);
   backend.matmul(w.ffn_gate_inp, s.normed.data(), n, s.router.data());
   const int32_t n_used = c.n_expert_used;
   std::vector<int32_t> ids(static_cast<size_t>(n * n_used));
@@ -121,6 +123,7 @@ void moe_ffn_step(ops::Backend& backend, const ModelConfig& c, const LayerWeight
     backend.matmul_shared_input(gate_up, s.expert_in.data(), m);
     backend.swiglu(s.expert_gate.data(), s.expert_up.data(), m * c.n_ff_expert, s.expert_gate.data());
     backend.matmul(w.ffn_down_exps[e], s.expert_gate.data(), m, s.expert_out.data());
+    bytes_read += bytes(w.ffn_gate_exps[e]) + bytes(w.ffn_up_exps[e]) + bytes(w.ffn_down_exps[e]);
     for (int64_t i = 0; i < m; ++i) {
       float* out = s.out.data() + s.expert_rows[i] * c.n_embd;
       const float* y = s.expert_out.data() + i * c.n_embd;
@@ -128,6 +131,7 @@ void moe_ffn_step(ops::Backend& backend, const ModelConfig& c, const LayerWeight
       for (int32_t j = 0; j < c.n_embd; ++j) out[j] += weight * y[j];
     }
   }
+  return bytes_read;
 }
 
 }  // namespace tokenmill::model

@@ -58,7 +58,8 @@ void route_tokens(const float* router_logits, int64_t n_tokens, int32_t n_expert
 // sum of its experts' SiLU-gated FFNs. The tokens routed to an expert are gathered and
 // multiplied together, so each expert's weights are read once per step however many
 // tokens chose it, and experts no token chose are not read at all.
-void moe_ffn_step(ops::Backend& backend, const ModelConfig& config, const LayerWeights& weights, int64_t n_tokens,
-                  LayerScratch& scratch);
+// Returns the bytes of weights it read (the router and each chosen expert once).
+int64_t moe_ffn_step(ops::Backend& backend, const ModelConfig& config, const LayerWeights& weights, int64_t n_tokens,
+                     LayerScratch& scratch);
 
 }  // namespace tokenmill::model

@@ -19,6 +19,7 @@ class Llama final : public Model {
     const int64_t n = batch.n_tokens();
     const int64_t n_values = n * c.n_embd;
     scratch_.resize(c, n);
+    expert_bytes_last_forward_ = 0;
     for (int32_t l = 0; l < c.n_layers; ++l) {
       const LayerWeights& w = weights_.layers[l];
       // attention: norm -> attention -> residual
@@ -28,7 +29,7 @@ class Llama final : public Model {
       // feed-forward: norm -> SiLU-gated FFN -> residual
       be.rms_norm(hidden.data(), w.ffn_norm, n, c.n_embd, c.rms_eps, scratch_.normed.data());
       if (c.n_expert > 0) {
-        moe_ffn_step(be, c, w, n, scratch_);
+        expert_bytes_last_forward_ += moe_ffn_step(be, c, w, n, scratch_);
       } else {
         gated_ffn_step(be, c, w, FfnActivation::kSilu, n, scratch_);
       }

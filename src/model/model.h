@@ -59,6 +59,10 @@ class Model {
   Status forward(const Batch& batch, ops::KvStorage& kv, std::vector<float>& logits,
                  std::vector<int32_t>* argmax = nullptr, bool argmax_only = false);
 
+  // Bytes of expert weights (routers included) the last forward pass read: each expert a
+  // step's tokens chose, once, however many chose it. 0 for a dense model.
+  int64_t expert_bytes_last_forward() const { return expert_bytes_last_forward_; }
+
   // Shows every matmul's input to `observer` from now on (calibration: tokenmill
   // imatrix); an empty observer removes it. The back end is wrapped only while an
   // observer is set, so inference without one is unchanged.
@@ -83,6 +87,7 @@ class Model {
   ModelConfig config_;
   ModelWeights weights_;
   std::unique_ptr<ops::Backend> backend_;
+  int64_t expert_bytes_last_forward_ = 0;  // set by run_layers
 
  private:
   // Unwraps backend_ down to the real back end and wraps it again in what is set.

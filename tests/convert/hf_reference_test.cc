@@ -29,6 +29,10 @@ using nlohmann::json;
 // order of float sums (measured 0.8e-3 to 3.5e-3). Leaving out Llama 3's rope scaling
 // or Qwen 3's q/k norms moves these models' logits by 5 to 17, several times their top.
 constexpr double kMaxRelativeError = 5e-3;
+// Gemma's post-norms (scales near 5 in these fixtures) amplify the F16 cache's rounding:
+// llama.cpp with its default F16 cache lands at 1.9e-2 (gemma2) and 2.2e-2 (gemma3) on
+// the same files, and at 5e-3 with an F32 cache (tools/check_convert_llamacpp.py).
+constexpr double kMaxRelativeErrorGemma = 3e-2;
 // Two tokens whose logits are closer than this (relative to the largest |logit|) are a
 // near-tie that summation order may decide either way.
 constexpr double kNearTie = 5e-3;
@@ -171,7 +175,7 @@ TEST_P(HfReference, LogitsAtEveryPositionMatchTransformers) {
   std::printf("%s: %d positions, max |logit error| / max |logit| = %.2e (%d positions at a router near-tie excused)\n",
               name_.c_str(), n_positions, worst, n_excused);
   EXPECT_LE(n_excused, 2) << name_;
-  EXPECT_LT(worst, kMaxRelativeError) << name_;
+  EXPECT_LT(worst, name_.starts_with("gemma") ? kMaxRelativeErrorGemma : kMaxRelativeError) << name_;
 }
 
 TEST_P(HfReference, GreedyContinuationsMatchTransformersUpToNearTies) {
@@ -245,7 +249,10 @@ TEST_P(HfReference, TokenizerGivesTheIdsOfHuggingFaceTokenizers) {
   const std::vector<std::string> corpus = read_corpus();
   ASSERT_EQ(corpus.size(), ids["ids"].size());
   // Hugging Face matches special-token text inside any text; "ids_specials_as_text"
-  // holds the lines that differ when it is read as plain text instead.
+  // holds the lines that differ when it is read as plain text instead. SentencePiece
+  // models differ there: user-defined pieces (<start_of_turn>) are always matched, as
+  // SentencePiece and llama.cpp do, and "ids_sentencepiece" holds SentencePiece's own ids
+  // for the lines where it and Hugging Face differ.
   int n_match = 0, n_checked = 0, n_reported = 0;
   auto check = [&](size_t i, const json& expected_json, bool parse_special) {
     const auto expected = expected_json.get<std::vector<int32_t>>();
@@ -260,10 +267,21 @@ TEST_P(HfReference, TokenizerGivesTheIdsOfHuggingFaceTokenizers) {
     }
   };
   for (size_t i = 0; i < corpus.size(); ++i) check(i, ids["ids"][i], /*parse_special=*/true);
-  for (const auto& [line, expected] : ids["ids_specials_as_text"].items()) {
+  // One exception, as llama.cpp makes it: an end-of-turn marker is a control token
+  // (tokenizer/vocab.h finish_vocab), matched only with parse_special, although Gemma's
+  // SentencePiece model lists <end_of_turn> as user-defined.
+  const bool sentencepiece = ids.contains("ids_sentencepiece");
+  const char* as_text = sentencepiece ? "ids_sentencepiece" : "ids_specials_as_text";
+  int n_end_of_turn = 0;
+  for (const auto& [line, expected] : ids[as_text].items()) {
+    if (sentencepiece && corpus[std::stoul(line)].find("<end_of_turn>") != std::string::npos) {
+      ++n_end_of_turn;
+      continue;
+    }
     check(std::stoul(line), expected, /*parse_special=*/false);
   }
-  EXPECT_GT(ids["ids_specials_as_text"].size(), 0u);
+  if (sentencepiece) std::printf("%s: %d lines with <end_of_turn> not compared as plain text\n", name_.c_str(), n_end_of_turn);
+  EXPECT_GT(ids[as_text].size(), 0u);
   EXPECT_EQ(n_match, n_checked) << name_;
   for (const json& c : ids["special_texts"]) {
     const auto actual = (*tokenizer)->encode(c["text"].get<std::string>(), false, /*parse_special=*/true);
@@ -271,7 +289,7 @@ TEST_P(HfReference, TokenizerGivesTheIdsOfHuggingFaceTokenizers) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Architectures, HfReference, ::testing::Values("llama3", "mistral", "qwen2", "qwen3", "qwen3moe", "mixtral"),
+INSTANTIATE_TEST_SUITE_P(Architectures, HfReference, ::testing::Values("llama3", "mistral", "qwen2", "qwen3", "qwen3moe", "mixtral", "gemma2", "gemma3"),
                          [](const auto& info) { return std::string(info.param); });
 
 }  // namespace
