@@ -320,14 +320,16 @@ int run_bench(const BenchOptions& o) {
   emit(tg_name.c_str(), 0, o.n_gen, tg, tg_times);
   if (m.config().n_expert > 0 && tg_steps > 0) {
     // Each chosen expert is read once per step: compare with n_parallel tokens each
-    // reading its own n_expert_used experts, and with every expert.
-    const model::LayerWeights& l0 = m.weights().layers[0];
+    // reading its own n_expert_used experts, and with every expert (routers included).
     auto bytes = [](const ops::WeightMatrix& w) { return static_cast<double>(w.row_bytes) * w.n_rows; };
-    const double per_expert = bytes(l0.ffn_gate_exps[0]) + bytes(l0.ffn_up_exps[0]) + bytes(l0.ffn_down_exps[0]);
-    const double layers = m.config().n_layers;
+    double per_expert = 0, routers = 0;  // one expert of every layer (types differ between layers)
+    for (const model::LayerWeights& l : m.weights().layers) {
+      per_expert += bytes(l.ffn_gate_exps[0]) + bytes(l.ffn_up_exps[0]) + bytes(l.ffn_down_exps[0]);
+      routers += bytes(l.ffn_gate_inp);
+    }
     const double per_step = tg_expert_bytes / static_cast<double>(tg_steps);
-    const double bound = layers * per_expert * m.config().n_expert_used * o.n_parallel;
-    const double all = layers * per_expert * m.config().n_expert;
+    const double bound = routers + per_expert * m.config().n_expert_used * o.n_parallel;
+    const double all = routers + per_expert * m.config().n_expert;
     if (o.json) {
       results.back()["expert_bytes_per_step"] = per_step;
       results.back()["expert_bytes_per_step_unshared"] = bound;
