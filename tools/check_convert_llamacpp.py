@@ -80,7 +80,11 @@ class LlamaLog:
 
 
 def convert(args, model_dir, out):
-    cmd = [args.bin, "convert", str(model_dir), str(out), "--outtype", args.outtype, "-t", "1"]
+    # general.name is set to a neutral one: llama.cpp gives models whose name contains "phi3"
+    # tokens of Phi-3's own vocabulary (</s>, <unk>, ...) special attributes and fails to load
+    # a vocabulary without them, as the fixtures' small trained ones are.
+    cmd = [args.bin, "convert", str(model_dir), str(out), "--outtype", args.outtype, "-t", "1",
+           "--name", "random-weight fixture"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         return f"`{' '.join(cmd)}` exited {r.returncode}: {(r.stderr or r.stdout).strip()}"
@@ -110,7 +114,14 @@ def corpus_check(llm, ref):
     Returns (matches, checked, the first difference or None)."""
     texts = read_corpus()
     cases = [(i, ids, True) for i, ids in enumerate(ref["ids"])]
-    cases += [(int(i), ids, False) for i, ids in ref.get("ids_specials_as_text", {}).items()]
+    if "ids_sentencepiece" in ref:
+        # SentencePiece models: user-defined pieces are matched even as plain text, as in
+        # SentencePiece itself; llama.cpp makes <end_of_turn> a control token, matched only
+        # as special, so lines holding it are left out of this comparison.
+        cases += [(int(i), ids, False) for i, ids in ref["ids_sentencepiece"].items()
+                  if "<end_of_turn>" not in texts[int(i)]]
+    else:
+        cases += [(int(i), ids, False) for i, ids in ref.get("ids_specials_as_text", {}).items()]
     cases += [(c["text"], c["ids"], True) for c in ref.get("special_texts", [])]
     ok, first = 0, None
     for where, want, special in cases:
@@ -254,7 +265,9 @@ def check_model(args, name, workdir, llama_cpp, np, log):
 
     logits_tol = args.logits_tol
     if logits_tol is None and args.outtype.upper() == "F32":
-        logits_tol = 1e-4
+        # ggml computes GELU from an F16 table: on the Gemma fixtures (GELU FFNs, post-norms
+        # scaling by ~5) that alone moves llama.cpp's logits by ~5e-3.
+        logits_tol = 1e-2 if name.startswith("gemma") else 1e-4
     if logits_tol is not None and worst_rel > logits_tol:
         details.append(f"logits differ: worst max|diff|/max|logit| {worst_rel:.3g} > {logits_tol:g} "
                        f"(prompt {worst_at[0]} position {worst_at[1]})")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/fixtures/hf_models/<name>/: tiny random-weight Hugging Face models with reference outputs.
 
-Eight models, each a complete Hugging Face model directory (config.json, model.safetensors
+Nine models, each a complete Hugging Face model directory (config.json, model.safetensors
 in bfloat16, tokenizer.json, tokenizer_config.json, generation_config.json; the Gemma models
 tokenizer.model too) plus the reference outputs the C++ tests compare against, so the tests
 need neither torch nor transformers:
@@ -20,8 +20,12 @@ need neither torch nor transformers:
     gemma3    Gemma3TextConfig (Gemma3ForCausalLM), 2 heads x 64, 1 kv      Gemma style tokenizer
               head, 6 layers: 5 sliding (window 8, rope base 1e4), 1 global
               (rope base 1e6), q/k norms, no soft-capping, tied
+    phi3      Phi3Config,     4 heads x 32, 2 kv heads, q/k/v fused into    Llama-3 style tokenizer
+              self_attn.qkv_proj (q rows, then k, then v), gate and up into
+              mlp.gate_up_proj (gate rows first), rope base 1e4 over the
+              whole head (partial_rotary_factor 1), no LongRoPE
 
-The first six have 3 layers, hidden size 128, max_position_embeddings 256 and a 640-token
+All but the Gemma models have 3 layers, hidden size 128, max_position_embeddings 256 and a 640-token
 vocabulary; the Gemma models hidden size 128, max_position_embeddings 256, a 768-token vocabulary,
 query_pre_attn_scalar = head_dim = 64, gelu_pytorch_tanh, RMSNorms (post-attention and
 post-feed-forward ones too) that scale by 1 + weight, embeddings scaled by sqrt(hidden_size).
@@ -39,9 +43,9 @@ tokenizer needs the `sentencepiece` and `protobuf` packages (and only this tool:
 tokenizer.model itself). Weights are random from a fixed seed per model, deliberately "sharp"
 (large q/k weights, RMSNorm weights around 1, random q/k norms and biases, sharp routers)
 so that a converter that drops a detail (rope scaling, q/k norms, biases, the experts'
-order or weighting) changes the logits; the Gemma models' stored norm weights are random
-around 0 (input and pre-feed-forward norms) or larger (see GEMMA_NORM_INIT), so a converter that
-forgets the + 1 fails. Of
+order or weighting, the order of phi3's fused gate and up halves) changes the logits; the Gemma
+models' stored norm weights are random around 0 (input and pre-feed-forward norms) or larger (see
+GEMMA_NORM_INIT), so a converter that forgets the + 1 fails. Of
 16 consecutive seeds per model the one whose closest greedy decision is widest is kept, so
 the greedy tokens do not hinge on rounding. The MoE models' seeds are drawn from those
 whose routing decisions do not hinge on rounding either (see build).
@@ -64,7 +68,8 @@ in float32 with eager attention:
                          routing_norm_sensitivity (the top-k probabilities not renormalized);
                          Gemma models also layer_types, sliding_window and the sensitivities
                          of gemma_sensitivities (soft-capping, sliding window, rope bases,
-                         q/k norms, the norms' + 1, the embedding scale)
+                         q/k norms, the norms' + 1, the embedding scale); phi3 also
+                         fused_order_sensitivity (gate_up_proj's gate and up halves swapped)
     logits.f32           little-endian float32 logits of every prompt position, prompt after
                          prompt, [position][vocab]
     tokenizer_ids.json   ids of every corpus line as tokenizer(text, add_special_tokens=False)
@@ -74,9 +79,11 @@ in float32 with eager attention:
                          few texts with special tokens
 
 config.json comes in two styles (config_style in MODELS; --config-style overrides): llama3,
-qwen2 and qwen3moe are "legacy", what transformers 5 saves rewritten into the key names of the
+qwen2, qwen3moe and phi3 are "legacy", what transformers 5 saves rewritten into the key names of the
 checkpoints on the Hub that transformers 4.x wrote (top-level rope_theta and rope_scaling,
-torch_dtype, and num_experts for qwen3_moe where transformers 5 writes num_local_experts);
+torch_dtype, num_experts for qwen3_moe where transformers 5 writes num_local_experts, and
+partial_rotary_factor top-level, as microsoft/Phi-4-mini-instruct has it; microsoft/Phi-3-mini-4k-instruct
+has rope_scaling null and no partial_rotary_factor);
 mistral, qwen3 and mixtral are "v5", transformers 5's own (rope_parameters holding
 rope_theta and the scaling, dtype). gemma2 is "legacy" (as google/gemma-2-2b: rope_theta, no
 layer_types), gemma3 "v5" (rope_parameters {full_attention: {rope_theta 1e6}, sliding_attention:
@@ -94,6 +101,9 @@ experts fused (experts.gate_up_proj [n_expert, 2 ff, hidden], experts.down_proj
 [n_expert, hidden, ff]); 5.24's save_pretrained splits them back into the Hub layout, which the
 script checks tensor by tensor against its own split (and writes itself should save_pretrained
 not), and the reload through from_pretrained (which fuses them again) must give the same logits.
+phi3's fused tensors are the Hub's layout too (microsoft/Phi-3-mini-4k-instruct:
+self_attn.qkv_proj.weight [(heads + 2 kv_heads) head_dim, hidden], mlp.gate_up_proj.weight
+[2 ff, hidden]); save_pretrained writes them as transformers holds them, which the script checks.
 
     pip install torch transformers tokenizers safetensors   # transformers 5.x, CPU torch
     pip install sentencepiece protobuf                        # gemma2, gemma3 only
@@ -124,8 +134,8 @@ from safetensors import safe_open  # noqa: E402
 from tokenizers import (AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers,  # noqa: E402
                         processors, trainers)
 from transformers import (AutoModelForCausalLM, AutoTokenizer, Gemma2Config, Gemma3TextConfig,  # noqa: E402
-                          GemmaTokenizer, GenerationConfig, LlamaConfig, MistralConfig, MixtralConfig, Qwen2Config,
-                          Qwen3Config, Qwen3MoeConfig)
+                          GemmaTokenizer, GenerationConfig, LlamaConfig, MistralConfig, MixtralConfig, Phi3Config,
+                          Qwen2Config, Qwen3Config, Qwen3MoeConfig)
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests/fixtures/tokenizer/corpus.txt"
@@ -349,6 +359,22 @@ MODELS = {
                              "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}},
             attn_logit_softcapping=None, final_logit_softcapping=None,
             pad_token_id=ids["<pad>"], bos_token_id=ids["<bos>"], eos_token_id=[ids["<eos>"], ids["<end_of_turn>"]]),
+    },
+    # Phi-3 (as microsoft/Phi-3-mini-4k-instruct, but grouped-query attention and no sliding window):
+    # q/k/v fused into self_attn.qkv_proj, gate and up into mlp.gate_up_proj, head_dim = hidden /
+    # heads (Phi3Config has no head_dim), rope over the whole head, no LongRoPE (rope_scaling null;
+    # original_max_position_embeddings = max_position_embeddings, as the 4k model), no biases
+    # (attention_bias false as the Hub configs say; Phi3Attention has none either way). pad_token_id
+    # None: Phi3Config's default (32000) is past the vocabulary.
+    "phi3": {
+        "seed": 9000, "tokenizer": "llama3", "config_style": "legacy",
+        "config": lambda ids: Phi3Config(
+            **COMMON, num_attention_heads=4, num_key_value_heads=2, intermediate_size=256, rms_norm_eps=1e-5,
+            tie_word_embeddings=False, sliding_window=None, attention_bias=False,
+            original_max_position_embeddings=256,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 1.0},
+            pad_token_id=None, bos_token_id=ids["<|begin_of_text|>"],
+            eos_token_id=[ids["<|end_of_text|>"], ids["<|eot_id|>"]]),
     },
 }
 GEMMA_LAYER_TYPES = {
@@ -611,6 +637,9 @@ INIT_STD = {
     "q_proj.weight": 0.15, "k_proj.weight": 0.15, "v_proj.weight": 0.08, "o_proj.weight": 0.3,
     "q_proj.bias": 0.3, "k_proj.bias": 0.3, "v_proj.bias": 0.1,
     "gate_proj.weight": 0.08, "up_proj.weight": 0.08, "down_proj.weight": 0.3,
+    # Phi-3's fused projections: gate_up_proj as gate_proj and up_proj; qkv_proj's q and k rows as
+    # q_proj and k_proj, its v rows as v_proj (see fused_qkv_std).
+    "gate_up_proj.weight": 0.08,
     # Mixture of experts, as transformers 5 holds it: the router [n_expert, hidden] and the experts
     # fused into 3-D tensors (see hub_moe_tensors). Router logits have a std of about
     # 0.2 * sqrt(hidden) = 2.3: sharp enough that which experts are chosen, and with what weights,
@@ -638,6 +667,19 @@ GEMMA_NORM_INIT = {  # first suffix that matches
 GEMMA_INIT_STD = {**INIT_STD, "embed": 0.1, "q_proj.weight": 0.25, "k_proj.weight": 0.25}
 
 
+def fused_qkv_sizes(config) -> tuple[int, int]:
+    """Rows of q and of each of k and v in Phi-3's qkv_proj (q rows, then k, then v)."""
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    return config.num_attention_heads * head_dim, config.num_key_value_heads * head_dim
+
+
+def fused_qkv_std(config, init_std: dict) -> torch.Tensor:
+    """Per-row standard deviations of qkv_proj.weight: q_proj's, k_proj's, v_proj's."""
+    q, kv = fused_qkv_sizes(config)
+    return torch.cat([torch.full((q,), init_std["q_proj.weight"]), torch.full((kv,), init_std["k_proj.weight"]),
+                      torch.full((kv,), init_std["v_proj.weight"])])
+
+
 def init_weights(model: torch.nn.Module, seed: int, gemma: bool = False) -> None:
     """Sharp random weights, rounded to bfloat16 (kept in float32)."""
     gen = torch.Generator().manual_seed(seed)
@@ -657,6 +699,8 @@ def init_weights(model: torch.nn.Module, seed: int, gemma: bool = False) -> None
                 value = 1 + 0.1 * randn(p.shape)
             elif name.endswith(("embed_tokens.weight", "lm_head.weight")):
                 value = init_std["embed"] * randn(p.shape)
+            elif name.endswith("qkv_proj.weight"):
+                value = fused_qkv_std(model.config, init_std)[:, None] * randn(p.shape)
             else:
                 kind = name.rsplit(".", 2)[-2] + "." + name.rsplit(".", 1)[-1]  # e.g. q_proj.weight
                 if kind not in init_std:
@@ -874,6 +918,71 @@ def gemma_sensitivities(name: str, model, prompts: list[list[int]], logits: list
     return out
 
 
+# ----------------------------------------------------------------------------- phi3
+#
+# transformers' Phi3Attention: qkv = qkv_proj(x); query = qkv[..., :heads * head_dim], key the next
+# kv_heads * head_dim, value the rest. Phi3MLP: gate, up = gate_up_proj(x).chunk(2, dim=-1);
+# down_proj(up * silu(gate)), so rows [0, ff) of gate_up_proj.weight are the gate projection.
+
+def gate_up_swapped(model):
+    """A copy of model whose gate_up_proj halves are swapped (the gate used as up and vice versa)."""
+    other = copy.deepcopy(model)
+    with torch.no_grad():
+        for layer in other.model.layers:
+            w = layer.mlp.gate_up_proj.weight
+            w.copy_(torch.cat(w.chunk(2, dim=0)[::-1]))
+    return other
+
+
+def phi3_as_llama(model):
+    """The same model as a LlamaForCausalLM: qkv_proj split into q_proj, k_proj, v_proj and gate_up_proj
+    into gate_proj, up_proj in the order transformers' Phi-3 forward reads them (Phi-3 without LongRoPE,
+    biases or sliding window is Llama with fused projections)."""
+    config = model.config
+    assert config.rope_parameters["rope_type"] == "default" and config.sliding_window is None
+    assert config.rope_parameters.get("partial_rotary_factor", 1.0) == 1.0
+    q, kv = fused_qkv_sizes(config)
+    llama = LlamaConfig(
+        vocab_size=config.vocab_size, hidden_size=config.hidden_size, num_hidden_layers=config.num_hidden_layers,
+        max_position_embeddings=config.max_position_embeddings, hidden_act=config.hidden_act,
+        num_attention_heads=config.num_attention_heads, head_dim=q // config.num_attention_heads,
+        num_key_value_heads=config.num_key_value_heads, intermediate_size=config.intermediate_size,
+        rms_norm_eps=config.rms_norm_eps, tie_word_embeddings=config.tie_word_embeddings,
+        rope_parameters={"rope_type": "default", "rope_theta": config.rope_parameters["rope_theta"]})
+    state = {}
+    for k, v in model.state_dict().items():
+        if k.endswith("qkv_proj.weight"):
+            for part, w in zip(("q_proj", "k_proj", "v_proj"), v.split([q, kv, kv])):
+                state[k.replace("qkv_proj", part)] = w
+        elif k.endswith("gate_up_proj.weight"):
+            for part, w in zip(("gate_proj", "up_proj"), v.chunk(2, dim=0)):
+                state[k.replace("gate_up_proj", part)] = w
+        else:
+            state[k] = v
+    other = AutoModelForCausalLM.from_config(llama, attn_implementation="eager", dtype=torch.float32).eval()
+    other.load_state_dict(state, strict=True)
+    return other
+
+
+def check_phi3_safetensors(path: pathlib.Path, model) -> None:
+    """save_pretrained wrote every tensor of model, the fused ones as such, unchanged."""
+    config = model.config
+    q, kv = fused_qkv_sizes(config)
+    state = model.state_dict()
+    with safe_open(path, "pt") as f:
+        assert set(f.keys()) == set(state), sorted(set(f.keys()) ^ set(state))
+        for k in f.keys():
+            t = f.get_tensor(k)
+            assert t.dtype == torch.bfloat16 and torch.equal(t, state[k].to(torch.bfloat16)), k
+        for i in range(config.num_hidden_layers):
+            prefix = f"model.layers.{i}"
+            assert f.get_slice(f"{prefix}.self_attn.qkv_proj.weight").get_shape() == [q + 2 * kv, config.hidden_size]
+            assert f.get_slice(f"{prefix}.mlp.gate_up_proj.weight").get_shape() == [2 * config.intermediate_size,
+                                                                                   config.hidden_size]
+        unfused = (".q_proj.weight", ".k_proj.weight", ".v_proj.weight", ".gate_proj.weight", ".up_proj.weight")
+        assert not any(k.endswith(unfused) for k in f.keys()), sorted(f.keys())
+
+
 def gemma_sliding_window_pattern(layer_types: list[str]) -> int:
     """The 4.x sliding_window_pattern (every pattern-th layer global) that gives layer_types."""
     pattern = layer_types.index("full_attention") + 1
@@ -897,6 +1006,8 @@ def legacy_config(data: dict) -> dict:
         elif key == "rope_parameters":
             rope = dict(value)
             out["rope_theta"] = rope.pop("rope_theta")
+            if "partial_rotary_factor" in rope:  # phi3: top-level in 4.x (microsoft/Phi-4-mini-instruct)
+                out["partial_rotary_factor"] = rope.pop("partial_rotary_factor")
             out["rope_scaling"] = None if rope.get("rope_type", "default") == "default" else rope
         elif key == "dtype":
             out["torch_dtype"] = value
@@ -1012,6 +1123,11 @@ def build(name: str, spec: dict, tok: Tokenizer, texts: list[str], config_style:
         reference["qk_norm_sensitivity"] = round(max_diff(logits, all_logits(other, prompts)), 5)
     if gemma:
         reference.update(gemma_sensitivities(name, model, prompts, logits))
+    if config.model_type == "phi3":
+        split_diff = max_diff(logits, all_logits(phi3_as_llama(model), prompts))
+        assert split_diff <= 1e-4, split_diff
+        print(f"{name}: as LlamaForCausalLM (fused tensors split q, k, v and gate, up): max logit diff {split_diff}")
+        reference["fused_order_sensitivity"] = round(max_diff(logits, all_logits(gate_up_swapped(model), prompts)), 5)
     if moe:
         # variant_router_forward("top_k") is transformers' router to the bit (see the comment above it)
         assert max_diff(logits, variant_logits(model, prompts, "top_k")) == 0.0
@@ -1047,6 +1163,8 @@ def build(name: str, spec: dict, tok: Tokenizer, texts: list[str], config_style:
     model.generation_config = generation_config(style, ids)
     model.to(torch.bfloat16).save_pretrained(directory)
     (directory / "model.safetensors").chmod(0o644)  # written 0600
+    if config.model_type == "phi3":
+        check_phi3_safetensors(directory / "model.safetensors", model)
     if moe:
         rewritten = ensure_hub_moe_layout(directory / "model.safetensors", model)
         print(f"{name}: experts as the Hub has them, {'rewritten' if rewritten else 'as save_pretrained wrote them'}")
@@ -1078,7 +1196,8 @@ def build(name: str, spec: dict, tok: Tokenizer, texts: list[str], config_style:
           f"prompts {[len(p) for p in prompts]}, logits std {float(flat.std()):.2f}, "
           f"greedy margin min {min(margins):.4f} median {float(np.median(margins)):.3f}, "
           f"distinct greedy tokens {[len(set(r[0])) for r in runs]}, reload diff {reload_diff}")
-    for key in ("rope_scaling_sensitivity", "qk_norm_sensitivity", *GEMMA_SENSITIVITIES, "n_expert", "n_expert_used",
+    for key in ("rope_scaling_sensitivity", "qk_norm_sensitivity", *GEMMA_SENSITIVITIES, "fused_order_sensitivity",
+                "n_expert", "n_expert_used",
                 "min_router_gap", "min_router_gap_greedy", "min_router_logit_gap", "routing_sensitivity",
                 "routing_weight_sensitivity", "routing_norm_sensitivity"):
         if key in reference:

@@ -22,6 +22,7 @@ struct ConvertCliOptions {
   std::string output;
   std::string outtype = "F16";
   int n_threads = 0;
+  std::string name;
 };
 
 int run_convert(const ConvertCliOptions& o) {
@@ -35,6 +36,7 @@ int run_convert(const ConvertCliOptions& o) {
   convert::ConvertOptions options;
   options.outtype = *mix;
   options.n_threads = o.n_threads > 0 ? o.n_threads : default_thread_count();
+  options.name = o.name;
   const bool tty = isatty(STDERR_FILENO) != 0;
   Timer timer;
   options.on_progress = [&](const char* phase, int64_t done, int64_t total) {
@@ -70,6 +72,7 @@ void register_convert(CLI::App& app) {
   cmd->add_option("input", o->input, "Directory with config.json, *.safetensors and tokenizer.json")->required();
   cmd->add_option("output", o->output, "GGUF file to write")->required();
   cmd->add_option("--outtype", o->outtype, "F32, F16, BF16, Q8_0, or any `tokenmill quantize` type")->capture_default_str();
+  cmd->add_option("--name", o->name, "general.name of the file (default: the directory's name)");
   cmd->add_option("-t,--threads", o->n_threads, "Threads for quantizing (default: all CPUs)")->check(CLI::Range(0, 1024));
   cmd->callback([o] { exit_code() = run_convert(*o); });
 }

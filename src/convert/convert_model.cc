@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -75,6 +76,13 @@ Result<ConvertSummary> convert_hf_model(const std::string& dir, const std::strin
     sources[(*place)->gguf_name][(*place)->part] = tensor;
   }
   const std::vector<ExpectedTensor> expected = expected_tensors(*arch, *config);
+  for (const auto& [name, parts] : sources) {
+    const bool wanted = std::any_of(expected.begin(), expected.end(), [&](const ExpectedTensor& e) { return e.gguf_name == name; });
+    if (!wanted) {
+      return unsupported(dir + ": tensor '" + parts.begin()->second->name + "' has no place in a " + arch->model_type +
+                         " model");
+    }
+  }
   for (const ExpectedTensor& e : expected) {
     const auto& parts = sources[e.gguf_name];
     std::vector<int64_t> part_shape = e.shape;
@@ -102,7 +110,9 @@ Result<ConvertSummary> convert_hf_model(const std::string& dir, const std::strin
   gguf::Writer writer;
   write_architecture_metadata(*arch, *config, writer);
   const std::string base_name = std::filesystem::path(dir).filename().string();
-  writer.set_string("general.name", base_name.empty() ? std::string(arch->model_type) : base_name);
+  writer.set_string("general.name", !options.name.empty() ? options.name
+                                    : base_name.empty()     ? std::string(arch->model_type)
+                                                            : base_name);
   writer.set_u32("general.file_type", 0);  // all F32; quantize_model sets the final type
   auto tokenizer = write_hf_tokenizer(dir, *config, writer);
   if (!tokenizer.ok()) return tokenizer.status();

@@ -21,6 +21,7 @@ namespace tokenmill::convert {
 struct ConvertOptions {
   quant::MixInfo outtype;  // F32, F16, BF16, Q8_0, Q4_K_M, ...
   int n_threads = 1;
+  std::string name;  // general.name; empty: the directory's name
   // Called after each tensor is converted to F32 (done of total), then per quantized
   // tensor when the type is not F32.
   std::function<void(const char* phase, int64_t done, int64_t total)> on_progress;

@@ -23,6 +23,7 @@ constexpr HfArchitecture kArchitectures[] = {
     {.model_type = "qwen3_moe", .gguf_arch = "qwen3moe", .qk_norm = true, .moe = MoeLayout::kQwen},
     // llama.cpp runs Mixtral as llama with experts.
     {.model_type = "mixtral", .gguf_arch = "llama", .permute_qk = true, .moe = MoeLayout::kMixtral},
+    {.model_type = "phi3", .gguf_arch = "phi3", .fused = true},
     {.model_type = "gemma2", .gguf_arch = "gemma2", .gemma = true, .activation = "gelu_pytorch_tanh"},
     {.model_type = "gemma3_text", .gguf_arch = "gemma3", .qk_norm = true, .gemma = true,
      .activation = "gelu_pytorch_tanh"},
@@ -124,9 +125,13 @@ std::vector<ExpectedTensor> expected_tensors(const HfArchitecture& arch, const H
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     out.push_back({p + "attn_norm.weight", {c.hidden_size}});
-    out.push_back({p + "attn_q.weight", {c.hidden_size, q_dim}});
-    out.push_back({p + "attn_k.weight", {c.hidden_size, kv_dim}});
-    out.push_back({p + "attn_v.weight", {c.hidden_size, kv_dim}});
+    if (arch.fused) {
+      out.push_back({p + "attn_qkv.weight", {c.hidden_size, q_dim + 2 * kv_dim}});
+    } else {
+      out.push_back({p + "attn_q.weight", {c.hidden_size, q_dim}});
+      out.push_back({p + "attn_k.weight", {c.hidden_size, kv_dim}});
+      out.push_back({p + "attn_v.weight", {c.hidden_size, kv_dim}});
+    }
     if (arch.qkv_bias) {
       out.push_back({p + "attn_q.bias", {q_dim}});
       out.push_back({p + "attn_k.bias", {kv_dim}});
@@ -150,8 +155,12 @@ std::vector<ExpectedTensor> expected_tensors(const HfArchitecture& arch, const H
       out.push_back({p + "ffn_down_exps.weight", {ff, c.hidden_size, n}, n});
       continue;
     }
-    out.push_back({p + "ffn_gate.weight", {c.hidden_size, c.intermediate_size}});
-    out.push_back({p + "ffn_up.weight", {c.hidden_size, c.intermediate_size}});
+    if (arch.fused) {
+      out.push_back({p + "ffn_up.weight", {c.hidden_size, 2 * c.intermediate_size}});
+    } else {
+      out.push_back({p + "ffn_gate.weight", {c.hidden_size, c.intermediate_size}});
+      out.push_back({p + "ffn_up.weight", {c.hidden_size, c.intermediate_size}});
+    }
     out.push_back({p + "ffn_down.weight", {c.intermediate_size, c.hidden_size}});
   }
   return out;
@@ -178,6 +187,10 @@ Result<std::optional<TensorPlace>> gguf_tensor_place(const HfArchitecture& arch,
       for (const LayerNameGemma& n : kGemmaNorms) {
         if (suffix == n.hf) return Place(TensorPlace{blk + n.gguf});
       }
+    }
+    if (arch.fused) {
+      if (suffix == "self_attn.qkv_proj.weight") return Place(TensorPlace{blk + "attn_qkv.weight"});
+      if (suffix == "mlp.gate_up_proj.weight") return Place(TensorPlace{blk + "ffn_up.weight"});
     }
     for (const LayerName& n : kLayerNames) {
       if (suffix != n.hf) continue;
@@ -238,6 +251,15 @@ Status check_hf_config(const HfArchitecture& arch, const HfConfig& c) {
                          std::string(gemma2 ? "of Gemma 2 (every other layer sliding)" : "of Gemma 3 (N sliding, then one full)"));
     }
   }
+  if (arch.fused) {
+    if (raw.contains("partial_rotary_factor") && raw["partial_rotary_factor"].is_number() &&
+        raw["partial_rotary_factor"].get<double>() != 1.0) {
+      return unsupported("config.json: partial_rotary_factor other than 1 (Phi-4-mini) is not supported");
+    }
+    if (raw.contains("rope_scaling") && !raw["rope_scaling"].is_null()) {
+      return unsupported("config.json: Phi-3's rope_scaling (LongRoPE) is not supported");
+    }
+  }
   if (arch.moe == MoeLayout::kNone && c.n_expert > 0) {
     return unsupported(std::string("config.json: a ") + arch.model_type + " model with experts is not supported");
   }
@@ -296,6 +318,9 @@ void write_architecture_metadata(const HfArchitecture& arch, const HfConfig& c, 
       }
       w.set_f32(a + ".rope.freq_base_swa", static_cast<float>(c.rope_theta_local > 0 ? c.rope_theta_local : 10000.0));
     }
+  }
+  if (arch.fused && c.sliding_window > 0) {
+    w.set_u32(a + ".attention.sliding_window", static_cast<uint32_t>(c.sliding_window));
   }
   if (c.linear_rope_factor > 0) {
     w.set_string(a + ".rope.scaling.type", "linear");

@@ -33,6 +33,9 @@ struct HfArchitecture {
   // Gemma: norms before and after both halves of a block, each scaling by (1 + weight)
   // (GGUF stores 1 + weight), GELU-tanh, tied embeddings unless said otherwise.
   bool gemma = false;
+  // Phi-3: q, k and v in one matrix (attn_qkv), and gate and up in one (GGUF's ffn_up,
+  // gate rows first), as llama.cpp keeps them.
+  bool fused = false;
   const char* activation = "silu";
 };
 

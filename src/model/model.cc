@@ -122,6 +122,7 @@ Result<std::unique_ptr<Model>> load_model(std::shared_ptr<const gguf::File> file
     case Architecture::kQwen2:
     case Architecture::kQwen3:
     case Architecture::kQwen3Moe:
+    case Architecture::kPhi3:
       return make_llama(std::move(file), std::move(config).value(), std::move(weights).value(), std::move(backend));
   }
   return internal_error("unreachable architecture");

@@ -39,9 +39,11 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
     c.architecture = Architecture::kQwen3;
   } else if (a == "qwen3moe") {
     c.architecture = Architecture::kQwen3Moe;
+  } else if (a == "phi3") {
+    c.architecture = Architecture::kPhi3;
   } else {
     return unsupported("model architecture '" + a +
-                       "' is not supported (supported: gemma2, gemma3, llama, qwen2, qwen3, qwen3moe)");
+                       "' is not supported (supported: gemma2, gemma3, llama, phi3, qwen2, qwen3, qwen3moe)");
   }
   c.name = file.get_string_or("general.name", a);
 
@@ -91,6 +93,9 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
   c.rms_eps = static_cast<float>(file.get_double_or(a + ".attention.layer_norm_rms_epsilon", 1e-5));
   c.rope_freq_base = static_cast<float>(file.get_double_or(a + ".rope.freq_base", 10000.0));
   c.rope_freq_base_local = c.rope_freq_base;
+  if (file.find_tensor("rope_factors_long.weight") || file.find_tensor("rope_factors_short.weight")) {
+    return unsupported("LongRoPE (rope_factors_long/short) is not supported");
+  }
   const double rope_factor = file.get_double_or(a + ".rope.scaling.factor", 1.0);
   const std::string rope_type = file.get_string_or(a + ".rope.scaling.type", "none");
   if (rope_type == "linear" && rope_factor > 0) {
@@ -139,6 +144,13 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
     case Architecture::kQwen3:
     case Architecture::kQwen3Moe:
       c.rope_style = ops::RopeStyle::kNeox;
+      break;
+    case Architecture::kPhi3:
+      c.rope_style = ops::RopeStyle::kNeox;
+      // A sliding window, where the file has one, on every layer (Phi-3-mini's 2047).
+      c.sliding_window = static_cast<int32_t>(file.get_int_or(a + ".attention.sliding_window", 0));
+      if (c.sliding_window < 0) return corrupt_data("attention.sliding_window is negative");
+      c.layer_is_sliding.assign(c.n_layers, c.sliding_window > 0);
       break;
   }
   if (c.architecture == Architecture::kQwen3Moe || file.find(a + ".expert_count")) {

@@ -11,7 +11,7 @@
 
 namespace tokenmill::model {
 
-enum class Architecture { kGemma2, kGemma3, kLlama, kQwen2, kQwen3, kQwen3Moe };
+enum class Architecture { kGemma2, kGemma3, kLlama, kPhi3, kQwen2, kQwen3, kQwen3Moe };
 
 struct ModelConfig {
   Architecture architecture = Architecture::kLlama;

@@ -11,6 +11,17 @@
 
 namespace tokenmill::model {
 
+namespace {
+
+// Rows [begin, begin + n) of a matrix, as a matrix of their own (a fused projection's parts).
+ops::WeightMatrix row_range(const ops::WeightMatrix& m, int64_t begin, int64_t n) {
+  ops::WeightMatrix part = m;
+  part.data = m.data + static_cast<size_t>(begin) * m.row_bytes;
+  part.n_rows = n;
+  return part;
+}
+
+}  // namespace
 
 Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& c) {
   TensorBinder b(file);
@@ -31,9 +42,18 @@ Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& c) 
     LayerWeights& L = w.layers[l];
     const std::string p = "blk." + std::to_string(l) + ".";
     TM_RETURN_IF_ERROR(b.vector(p + "attn_norm.weight", c.n_embd, L.attn_norm));
-    TM_RETURN_IF_ERROR(b.matrix(p + "attn_q.weight", c.q_dim(), c.n_embd, L.wq));
-    TM_RETURN_IF_ERROR(b.matrix(p + "attn_k.weight", c.kv_dim(), c.n_embd, L.wk));
-    TM_RETURN_IF_ERROR(b.matrix(p + "attn_v.weight", c.kv_dim(), c.n_embd, L.wv));
+    const bool fused = c.architecture == Architecture::kPhi3;  // attn_qkv, and ffn_up holding gate and up
+    if (fused) {
+      ops::WeightMatrix qkv;
+      TM_RETURN_IF_ERROR(b.matrix(p + "attn_qkv.weight", c.q_dim() + 2 * c.kv_dim(), c.n_embd, qkv));
+      L.wq = row_range(qkv, 0, c.q_dim());
+      L.wk = row_range(qkv, c.q_dim(), c.kv_dim());
+      L.wv = row_range(qkv, c.q_dim() + c.kv_dim(), c.kv_dim());
+    } else {
+      TM_RETURN_IF_ERROR(b.matrix(p + "attn_q.weight", c.q_dim(), c.n_embd, L.wq));
+      TM_RETURN_IF_ERROR(b.matrix(p + "attn_k.weight", c.kv_dim(), c.n_embd, L.wk));
+      TM_RETURN_IF_ERROR(b.matrix(p + "attn_v.weight", c.kv_dim(), c.n_embd, L.wv));
+    }
     TM_RETURN_IF_ERROR(b.matrix(p + "attn_output.weight", c.n_embd, c.q_dim(), L.wo));
     if (c.architecture == Architecture::kQwen2) {
       TM_RETURN_IF_ERROR(b.vector(p + "attn_q.bias", c.q_dim(), L.bq));
@@ -57,8 +77,15 @@ Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& c) 
       TM_RETURN_IF_ERROR(b.experts(p + "ffn_down_exps.weight", c.n_expert, c.n_embd, c.n_ff_expert, L.ffn_down_exps));
       continue;
     }
-    TM_RETURN_IF_ERROR(b.matrix(p + "ffn_gate.weight", c.n_ff, c.n_embd, L.ffn_gate));
-    TM_RETURN_IF_ERROR(b.matrix(p + "ffn_up.weight", c.n_ff, c.n_embd, L.ffn_up));
+    if (fused) {
+      ops::WeightMatrix gate_up;
+      TM_RETURN_IF_ERROR(b.matrix(p + "ffn_up.weight", 2 * c.n_ff, c.n_embd, gate_up));
+      L.ffn_gate = row_range(gate_up, 0, c.n_ff);
+      L.ffn_up = row_range(gate_up, c.n_ff, c.n_ff);
+    } else {
+      TM_RETURN_IF_ERROR(b.matrix(p + "ffn_gate.weight", c.n_ff, c.n_embd, L.ffn_gate));
+      TM_RETURN_IF_ERROR(b.matrix(p + "ffn_up.weight", c.n_ff, c.n_embd, L.ffn_up));
+    }
     TM_RETURN_IF_ERROR(b.matrix(p + "ffn_down.weight", c.n_embd, c.n_ff, L.ffn_down));
   }
   return w;
