@@ -128,28 +128,36 @@ Result<ConvertSummary> convert_hf_model(const std::string& dir, const std::strin
                                          {static_cast<int64_t>(divisors.size())}, as_bytes(divisors)));
     ++summary.n_tensors;
   }
+  // Each tensor is read and converted while the file is written, one at a time: the
+  // whole model is never in memory.
   int64_t done = 0;
+  const int64_t n_expected = static_cast<int64_t>(expected.size());
   for (const ExpectedTensor& e : expected) {
-    std::vector<float> data;
-    for (const auto& [part, t] : sources.at(e.gguf_name)) {  // experts in index order
-      auto values = to_f32(*t);
-      if (!values.ok()) return values.status();
-      data.insert(data.end(), values->begin(), values->end());
-      summary.n_parameters += t->n_elements();
-    }
-    if (arch->gemma && e.gguf_name.ends_with("norm.weight")) {
-      for (float& v : data) v += 1.0f;  // Gemma's norms scale by 1 + weight
-    }
-    if (arch->permute_qk) {
-      const bool is_q = e.gguf_name.ends_with("attn_q.weight") || e.gguf_name.ends_with("attn_q.bias");
-      const bool is_k = e.gguf_name.ends_with("attn_k.weight") || e.gguf_name.ends_with("attn_k.bias");
-      const int64_t row_len = e.shape.size() == 2 ? e.shape[0] : 1;
-      if (is_q) data = permute_heads(data, config->n_heads, config->head_dim, row_len);
-      if (is_k) data = permute_heads(data, config->n_kv_heads, config->head_dim, row_len);
-    }
-    TM_RETURN_IF_ERROR(writer.add_tensor(e.gguf_name, gguf::TensorType::kF32, e.shape, as_bytes(data)));
+    for (const auto& [part, t] : sources.at(e.gguf_name)) summary.n_parameters += t->n_elements();
+    auto produce = [&, e](std::vector<uint8_t>& out) -> Status {
+      std::vector<float> data;
+      for (const auto& [part, t] : sources.at(e.gguf_name)) {  // experts in index order
+        auto values = to_f32(*t);
+        if (!values.ok()) return values.status();
+        data.insert(data.end(), values->begin(), values->end());
+      }
+      if (arch->gemma && e.gguf_name.ends_with("norm.weight")) {
+        for (float& v : data) v += 1.0f;  // Gemma's norms scale by 1 + weight
+      }
+      if (arch->permute_qk) {
+        const bool is_q = e.gguf_name.ends_with("attn_q.weight") || e.gguf_name.ends_with("attn_q.bias");
+        const bool is_k = e.gguf_name.ends_with("attn_k.weight") || e.gguf_name.ends_with("attn_k.bias");
+        const int64_t row_len = e.shape.size() == 2 ? e.shape[0] : 1;
+        if (is_q) data = permute_heads(data, config->n_heads, config->head_dim, row_len);
+        if (is_k) data = permute_heads(data, config->n_kv_heads, config->head_dim, row_len);
+      }
+      const auto bytes = as_bytes(data);
+      out.assign(bytes.begin(), bytes.end());
+      if (options.on_progress) options.on_progress("convert", ++done, n_expected);
+      return {};
+    };
+    TM_RETURN_IF_ERROR(writer.add_tensor_produced(e.gguf_name, gguf::TensorType::kF32, e.shape, produce));
     ++summary.n_tensors;
-    if (options.on_progress) options.on_progress("convert", ++done, static_cast<int64_t>(expected.size()));
   }
 
   if (options.outtype.mix == quant::Mix::kF32) {

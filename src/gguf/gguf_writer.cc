@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -97,8 +98,7 @@ Result<uint64_t> Writer::alignment() const {
   return kDefaultAlignment;
 }
 
-Status Writer::add_tensor(std::string name, TensorType type, std::vector<int64_t> shape,
-                          std::span<const uint8_t> data) {
+Result<size_t> Writer::check_tensor(const std::string& name, TensorType type, const std::vector<int64_t>& shape) const {
   if (shape.empty() || shape.size() > 4) {
     return invalid_argument("tensor '" + name + "': expected 1 to 4 dimensions, got " + std::to_string(shape.size()));
   }
@@ -120,19 +120,34 @@ Status Writer::add_tensor(std::string name, TensorType type, std::vector<int64_t
   if (n_blocks > std::numeric_limits<size_t>::max() / layout->bytes_per_block) {
     return invalid_argument("tensor '" + name + "': byte size overflows");
   }
-  const size_t expected = n_blocks * layout->bytes_per_block;
-  if (data.size() != expected) {
-    return invalid_argument("tensor '" + name + "': " + std::to_string(data.size()) + " bytes given, " +
-                            std::to_string(expected) + " expected for its type and shape");
-  }
   for (const PendingTensor& t : tensors_) {
     if (t.name == name) return invalid_argument("tensor '" + name + "' added twice");
   }
-  tensors_.push_back({std::move(name), type, std::move(shape), std::vector<uint8_t>(data.begin(), data.end())});
+  return static_cast<size_t>(n_blocks * layout->bytes_per_block);
+}
+
+Status Writer::add_tensor(std::string name, TensorType type, std::vector<int64_t> shape,
+                          std::span<const uint8_t> data) {
+  auto expected = check_tensor(name, type, shape);
+  if (!expected.ok()) return expected.status();
+  if (data.size() != *expected) {
+    return invalid_argument("tensor '" + name + "': " + std::to_string(data.size()) + " bytes given, " +
+                            std::to_string(*expected) + " expected for its type and shape");
+  }
+  tensors_.push_back({std::move(name), type, std::move(shape), *expected,
+                      std::vector<uint8_t>(data.begin(), data.end()), nullptr});
   return {};
 }
 
-Result<std::vector<uint8_t>> Writer::to_bytes() const {
+Status Writer::add_tensor_produced(std::string name, TensorType type, std::vector<int64_t> shape, Producer produce) {
+  auto expected = check_tensor(name, type, shape);
+  if (!expected.ok()) return expected.status();
+  if (!produce) return invalid_argument("tensor '" + name + "': no producer");
+  tensors_.push_back({std::move(name), type, std::move(shape), *expected, {}, std::move(produce)});
+  return {};
+}
+
+Result<std::vector<uint8_t>> Writer::header_bytes() const {
   auto alignment_or = alignment();
   if (!alignment_or.ok()) return alignment_or.status();
   const uint64_t align = *alignment_or;
@@ -154,27 +169,75 @@ Result<std::vector<uint8_t>> Writer::to_bytes() const {
     for (int64_t d : t.shape) sink.put<uint64_t>(static_cast<uint64_t>(d));
     sink.put<uint32_t>(static_cast<uint32_t>(t.type));
     sink.put<uint64_t>(offset);
-    offset += t.data.size();
+    offset += t.n_bytes;
     if (offset % align != 0) offset += align - offset % align;
   }
   sink.pad_to(align);
-  for (const PendingTensor& t : tensors_) {
-    sink.bytes.insert(sink.bytes.end(), t.data.begin(), t.data.end());
-    sink.pad_to(align);
-  }
   return std::move(sink.bytes);
 }
 
+Status Writer::tensor_bytes(const PendingTensor& t, std::vector<uint8_t>& scratch,
+                            std::span<const uint8_t>& out) const {
+  if (!t.produce) {
+    out = t.data;
+    return {};
+  }
+  scratch.clear();
+  TM_RETURN_IF_ERROR(t.produce(scratch));
+  if (scratch.size() != t.n_bytes) {
+    return internal_error("tensor '" + t.name + "': produced " + std::to_string(scratch.size()) + " bytes, " +
+                          std::to_string(t.n_bytes) + " expected");
+  }
+  out = scratch;
+  return {};
+}
+
+Result<std::vector<uint8_t>> Writer::to_bytes() const {
+  auto header = header_bytes();
+  if (!header.ok()) return header.status();
+  const uint64_t align = *alignment();
+  std::vector<uint8_t> bytes = std::move(header).value();
+  std::vector<uint8_t> scratch;
+  for (const PendingTensor& t : tensors_) {
+    std::span<const uint8_t> data;
+    TM_RETURN_IF_ERROR(tensor_bytes(t, scratch, data));
+    bytes.insert(bytes.end(), data.begin(), data.end());
+    while (bytes.size() % align != 0) bytes.push_back(0);
+  }
+  return bytes;
+}
+
 Status Writer::write(const std::string& path) const {
-  auto bytes = to_bytes();
-  if (!bytes.ok()) return bytes.status();
+  auto header = header_bytes();
+  if (!header.ok()) return header.status();
+  const uint64_t align = *alignment();
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) return io_error("cannot create '" + tmp + "': " + std::strerror(errno));
-  const size_t written = std::fwrite(bytes->data(), 1, bytes->size(), f);
+  auto fail = [&](Status status) {
+    std::fclose(f);
+    std::remove(tmp.c_str());
+    return status;
+  };
+  auto put = [&](const uint8_t* p, size_t n) { return std::fwrite(p, 1, n, f) == n; };
+  if (!put(header->data(), header->size())) return fail(io_error("cannot write '" + tmp + "': " + std::strerror(errno)));
+  uint64_t written = header->size();
+  std::vector<uint8_t> scratch;
+  static constexpr uint8_t kZeros[64] = {};
+  for (const PendingTensor& t : tensors_) {
+    std::span<const uint8_t> data;
+    if (Status s = tensor_bytes(t, scratch, data); !s.ok()) return fail(s);
+    if (!put(data.data(), data.size())) return fail(io_error("cannot write '" + tmp + "': " + std::strerror(errno)));
+    written += data.size();
+    while (written % align != 0) {
+      const size_t n = std::min<uint64_t>(sizeof(kZeros), align - written % align);
+      if (!put(kZeros, n)) return fail(io_error("cannot write '" + tmp + "': " + std::strerror(errno)));
+      written += n;
+    }
+  }
   const bool flushed = std::fflush(f) == 0 && fsync(fileno(f)) == 0;
   const bool closed = std::fclose(f) == 0;
-  if (written != bytes->size() || !flushed || !closed) {
+  if (!flushed || !closed) {
     std::remove(tmp.c_str());
     return io_error("cannot write '" + tmp + "': " + std::strerror(errno));
   }

@@ -202,53 +202,52 @@ Result<QuantizeSummary> quantize_model(const gguf::File& source, const std::stri
   ThreadPool pool(std::max(1, options.n_threads));
   QuantizeSummary summary;
   const int64_t n_tensors = static_cast<int64_t>(source.tensors().size());
-  std::vector<uint8_t> converted;
+  // Each tensor is converted while the output is written, one at a time: the output is
+  // never whole in memory.
   for (int64_t i = 0; i < n_tensors; ++i) {
     const gguf::TensorInfo& info = source.tensors()[i];
     const TensorFacts tensor{info.name, static_cast<int32_t>(info.shape.size()), info.shape[0]};
     TypeChoice choice = choose_tensor_type(options.mix, tensor, *facts, options.imatrix != nullptr || options.gptq != nullptr);
     summary.source_tensor_bytes += info.n_bytes;
     summary.n_parameters += info.n_elements();
-
-    TensorProgress progress;
-    progress.index = i;
-    progress.n_tensors = n_tensors;
-    progress.source = &info;
-    progress.wanted_type = choice.wanted;
-
-    std::span<const uint8_t> data;
-    if (!find_type_traits(info.type) && !choice.quantized_weight) {
-      // An integer tensor or similar that is not a weight matrix: carried over as is.
-      choice.type = info.type;
-      data = source.tensor_data(info);
-    } else if (choice.type == info.type) {
-      // Already in the wanted type: copying loses nothing, requantizing would.
-      data = source.tensor_data(info);
-    } else if (const GptqHessian* hessian = gptq_entry(options, info.name);
-               hessian && choice.quantized_weight && supports_gptq(choice.type)) {
-      TM_RETURN_IF_ERROR(convert_tensor_gptq(source, info, choice.type, *hessian, options.gptq_damp, pool, converted));
-      progress.used_gptq = true;
-      ++summary.n_with_gptq;
-      data = converted;
-    } else {
-      std::vector<float> importance;
-      if (options.imatrix && choice.quantized_weight && supports_weighted_quantization(choice.type)) {
-        if (const ImportanceEntry* entry = options.imatrix->find(info.name)) {
-          importance = importance_weights(*entry);
-          progress.used_importance = true;
-          ++summary.n_with_importance;
-        }
-      }
-      TM_RETURN_IF_ERROR(convert_tensor(source, info, choice.type, importance.empty() ? nullptr : importance.data(),
-                                        pool, converted));
-      data = converted;
-    }
+    const bool carried_over = !find_type_traits(info.type) && !choice.quantized_weight;
+    if (carried_over) choice.type = info.type;  // an integer tensor or similar that is not a weight matrix
     if (choice.type != choice.wanted) ++summary.n_fallbacks;
-    TM_RETURN_IF_ERROR(writer.add_tensor(info.name, choice.type, info.shape, data));
-    summary.output_tensor_bytes += data.size();
-    progress.new_type = choice.type;
-    progress.new_bytes = data.size();
-    if (options.on_tensor) options.on_tensor(progress);
+
+    auto produce = [&, i, choice, carried_over](std::vector<uint8_t>& out) -> Status {
+      TensorProgress progress;
+      progress.index = i;
+      progress.n_tensors = n_tensors;
+      progress.source = &info;
+      progress.wanted_type = choice.wanted;
+      if (carried_over || choice.type == info.type) {
+        // Carried over, or already in the wanted type: copying loses nothing, requantizing would.
+        const std::span<const uint8_t> data = source.tensor_data(info);
+        out.assign(data.begin(), data.end());
+      } else if (const GptqHessian* hessian = gptq_entry(options, info.name);
+                 hessian && choice.quantized_weight && supports_gptq(choice.type)) {
+        TM_RETURN_IF_ERROR(convert_tensor_gptq(source, info, choice.type, *hessian, options.gptq_damp, pool, out));
+        progress.used_gptq = true;
+        ++summary.n_with_gptq;
+      } else {
+        std::vector<float> importance;
+        if (options.imatrix && choice.quantized_weight && supports_weighted_quantization(choice.type)) {
+          if (const ImportanceEntry* entry = options.imatrix->find(info.name)) {
+            importance = importance_weights(*entry);
+            progress.used_importance = true;
+            ++summary.n_with_importance;
+          }
+        }
+        TM_RETURN_IF_ERROR(convert_tensor(source, info, choice.type, importance.empty() ? nullptr : importance.data(),
+                                          pool, out));
+      }
+      summary.output_tensor_bytes += out.size();
+      progress.new_type = choice.type;
+      progress.new_bytes = out.size();
+      if (options.on_tensor) options.on_tensor(progress);
+      return {};
+    };
+    TM_RETURN_IF_ERROR(writer.add_tensor_produced(info.name, choice.type, info.shape, produce));
   }
   TM_RETURN_IF_ERROR(writer.write(output_path));
   summary.seconds = timer.seconds();

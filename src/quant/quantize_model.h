@@ -3,8 +3,9 @@
 // and writes a new GGUF with the same metadata (general.file_type updated, and
 // tokenmill.quantize.* recording how the file was made).
 //
-// The output is built in memory and written through gguf::Writer (temporary file, then
-// rename): on any error nothing is left at the output path.
+// The output is written through gguf::Writer (temporary file, then rename), each tensor
+// converted as its turn to be written comes: on any error nothing is left at the output
+// path, and neither model is ever whole in memory.
 //
 // Thread-safety: quantize_model() may run concurrently with itself on different files.
 #pragma once

@@ -588,6 +588,48 @@ TEST_F(GgufWrite, TargetThatIsADirectoryFailsWithoutLeavingTheTempFile) {
   EXPECT_EQ(entries(target), std::vector<std::string>{"child"});
 }
 
+TEST_F(GgufWrite, ProducedTensorsAreWrittenAsStoredOnesAre) {
+  // The same bytes through a producer give the same file.
+  Writer produced;
+  produced.set_string("general.architecture", "llama");
+  produced.set_strings("tokenizer.ggml.tokens", {"a", "b"});
+  ASSERT_TRUE(produced
+                  .add_tensor_produced("t", TensorType::kF16, {8, 2},
+                              Writer::Producer([](std::vector<uint8_t>& out) {
+                                out = pattern(32, 9);
+                                return Status();
+                              }))
+                  .ok());
+  ASSERT_TRUE(produced.write((dir_ / "produced.gguf").string()).ok());
+  ASSERT_TRUE(writer_.write((dir_ / "stored.gguf").string()).ok());
+  auto a = File::open((dir_ / "produced.gguf").string());
+  auto b = File::open((dir_ / "stored.gguf").string());
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->file_size(), b->file_size());
+  const auto ta = a->tensor_data(*a->find_tensor("t")), tb = b->tensor_data(*b->find_tensor("t"));
+  EXPECT_TRUE(std::equal(ta.begin(), ta.end(), tb.begin(), tb.end()));
+}
+
+TEST_F(GgufWrite, AProducerThatFailsOrGivesTheWrongSizeLeavesNothing) {
+  ASSERT_TRUE(writer_.add_tensor_produced("short", TensorType::kF32, {4}, Writer::Producer([](std::vector<uint8_t>& out) {
+                                   out.assign(12, 0);  // 16 needed
+                                   return Status();
+                                 }))
+                  .ok());
+  Status status = writer_.write((dir_ / "x.gguf").string());
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("produced 12 bytes, 16 expected"), std::string::npos) << status.message();
+  Writer failing;
+  ASSERT_TRUE(failing.add_tensor_produced("t", TensorType::kF32, {4}, Writer::Producer([](std::vector<uint8_t>&) {
+                                   return io_error("source went away");
+                                 }))
+                  .ok());
+  status = failing.write((dir_ / "y.gguf").string());
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.message(), "source went away");
+  EXPECT_TRUE(entries(dir_).empty());
+}
+
 TEST_F(GgufWrite, OpenReportsMissingFile) {
   auto file = File::open((dir_ / "absent.gguf").string());
   ASSERT_FALSE(file.ok());
