@@ -76,11 +76,13 @@ Result<ConvertSummary> convert_hf_model(const std::string& dir, const std::strin
     sources[(*place)->gguf_name][(*place)->part] = tensor;
   }
   const std::vector<ExpectedTensor> expected = expected_tensors(*arch, *config);
-  for (const auto& [name, parts] : sources) {
-    const bool wanted = std::any_of(expected.begin(), expected.end(), [&](const ExpectedTensor& e) { return e.gguf_name == name; });
+  for (const auto& source : sources) {
+    const std::string& name = source.first;  // a plain reference: lambdas may not capture bindings
+    const bool wanted =
+        std::any_of(expected.begin(), expected.end(), [&](const ExpectedTensor& e) { return e.gguf_name == name; });
     if (!wanted) {
-      return unsupported(dir + ": tensor '" + parts.begin()->second->name + "' has no place in a " + arch->model_type +
-                         " model");
+      return unsupported(dir + ": tensor '" + source.second.begin()->second->name + "' has no place in a " +
+                         arch->model_type + " model");
     }
   }
   for (const ExpectedTensor& e : expected) {
