@@ -321,11 +321,11 @@ int run_bench(const BenchOptions& o) {
   if (m.config().n_expert > 0 && tg_steps > 0) {
     // Each chosen expert is read once per step: compare with n_parallel tokens each
     // reading its own n_expert_used experts, and with every expert (routers included).
-    auto bytes = [](const ops::WeightMatrix& w) { return static_cast<double>(w.row_bytes) * w.n_rows; };
     double per_expert = 0, routers = 0;  // one expert of every layer (types differ between layers)
     for (const model::LayerWeights& l : m.weights().layers) {
-      per_expert += bytes(l.ffn_gate_exps[0]) + bytes(l.ffn_up_exps[0]) + bytes(l.ffn_down_exps[0]);
-      routers += bytes(l.ffn_gate_inp);
+      per_expert += static_cast<double>(l.ffn_gate_exps[0].n_bytes() + l.ffn_up_exps[0].n_bytes() +
+                                        l.ffn_down_exps[0].n_bytes());
+      routers += static_cast<double>(l.ffn_gate_inp.n_bytes());
     }
     const double per_step = tg_expert_bytes / static_cast<double>(tg_steps);
     const double bound = routers + per_expert * m.config().n_expert_used * o.n_parallel;

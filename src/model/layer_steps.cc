@@ -20,6 +20,8 @@ void LayerScratch::resize(const ModelConfig& c, int64_t n) {
     expert_gate.resize(n * c.n_ff_expert);
     expert_up.resize(n * c.n_ff_expert);
     expert_out.resize(n * c.n_embd);
+    routed_ids.resize(n * c.n_expert_used);
+    routed_weights.resize(n * c.n_expert_used);
   }
 }
 
@@ -93,12 +95,11 @@ void route_tokens(const float* logits, int64_t n, int32_t n_expert, int32_t n_us
 }
 
 int64_t moe_ffn_step(ops::Backend& backend, const ModelConfig& c, const LayerWeights& w, int64_t n, LayerScratch& s) {
-  auto bytes = [](const ops::WeightMatrix& m) { return static_cast<int64_t>(m.row_bytes) * m.n_rows; };
-  int64_t bytes_read = bytes(w.ffn_gate_inp);
+  int64_t bytes_read = w.ffn_gate_inp.n_bytes();
   backend.matmul(w.ffn_gate_inp, s.normed.data(), n, s.router.data());
   const int32_t n_used = c.n_expert_used;
-  std::vector<int32_t> ids(static_cast<size_t>(n * n_used));
-  std::vector<float> weights(static_cast<size_t>(n * n_used));
+  std::vector<int32_t>& ids = s.routed_ids;
+  std::vector<float>& weights = s.routed_weights;
   route_tokens(s.router.data(), n, c.n_expert, n_used, ids.data(), weights.data());
   std::fill(s.out.begin(), s.out.begin() + n * c.n_embd, 0.0f);
   // Experts in index order: a token's sum runs over its experts in that order whatever
@@ -123,7 +124,7 @@ int64_t moe_ffn_step(ops::Backend& backend, const ModelConfig& c, const LayerWei
     backend.matmul_shared_input(gate_up, s.expert_in.data(), m);
     backend.swiglu(s.expert_gate.data(), s.expert_up.data(), m * c.n_ff_expert, s.expert_gate.data());
     backend.matmul(w.ffn_down_exps[e], s.expert_gate.data(), m, s.expert_out.data());
-    bytes_read += bytes(w.ffn_gate_exps[e]) + bytes(w.ffn_up_exps[e]) + bytes(w.ffn_down_exps[e]);
+    bytes_read += w.ffn_gate_exps[e].n_bytes() + w.ffn_up_exps[e].n_bytes() + w.ffn_down_exps[e].n_bytes();
     for (int64_t i = 0; i < m; ++i) {
       float* out = s.out.data() + s.expert_rows[i] * c.n_embd;
       const float* y = s.expert_out.data() + i * c.n_embd;

@@ -25,6 +25,8 @@ struct LayerScratch {
   std::vector<float> out;     // [n, n_embd]   output of attention / FFN
   // Mixture of experts: router logits, and one expert's gathered rows.
   std::vector<float> router;          // [n, n_expert]
+  std::vector<int32_t> routed_ids;    // [n, n_expert_used] each token's experts
+  std::vector<float> routed_weights;  // [n, n_expert_used] and their weights
   std::vector<float> expert_in;       // [n, n_embd]
   std::vector<float> expert_gate;     // [n, n_ff_expert]
   std::vector<float> expert_up;       // [n, n_ff_expert]

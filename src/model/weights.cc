@@ -92,16 +92,15 @@ Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& c) 
 }
 
 int64_t weight_bytes_per_token(const ModelWeights& w) {
-  auto bytes = [](const ops::WeightMatrix& m) { return static_cast<int64_t>(m.row_bytes) * m.n_rows; };
-  int64_t total = bytes(w.output);  // the embedding table itself is only gathered, one row per token
+  int64_t total = w.output.n_bytes();  // the embedding table itself is only gathered, one row per token
   for (const LayerWeights& L : w.layers) {
-    total += bytes(L.wq) + bytes(L.wk) + bytes(L.wv) + bytes(L.wo) + bytes(L.ffn_gate) + bytes(L.ffn_up) +
-             bytes(L.ffn_down);
+    total += L.wq.n_bytes() + L.wk.n_bytes() + L.wv.n_bytes() + L.wo.n_bytes() + L.ffn_gate.n_bytes() +
+             L.ffn_up.n_bytes() + L.ffn_down.n_bytes();
     if (!L.ffn_gate_exps.empty()) {
       // A token reads the router and the experts it is routed to: n_expert_used of them.
       const int64_t n_used = w.n_expert_used;
-      total += bytes(L.ffn_gate_inp) +
-               n_used * (bytes(L.ffn_gate_exps[0]) + bytes(L.ffn_up_exps[0]) + bytes(L.ffn_down_exps[0]));
+      total += L.ffn_gate_inp.n_bytes() +
+               n_used * (L.ffn_gate_exps[0].n_bytes() + L.ffn_up_exps[0].n_bytes() + L.ffn_down_exps[0].n_bytes());
     }
   }
   return total;
@@ -109,7 +108,7 @@ int64_t weight_bytes_per_token(const ModelWeights& w) {
 
 std::shared_ptr<uint8_t[]> repack_matrix(ops::WeightMatrix& m, const gguf::File& file) {
   if (m.panels || quant::best_panel_kernel(m.type) == nullptr || m.n_rows % quant::kPanelRows != 0) return nullptr;
-  const size_t n_bytes = m.row_bytes * static_cast<size_t>(m.n_rows);
+  const size_t n_bytes = static_cast<size_t>(m.n_bytes());
   std::shared_ptr<uint8_t[]> buffer = allocate_large_buffer(n_bytes);
   // A slab at a time, dropping the source pages behind it, so that the matrix is never
   // resident twice, even for a moment (the 262,144-row output matrix is 178 MB).

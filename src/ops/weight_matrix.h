@@ -20,6 +20,8 @@ struct WeightMatrix {
   bool panels = false;
 
   const uint8_t* row(int64_t r) const { return data + static_cast<size_t>(r) * row_bytes; }
+  // Bytes a pass over every row reads (panels hold the same bytes).
+  int64_t n_bytes() const { return static_cast<int64_t>(row_bytes) * n_rows; }
 };
 
 }  // namespace tokenmill::ops
