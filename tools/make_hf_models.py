@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Writes tests/fixtures/hf_models/<name>/: tiny random-weight Hugging Face models with reference outputs.
 
-Nine models, each a complete Hugging Face model directory (config.json, model.safetensors
+Ten models, each a complete Hugging Face model directory (config.json, model.safetensors
 in bfloat16, tokenizer.json, tokenizer_config.json, generation_config.json; the Gemma models
 tokenizer.model too) plus the reference outputs the C++ tests compare against, so the tests
 need neither torch nor transformers:
 
     llama3    LlamaConfig,    2 heads x 64, 1 kv head, llama3 rope scaling  Llama-3 style tokenizer
     mistral   MistralConfig,  4 heads x 32, 2 kv heads                      Llama-3 style tokenizer
+    mistral_swa  as mistral, with a sliding window of 8 tokens on every     Llama-3 style tokenizer
+              layer (Mistral 7B v0.1's, shrunk)
     qwen2     Qwen2Config,    2 heads x 64, 1 kv head, q/k/v biases, tied   Qwen-2 style tokenizer
     qwen3     Qwen3Config,    4 heads x 64, 2 kv heads, q/k norms, tied     Qwen-2 style tokenizer
     qwen3moe  Qwen3MoeConfig, as qwen3 but untied; every layer a mixture of Qwen-2 style tokenizer
@@ -84,7 +86,7 @@ checkpoints on the Hub that transformers 4.x wrote (top-level rope_theta and rop
 torch_dtype, num_experts for qwen3_moe where transformers 5 writes num_local_experts, and
 partial_rotary_factor top-level, as microsoft/Phi-4-mini-instruct has it; microsoft/Phi-3-mini-4k-instruct
 has rope_scaling null and no partial_rotary_factor);
-mistral, qwen3 and mixtral are "v5", transformers 5's own (rope_parameters holding
+mistral, mistral_swa, qwen3 and mixtral are "v5", transformers 5's own (rope_parameters holding
 rope_theta and the scaling, dtype). gemma2 is "legacy" (as google/gemma-2-2b: rope_theta, no
 layer_types), gemma3 "v5" (rope_parameters {full_attention: {rope_theta 1e6}, sliding_attention:
 {rope_theta 1e4}}, layer_types; its legacy form, as google/gemma-3-1b-it: rope_theta,
@@ -299,6 +301,16 @@ MODELS = {
         "config": lambda ids: MistralConfig(
             **COMMON, num_attention_heads=4, head_dim=32, num_key_value_heads=2, intermediate_size=320,
             rms_norm_eps=1e-5, tie_word_embeddings=False, sliding_window=None,
+            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+            bos_token_id=ids["<|begin_of_text|>"], eos_token_id=[ids["<|end_of_text|>"], ids["<|eot_id|>"]]),
+    },
+    # Mistral 7B v0.1's sliding window (every layer), shrunk to 8 tokens so that the prompts and
+    # greedy continuations exercise it. llama.cpp runs Mistral as llama and ignores the window.
+    "mistral_swa": {
+        "seed": 2100, "tokenizer": "llama3", "config_style": "v5",
+        "config": lambda ids: MistralConfig(
+            **COMMON, num_attention_heads=4, head_dim=32, num_key_value_heads=2, intermediate_size=320,
+            rms_norm_eps=1e-5, tie_word_embeddings=False, sliding_window=8,
             rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
             bos_token_id=ids["<|begin_of_text|>"], eos_token_id=[ids["<|end_of_text|>"], ids["<|eot_id|>"]]),
     },
@@ -1114,6 +1126,13 @@ def build(name: str, spec: dict, tok: Tokenizer, texts: list[str], config_style:
         other = AutoModelForCausalLM.from_config(plain, attn_implementation="eager", dtype=torch.float32).eval()
         other.load_state_dict(model.state_dict())
         reference["rope_scaling_sensitivity"] = round(max_diff(logits, all_logits(other, prompts)), 5)
+    if name == "mistral_swa":
+        plain = copy.deepcopy(config)
+        plain.sliding_window = None
+        other = AutoModelForCausalLM.from_config(plain, attn_implementation="eager", dtype=torch.float32).eval()
+        other.load_state_dict(model.state_dict())
+        reference["sliding_window"] = config.sliding_window
+        reference["sliding_window_sensitivity"] = round(max_diff(logits, all_logits(other, prompts)), 5)
     if name in ("qwen3", "qwen3moe"):
         other = copy.deepcopy(model)
         with torch.no_grad():

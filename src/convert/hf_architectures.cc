@@ -15,15 +15,17 @@ struct LayerNameGemma {
 
 constexpr HfArchitecture kArchitectures[] = {
     {.model_type = "llama", .gguf_arch = "llama", .permute_qk = true},
-    // llama.cpp runs Mistral 7B-style models as llama (their sliding window, where set, is
-    // longer than the contexts they are run at).
-    {.model_type = "mistral", .gguf_arch = "llama", .permute_qk = true},
+    // llama.cpp runs Mistral 7B-style models as llama. Mistral 7B v0.1's sliding window
+    // (every layer) is written as llama.attention.sliding_window, which tokenmill applies
+    // and llama.cpp ignores.
+    {.model_type = "mistral", .gguf_arch = "llama", .permute_qk = true, .sliding_window = true},
     {.model_type = "qwen2", .gguf_arch = "qwen2", .qkv_bias = true},
     {.model_type = "qwen3", .gguf_arch = "qwen3", .qk_norm = true},
     {.model_type = "qwen3_moe", .gguf_arch = "qwen3moe", .qk_norm = true, .moe = MoeLayout::kQwen},
     // llama.cpp runs Mixtral as llama with experts.
-    {.model_type = "mixtral", .gguf_arch = "llama", .permute_qk = true, .moe = MoeLayout::kMixtral},
-    {.model_type = "phi3", .gguf_arch = "phi3", .fused = true},
+    {.model_type = "mixtral", .gguf_arch = "llama", .permute_qk = true, .moe = MoeLayout::kMixtral,
+     .sliding_window = true},
+    {.model_type = "phi3", .gguf_arch = "phi3", .fused = true, .sliding_window = true},
     {.model_type = "gemma2", .gguf_arch = "gemma2", .gemma = true, .activation = "gelu_pytorch_tanh"},
     {.model_type = "gemma3_text", .gguf_arch = "gemma3", .qk_norm = true, .gemma = true,
      .activation = "gelu_pytorch_tanh"},
@@ -260,6 +262,11 @@ Status check_hf_config(const HfArchitecture& arch, const HfConfig& c) {
       return unsupported("config.json: Phi-3's rope_scaling (LongRoPE) is not supported");
     }
   }
+  if (c.sliding_window > 0 && !arch.gemma && !arch.sliding_window) {
+    // Qwen 2/3 slide only from max_window_layers on, a pattern GGUF has no key for.
+    return unsupported(std::string("config.json: a sliding window (use_sliding_window) is not supported for ") +
+                       arch.model_type);
+  }
   if (arch.moe == MoeLayout::kNone && c.n_expert > 0) {
     return unsupported(std::string("config.json: a ") + arch.model_type + " model with experts is not supported");
   }
@@ -319,7 +326,7 @@ void write_architecture_metadata(const HfArchitecture& arch, const HfConfig& c, 
       w.set_f32(a + ".rope.freq_base_swa", static_cast<float>(c.rope_theta_local > 0 ? c.rope_theta_local : 10000.0));
     }
   }
-  if (arch.fused && c.sliding_window > 0) {
+  if (arch.sliding_window && c.sliding_window > 0) {
     w.set_u32(a + ".attention.sliding_window", static_cast<uint32_t>(c.sliding_window));
   }
   if (c.linear_rope_factor > 0) {

@@ -37,6 +37,9 @@ struct HfArchitecture {
   // gate rows first), as llama.cpp keeps them.
   bool fused = false;
   const char* activation = "silu";
+  // A sliding window over every layer (config.json's sliding_window), written as
+  // <arch>.attention.sliding_window. Gemma's alternating windows are the gemma flag's.
+  bool sliding_window = false;
 };
 
 Result<HfArchitecture> find_hf_architecture(const std::string& model_type);

@@ -19,6 +19,18 @@ Status read_positive(const gguf::File& file, const std::string& arch, const char
   return {};
 }
 
+// "<arch>.attention.sliding_window", where the file has it, as a window on every layer.
+Status read_uniform_window(const gguf::File& file, const std::string& arch, ModelConfig& c) {
+  const int64_t window = file.get_int_or(arch + ".attention.sliding_window", 0);
+  if (window < 0 || window > (1 << 30)) {
+    return corrupt_data("metadata '" + arch + ".attention.sliding_window' is " + std::to_string(window) +
+                        ", expected a size");
+  }
+  c.sliding_window = static_cast<int32_t>(window);
+  c.layer_is_sliding.assign(c.n_layers, window > 0);
+  return {};
+}
+
 }  // namespace
 
 Result<ModelConfig> read_model_config(const gguf::File& file) {
@@ -139,6 +151,8 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
     }
     case Architecture::kLlama:
       c.rope_style = ops::RopeStyle::kNormal;
+      // Mistral 7B v0.1: a sliding window on every layer, where the file has one.
+      TM_RETURN_IF_ERROR(read_uniform_window(file, a, c));
       break;
     case Architecture::kQwen2:
     case Architecture::kQwen3:
@@ -147,10 +161,8 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
       break;
     case Architecture::kPhi3:
       c.rope_style = ops::RopeStyle::kNeox;
-      // A sliding window, where the file has one, on every layer (Phi-3-mini's 2047).
-      c.sliding_window = static_cast<int32_t>(file.get_int_or(a + ".attention.sliding_window", 0));
-      if (c.sliding_window < 0) return corrupt_data("attention.sliding_window is negative");
-      c.layer_is_sliding.assign(c.n_layers, c.sliding_window > 0);
+      // Phi-3-mini's 2047, where the file has one.
+      TM_RETURN_IF_ERROR(read_uniform_window(file, a, c));
       break;
   }
   if (c.architecture == Architecture::kQwen3Moe || file.find(a + ".expert_count")) {

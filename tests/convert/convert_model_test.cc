@@ -111,6 +111,16 @@ TEST_F(ConvertModel, ConfigFieldsOutOfRangeAreRefused) {
   expect_refused("hidden_act 'gelu' is not supported");
 }
 
+// Qwen slides only from max_window_layers on, which GGUF cannot say: refused rather than
+// converted into a model that attends differently.
+TEST_F(ConvertModel, QwenSlidingWindowIsRefused) {
+  json c = config();
+  c["use_sliding_window"] = true;
+  c["sliding_window"] = 4096;
+  set_config(c);
+  expect_refused("a sliding window (use_sliding_window) is not supported for qwen3");
+}
+
 TEST_F(ConvertModel, AMissingTensorIsNamed) {
   std::vector<TensorBytes> t = tensors();
   std::erase_if(t, [](const TensorBytes& x) { return x.name == "model.layers.1.mlp.up_proj.weight"; });

@@ -289,7 +289,7 @@ TEST_P(HfReference, TokenizerGivesTheIdsOfHuggingFaceTokenizers) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Architectures, HfReference, ::testing::Values("llama3", "mistral", "qwen2", "qwen3", "qwen3moe", "mixtral", "gemma2", "gemma3", "phi3"),
+INSTANTIATE_TEST_SUITE_P(Architectures, HfReference, ::testing::Values("llama3", "mistral", "mistral_swa", "qwen2", "qwen3", "qwen3moe", "mixtral", "gemma2", "gemma3", "phi3"),
                          [](const auto& info) { return std::string(info.param); });
 
 }  // namespace
