@@ -9,6 +9,7 @@
 #include <map>
 
 #include "convert/hf_architectures.h"
+#include "convert/hf_bert.h"
 #include "convert/hf_config.h"
 #include "convert/hf_tokenizer.h"
 #include "convert/safetensors.h"
@@ -110,7 +111,11 @@ Result<ConvertSummary> convert_hf_model(const std::string& dir, const std::strin
   }
 
   gguf::Writer writer;
-  write_architecture_metadata(*arch, *config, writer);
+  if (arch->encoder) {
+    TM_RETURN_IF_ERROR(write_bert_metadata(dir, *config, writer));
+  } else {
+    write_architecture_metadata(*arch, *config, writer);
+  }
   const std::string base_name = std::filesystem::path(dir).filename().string();
   writer.set_string("general.name", !options.name.empty() ? options.name
                                     : base_name.empty()     ? std::string(arch->model_type)

@@ -4,6 +4,8 @@
 #include <numbers>
 #include <span>
 
+#include "convert/hf_bert.h"
+
 namespace tokenmill::convert {
 
 namespace {
@@ -29,6 +31,7 @@ constexpr HfArchitecture kArchitectures[] = {
     {.model_type = "gemma2", .gguf_arch = "gemma2", .gemma = true, .activation = "gelu_pytorch_tanh"},
     {.model_type = "gemma3_text", .gguf_arch = "gemma3", .qk_norm = true, .gemma = true,
      .activation = "gelu_pytorch_tanh"},
+    {.model_type = "bert", .gguf_arch = "bert", .activation = "gelu", .encoder = true},
 };
 
 // Gemma's four norms of a block (the others' post_attention_layernorm is their FFN norm).
@@ -119,6 +122,7 @@ std::string supported_model_types() {
 }
 
 std::vector<ExpectedTensor> expected_tensors(const HfArchitecture& arch, const HfConfig& c) {
+  if (arch.encoder) return bert_expected_tensors(c);
   const int64_t q_dim = c.n_heads * c.head_dim;
   const int64_t kv_dim = c.n_kv_heads * c.head_dim;
   std::vector<ExpectedTensor> out = {{"token_embd.weight", {c.hidden_size, c.vocab_size}},
@@ -171,6 +175,7 @@ std::vector<ExpectedTensor> expected_tensors(const HfArchitecture& arch, const H
 Result<std::optional<TensorPlace>> gguf_tensor_place(const HfArchitecture& arch, const HfConfig& c,
                                                      const std::string& hf) {
   using Place = std::optional<TensorPlace>;
+  if (arch.encoder) return bert_tensor_place(c, hf);
   if (hf == "model.embed_tokens.weight") return Place(TensorPlace{"token_embd.weight"});
   if (hf == "model.norm.weight") return Place(TensorPlace{"output_norm.weight"});
   if (hf == "lm_head.weight") {
@@ -232,6 +237,7 @@ Status check_hf_config(const HfArchitecture& arch, const HfConfig& c) {
                          "' is not supported for " + arch.model_type + " (" + arch.activation + " only)");
     }
   }
+  if (arch.encoder) return check_bert_config(c);
   if (arch.gemma) {
     // GGUF has no key for the query scale: llama.cpp uses 1/sqrt(head_dim), or
     // 1/sqrt(hidden / heads) for Gemma 2 27B (46 layers) and Gemma 3 27B (62 layers).

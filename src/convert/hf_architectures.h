@@ -40,6 +40,8 @@ struct HfArchitecture {
   // A sliding window over every layer (config.json's sliding_window), written as
   // <arch>.attention.sliding_window. Gemma's alternating windows are the gemma flag's.
   bool sliding_window = false;
+  // A BERT encoder (hf_bert.h): its own tensors and bert.* metadata.
+  bool encoder = false;
 };
 
 Result<HfArchitecture> find_hf_architecture(const std::string& model_type);

@@ -1,8 +1,8 @@
 #include "convert/hf_config.h"
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
+
+#include "convert/json_file.h"
 
 namespace tokenmill::convert {
 
@@ -117,6 +117,10 @@ Status read_rope_scaling(const json& c, const std::string& label, HfConfig& conf
 Result<HfConfig> parse_hf_config(const std::string& text, const std::string& label) {
   const json c = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (c.is_discarded() || !c.is_object()) return invalid_argument(label + ": not a JSON object");
+  return hf_config_from_json(c, label);
+}
+
+Result<HfConfig> hf_config_from_json(const json& c, const std::string& label) {
   HfConfig config;
   if (!c.contains("model_type") || !c["model_type"].is_string()) {
     return field_error(label, "model_type", "is missing or not a string");
@@ -166,12 +170,10 @@ Result<HfConfig> parse_hf_config(const std::string& text, const std::string& lab
 }
 
 Result<HfConfig> read_hf_config(const std::string& dir) {
-  const std::string path = (std::filesystem::path(dir) / "config.json").string();
-  std::ifstream in(path);
-  if (!in) return not_found(path + ": cannot be read");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_hf_config(text.str(), path);
+  const std::filesystem::path path = std::filesystem::path(dir) / "config.json";
+  auto c = read_json_object(path, /*required=*/true);
+  if (!c.ok()) return c.status();
+  return hf_config_from_json(*c, path.string());
 }
 
 }  // namespace tokenmill::convert

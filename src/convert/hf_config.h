@@ -51,5 +51,6 @@ struct HfConfig {
 // heads must divide evenly; unknown rope scaling types are refused.
 Result<HfConfig> read_hf_config(const std::string& dir);
 Result<HfConfig> parse_hf_config(const std::string& text, const std::string& label);
+Result<HfConfig> hf_config_from_json(const nlohmann::json& config, const std::string& label);
 
 }  // namespace tokenmill::convert

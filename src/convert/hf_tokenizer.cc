@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "convert/json_file.h"
+#include "convert/hf_wordpiece.h"
 #include "convert/sentencepiece_model.h"
 
 namespace tokenmill::convert {
@@ -34,19 +36,6 @@ constexpr int32_t kNormal = 1;
 constexpr int32_t kControl = 3;
 constexpr int32_t kUserDefined = 4;
 constexpr int32_t kUnused = 5;
-
-Result<json> read_json(const std::filesystem::path& path, bool required) {
-  std::ifstream in(path);
-  if (!in) {
-    if (required) return not_found(path.string() + ": cannot be read");
-    return json();
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  json j = json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return invalid_argument(path.string() + ": not a JSON object");
-  return j;
-}
 
 // The split patterns and the byte-level step of a pre_tokenizer, Sequence included.
 void walk_pre_tokenizer(const json& p, std::vector<std::string>& patterns, bool& byte_level, bool& byte_level_regex,
@@ -150,22 +139,23 @@ Result<TokenizerSummary> write_hf_tokenizer(const std::string& dir_name, const H
   namespace fs = std::filesystem;
   const fs::path dir(dir_name);
   const std::string label = (dir / "tokenizer.json").string();
-  auto tokenizer = read_json(dir / "tokenizer.json", /*required=*/true);
+  auto tokenizer = read_json_object(dir / "tokenizer.json", /*required=*/true);
   if (!tokenizer.ok()) return tokenizer.status();
-  auto tokenizer_config = read_json(dir / "tokenizer_config.json", false);
+  auto tokenizer_config = read_json_object(dir / "tokenizer_config.json", false);
   if (!tokenizer_config.ok()) return tokenizer_config.status();
-  auto generation_config = read_json(dir / "generation_config.json", false);
+  auto generation_config = read_json_object(dir / "generation_config.json", false);
   if (!generation_config.ok()) return generation_config.status();
 
   const json& t = *tokenizer;
   if (!t.contains("model") || !t["model"].is_object()) return invalid_argument(label + ": has no 'model' object");
   const json& model = t["model"];
   const std::string type = model.value("type", "BPE");
+  if (type == "WordPiece") return write_wordpiece_tokenizer(t, *tokenizer_config, config, label, writer);
   // SentencePiece models (Gemma, Llama 2, Mistral 7B) keep their scores and piece types
   // only in tokenizer.model; tokenizer.json's byte_fallback BPE is its translation.
   const bool sentencepiece = type == "Unigram" || model.value("byte_fallback", false);
   if (type != "BPE" && !sentencepiece) {
-    return unsupported(label + ": tokenizer model '" + type + "' is not supported (supported: BPE, SentencePiece)");
+    return unsupported(label + ": tokenizer model '" + type + "' is not supported (supported: BPE, SentencePiece, WordPiece)");
   }
   std::optional<SentencePieceModel> spm;
   std::string pre = "default";

@@ -5,8 +5,8 @@
 //
 // Supported: byte-level BPE (GPT-2 bytes, as Llama 3, Qwen 2/3 and most new models use),
 // with the Llama 3, Qwen 2 or GPT-2 split pattern; and SentencePiece (Gemma, Llama 2,
-// Mistral 7B), read from tokenizer.model for its scores and piece types. Anything else is
-// refused by name.
+// Mistral 7B), read from tokenizer.model for its scores and piece types; and WordPiece
+// (BERT, hf_wordpiece.h). Anything else is refused by name.
 #pragma once
 
 #include <cstdint>
