@@ -165,7 +165,7 @@ def convert(model_dir: Path, out: Path, outtype: str, name: str = "") -> None:
         layer_matrix = matrix and ours.startswith("blk.")
         if layer_matrix and outtype == "q8_0" and array.shape[1] % 32 == 0:
             type_id, raw = T_Q8_0, quantize_q8_0(array)
-        elif matrix and outtype != "f32":
+        elif matrix and outtype != "f32" and ours != "token_types.weight":  # llama.cpp adds it as F32
             type_id, raw = T_F16, array.astype(np.float16).tobytes()
         else:
             type_id, raw = T_F32, array.astype(np.float32).tobytes()

@@ -141,9 +141,10 @@ int32_t layer_of_tensor(std::string_view name) {
 
 bool is_quantizable_weight(const TensorFacts& t) {
   // A mixture of experts' router (ffn_gate_inp) stays F32 as llama.cpp keeps it: it is
-  // tiny, and rounding it moves tokens to other experts.
+  // tiny, and rounding it moves tokens to other experts. So does BERT's token-type table
+  // (two rows), which llama.cpp adds to the embeddings as F32 without converting it.
   return t.n_dims >= 2 && ends_with(t.name, "weight") && !contains(t.name, "_norm.weight") &&
-         !contains(t.name, "ffn_gate_inp.weight");
+         !contains(t.name, "ffn_gate_inp.weight") && t.name != "token_types.weight";
 }
 
 TypeChoice choose_tensor_type(const MixInfo& mix, const TensorFacts& tensor, const ModelFacts& model,

@@ -75,15 +75,27 @@ def test_a_converted_bert_model_embeds_like_sentence_transformers(tokenmill, def
     assert re.search(r"bert\.pooling_type\s+u32\s+1\b", info), info  # mean, from 1_Pooling/config.json
 
     fixture = json.loads((ROOT / "tests/fixtures/embeddings/minilm.json").read_text())
+
+    def cosine(ref, got):
+        return sum(a * b for a, b in zip(ref, got)) / math.sqrt(sum(a * a for a in ref) * sum(b * b for b in got))
+
+    try:
+        from llama_cpp import Llama
+    except ImportError:
+        Llama = None
+    if Llama is not None:  # the same file in llama.cpp, where llama-cpp-python is installed
+        llm = Llama(str(out), embedding=True, n_ctx=512, n_threads=2, verbose=False)
+        for case in fixture["cases"]:
+            assert cosine(case["embedding"], llm.embed(case["text"], normalize=True)) >= 0.9999, case["text"]
+        llm.close()
+
     server = start_server(tokenmill, default_model, "-t", "2", "--embedding-model", str(out),
                           "--data-dir", str(tmp_path / "data"))
     try:
         client = openai.OpenAI(base_url=server.url + "/v1", api_key="none", max_retries=0)
         reply = client.embeddings.create(model="minilm", input=[c["text"] for c in fixture["cases"]])
         for case, data in zip(fixture["cases"], reply.data):
-            ref, got = case["embedding"], data.embedding
-            cosine = sum(a * b for a, b in zip(ref, got)) / math.sqrt(sum(a * a for a in ref) * sum(b * b for b in got))
-            assert cosine >= 0.9999, case["text"]
+            assert cosine(case["embedding"], data.embedding) >= 0.9999, case["text"]
     finally:
         assert server.stop() == 0, server.log()
 
