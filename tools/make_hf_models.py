@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/fixtures/hf_models/<name>/: tiny random-weight Hugging Face models with reference outputs.
 
-Ten models, each a complete Hugging Face model directory (config.json, model.safetensors
+Eleven models, each a complete Hugging Face model directory (config.json, model.safetensors
 in bfloat16, tokenizer.json, tokenizer_config.json, generation_config.json; the Gemma models
 tokenizer.model too) plus the reference outputs the C++ tests compare against, so the tests
 need neither torch nor transformers:
@@ -26,6 +26,8 @@ need neither torch nor transformers:
               self_attn.qkv_proj (q rows, then k, then v), gate and up into
               mlp.gate_up_proj (gate rows first), rope base 1e4 over the
               whole head (partial_rotary_factor 1), no LongRoPE
+    phi3_longrope  as phi3, with LongRoPE (short and long factors, original  Llama-3 style tokenizer
+              context 16 so that the prompts run on the long factors)
 
 All but the Gemma models have 3 layers, hidden size 128, max_position_embeddings 256 and a 640-token
 vocabulary; the Gemma models hidden size 128, max_position_embeddings 256, a 768-token vocabulary,
@@ -274,6 +276,11 @@ PROMPT_CHAT = [{"role": "user", "content": "What is 12 + 30?"}]
 LLAMA3_ROPE_SCALING = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
                        "original_max_position_embeddings": 16}
 
+# LongRoPE factors for the 16 rotary pairs of a 32-wide head: near 1 for the short context, growing
+# towards the slow pairs for the long one (the shape of Phi-3.5's).
+LONGROPE_SHORT = [round(1.0 + 0.02 * i, 2) for i in range(16)]
+LONGROPE_LONG = [round(1.0 + 1.5 * i * i / 15, 2) for i in range(16)]
+
 COMMON = dict(vocab_size=N_VOCAB, hidden_size=128, num_hidden_layers=3, max_position_embeddings=256,
               hidden_act="silu", dtype="bfloat16")
 
@@ -385,6 +392,22 @@ MODELS = {
             tie_word_embeddings=False, sliding_window=None, attention_bias=False,
             original_max_position_embeddings=256,
             rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 1.0},
+            pad_token_id=None, bos_token_id=ids["<|begin_of_text|>"],
+            eos_token_id=[ids["<|end_of_text|>"], ids["<|eot_id|>"]]),
+    },
+    # Phi-3 with LongRoPE (as microsoft/Phi-3.5-mini-instruct: rope_scaling longrope with short and
+    # long factors per rotary pair, original_max_position_embeddings top level), the original context
+    # shrunk to 16 so that every prompt (19-32 tokens) runs on the long factors, as transformers
+    # picks them for a sequence longer than the original context; the attention factor is
+    # transformers' default, sqrt(1 + ln(256 / 16) / ln(16)) = sqrt(2).
+    "phi3_longrope": {
+        "seed": 9100, "tokenizer": "llama3", "config_style": "legacy",
+        "config": lambda ids: Phi3Config(
+            **COMMON, num_attention_heads=4, num_key_value_heads=2, intermediate_size=256, rms_norm_eps=1e-5,
+            tie_word_embeddings=False, sliding_window=None, attention_bias=False,
+            original_max_position_embeddings=16,
+            rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 1.0,
+                             "short_factor": LONGROPE_SHORT, "long_factor": LONGROPE_LONG},
             pad_token_id=None, bos_token_id=ids["<|begin_of_text|>"],
             eos_token_id=[ids["<|end_of_text|>"], ids["<|eot_id|>"]]),
     },
@@ -1142,10 +1165,19 @@ def build(name: str, spec: dict, tok: Tokenizer, texts: list[str], config_style:
         reference["qk_norm_sensitivity"] = round(max_diff(logits, all_logits(other, prompts)), 5)
     if gemma:
         reference.update(gemma_sensitivities(name, model, prompts, logits))
+    if name == "phi3_longrope":
+        for key, change in (("long_factor_sensitivity", {"long_factor": LONGROPE_SHORT}),
+                            ("attention_factor_sensitivity", {"attention_factor": 1.0})):
+            plain = copy.deepcopy(config)
+            plain.rope_parameters = {**config.rope_parameters, **change}
+            other = AutoModelForCausalLM.from_config(plain, attn_implementation="eager", dtype=torch.float32).eval()
+            other.load_state_dict(model.state_dict())
+            reference[key] = round(max_diff(logits, all_logits(other, prompts)), 5)
     if config.model_type == "phi3":
-        split_diff = max_diff(logits, all_logits(phi3_as_llama(model), prompts))
-        assert split_diff <= 1e-4, split_diff
-        print(f"{name}: as LlamaForCausalLM (fused tensors split q, k, v and gate, up): max logit diff {split_diff}")
+        if config.rope_parameters["rope_type"] == "default":  # LlamaForCausalLM has no LongRoPE
+            split_diff = max_diff(logits, all_logits(phi3_as_llama(model), prompts))
+            assert split_diff <= 1e-4, split_diff
+            print(f"{name}: as LlamaForCausalLM (fused tensors split q, k, v and gate, up): max logit diff {split_diff}")
         reference["fused_order_sensitivity"] = round(max_diff(logits, all_logits(gate_up_swapped(model), prompts)), 5)
     if moe:
         # variant_router_forward("top_k") is transformers' router to the bit (see the comment above it)
@@ -1216,6 +1248,7 @@ def build(name: str, spec: dict, tok: Tokenizer, texts: list[str], config_style:
           f"greedy margin min {min(margins):.4f} median {float(np.median(margins)):.3f}, "
           f"distinct greedy tokens {[len(set(r[0])) for r in runs]}, reload diff {reload_diff}")
     for key in ("rope_scaling_sensitivity", "qk_norm_sensitivity", *GEMMA_SENSITIVITIES, "fused_order_sensitivity",
+                "long_factor_sensitivity", "attention_factor_sensitivity",
                 "n_expert", "n_expert_used",
                 "min_router_gap", "min_router_gap_greedy", "min_router_logit_gap", "routing_sensitivity",
                 "routing_weight_sensitivity", "routing_norm_sensitivity"):

@@ -52,7 +52,9 @@ bool pin_threads(const ChatEngineOptions& options, int n_compute) {
 
 Result<std::unique_ptr<server::LoadedModel>> load_chat_model(const ChatEngineOptions& options, const std::string& path,
                                                              const std::string& name, bool verbose) {
-  const model::LoadOptions load = load_options(options.n_threads);
+  model::LoadOptions load = load_options(options.n_threads);
+  // The engine's default sequence limit (min(8192, trained)) unless --max-context says.
+  load.max_context = options.max_context > 0 ? options.max_context : engine::EngineConfig{}.max_context;
   auto model = model::load_model(path, load);
   if (!model.ok()) return model.status();
   auto tokenizer = tokenizer::Tokenizer::from_gguf((*model)->file());

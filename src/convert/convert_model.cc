@@ -135,6 +135,16 @@ Result<ConvertSummary> convert_hf_model(const std::string& dir, const std::strin
                                          {static_cast<int64_t>(divisors.size())}, as_bytes(divisors)));
     ++summary.n_tensors;
   }
+  if (config->longrope) {
+    for (const bool is_long : {false, true}) {
+      const std::vector<double>& factors = is_long ? config->longrope->long_factor : config->longrope->short_factor;
+      const std::vector<float> values(factors.begin(), factors.end());
+      TM_RETURN_IF_ERROR(writer.add_tensor(is_long ? "rope_factors_long.weight" : "rope_factors_short.weight",
+                                           gguf::TensorType::kF32, {static_cast<int64_t>(values.size())},
+                                           as_bytes(values)));
+      ++summary.n_tensors;
+    }
+  }
   // Each tensor is read and converted while the file is written, one at a time: the
   // whole model is never in memory.
   int64_t done = 0;

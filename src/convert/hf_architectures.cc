@@ -260,13 +260,17 @@ Status check_hf_config(const HfArchitecture& arch, const HfConfig& c) {
     }
   }
   if (arch.fused) {
-    if (raw.contains("partial_rotary_factor") && raw["partial_rotary_factor"].is_number() &&
-        raw["partial_rotary_factor"].get<double>() != 1.0) {
-      return unsupported("config.json: partial_rotary_factor other than 1 (Phi-4-mini) is not supported");
+    for (const nlohmann::json* where : {&raw, raw.contains("rope_parameters") ? &raw["rope_parameters"] : nullptr}) {
+      if (where && where->is_object() && where->contains("partial_rotary_factor") &&
+          (*where)["partial_rotary_factor"].is_number() && (*where)["partial_rotary_factor"].get<double>() != 1.0) {
+        return unsupported("config.json: partial_rotary_factor other than 1 (Phi-4-mini) is not supported");
+      }
     }
-    if (raw.contains("rope_scaling") && !raw["rope_scaling"].is_null()) {
-      return unsupported("config.json: Phi-3's rope_scaling (LongRoPE) is not supported");
+    if (c.llama3_rope || c.linear_rope_factor > 0) {
+      return unsupported("config.json: Phi-3 with rope scaling other than LongRoPE is not supported");
     }
+  } else if (c.longrope) {
+    return unsupported(std::string("config.json: LongRoPE is supported for phi3 only, not ") + arch.model_type);
   }
   if (c.sliding_window > 0 && !arch.gemma && !arch.sliding_window) {
     // Qwen 2/3 slide only from max_window_layers on, a pattern GGUF has no key for.
@@ -334,6 +338,11 @@ void write_architecture_metadata(const HfArchitecture& arch, const HfConfig& c, 
   }
   if (arch.sliding_window && c.sliding_window > 0) {
     w.set_u32(a + ".attention.sliding_window", static_cast<uint32_t>(c.sliding_window));
+  }
+  if (c.longrope) {  // the factors themselves are the rope_factors_{short,long}.weight tensors
+    w.set_f32(a + ".rope.scaling.attn_factor", static_cast<float>(c.longrope->attention_factor));
+    w.set_u32(a + ".rope.scaling.original_context_length",
+              static_cast<uint32_t>(c.longrope->original_max_position_embeddings));
   }
   if (c.linear_rope_factor > 0) {
     w.set_string(a + ".rope.scaling.type", "linear");

@@ -1,5 +1,6 @@
 #include "convert/hf_config.h"
 
+#include <cmath>
 #include <filesystem>
 
 #include "convert/json_file.h"
@@ -57,6 +58,43 @@ std::optional<int64_t> first_token_id(const json& c, const char* key) {
   return std::nullopt;
 }
 
+// LongRoPE's factor lists (one per rotary pair, checked against head_dim once it is known),
+// its original context (in the scaling object or, as Phi-3's configs have it, top level),
+// and the attention factor: given, or sqrt(1 + ln(s) / ln(original)) for the context
+// stretch s = max_position_embeddings / original (1 when not stretched), as transformers
+// computes it.
+Status read_longrope(const json& c, const json& r, const std::string& where, HfConfig& config) {
+  LongRopeScaling s;
+  for (const char* key : {"short_factor", "long_factor"}) {
+    auto it = r.find(key);
+    if (it == r.end() || !it->is_array() || it->empty() || it->size() > 4096) {
+      return field_error(where, key, "is missing or not a list of numbers");
+    }
+    std::vector<double>& out = std::string(key) == "short_factor" ? s.short_factor : s.long_factor;
+    for (const json& v : *it) {
+      if (!v.is_number() || !(v.get<double>() > 0) || v.get<double>() > 1e6) {
+        return field_error(where, key, "holds " + v.dump() + ", not a positive number");
+      }
+      out.push_back(v.get<double>());
+    }
+  }
+  double original = 0;
+  TM_RETURN_IF_ERROR(read_positive_number(c, where, "original_max_position_embeddings", original));
+  TM_RETURN_IF_ERROR(read_positive_number(r, where, "original_max_position_embeddings", original));
+  if (original < 2 || original > (1 << 30)) {
+    return field_error(where, "original_max_position_embeddings", "is missing or out of range");
+  }
+  s.original_max_position_embeddings = static_cast<int64_t>(original);
+  double max_positions = original;
+  TM_RETURN_IF_ERROR(read_positive_number(c, where, "max_position_embeddings", max_positions));
+  double factor = max_positions / original;
+  TM_RETURN_IF_ERROR(read_positive_number(r, where, "factor", factor));
+  s.attention_factor = factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(factor) / std::log(original));
+  TM_RETURN_IF_ERROR(read_positive_number(r, where, "attention_factor", s.attention_factor));
+  config.longrope = std::move(s);
+  return {};
+}
+
 // transformers 4 writes "rope_scaling" {"rope_type", ...}; transformers 5 writes
 // "rope_parameters" {"rope_theta", "rope_type", ...}. Either is read.
 Status read_rope_scaling(const json& c, const std::string& label, HfConfig& config) {
@@ -103,13 +141,16 @@ Status read_rope_scaling(const json& c, const std::string& label, HfConfig& conf
     config.llama3_rope = s;
     return {};
   }
+  if (type == "longrope" || type == "su") {
+    return read_longrope(c, r, where, config);
+  }
   if (type == "linear") {
     double factor = 1.0;
     TM_RETURN_IF_ERROR(read_positive_number(r, where, "factor", factor));
     config.linear_rope_factor = factor;
     return {};
   }
-  return unsupported(where + ": type '" + type + "' is not supported (supported: default, linear, llama3)");
+  return unsupported(where + ": type '" + type + "' is not supported (supported: default, linear, llama3, longrope)");
 }
 
 }  // namespace
@@ -155,6 +196,11 @@ Result<HfConfig> hf_config_from_json(const json& c, const std::string& label) {
     if (used) TM_RETURN_IF_ERROR(read_size(c, label, "sliding_window", int64_t{1} << 30, config.sliding_window));
   }
   TM_RETURN_IF_ERROR(read_rope_scaling(c, label, config));
+  if (config.longrope && (config.longrope->short_factor.size() != static_cast<size_t>(config.head_dim / 2) ||
+                          config.longrope->long_factor.size() != static_cast<size_t>(config.head_dim / 2))) {
+    return field_error(label, "rope_scaling", "short_factor and long_factor need head_dim / 2 = " +
+                                                  std::to_string(config.head_dim / 2) + " numbers each");
+  }
   for (const char* key : {"num_experts", "num_local_experts"}) {
     if (c.contains(key) && !c[key].is_null()) TM_RETURN_IF_ERROR(read_size(c, label, key, 1024, config.n_expert));
   }

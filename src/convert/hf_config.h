@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +19,16 @@ struct Llama3RopeScaling {
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   double original_max_position_embeddings = 8192;
+};
+
+// Phi-3's LongRoPE (rope_type "longrope", formerly "su"): per-pair frequency divisors for
+// contexts up to the original one (short) and beyond it (long), and the factor on the
+// rotated q and k.
+struct LongRopeScaling {
+  std::vector<double> short_factor;
+  std::vector<double> long_factor;
+  int64_t original_max_position_embeddings = 0;
+  double attention_factor = 1.0;
 };
 
 struct HfConfig {
@@ -35,6 +46,7 @@ struct HfConfig {
   double rope_theta_local = 0;  // sliding-window layers' base where it differs (Gemma 3); 0: rope_theta
   bool tie_word_embeddings = false;
   std::optional<Llama3RopeScaling> llama3_rope;
+  std::optional<LongRopeScaling> longrope;
   double linear_rope_factor = 0;  // rope_scaling {"rope_type": "linear"}: positions divided by it
   int64_t sliding_window = 0;     // 0: none
   // Mixture of experts (num_experts or num_local_experts; 0: dense), the experts each

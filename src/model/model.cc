@@ -107,6 +107,10 @@ Result<std::unique_ptr<Model>> load_model(const std::string& path, const LoadOpt
 Result<std::unique_ptr<Model>> load_model(std::shared_ptr<const gguf::File> file, const LoadOptions& options) {
   auto config = read_model_config(*file);
   if (!config.ok()) return config.status();
+  if (config->longrope) {
+    const int32_t context = options.max_context > 0 ? options.max_context : config->context_length;
+    config->rope_long_factors = context > config->rope_original_context;
+  }
   auto weights = bind_weights(*file, *config);
   if (!weights.ok()) return weights.status();
   if (options.prefetch) file->prefetch();

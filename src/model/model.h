@@ -24,6 +24,10 @@ struct LoadOptions {
   int n_threads = 0;        // 0: every online CPU
   bool prefetch = true;     // read all weights into memory at load
   bool repack = true;       // repack_for_kernels (weights.h); off: the file's layout everywhere
+  // The longest sequence (prompt + generated) this model will run; 0: its trained
+  // context. LongRoPE models take their long factors when it exceeds the original context
+  // (as llama.cpp decides by its context size).
+  int32_t max_context = 0;
   // When set, the model computes on these threads (n_threads is ignored): a draft model
   // shares its target's (ops::Backend::shared_thread_pool).
   std::shared_ptr<ThreadPool> thread_pool;

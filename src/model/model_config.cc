@@ -105,8 +105,28 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
   c.rms_eps = static_cast<float>(file.get_double_or(a + ".attention.layer_norm_rms_epsilon", 1e-5));
   c.rope_freq_base = static_cast<float>(file.get_double_or(a + ".rope.freq_base", 10000.0));
   c.rope_freq_base_local = c.rope_freq_base;
+  double longrope_attn_factor = 1.0;
   if (file.find_tensor("rope_factors_long.weight") || file.find_tensor("rope_factors_short.weight")) {
-    return unsupported("LongRoPE (rope_factors_long/short) is not supported");
+    // LongRoPE: both factor sets, the original context that separates them, and the
+    // factor on the rotated q and k (sqrt(1 + ln(s) / ln(original)) for a context
+    // stretched s times when the file does not say).
+    if (!file.find_tensor("rope_factors_long.weight") || !file.find_tensor("rope_factors_short.weight")) {
+      return corrupt_data("LongRoPE needs both rope_factors_long.weight and rope_factors_short.weight");
+    }
+    const int64_t original = file.get_int_or(a + ".rope.scaling.original_context_length", 0);
+    if (original < 2 || original > INT32_MAX) {
+      return corrupt_data("LongRoPE needs " + a + ".rope.scaling.original_context_length (it is " +
+                          std::to_string(original) + ")");
+    }
+    c.longrope = true;
+    c.rope_original_context = static_cast<int32_t>(original);
+    const double stretch = static_cast<double>(c.context_length) / static_cast<double>(original);
+    longrope_attn_factor = file.get_double_or(
+        a + ".rope.scaling.attn_factor",
+        stretch <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(stretch) / std::log(static_cast<double>(original))));
+    if (!(longrope_attn_factor > 0 && longrope_attn_factor < 100)) {
+      return corrupt_data("rope.scaling.attn_factor is out of range");
+    }
   }
   const double rope_factor = file.get_double_or(a + ".rope.scaling.factor", 1.0);
   const std::string rope_type = file.get_string_or(a + ".rope.scaling.type", "none");
@@ -116,7 +136,9 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
     return unsupported("rope scaling type '" + rope_type + "' is not supported");
   }
   c.layer_is_sliding.assign(c.n_layers, false);
-  c.attention_scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  // LongRoPE scales the rotated q and k by its factor: scores by its square.
+  c.attention_scale = static_cast<float>(longrope_attn_factor * longrope_attn_factor) /
+                      std::sqrt(static_cast<float>(c.head_dim));
 
   switch (c.architecture) {
     case Architecture::kGemma2: {
@@ -164,6 +186,9 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
       // Phi-3-mini's 2047, where the file has one.
       TM_RETURN_IF_ERROR(read_uniform_window(file, a, c));
       break;
+  }
+  if (c.longrope && (c.architecture == Architecture::kGemma2 || c.architecture == Architecture::kGemma3)) {
+    return unsupported("LongRoPE is not supported for " + a);
   }
   if (c.architecture == Architecture::kQwen3Moe || file.find(a + ".expert_count")) {
     TM_RETURN_IF_ERROR(read_positive(file, a, "expert_count", c.n_expert));

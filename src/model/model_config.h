@@ -30,6 +30,12 @@ struct ModelConfig {
   float rope_freq_base_local = 10000.0f;  // sliding-window layers (Gemma 3)
   float rope_freq_scale = 1.0f;
   ops::RopeStyle rope_style = ops::RopeStyle::kNormal;
+  // LongRoPE (Phi-3 128k, Phi-3.5): per-pair divisors from rope_factors_short.weight, or
+  // rope_factors_long.weight when a sequence may grow past rope_original_context (chosen
+  // at load, LoadOptions::max_context). Its attention factor is in attention_scale.
+  bool longrope = false;
+  bool rope_long_factors = false;
+  int32_t rope_original_context = 0;
   int32_t sliding_window = 0;             // 0: none
   std::vector<bool> layer_is_sliding;     // [n_layers]
   float attention_scale = 1.0f;           // multiplies q·k
