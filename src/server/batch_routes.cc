@@ -3,9 +3,9 @@
 // POST /v1/batches/{id}/cancel), over state/batch_state.h; the batches themselves run in
 // server/batch_runner.h.
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/mapped_file.h"
@@ -76,7 +76,8 @@ void check_batch_lines(std::string_view data) {
   }
 }
 
-void upload_file(const RouteContext& context, const HttpRequest& request, const std::shared_ptr<Responder>& out) {
+// Checks and stores an upload; returns the file object to answer with.
+Json store_upload(const RouteContext& context, const HttpRequest& request) {
   state::BatchState& state = batch_state(context);
   // A large upload arrives spooled to a file (HttpLimits::upload_spool_dir): it is read
   // through a mapping, so its bytes live in the page cache, not on this process's heap.
@@ -119,7 +120,7 @@ void upload_file(const RouteContext& context, const HttpRequest& request, const 
     ::unlink(temp.c_str());
     throw state_error(record.status());
   }
-  out->send(200, "application/json", dump_json(file_json(*record)));
+  return file_json(*record);
 }
 
 void create_batch(const RouteContext& context, const HttpRequest& request, const std::shared_ptr<Responder>& out) {
@@ -186,7 +187,13 @@ Json load_batch(state::BatchState& state, const std::string& id) {
 
 void add_batch_routes(Router& router, const RouteContext& context) {
   router.add("POST", "/v1/files", [&context](const HttpRequest& request, std::shared_ptr<Responder> out) {
-    upload_file(context, request, out);
+    // Parsing, checking (every line of a batch file) and storing up to 200 MB takes a
+    // while: it runs on a preparation thread, not on the I/O thread other clients share.
+    auto upload = std::make_shared<const HttpRequest>(request);
+    prepare_then(context, request.path, out, [&context, upload, out]() -> std::function<void()> {
+      std::string answer = dump_json(store_upload(context, *upload));
+      return [out, answer = std::move(answer)] { out->send(200, "application/json", answer); };
+    });
   });
   router.add("GET", "/v1/files", [&context](const HttpRequest& request, std::shared_ptr<Responder> out) {
     state::BatchState& state = batch_state(context);
@@ -209,10 +216,14 @@ void add_batch_routes(Router& router, const RouteContext& context) {
       out->send(200, "application/json", dump_json(file_json(*file)));
       return;
     }
-    std::ifstream in(state.file_path(id), std::ios::binary);
-    std::stringstream bytes;
-    bytes << in.rdbuf();
-    out->send(200, "application/octet-stream", bytes.str());
+    // Sent a piece at a time as the client reads: a 200 MB file is never in memory.
+    const int fd = ::open(state.file_path(id).c_str(), O_RDONLY | O_CLOEXEC);
+    struct stat st {};
+    if (fd < 0 || ::fstat(fd, &st) != 0) {
+      if (fd >= 0) ::close(fd);
+      throw server_error("the contents of " + id + " cannot be read");
+    }
+    out->send_file(200, "application/octet-stream", fd, static_cast<int64_t>(st.st_size));
   });
   router.add_prefix("DELETE", "/v1/files/", [&context](const HttpRequest& request, std::shared_ptr<Responder> out) {
     state::BatchState& state = batch_state(context);

@@ -20,6 +20,9 @@ class HeaderResponder : public Responder {
   }
   void write_chunk(std::string data) override { inner_->write_chunk(std::move(data)); }
   void end_stream() override { inner_->end_stream(); }
+  void send_file(int status, const std::string& content_type, int fd, int64_t size, const HeaderList& extra) override {
+    inner_->send_file(status, content_type, fd, size, joined(extra));
+  }
   void post(std::function<void()> fn) override { inner_->post(std::move(fn)); }
   void watch_disconnect(std::function<void()> on_gone) override { inner_->watch_disconnect(std::move(on_gone)); }
   bool connected() const override { return inner_->connected(); }

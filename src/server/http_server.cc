@@ -1,5 +1,6 @@
 #include "server/http_server.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdio>
@@ -73,6 +74,7 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
     shared_.n_connections.fetch_add(1);
   }
   ~Connection() override {
+    close_file();
     drop_spool();
     shared_.n_connections.fetch_sub(1);
   }
@@ -118,6 +120,24 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
     if (!streaming_ || exchange_ending_) return;
     if (!http_1_0_) queue_write("0\r\n\r\n");
     end_exchange();
+  }
+
+  void send_file(int status, const std::string& content_type, int fd, int64_t size, const HeaderList& extra) override {
+    if (!begin_response() || gone_) {
+      ::close(fd);
+      return;
+    }
+    std::string head = status_line(status) + common_headers(content_type, extra);
+    head += "Content-Length: " + std::to_string(size) + "\r\n\r\n";
+    queue_write(std::move(head));
+    if (head_request_ || size == 0) {
+      ::close(fd);
+      return end_exchange();
+    }
+    file_fd_ = fd;
+    file_sent_ = 0;
+    file_size_ = size;
+    if (!write_in_flight_) send_file_piece();
   }
 
   void post(std::function<void()> fn) override { net::post(stream_.get_executor(), std::move(fn)); }
@@ -282,7 +302,32 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
     writing_.clear();
     if (ec) return client_gone();
     if (!outbox_.empty()) return start_write();
+    if (file_fd_ >= 0) return send_file_piece();
     if (exchange_ending_) maybe_finish_exchange();
+  }
+
+  // The next piece of the file being sent, once the bytes before it are written. A file
+  // that ends early (truncated under us) cannot give the promised length: the connection
+  // closes, which the client sees as a cut body.
+  void send_file_piece() {
+    constexpr int64_t kPieceBytes = int64_t{1} << 18;
+    std::string piece(static_cast<size_t>(std::min(kPieceBytes, file_size_ - file_sent_)), '\0');
+    const ssize_t n = ::pread(file_fd_, piece.data(), piece.size(), static_cast<off_t>(file_sent_));
+    if (n <= 0) {
+      log_error("a file being sent could not be read past byte " + std::to_string(file_sent_));
+      close_file();
+      return client_gone();
+    }
+    piece.resize(static_cast<size_t>(n));
+    file_sent_ += n;
+    if (file_sent_ == file_size_) close_file();
+    queue_write(std::move(piece));
+    if (file_fd_ < 0) end_exchange();
+  }
+
+  void close_file() {
+    if (file_fd_ >= 0) ::close(file_fd_);
+    file_fd_ = -1;
   }
 
   void end_exchange() {
@@ -326,6 +371,7 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
   }
 
   void client_gone() {
+    close_file();
     if (gone_) return;
     gone_ = true;
     auto on_gone = std::move(on_gone_);
@@ -383,6 +429,10 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
   std::string outbox_;   // bytes queued behind the write in flight
   std::string writing_;  // bytes of the write in flight
   bool write_in_flight_ = false;
+  // A file being sent by send_file: its descriptor (-1: none) and how far it has gone.
+  int file_fd_ = -1;
+  int64_t file_sent_ = 0;
+  int64_t file_size_ = 0;
   bool watch_pending_ = false;
   std::function<void()> on_gone_;
 };

@@ -66,6 +66,13 @@ class Responder {
   virtual void write_chunk(std::string data) = 0;
   virtual void end_stream() = 0;
 
+  // A file as the whole body, with its Content-Length: fd is an open descriptor this call
+  // takes over (it closes it) and size the bytes to send from its start. A connection
+  // reads it a piece at a time as the client takes the bytes, so a large file never sits
+  // in memory. Ends the exchange. This default reads it whole and send()s it.
+  virtual void send_file(int status, const std::string& content_type, int fd, int64_t size,
+                         const HeaderList& extra = {});
+
   // Runs fn on this connection's strand (from any thread). fn runs even if the client is
   // gone, so it can release what it holds.
   virtual void post(std::function<void()> fn) = 0;
