@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes tests/fixtures/tokenizer/wordpiece_minilm.json: texts and the token ids Hugging Face's
 tokenizers library gives them with all-MiniLM-L6-v2's tokenizer.json (BERT uncased
-WordPiece), [CLS] and [SEP] included. tests/tokenizer/wordpiece_test.cc checks
+WordPiece), [CLS] and [SEP] included; and wordpiece_minilm_corpus.json, the same for every
+line of tests/fixtures/tokenizer/corpus.txt. tests/tokenizer/wordpiece_test.cc checks
 tokenmill's WordPiece tokenizer against them, on the GGUF that tools/convert_bert_gguf.py
 writes from the same package.
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from convert_bert_gguf import minilm_directory  # noqa: E402
+from make_tokenizer_fixtures import read_corpus  # noqa: E402
 
 from tokenizers import Tokenizer
 
@@ -60,6 +62,12 @@ def main() -> None:
     lines = ",\n".join("  " + json.dumps(c, ensure_ascii=False) for c in cases)
     OUT.write_text('{"tokenizer": "all-MiniLM-L6-v2 tokenizer.json", "cases": [\n' + lines + "\n]}\n")
     print(f"wrote {OUT}: {len(cases)} texts")
+    corpus = read_corpus(OUT.parent / "corpus.txt")
+    lines = ",\n".join(json.dumps({"text": t, "special": tokenizer.encode(t).ids}, ensure_ascii=False)
+                       for t in corpus)
+    corpus_out = OUT.parent / "wordpiece_minilm_corpus.json"
+    corpus_out.write_text('{"tokenizer": "all-MiniLM-L6-v2 tokenizer.json", "cases": [\n' + lines + "\n]}\n")
+    print(f"wrote {corpus_out}: {len(corpus)} corpus lines")
 
 
 if __name__ == "__main__":

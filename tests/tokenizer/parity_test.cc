@@ -1,6 +1,7 @@
 // Token ids must equal llama.cpp's on every corpus line (tests/fixtures/tokenizer/,
 // written by tools/make_tokenizer_fixtures.py), for the default model's SentencePiece
-// vocabulary and for a byte-level BPE vocabulary under four pre-tokenizers.
+// vocabulary and for a byte-level BPE vocabulary under four pre-tokenizers; and Hugging
+// Face's on every line for BERT's WordPiece.
 #include <gtest/gtest.h>
 
 #include "tokenizer/tokenizer.h"
@@ -52,6 +53,17 @@ TEST(TokenizerParity, GemmaSentencePieceMatchesLlamaCpp) {
   EXPECT_EQ(loaded.tokenizer->n_vocab(), fixture["n_vocab"].get<int32_t>());
   expect_parity(*loaded.tokenizer, fixture,
                 {{"plain", false, false}, {"special", false, true}, {"plain_bos", true, false}});
+}
+
+// BERT's uncased WordPiece (all-MiniLM-L6-v2, as scripts/setup and tokenmill convert
+// write it) against Hugging Face's tokenizers on every corpus line
+// (tools/make_wordpiece_fixtures.py): [CLS] and [SEP] added, special-token text matched.
+TEST(TokenizerParity, WordPieceMatchesHuggingFaceTokenizers) {
+  const testing::LoadedTokenizer loaded = testing::load_tokenizer(testing::minilm_model_path());
+  ASSERT_NE(loaded.tokenizer, nullptr) << "scripts/setup converts all-MiniLM-L6-v2";
+  const nlohmann::json fixture = testing::load_json_fixture("wordpiece_minilm_corpus.json");
+  ASSERT_GE(fixture["cases"].size(), 1000u);
+  expect_parity(*loaded.tokenizer, fixture, {{"special", true, true}});
 }
 
 class BpeParity : public ::testing::TestWithParam<const char*> {};

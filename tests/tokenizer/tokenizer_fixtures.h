@@ -40,6 +40,12 @@ inline std::string default_model_path() {
   return root + "/models/gemma-3-270m-q4_k_m.gguf";
 }
 
+// The embedding model scripts/setup converts (all-MiniLM-L6-v2, WordPiece).
+inline std::string minilm_model_path() {
+  const char* source = std::getenv("TOKENMILL_SOURCE_DIR");
+  return std::string(source && *source ? source : TOKENMILL_SOURCE_DIR) + "/models/all-minilm-l6-v2-f16.gguf";
+}
+
 // A GGUF file and the tokenizer built from it, kept together (the tokenizer copies what
 // it needs, but tests may also want the file).
 struct LoadedTokenizer {

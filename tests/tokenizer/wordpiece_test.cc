@@ -17,15 +17,11 @@ namespace {
 using testing::load_json_fixture;
 using testing::load_tokenizer;
 using testing::LoadedTokenizer;
-
-std::string minilm_path() {
-  const char* source = std::getenv("TOKENMILL_SOURCE_DIR");
-  return std::string(source && *source ? source : TOKENMILL_SOURCE_DIR) + "/models/all-minilm-l6-v2-f16.gguf";
-}
+using testing::minilm_model_path;
 
 TEST(WordPiece, MatchesHuggingFaceOnMiniLm) {
-  LoadedTokenizer loaded = load_tokenizer(minilm_path());
-  ASSERT_TRUE(loaded.tokenizer) << "scripts/setup converts all-MiniLM-L6-v2 to " << minilm_path();
+  LoadedTokenizer loaded = load_tokenizer(minilm_model_path());
+  ASSERT_TRUE(loaded.tokenizer) << "scripts/setup converts all-MiniLM-L6-v2 to " << minilm_model_path();
   const nlohmann::json fixture = load_json_fixture("wordpiece_minilm.json");
   ASSERT_GE(fixture["cases"].size(), 20u);
   for (const auto& c : fixture["cases"]) {
@@ -37,7 +33,7 @@ TEST(WordPiece, MatchesHuggingFaceOnMiniLm) {
 }
 
 TEST(WordPiece, DecodesWordsWithSpacesAndContinuationsJoined) {
-  LoadedTokenizer loaded = load_tokenizer(minilm_path());
+  LoadedTokenizer loaded = load_tokenizer(minilm_model_path());
   ASSERT_TRUE(loaded.tokenizer);
   const Tokenizer& t = *loaded.tokenizer;
   const std::vector<int32_t> ids = t.encode("Unbelievably playful, isn't it?", true, false);
