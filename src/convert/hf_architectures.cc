@@ -10,7 +10,8 @@ namespace tokenmill::convert {
 
 namespace {
 
-struct LayerNameGemma {
+// A Hugging Face name (or suffix) and the GGUF one it becomes.
+struct NamePair {
   const char* hf;
   const char* gguf;
 };
@@ -35,7 +36,7 @@ constexpr HfArchitecture kArchitectures[] = {
 };
 
 // Gemma's four norms of a block (the others' post_attention_layernorm is their FFN norm).
-constexpr LayerNameGemma kGemmaNorms[] = {
+constexpr NamePair kGemmaNorms[] = {
     {"input_layernorm.weight", "attn_norm.weight"},
     {"post_attention_layernorm.weight", "post_attention_norm.weight"},
     {"pre_feedforward_layernorm.weight", "ffn_norm.weight"},
@@ -58,38 +59,19 @@ int64_t sliding_period(const HfConfig& c) {
 }
 
 // An expert's matrices: Hugging Face suffix after "<experts prefix>.E." and the GGUF stack.
-struct ExpertName {
-  const char* hf;
-  const char* gguf;
-};
-constexpr ExpertName kQwenExperts[] = {
+constexpr NamePair kQwenExperts[] = {
     {"gate_proj.weight", "ffn_gate_exps.weight"},
     {"up_proj.weight", "ffn_up_exps.weight"},
     {"down_proj.weight", "ffn_down_exps.weight"},
 };
-constexpr ExpertName kMixtralExperts[] = {
+constexpr NamePair kMixtralExperts[] = {
     {"w1.weight", "ffn_gate_exps.weight"},
     {"w3.weight", "ffn_up_exps.weight"},
     {"w2.weight", "ffn_down_exps.weight"},
 };
 
-// A decimal index below `limit` at the start of text, and the rest after its dot.
-std::optional<std::pair<int64_t, std::string>> leading_index(const std::string& text, int64_t limit) {
-  const size_t dot = text.find('.');
-  if (dot == 0 || dot == std::string::npos || dot > 6) return std::nullopt;
-  const std::string digits = text.substr(0, dot);
-  if (digits.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-  const int64_t value = std::stoll(digits);
-  if (value >= limit) return std::nullopt;
-  return std::make_pair(value, text.substr(dot + 1));
-}
-
 // Per-layer tensors: Hugging Face suffix after "model.layers.N." and GGUF suffix after "blk.N.".
-struct LayerName {
-  const char* hf;
-  const char* gguf;
-};
-constexpr LayerName kLayerNames[] = {
+constexpr NamePair kLayerNames[] = {
     {"input_layernorm.weight", "attn_norm.weight"},
     {"self_attn.q_proj.weight", "attn_q.weight"},
     {"self_attn.k_proj.weight", "attn_k.weight"},
@@ -107,6 +89,16 @@ constexpr LayerName kLayerNames[] = {
 };
 
 }  // namespace
+
+std::optional<std::pair<int64_t, std::string>> leading_index(const std::string& text, int64_t limit) {
+  const size_t dot = text.find('.');
+  if (dot == 0 || dot == std::string::npos || dot > 6) return std::nullopt;
+  const std::string digits = text.substr(0, dot);
+  if (digits.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+  const int64_t value = std::stoll(digits);
+  if (value >= limit) return std::nullopt;
+  return std::make_pair(value, text.substr(dot + 1));
+}
 
 Result<HfArchitecture> find_hf_architecture(const std::string& model_type) {
   for (const HfArchitecture& a : kArchitectures) {
@@ -191,7 +183,7 @@ Result<std::optional<TensorPlace>> gguf_tensor_place(const HfArchitecture& arch,
     const std::string& suffix = layer->second;
     const bool moe = arch.moe != MoeLayout::kNone;
     if (arch.gemma) {
-      for (const LayerNameGemma& n : kGemmaNorms) {
+      for (const NamePair& n : kGemmaNorms) {
         if (suffix == n.hf) return Place(TensorPlace{blk + n.gguf});
       }
     }
@@ -199,7 +191,7 @@ Result<std::optional<TensorPlace>> gguf_tensor_place(const HfArchitecture& arch,
       if (suffix == "self_attn.qkv_proj.weight") return Place(TensorPlace{blk + "attn_qkv.weight"});
       if (suffix == "mlp.gate_up_proj.weight") return Place(TensorPlace{blk + "ffn_up.weight"});
     }
-    for (const LayerName& n : kLayerNames) {
+    for (const NamePair& n : kLayerNames) {
       if (suffix != n.hf) continue;
       const std::string g = n.gguf;
       const bool is_bias = g.ends_with(".bias");
@@ -216,7 +208,7 @@ Result<std::optional<TensorPlace>> gguf_tensor_place(const HfArchitecture& arch,
                               ? leading_index(suffix.substr(block.size() + 8), c.n_expert)
                               : std::nullopt;
       if (expert) {
-        for (const ExpertName& n : qwen ? std::span<const ExpertName>(kQwenExperts) : std::span<const ExpertName>(kMixtralExperts)) {
+        for (const NamePair& n : qwen ? std::span<const NamePair>(kQwenExperts) : std::span<const NamePair>(kMixtralExperts)) {
           if (expert->second == n.hf) return Place(TensorPlace{blk + n.gguf, expert->first});
         }
       }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -73,6 +74,10 @@ std::vector<ExpectedTensor> expected_tensors(const HfArchitecture& arch, const H
 // inverse frequencies, a tied output) and an error for a name the architecture lacks.
 Result<std::optional<TensorPlace>> gguf_tensor_place(const HfArchitecture& arch, const HfConfig& config,
                                                      const std::string& hf_name);
+
+// A decimal index below `limit` at the start of text ("12.mlp.gate..." -> 12), and the
+// rest after its dot; nullopt for anything else.
+std::optional<std::pair<int64_t, std::string>> leading_index(const std::string& text, int64_t limit);
 
 // "<arch>.*" hyperparameters (and general.architecture).
 void write_architecture_metadata(const HfArchitecture& arch, const HfConfig& config, gguf::Writer& writer);

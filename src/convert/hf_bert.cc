@@ -8,13 +8,15 @@ namespace tokenmill::convert {
 
 namespace {
 
-// A layer's tensors: Hugging Face name after "encoder.layer.N." and GGUF name after "blk.N."
-// (each with a .weight and a .bias).
-struct LayerPart {
+// A Hugging Face name (or part of one) and the GGUF one it becomes.
+struct NamePair {
   const char* hf;
   const char* gguf;
 };
-constexpr LayerPart kLayerParts[] = {
+
+// A layer's tensors: Hugging Face name after "encoder.layer.N." and GGUF name after "blk.N."
+// (each with a .weight and a .bias).
+constexpr NamePair kLayerParts[] = {
     {"attention.self.query", "attn_q"},
     {"attention.self.key", "attn_k"},
     {"attention.self.value", "attn_v"},
@@ -25,11 +27,7 @@ constexpr LayerPart kLayerParts[] = {
     {"output.LayerNorm", "layer_output_norm"},
 };
 
-struct GlobalPart {
-  const char* hf;
-  const char* gguf;
-};
-constexpr GlobalPart kEmbeddingParts[] = {
+constexpr NamePair kEmbeddingParts[] = {
     {"embeddings.word_embeddings.weight", "token_embd.weight"},
     {"embeddings.position_embeddings.weight", "position_embd.weight"},
     {"embeddings.token_type_embeddings.weight", "token_types.weight"},
@@ -80,21 +78,16 @@ Result<std::optional<TensorPlace>> bert_tensor_place(const HfConfig& c, const st
   using Place = std::optional<TensorPlace>;
   const std::string name = hf_name.starts_with("bert.") ? hf_name.substr(5) : hf_name;
   if (name == "embeddings.position_ids" || name.starts_with("pooler.")) return Place();
-  for (const GlobalPart& g : kEmbeddingParts) {
+  for (const NamePair& g : kEmbeddingParts) {
     if (name == g.hf) return Place(TensorPlace{g.gguf});
   }
   const std::string prefix = "encoder.layer.";
-  if (name.starts_with(prefix)) {
-    const std::string rest = name.substr(prefix.size());
-    const size_t dot = rest.find('.');
-    const std::string digits = rest.substr(0, dot);
-    if (dot != std::string::npos && !digits.empty() && digits.size() <= 6 &&
-        digits.find_first_not_of("0123456789") == std::string::npos && std::stoll(digits) < c.n_layers) {
-      const std::string part = rest.substr(dot + 1);
-      for (const LayerPart& p : kLayerParts) {
-        for (const char* kind : {".weight", ".bias"}) {
-          if (part == std::string(p.hf) + kind) return Place(TensorPlace{"blk." + digits + "." + p.gguf + kind});
-        }
+  const auto layer = name.starts_with(prefix) ? leading_index(name.substr(prefix.size()), c.n_layers) : std::nullopt;
+  if (layer) {
+    const std::string blk = "blk." + std::to_string(layer->first) + ".";
+    for (const NamePair& p : kLayerParts) {
+      for (const char* kind : {".weight", ".bias"}) {
+        if (layer->second == std::string(p.hf) + kind) return Place(TensorPlace{blk + p.gguf + kind});
       }
     }
   }

@@ -31,11 +31,7 @@ constexpr KnownPattern kPatterns[] = {
      R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)"},
 };
 
-// GGUF token types (tokenizer/vocab.h TokenType).
-constexpr int32_t kNormal = 1;
-constexpr int32_t kControl = 3;
-constexpr int32_t kUserDefined = 4;
-constexpr int32_t kUnused = 5;
+using namespace gguf_token_type;
 
 // The split patterns and the byte-level step of a pre_tokenizer, Sequence included.
 void walk_pre_tokenizer(const json& p, std::vector<std::string>& patterns, bool& byte_level, bool& byte_level_regex,

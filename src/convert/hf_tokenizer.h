@@ -18,6 +18,15 @@
 
 namespace tokenmill::convert {
 
+// tokenizer.ggml.token_type values (tokenizer/vocab.h TokenType, which this layer may not
+// include).
+namespace gguf_token_type {
+constexpr int32_t kNormal = 1;
+constexpr int32_t kControl = 3;
+constexpr int32_t kUserDefined = 4;
+constexpr int32_t kUnused = 5;
+}  // namespace gguf_token_type
+
 struct TokenizerSummary {
   std::string model;  // tokenizer.ggml.model
   std::string pre;    // tokenizer.ggml.pre ("sentencepiece" for SentencePiece models)

@@ -10,14 +10,11 @@ namespace {
 
 using json = nlohmann::json;
 
-// GGUF token types (tokenizer/vocab.h TokenType).
-constexpr int32_t kNormal = 1;
-constexpr int32_t kControl = 3;
-constexpr int32_t kUnused = 5;
+using namespace gguf_token_type;
 constexpr const char* kWordStart = "\xe2\x96\x81";  // U+2581
 
-// The BertNormalizer's lowercase and strip_accents (null: as lowercase), wherever the
-// tokenizer keeps its normalizer (alone or in a Sequence).
+// The top-level BertNormalizer's lowercase and strip_accents (null: as lowercase), or
+// tokenizer_config.json's do_lower_case where there is no such normalizer.
 Status check_uncased(const json& tokenizer, const json& tokenizer_config, const std::string& label) {
   const json* normalizer = nullptr;
   if (tokenizer.contains("normalizer") && tokenizer["normalizer"].is_object()) {
