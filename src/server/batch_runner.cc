@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "base/log.h"
@@ -21,6 +23,18 @@ namespace {
 constexpr const char* kFinalStatus = "x_tokenmill_final_status";
 
 int64_t now() { return static_cast<int64_t>(std::time(nullptr)); }
+
+// A test hook: with TOKENMILL_TEST_FINALIZE_PAUSE_MS=N, finalize logs each of its steps
+// and then sleeps N ms, so that a test can SIGKILL the server inside any of them.
+void finalize_step_done(const std::string& id, const char* step) {
+  static const int pause_ms = [] {
+    const char* value = std::getenv("TOKENMILL_TEST_FINALIZE_PAUSE_MS");
+    return value ? std::atoi(value) : 0;
+  }();
+  if (pause_ms <= 0) return;
+  log_warn("batch " + id + " finalize step: " + step);
+  std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
+}
 
 // The rules a batch's input file is read by: its one endpoint, the models this server has.
 BatchFileRules rules_for(const Json& batch, const BatchLimits& limits, const RouteContext& context) {
@@ -283,10 +297,13 @@ void BatchRunner::finalize(Json& batch, const std::string& final_status) {
   const std::vector<state::ResultRow> rows = state_.results(id);
   std::vector<const state::ResultRow*> outputs, errors;
   for (const state::ResultRow& row : rows) (row.is_error ? errors : outputs).push_back(&row);
+  finalize_step_done(id, "started");
   remove_unrecorded_outputs(state_, id);
   auto output = write_result_file(state_, outputs, id + "_output.jsonl");
+  finalize_step_done(id, "output recorded");
   auto error = write_result_file(state_, errors, id + "_error.jsonl");
   if (!output.ok() || !error.ok()) return;  // the disk refused: try again at the next tick
+  finalize_step_done(id, "files recorded");
   batch["output_file_id"] = output->empty() ? Json(nullptr) : Json(*output);
   batch["error_file_id"] = error->empty() ? Json(nullptr) : Json(*error);
   batch["status"] = final_status;

@@ -257,6 +257,21 @@ def test_cancel_keeps_the_results_so_far(client, tmp_path):
         client.batches.cancel(completed.id)
 
 
+def assert_each_line_once_as_interactive(client, batch, n, max_tokens):
+    """The batch completed with every custom_id of its n lines exactly once across its
+    output and error files, and (for a sample) the answer the same request gets alone."""
+    assert batch.status == "completed", batch
+    assert batch.request_counts.completed == n
+    done = outputs(client, batch)
+    ids = [line["custom_id"] for line in done]
+    assert len(ids) == n and set(ids) == {f"req-{i}" for i in range(n)}
+    for line in done[:: n // 5]:
+        i = int(line["custom_id"].split("-")[1])
+        alone = client.chat.completions.create(model="default", max_tokens=max_tokens, temperature=0,
+                                               messages=[{"role": "user", "content": f"Say the number {i} in words."}])
+        assert line["response"]["body"]["choices"][0]["message"]["content"] == alone.choices[0].message.content
+
+
 @pytest.mark.parametrize("kill_after", [40, 300])
 def test_a_killed_server_resumes_without_losing_or_repeating_a_line(tokenmill, default_model, tmp_path, kill_after):
     data = tmp_path / "data"
@@ -276,59 +291,38 @@ def test_a_killed_server_resumes_without_losing_or_repeating_a_line(tokenmill, d
     server = start_server(tokenmill, default_model, "-t", "2", "--data-dir", str(data))
     try:
         client = client_for(server)
-        batch = wait_for(client, batch.id, timeout=600)
-        assert batch.status == "completed", batch
-        assert batch.request_counts.completed == N_CRASH
-        done = outputs(client, batch)
-        ids = [line["custom_id"] for line in done]
-        assert len(ids) == N_CRASH and set(ids) == {f"req-{i}" for i in range(N_CRASH)}
-        for line in done[:: N_CRASH // 5]:
-            i = int(line["custom_id"].split("-")[1])
-            alone = client.chat.completions.create(model="default", max_tokens=6, temperature=0,
-                                                   messages=[{"role": "user", "content": f"Say the number {i} in words."}])
-            assert line["response"]["body"]["choices"][0]["message"]["content"] == alone.choices[0].message.content
+        assert_each_line_once_as_interactive(client, wait_for(client, batch.id, timeout=600), N_CRASH, 6)
     finally:
         assert server.stop() == 0, server.log()
 
 
-@pytest.mark.parametrize("output_recorded", [False, True])
-def test_a_server_killed_while_finalizing_finishes_with_each_line_once(tokenmill, default_model, tmp_path,
-                                                                        output_recorded):
-    """Finalizing writes the output files, records them, then records the batch as
-    completed; SIGKILL between those steps leaves the state rebuilt here (by editing the
-    database of a killed server): the batch still finalizing, its output file missing
-    or recorded as a file that the batch does not name."""
+@pytest.mark.parametrize("step", ["output recorded", "files recorded"])
+def test_a_server_killed_while_finalizing_finishes_with_each_line_once(tokenmill, default_model, tmp_path, step):
+    """Finalizing writes the output file and records it, then the error file (none here),
+    then records the batch as completed. The server's test hook pauses after each step,
+    naming it in the log; SIGKILL comes inside the pause: after the output file is recorded
+    but before the batch names it, or after both files are recorded."""
     data = tmp_path / "data"
-    n = 24
-    path = write_lines(tmp_path / "in.jsonl", [chat_line(i, max_tokens=4) for i in range(n)])
-    server = start_server(tokenmill, default_model, "-t", "2", "--data-dir", str(data))
+    path = write_lines(tmp_path / "in.jsonl", [chat_line(i, max_tokens=2) for i in range(N_CRASH)])
+    pause = {"TOKENMILL_TEST_FINALIZE_PAUSE_MS": "60000"}
+    server = start_server(tokenmill, default_model, "-t", "2", "--data-dir", str(data), env=pause)
     client = client_for(server)
     uploaded = client.files.create(file=open(path, "rb"), purpose="batch")
-    batch = wait_for(client, client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
-                                                   completion_window="24h").id)
-    assert batch.status == "completed"
+    batch = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h")
+    marker = f"batch {batch.id} finalize step: {step}"
+    deadline = time.monotonic() + 300
+    while marker not in server.log():
+        assert time.monotonic() < deadline, server.log()
+        time.sleep(0.05)
+    assert client.batches.retrieve(batch.id).status == "finalizing"
     server.proc.send_signal(signal.SIGKILL)
     server.proc.wait()
-
-    db = sqlite3.connect(data / "state.db")
-    (stored,) = db.execute("SELECT object FROM batches WHERE id = ?", (batch.id,)).fetchone()
-    stored = json.loads(stored)
-    stored.update(status="finalizing", output_file_id=None, error_file_id=None, completed_at=None,
-                  x_tokenmill_final_status="completed")
-    db.execute("UPDATE batches SET status = 'finalizing', object = ? WHERE id = ?", (json.dumps(stored), batch.id))
-    if not output_recorded:
-        db.execute("DELETE FROM files WHERE id = ?", (batch.output_file_id,))
-        (data / "files" / batch.output_file_id).unlink()
-    db.commit()
-    db.close()
 
     server = start_server(tokenmill, default_model, "-t", "2", "--data-dir", str(data))
     try:
         client = client_for(server)
         again = wait_for(client, batch.id)
-        assert again.status == "completed" and again.request_counts.completed == n
-        ids = [line["custom_id"] for line in outputs(client, again)]
-        assert sorted(ids) == sorted(f"req-{i}" for i in range(n))
+        assert_each_line_once_as_interactive(client, again, N_CRASH, 2)
         named = [f for f in client.files.list(purpose="batch_output") if f.filename == f"{batch.id}_output.jsonl"]
         assert [f.id for f in named] == [again.output_file_id]
     finally:
