@@ -205,14 +205,33 @@ def main():
     parser.add_argument("--llama-server", default=os.environ.get("LLAMA_SERVER"),
                         help="also measure llama.cpp's n-gram speculation on the same prompts (default: $LLAMA_SERVER)")
     parser.add_argument("--draft-model", help="also measure draft-model speculation with this GGUF")
+    parser.add_argument("--draft-only", action="store_true",
+                        help="with --draft-model: measure only the draft-model speculation (no n-gram cases)")
     args = parser.parse_args()
+    if args.draft_only and not args.draft_model:
+        parser.error("--draft-only needs --draft-model")
     if args.isa == "native":
         os.environ.pop("TOKENMILL_ISA", None)
     else:
         os.environ["TOKENMILL_ISA"] = args.isa
 
+    results = {"model": args.model}
+    if not args.draft_only:
+        ngram_comparison(args, results)
+    if args.draft_model:
+        draft_model_comparison(args, results)
+        if args.llama_server:
+            llama_server_comparison(args, results, {"plain": [], "draft model": ["-md", args.draft_model,
+                                                                                 "--spec-draft-n-max", "16"]})
+    pathlib.Path(args.out).write_text(json.dumps(results, indent=2))
+    print(f"wrote {args.out}")
+
+
+def ngram_comparison(args, results):
+    """tokenmill's n-gram drafter and Predicted Outputs against plain decoding on one server,
+    then (with --llama-server) llama.cpp's n-gram self-speculation on the same prompts."""
     server = Server(args.model)
-    results = {"model": args.model, "kernels": server.kernels()}
+    results["kernels"] = server.kernels()
     print(f"kernels: {results['kernels']}", flush=True)
     try:
         port, n, r = server.port, args.max_tokens, args.rounds
@@ -244,13 +263,6 @@ def main():
           f"{results['mean_accepted_per_verification']:.2f} per verification", flush=True)
     if args.llama_server:
         llama_server_comparison(args, results)
-    if args.draft_model:
-        draft_model_comparison(args, results)
-        if args.llama_server:
-            llama_server_comparison(args, results, {"plain": [], "draft model": ["-md", args.draft_model,
-                                                                                 "--draft-max", "16"]})
-    pathlib.Path(args.out).write_text(json.dumps(results, indent=2))
-    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

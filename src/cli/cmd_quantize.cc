@@ -15,6 +15,7 @@
 #include "gguf/gguf_file.h"
 #include "quant/imatrix_file.h"
 #include "quant/quantize_model.h"
+#include "quant/type_traits.h"
 
 namespace tokenmill::cli {
 
@@ -27,6 +28,8 @@ struct QuantizeCliOptions {
   std::string imatrix;
   std::string method = "rtn";
   std::string calib;       // --method gptq: calibration text
+  std::string output_tensor_type;     // overrides the mix for the output projection
+  std::string token_embedding_type;   // ... and for an untied token embedding
   int32_t calib_ctx = 512;
   int32_t calib_chunks = 0;
   double damp = quant::kGptqDefaultDamp;
@@ -42,6 +45,24 @@ std::string known_types() {
   std::string s;
   for (const quant::MixInfo& m : quant::all_mixes()) s += (s.empty() ? "" : ", ") + std::string(m.name);
   return s;
+}
+
+std::string weight_type_names() {
+  std::string s;
+  for (const quant::TypeTraits& t : quant::all_type_traits()) {
+    if (quant::is_weight_type(t.type)) s += (s.empty() ? "" : ", ") + std::string(gguf::tensor_type_name(t.type));
+  }
+  return s;
+}
+
+// The weight type named by `flag`'s value `name`; nullopt (nothing to override) for "".
+Result<std::optional<gguf::TensorType>> named_weight_type(const std::string& flag, const std::string& name) {
+  if (name.empty()) return std::optional<gguf::TensorType>();
+  const std::optional<gguf::TensorType> type = gguf::tensor_type_from_name(name);
+  if (!type || !quant::is_weight_type(*type)) {
+    return invalid_argument(flag + ": unknown tensor type '" + name + "'; expected one of: " + weight_type_names());
+  }
+  return type;
 }
 
 std::string shape_string(const std::vector<int64_t>& shape) {
@@ -96,6 +117,10 @@ int run_quantize(const QuantizeCliOptions& o) {
     return fail("--method gptq collects its own statistics from --calib; drop --imatrix");
   }
   if (o.input == o.output) return fail("the output path must differ from the input path");
+  auto output_type = named_weight_type("--output-tensor-type", o.output_tensor_type);
+  if (!output_type.ok()) return fail(output_type.status().message());
+  auto embedding_type = named_weight_type("--token-embedding-type", o.token_embedding_type);
+  if (!embedding_type.ok()) return fail(embedding_type.status().message());
 
   auto source = gguf::File::open(o.input);
   if (!source.ok()) return fail("cannot read '" + o.input + "': " + source.status().message());
@@ -117,6 +142,7 @@ int run_quantize(const QuantizeCliOptions& o) {
 
   quant::QuantizeOptions options;
   options.mix = *mix;
+  options.type_overrides = {*output_type, *embedding_type};
   if (gptq) {
     options.gptq = &hessians;
     options.gptq_damp = o.damp;
@@ -168,6 +194,11 @@ void register_quantize(CLI::App& app) {
   cmd->add_option("input", o->input, "Source GGUF (F32/F16/BF16, or quantized: dequantized first)")->required();
   cmd->add_option("output", o->output, "GGUF file to write")->required();
   cmd->add_option("type", o->type, "One of: " + known_types())->required();
+  cmd->add_option("--output-tensor-type", o->output_tensor_type,
+                  "Type of the output projection (token_embd.weight when the embeddings are tied), "
+                  "instead of the mix's choice");
+  cmd->add_option("--token-embedding-type", o->token_embedding_type,
+                  "Type of an untied token embedding, instead of the mix's choice");
   cmd->add_option("--imatrix", o->imatrix, "Importance matrix from `tokenmill imatrix` to weight the errors");
   cmd->add_option("--method", o->method,
                   "rtn (round to nearest with scale search) or gptq (second-order error compensation; needs --calib)")

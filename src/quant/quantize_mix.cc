@@ -147,12 +147,21 @@ bool is_quantizable_weight(const TensorFacts& t) {
          !contains(t.name, "ffn_gate_inp.weight") && t.name != "token_types.weight";
 }
 
+bool is_weight_type(TensorType type) {
+  const TypeTraits* traits = find_type_traits(type);
+  return traits != nullptr && traits->vec_dot_ref != nullptr && traits->quantize_row_ref != nullptr;
+}
+
 TypeChoice choose_tensor_type(const MixInfo& mix, const TensorFacts& tensor, const ModelFacts& model,
-                              bool has_imatrix) {
+                              bool has_imatrix, const TypeOverrides& overrides) {
   if (!is_quantizable_weight(tensor)) return {TensorType::kF32, TensorType::kF32, false};
-  if (!type_traits(mix.base_type).is_quantized) return {mix.base_type, mix.base_type, true};
-  const TensorType wanted = role_type(mix, role_of(tensor.name, model), layer_of_tensor(tensor.name), model,
-                                      tensor.row_length, has_imatrix);
+  const Role role = role_of(tensor.name, model);
+  const std::optional<TensorType> named = role == Role::kOutput           ? overrides.output
+                                          : role == Role::kTokenEmbedding ? overrides.token_embedding
+                                                                          : std::nullopt;
+  if (!named && !type_traits(mix.base_type).is_quantized) return {mix.base_type, mix.base_type, true};
+  const TensorType wanted =
+      named ? *named : role_type(mix, role, layer_of_tensor(tensor.name), model, tensor.row_length, has_imatrix);
   TensorType type = wanted;
   if (tensor.row_length % type_traits(type).block_size != 0) {
     type = fallback_type(wanted);

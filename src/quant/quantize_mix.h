@@ -65,9 +65,22 @@ int32_t layer_of_tensor(std::string_view name);
 // not a norm). Everything else is stored as F32.
 bool is_quantizable_weight(const TensorFacts& tensor);
 
+// Types named by the user for the vocabulary tensors, over the mix's rule (llama-quantize's
+// --output-tensor-type and --token-embedding-type). With tied embeddings token_embd.weight
+// is the output projection and takes `output`. A type whose block does not divide the
+// rows falls back as the mix's own choice would.
+struct TypeOverrides {
+  std::optional<gguf::TensorType> output;
+  std::optional<gguf::TensorType> token_embedding;
+};
+
+// Whether `type` can be chosen for a weight matrix (a float type or a quantized weight
+// format, not an activation-only one such as Q8_K).
+bool is_weight_type(gguf::TensorType type);
+
 // The type `tensor` gets under `mix`. has_imatrix changes one rule, as in llama.cpp
 // (FFN down of the first layers in Q4_0 / Q5_0 goes to Q4_1 / Q5_1).
 TypeChoice choose_tensor_type(const MixInfo& mix, const TensorFacts& tensor, const ModelFacts& model,
-                              bool has_imatrix);
+                              bool has_imatrix, const TypeOverrides& overrides = {});
 
 }  // namespace tokenmill::quant

@@ -207,7 +207,8 @@ Result<QuantizeSummary> quantize_model(const gguf::File& source, const std::stri
   for (int64_t i = 0; i < n_tensors; ++i) {
     const gguf::TensorInfo& info = source.tensors()[i];
     const TensorFacts tensor{info.name, static_cast<int32_t>(info.shape.size()), info.shape[0]};
-    TypeChoice choice = choose_tensor_type(options.mix, tensor, *facts, options.imatrix != nullptr || options.gptq != nullptr);
+    TypeChoice choice = choose_tensor_type(options.mix, tensor, *facts, options.imatrix != nullptr || options.gptq != nullptr,
+                                           options.type_overrides);
     summary.source_tensor_bytes += info.n_bytes;
     summary.n_parameters += info.n_elements();
     const bool carried_over = !find_type_traits(info.type) && !choice.quantized_weight;

@@ -35,6 +35,7 @@ struct TensorProgress {
 
 struct QuantizeOptions {
   MixInfo mix;
+  TypeOverrides type_overrides;  // types named for the vocabulary tensors
   const ImportanceMatrix* imatrix = nullptr;  // optional
   std::string imatrix_path;                   // recorded in the output's metadata
   int n_threads = 1;

@@ -102,6 +102,41 @@ TEST(QuantizeMix, OutputGetsQ6KOrQ8_0) {
             TensorType::kQ8_0);
 }
 
+TEST(QuantizeMix, NamedTypesOverrideTheVocabularyTensorsOnly) {
+  const MixInfo q2 = *find_mix("Q2_K");
+  TypeOverrides overrides;
+  overrides.output = TensorType::kQ4_0;
+  // Tied: token_embd.weight is the output projection and takes the output's type.
+  EXPECT_EQ(choose_tensor_type(q2, {"token_embd.weight", 2, 640}, gemma_270m(), false, overrides).type,
+            TensorType::kQ4_0);
+  EXPECT_EQ(choose("Q2_K", "token_embd.weight", 640).type, TensorType::kQ8_0);
+  EXPECT_EQ(choose_tensor_type(q2, {"blk.0.attn_q.weight", 2, 512}, gemma_270m(), false, overrides).type,
+            TensorType::kQ2_K);
+  // Untied: each tensor takes its own; a block that does not divide the rows falls back.
+  ModelFacts untied = gemma_270m();
+  untied.tied_embeddings = false;
+  overrides.token_embedding = TensorType::kQ6_K;
+  EXPECT_EQ(choose_tensor_type(q2, {"output.weight", 2, 4096}, untied, false, overrides).type, TensorType::kQ4_0);
+  const TypeChoice embedding = choose_tensor_type(q2, {"token_embd.weight", 2, 640}, untied, false, overrides);
+  EXPECT_EQ(embedding.wanted, TensorType::kQ6_K);
+  EXPECT_EQ(embedding.type, TensorType::kQ8_0);
+  // A float mix with a quantized output, and a quantized mix with a float one.
+  EXPECT_EQ(choose_tensor_type(*find_mix("F16"), {"output.weight", 2, 4096}, untied, false, overrides).type,
+            TensorType::kQ4_0);
+  overrides.output = TensorType::kF16;
+  EXPECT_EQ(choose_tensor_type(q2, {"output.weight", 2, 4096}, untied, false, overrides).type, TensorType::kF16);
+  // Norms stay F32 whatever is named.
+  EXPECT_EQ(choose_tensor_type(q2, {"output_norm.weight", 1, 640}, untied, false, overrides).type, TensorType::kF32);
+}
+
+TEST(QuantizeMix, OnlyWeightFormatsCanBeNamed) {
+  EXPECT_TRUE(is_weight_type(TensorType::kQ4_0));
+  EXPECT_TRUE(is_weight_type(TensorType::kQ6_K));
+  EXPECT_TRUE(is_weight_type(TensorType::kBF16));
+  EXPECT_FALSE(is_weight_type(TensorType::kQ8_K));  // activations only
+  EXPECT_FALSE(is_weight_type(TensorType::kQ8_1));
+}
+
 TEST(QuantizeMix, FloatMixesAndOddRows) {
   EXPECT_EQ(choose("F16", "blk.0.attn_q.weight", 640).type, TensorType::kF16);
   EXPECT_EQ(choose("BF16", "token_embd.weight", 640).type, TensorType::kBF16);
