@@ -310,13 +310,15 @@ def test_a_server_killed_while_finalizing_finishes_with_each_line_once(tokenmill
     uploaded = client.files.create(file=open(path, "rb"), purpose="batch")
     batch = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h")
     marker = f"batch {batch.id} finalize step: {step}"
-    deadline = time.monotonic() + 300
-    while marker not in server.log():
-        assert time.monotonic() < deadline, server.log()
-        time.sleep(0.05)
-    assert client.batches.retrieve(batch.id).status == "finalizing"
-    server.proc.send_signal(signal.SIGKILL)
-    server.proc.wait()
+    try:
+        deadline = time.monotonic() + 300
+        while marker not in server.log():
+            assert time.monotonic() < deadline, server.log()
+            time.sleep(0.05)
+        assert client.batches.retrieve(batch.id).status == "finalizing"
+    finally:
+        server.proc.send_signal(signal.SIGKILL)  # also when the step never came: no server left behind
+        server.proc.wait()
 
     server = start_server(tokenmill, default_model, "-t", "2", "--data-dir", str(data))
     try:

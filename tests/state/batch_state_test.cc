@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -78,6 +79,24 @@ TEST_F(BatchStateTest, OneProcessHoldsADirectoryAndResultsAreWrittenOnce) {
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].json, "{\"first\": true}");
   EXPECT_EQ((*state)->lines_done("batch_1"), std::set<int64_t>({3}));
+}
+
+TEST_F(BatchStateTest, TheWriteAheadLogStaysSmall) {
+  auto state = BatchState::open(dir_.string());
+  ASSERT_TRUE(state.ok());
+  // 8 MiB of results: SQLite's defaults would let the log grow to 4 MiB between
+  // checkpoints and keep that size; ours checkpoint at 1 MiB and cut it back.
+  const std::string json = "{\"body\": \"" + std::string(2000, 'x') + "\"}";
+  uintmax_t largest = 0;
+  for (int64_t line = 0; line < 4096; ++line) {
+    ASSERT_TRUE((*state)->add_result("batch_1", {line, "c" + std::to_string(line), false, json}).ok());
+    std::error_code error;
+    const uintmax_t size = fs::file_size(dir_ / "state.db-wal", error);
+    if (!error) largest = std::max(largest, size);
+  }
+  EXPECT_GT(largest, 0u);
+  EXPECT_LT(largest, 2u << 20);
+  EXPECT_EQ((*state)->results("batch_1").size(), 4096u);
 }
 
 TEST_F(BatchStateTest, AFileIsNamedOnlyOnceItsBytesAreInPlace) {
