@@ -194,39 +194,6 @@ def spec_counters(port):
     return {k: float(v) for k, v in re.findall(r"^(tokenmill_spec_decode_num_\w+_total) (\S+)$", text, re.M)}
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--model", default=str(ROOT / "models" / "gemma-3-270m-q4_k_m.gguf"))
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--max-tokens", type=int, default=256)
-    parser.add_argument("--out", default="spec_benchmarks.json")
-    parser.add_argument("--isa", choices=("native", "avx2", "avxvnni"), default="native",
-                        help="TOKENMILL_ISA for the server (avx2: to compare with an AVX2 llama.cpp build)")
-    parser.add_argument("--llama-server", default=os.environ.get("LLAMA_SERVER"),
-                        help="also measure llama.cpp's n-gram speculation on the same prompts (default: $LLAMA_SERVER)")
-    parser.add_argument("--draft-model", help="also measure draft-model speculation with this GGUF")
-    parser.add_argument("--draft-only", action="store_true",
-                        help="with --draft-model: measure only the draft-model speculation (no n-gram cases)")
-    args = parser.parse_args()
-    if args.draft_only and not args.draft_model:
-        parser.error("--draft-only needs --draft-model")
-    if args.isa == "native":
-        os.environ.pop("TOKENMILL_ISA", None)
-    else:
-        os.environ["TOKENMILL_ISA"] = args.isa
-
-    results = {"model": args.model}
-    if not args.draft_only:
-        ngram_comparison(args, results)
-    if args.draft_model:
-        draft_model_comparison(args, results)
-        if args.llama_server:
-            llama_server_comparison(args, results, {"plain": [], "draft model": ["-md", args.draft_model,
-                                                                                 "--spec-draft-n-max", "16"]})
-    pathlib.Path(args.out).write_text(json.dumps(results, indent=2))
-    print(f"wrote {args.out}")
-
-
 def ngram_comparison(args, results):
     """tokenmill's n-gram drafter and Predicted Outputs against plain decoding on one server,
     then (with --llama-server) llama.cpp's n-gram self-speculation on the same prompts."""
@@ -263,6 +230,39 @@ def ngram_comparison(args, results):
           f"{results['mean_accepted_per_verification']:.2f} per verification", flush=True)
     if args.llama_server:
         llama_server_comparison(args, results)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", default=str(ROOT / "models" / "gemma-3-270m-q4_k_m.gguf"))
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument("--out", default="spec_benchmarks.json")
+    parser.add_argument("--isa", choices=("native", "avx2", "avxvnni"), default="native",
+                        help="TOKENMILL_ISA for the server (avx2: to compare with an AVX2 llama.cpp build)")
+    parser.add_argument("--llama-server", default=os.environ.get("LLAMA_SERVER"),
+                        help="also measure llama.cpp's n-gram speculation on the same prompts (default: $LLAMA_SERVER)")
+    parser.add_argument("--draft-model", help="also measure draft-model speculation with this GGUF")
+    parser.add_argument("--draft-only", action="store_true",
+                        help="with --draft-model: measure only the draft-model speculation (no n-gram cases)")
+    args = parser.parse_args()
+    if args.draft_only and not args.draft_model:
+        parser.error("--draft-only needs --draft-model")
+    if args.isa == "native":
+        os.environ.pop("TOKENMILL_ISA", None)
+    else:
+        os.environ["TOKENMILL_ISA"] = args.isa
+
+    results = {"model": args.model}
+    if not args.draft_only:
+        ngram_comparison(args, results)
+    if args.draft_model:
+        draft_model_comparison(args, results)
+        if args.llama_server:
+            llama_server_comparison(args, results, {"plain": [], "draft model": ["-md", args.draft_model,
+                                                                                 "--spec-draft-n-max", "16"]})
+    pathlib.Path(args.out).write_text(json.dumps(results, indent=2))
+    print(f"wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import socket
-import sqlite3
 import threading
 import time
 
