@@ -12,6 +12,7 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::kUnsupported: return "unsupported";
     case ErrorCode::kResourceExhausted: return "resource exhausted";
     case ErrorCode::kInternal: return "internal error";
+    case ErrorCode::kAbandoned: return "abandoned";
   }
   return "unknown error";
 }

@@ -19,6 +19,7 @@ enum class ErrorCode {
   kUnsupported,       // well-formed, but a feature we do not implement
   kResourceExhausted, // out of memory, blocks, slots
   kInternal,
+  kAbandoned,         // stopped early because the caller asked it to (nothing is wrong)
 };
 
 const char* error_code_name(ErrorCode code);
@@ -48,6 +49,7 @@ inline Status corrupt_data(std::string m) { return {ErrorCode::kCorruptData, std
 inline Status unsupported(std::string m) { return {ErrorCode::kUnsupported, std::move(m)}; }
 inline Status resource_exhausted(std::string m) { return {ErrorCode::kResourceExhausted, std::move(m)}; }
 inline Status internal_error(std::string m) { return {ErrorCode::kInternal, std::move(m)}; }
+inline Status abandoned(std::string m) { return {ErrorCode::kAbandoned, std::move(m)}; }
 
 // A value or the Status that explains why there is none.
 template <typename T>

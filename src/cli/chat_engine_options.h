@@ -28,7 +28,7 @@ struct ChatEngineOptions {
   bool no_pin_threads = false;
   ops::KvType kv_type = ops::KvType::kF16;
   double request_timeout_seconds = 0;
-  double batch_latency_factor = 2.5;
+  double batch_latency_factor = 2.0;
   engine::SpeculativeConfig speculative;
   std::string draft_model;  // --draft-model
 };

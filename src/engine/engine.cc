@@ -72,6 +72,7 @@ class Engine::Impl {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (stop_ || draining_) return unsupported("the server is shutting down");
+      if (state->request.priority != Priority::kBatch) interactive_arrived_.store(true, std::memory_order_relaxed);
       incoming_.push_back(std::move(state));
       ++n_incoming_;
     }
@@ -121,6 +122,7 @@ class Engine::Impl {
         if (stop_) break;
         arrived.assign(std::make_move_iterator(incoming_.begin()), std::make_move_iterator(incoming_.end()));
         incoming_.clear();
+        interactive_arrived_.store(false, std::memory_order_relaxed);
         cancel_all = cancel_all_;
         idle_ = false;
       }
@@ -180,6 +182,12 @@ class Engine::Impl {
       carries_batch = carries_batch || item.sequence->is_batch();
     }
     StepBatch prepared = prepare(plan);
+    // Batch work alone while interactive users are about: an interactive arrival stops
+    // the pass part-way, so that its prompt waits for a slice of a step, not a whole one.
+    if (batch_abandonable_ && std::all_of(plan.scheduled.begin(), plan.scheduled.end(),
+                                      [](const ScheduledSequence& s) { return s.sequence->is_batch(); })) {
+      prepared.batch.abandon = &interactive_arrived_;
+    }
     if (!run(plan, prepared)) return;
     score_prompt_tokens(prepared);
     fork_new_choices(prepared);
@@ -205,18 +213,25 @@ class Engine::Impl {
 
   // The positions a step that carries batch work may hold (EngineConfig::
   // batch_latency_factor): factor times a one-token step's time (engine/batch_step_limit.h).
+  //
+  // Between interactive requests (none running or waiting, but one recent) batch work
+  // runs unlimited and abandonable: an arrival stops its pass part-way, so the new
+  // request's wait does not depend on the step's length.
   int32_t batch_token_limit() {
     batch_limited_ = false;
+    batch_abandonable_ = false;
     if (config_.batch_latency_factor <= 0) return INT32_MAX;
     const auto now = std::chrono::steady_clock::now();
     auto interactive = [](const std::unique_ptr<Sequence>& s) { return !s->is_batch(); };
-    if (std::any_of(scheduler_.running().begin(), scheduler_.running().end(), interactive) ||
-        std::any_of(scheduler_.waiting().begin(), scheduler_.waiting().end(), interactive)) {
-      last_interactive_ = now;
-    }
+    const bool interactive_present =
+        std::any_of(scheduler_.running().begin(), scheduler_.running().end(), interactive) ||
+        std::any_of(scheduler_.waiting().begin(), scheduler_.waiting().end(), interactive);
+    if (interactive_present) last_interactive_ = now;
     if (!last_interactive_ || now - *last_interactive_ > std::chrono::duration<double>(kInteractiveRecentSeconds)) {
       return INT32_MAX;
     }
+    batch_abandonable_ = true;
+    if (!interactive_present) return INT32_MAX;
     batch_limited_ = true;
     return batch_limit_.positions(proposer_.step_cost(), config_.max_batch_tokens);
   }
@@ -234,11 +249,16 @@ class Engine::Impl {
   // cache): a draw that is just that pick takes it instead of reading its logits row back
   // from memory. Asked for only then: a back end without a fold would scan every row for
   // nothing. When every draw is such a pick, and nothing else reads a logit, none is
-  // stored. False (every scheduled choice ended) when the pass failed.
+  // stored. False when the pass failed (every scheduled choice ended) or was abandoned
+  // (nothing of it counts).
   bool run(const SchedulerOutput& plan, const StepBatch& p) {
     Timer timer;
     Status status = model_.forward(p.batch, kv_storage_, logits_, p.takes_first_max ? &first_max_ : nullptr,
                                    p.takes_first_max && !p.needs_logits);
+    if (status.code() == ErrorCode::kAbandoned) {
+      abandon(plan);
+      return false;
+    }
     proposer_.observe_step(p.batch.n_tokens(), p.batch.output_tokens.size(), timer.seconds());
     if (!status.ok()) {
       log_error("forward pass failed: " + status.to_string());
@@ -252,6 +272,17 @@ class Engine::Impl {
       kv_.commit(s->blocks, s->tokens, s->n_computed);
     }
     return true;
+  }
+
+  // A pass stopped part-way: no position of it counts as computed (the next step writes
+  // them again first), and the blocks reserved for drafts go back to the pool.
+  void abandon(const SchedulerOutput& plan) {
+    metrics_.add_abandoned_batch_step();
+    for (const ScheduledSequence& item : plan.scheduled) {
+      Sequence* s = item.sequence;
+      s->drafts.clear();
+      kv_.truncate(s->blocks, static_cast<int32_t>(s->tokens.size()));
+    }
   }
 
   std::span<float> logits_row(int32_t row) {
@@ -368,6 +399,7 @@ class Engine::Impl {
   std::optional<std::chrono::steady_clock::time_point> last_interactive_;  // engine thread only
   BatchStepLimit batch_limit_{config_.batch_latency_factor};                // engine thread only
   bool batch_limited_ = false;  // the step being planned has a batch_limit_ (engine thread only)
+  bool batch_abandonable_ = false;  // the step being planned may be abandoned if it is batch work alone
   std::vector<float> logits_;  // [n_outputs, n_vocab] of the last step
   std::vector<int32_t> first_max_;  // [n_outputs]: first_max_index of each logits row
   uint64_t next_arrival_ = 0;
@@ -377,6 +409,9 @@ class Engine::Impl {
   std::condition_variable idle_cv_;
   std::deque<std::shared_ptr<RequestState>> incoming_;
   uint64_t n_incoming_ = 0;
+  // An interactive request is in incoming_ (set by submit, cleared when the engine takes
+  // incoming_): stops a forward pass of batch work alone (model::Batch::abandon).
+  std::atomic<bool> interactive_arrived_{false};
   bool stop_ = false;
   bool draining_ = false;
   bool cancel_all_ = false;

@@ -51,12 +51,13 @@ struct EngineConfig {
   // sequences carry n-gram drafts into the step where they pay. The output is the same.
   // REQUIRES: speculative_config_error(speculative) is "".
   SpeculativeConfig speculative;
-  // While interactive requests are about (one ran or waited in the last
-  // kInteractiveRecentSeconds), a step that carries batch work lasts at most this many
-  // times a one-token step (from the fitted step cost): interactive streams keep their
-  // pace, and one that arrives waits little for the step in flight. Batch work takes
-  // whole steps once interactive traffic has been gone that long. 0: no limit.
-  double batch_latency_factor = 2.5;
+  // While interactive requests run or wait, a step that carries batch work lasts at most
+  // this many times a one-token step (from the fitted step cost), so that interactive
+  // streams keep their pace. Until kInteractiveRecentSeconds after the last of them, a
+  // pass of batch work alone is abandoned when an interactive request arrives (its
+  // prompt then waits for a slice of a pass, not a whole one); after that, batch work
+  // takes whole steps. 0: no limit and no abandoning.
+  double batch_latency_factor = 2.0;
 };
 
 // How long interactive traffic counts as present after its last request (EngineConfig).

@@ -83,6 +83,11 @@ void EngineMetrics::add_preemption() {
   ++counters_.preemptions_total;
 }
 
+void EngineMetrics::add_abandoned_batch_step() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++counters_.batch_steps_abandoned_total;
+}
+
 void EngineMetrics::add_speculation(int32_t proposed, int32_t accepted) {
   std::lock_guard<std::mutex> lock(mutex_);
   ++counters_.spec_drafts_total;

@@ -56,6 +56,7 @@ struct EngineMetrics {
     uint64_t prefix_cache_queries_total = 0;  // prompt tokens looked up in the cache
     uint64_t prefix_cache_hits_total = 0;     // of those, found
     uint64_t preemptions_total = 0;
+    uint64_t batch_steps_abandoned_total = 0;  // batch-only passes stopped for an interactive arrival
     // Speculative decoding (vLLM's spec_decode counters): verifications, drafts proposed
     // in them, drafts accepted, and accepted drafts by position (0: the first draft).
     uint64_t spec_drafts_total = 0;
@@ -76,6 +77,7 @@ struct EngineMetrics {
   void add_generation_tokens(uint64_t n);
   void add_prefix_cache(uint64_t queried, uint64_t hit);
   void add_preemption();
+  void add_abandoned_batch_step();
   // One sequence's drafts verified: `accepted` of `proposed` (the first ones) kept.
   void add_speculation(int32_t proposed, int32_t accepted);
   void add_finished_request(const std::string& finish_reason);

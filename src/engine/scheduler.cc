@@ -131,6 +131,13 @@ SchedulerOutput Scheduler::schedule() {
   admit_waiting(/*batch=*/false, budget, out);
   const int32_t interactive = config_.max_batch_tokens - budget;
   int32_t batch_budget = std::min(budget, std::max(0, batch_token_limit_ - interactive));
+  // Under a batch token limit, a step that computes an interactive prompt carries no
+  // batch work: the new request's first token waits for the whole step, and a batch
+  // decode position costs several prompt positions (its logits cover the vocabulary).
+  auto computes_prompt = [](const ScheduledSequence& s) { return s.sequence->n_pending() > 1; };
+  if (batch_token_limit_ != INT32_MAX && std::any_of(out.scheduled.begin(), out.scheduled.end(), computes_prompt)) {
+    batch_budget = 0;
+  }
   schedule_running(/*batch=*/true, batch_budget, out);
   admit_waiting(/*batch=*/true, batch_budget, out);
   return out;

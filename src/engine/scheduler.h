@@ -16,7 +16,8 @@
 // with the budget left. Preemption takes the newest batch sequence before any
 // interactive one. With interactive requests only, this is the order above. A batch
 // token limit (set_batch_token_limit) caps the positions of a step that carries batch
-// work: batch sequences get what the interactive ones leave of it.
+// work: batch sequences get what the interactive ones leave of it, and nothing in a step
+// that computes an interactive prompt.
 //
 // Thread-safety: not thread-safe; owned by the engine thread.
 #pragma once

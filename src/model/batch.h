@@ -4,6 +4,7 @@
 // sequence contributes however many new tokens it has.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -19,6 +20,12 @@ struct Batch {
   std::vector<std::vector<int32_t>> block_tables;  // [n_sequences][blocks]
   // Indices into tokens whose logits are wanted, ascending (usually each sequence's last).
   std::vector<int32_t> output_tokens;
+  // When set, the pass may stop early once *abandon is true (between layers, and between
+  // slices of the output projection), and then reports ErrorCode::kAbandoned: the keys
+  // and values of the batch's positions may be partly written, and nothing else is.
+  const std::atomic<bool>* abandon = nullptr;
+
+  bool abandoned() const { return abandon != nullptr && abandon->load(std::memory_order_relaxed); }
 
   int32_t n_tokens() const { return static_cast<int32_t>(tokens.size()); }
 

@@ -22,6 +22,7 @@ class Llama final : public Model {
     expert_bytes_last_forward_ = 0;
     for (int32_t l = 0; l < c.n_layers; ++l) {
       const LayerWeights& w = weights_.layers[l];
+      if (batch.abandoned()) return;
       // attention: norm -> attention -> residual
       be.rms_norm(hidden.data(), w.attn_norm, n, c.n_embd, c.rms_eps, scratch_.normed.data());
       attention_step(be, c, w, l, batch, kv, scratch_, weights_.rope_freqs);

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "base/first_max.h"
 #include "base/thread_pool.h"
 #include "model/architectures.h"
 #include "ops/cpu/cpu_backend.h"
+#include "quant/panel_layout.h"
 
 namespace tokenmill::model {
 
@@ -59,6 +61,7 @@ Status Model::forward(const Batch& batch, ops::KvStorage& kv, std::vector<float>
   if (c.embedding_scale != 1.0f) backend_->scale(hidden.data(), c.embedding_scale, hidden.size());
 
   run_layers(batch, kv, hidden);
+  if (batch.abandoned()) return abandoned("the forward pass was abandoned");
 
   // Only the rows whose logits are wanted go through the final norm and the (large)
   // output projection.  selected: [n_out, n_embd]
@@ -68,6 +71,7 @@ Status Model::forward(const Batch& batch, ops::KvStorage& kv, std::vector<float>
                 selected.data() + i * c.n_embd);
   }
   backend_->rms_norm(selected.data(), weights_.output_norm, n_out, c.n_embd, c.rms_eps, selected.data());
+  if (batch.abandon != nullptr) return project_in_slices(batch, selected.data(), n_out, logits, argmax, argmax_only);
   if (argmax != nullptr && c.final_logit_softcap == 0.0f) {
     backend_->matmul_argmax(weights_.output, selected.data(), n_out, argmax_only ? nullptr : logits.data(),
                             argmax->data());
@@ -79,6 +83,47 @@ Status Model::forward(const Batch& batch, ops::KvStorage& kv, std::vector<float>
   }
   // After the cap (tanh can round distinct logits to one value: the first of them wins).
   if (argmax != nullptr) first_max_index_rows(logits.data(), n_out, c.n_vocab, argmax->data());
+  return {};
+}
+
+Status Model::project_in_slices(const Batch& batch, const float* selected, int64_t n_out, std::vector<float>& logits,
+                                std::vector<int32_t>* argmax, bool argmax_only) {
+  const ops::WeightMatrix& w = weights_.output;
+  const int64_t n_vocab = w.n_rows;
+  const bool fold = argmax != nullptr && config_.final_logit_softcap == 0.0f;
+  // Slices start on panel boundaries, so that a panel-packed matrix is cut between panels.
+  const int64_t slice_rows =
+      std::max<int64_t>(1, (n_vocab / kOutputSlices + quant::kPanelRows - 1) / quant::kPanelRows) * quant::kPanelRows;
+  std::vector<float> part(static_cast<size_t>(n_out * slice_rows));
+  std::vector<int32_t> part_max(static_cast<size_t>(n_out));
+  std::vector<float> best(static_cast<size_t>(n_out), -std::numeric_limits<float>::infinity());
+  for (int64_t first = 0; first < n_vocab; first += slice_rows) {
+    if (batch.abandoned()) return abandoned("the forward pass was abandoned");
+    const int64_t rows = std::min(slice_rows, n_vocab - first);
+    ops::WeightMatrix slice = w;
+    slice.data = w.data + static_cast<size_t>(first) * w.row_bytes;
+    slice.n_rows = rows;
+    if (fold) {
+      backend_->matmul_argmax(slice, selected, n_out, part.data(), part_max.data());
+    } else {
+      backend_->matmul(slice, selected, n_out, part.data());
+    }
+    for (int64_t t = 0; t < n_out; ++t) {
+      const float* row = part.data() + t * rows;
+      if (!(fold && argmax_only)) std::copy_n(row, rows, logits.data() + t * n_vocab + first);
+      // Strictly greater: on a tie the earlier slice's row keeps the pick (first max).
+      if (fold && row[part_max[t]] > best[t]) {
+        best[t] = row[part_max[t]];
+        (*argmax)[t] = static_cast<int32_t>(first + part_max[t]);
+      }
+    }
+  }
+  if (fold) return {};
+  const float cap = config_.final_logit_softcap;
+  if (cap > 0.0f) {
+    for (float& v : logits) v = cap * std::tanh(v / cap);
+  }
+  if (argmax != nullptr) first_max_index_rows(logits.data(), n_out, n_vocab, argmax->data());
   return {};
 }
 

@@ -94,6 +94,13 @@ class Model {
   int64_t expert_bytes_last_forward_ = 0;  // set by run_layers
 
  private:
+  // forward()'s output projection for an abandonable batch: kOutputSlices slices of the
+  // vocabulary, batch.abandon checked before each. A row's logits do not depend on the
+  // other rows of the matrix, so the logits and picks are those of the one-pass path.
+  static constexpr int64_t kOutputSlices = 8;
+  Status project_in_slices(const Batch& batch, const float* selected, int64_t n_out, std::vector<float>& logits,
+                           std::vector<int32_t>* argmax, bool argmax_only);
+
   // Unwraps backend_ down to the real back end and wraps it again in what is set.
   void rewrap_backend();
 

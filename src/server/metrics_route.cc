@@ -219,6 +219,9 @@ std::string render_metrics(const RouteContext& context) {
               false, [](const S& m) { return double(m.prefix_cache_hits_total); });
   scalar_each(out, "tokenmill_preemptions_total", "counter", "Running sequences preempted for lack of KV blocks.",
               models, false, [](const S& m) { return double(m.preemptions_total); });
+  scalar_each(out, "tokenmill_batch_steps_abandoned_total", "counter",
+              "Forward passes of batch work alone stopped part-way because an interactive request arrived.", models,
+              false, [](const S& m) { return double(m.batch_steps_abandoned_total); });
 
   scalar_each(out, "tokenmill_spec_decode_num_drafts_total", "counter",
               "Speculative verifications (a sequence's drafts checked in one step).", models, false,

@@ -460,3 +460,53 @@ TEST_F(EngineTest, InteractiveRequestsTakeThePlaceOfBatchWork) {
 
 }  // namespace
 }  // namespace tokenmill::engine
+
+namespace tokenmill::engine {
+namespace {
+
+// While interactive users are about, a forward pass of batch work alone stops part-way
+// when an interactive request arrives; nothing of it counts, so every batch request still
+// gets exactly the tokens it gets alone.
+TEST_F(EngineTest, BatchPassesStoppedForInteractiveArrivalsLoseNothing) {
+  EngineConfig config = small_config();
+  config.speculative.mode = SpecMode::kNgram;  // stopped passes carry drafts too
+  std::mt19937 rng(17);
+  std::vector<std::vector<int32_t>> batch_prompts;
+  for (int i = 0; i < 6; ++i) batch_prompts.push_back(random_prompt(rng, 10 + 3 * i, n_vocab_));
+  const std::vector<int32_t> interactive_prompt = random_prompt(rng, 7, n_vocab_);
+
+  std::vector<Completion> batch_alone;
+  {
+    Engine engine(*tiny_.model, *tiny_.tokenizer, config);
+    for (const auto& prompt : batch_prompts) batch_alone.push_back(collect(*engine.submit(greedy_request(prompt, 400)), 1));
+  }
+  Engine engine(*tiny_.model, *tiny_.tokenizer, config);
+  std::vector<std::shared_ptr<RequestStream>> batch;
+  for (const auto& prompt : batch_prompts) {
+    Request r = greedy_request(prompt, 400);
+    r.priority = Priority::kBatch;
+    batch.push_back(*engine.submit(std::move(r)));
+  }
+  // Short interactive requests at random moments, until one of them stopped a pass (an
+  // arrival between passes stops nothing) or the batch work is done.
+  std::uniform_int_distribution<int> pause_us(0, 2000);
+  int n_interactive = 0;
+  while (engine.metrics().snapshot().batch_steps_abandoned_total == 0 && n_interactive < 400 &&
+         !std::all_of(batch.begin(), batch.end(), [](const auto& s) { return s->complete(); })) {
+    std::this_thread::sleep_for(std::chrono::microseconds(pause_us(rng)));
+    const Completion c = collect(*engine.submit(greedy_request(interactive_prompt, 2)), 1);
+    ASSERT_EQ(c.finish[0], FinishReason::kLength);
+    ++n_interactive;
+  }
+  EXPECT_GT(engine.metrics().snapshot().batch_steps_abandoned_total, 0u) << n_interactive << " interactive requests";
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const Completion c = collect(batch[i], 1);
+    EXPECT_EQ(c.finish[0], FinishReason::kLength);
+    EXPECT_EQ(c.tokens, batch_alone[i].tokens) << "batch " << i;
+  }
+  const Engine::PoolCounters pool = engine.pool_counters();
+  EXPECT_EQ(pool.n_free, pool.n_blocks) << "blocks leaked";
+}
+
+}  // namespace
+}  // namespace tokenmill::engine

@@ -69,13 +69,14 @@ TEST_F(SchedulerTest, BatchWorkTakesOnlyWhatTheLimitLeavesBesideInteractiveWork)
   EXPECT_EQ(positions(plan, /*batch=*/true), 12);  // the oldest twelve
   run(plan);
 
-  // An interactive prompt of 5 tokens leaves 7 positions of the 12 to batch work...
+  // An interactive prompt of 5 tokens runs with no batch work beside it (its first
+  // token waits for the whole step)...
   scheduler.add_waiting(sequence(5, Priority::kInteractive));
   plan = scheduler.schedule();
   EXPECT_EQ(positions(plan, /*batch=*/false), 5);
-  EXPECT_EQ(positions(plan, /*batch=*/true), 7);
+  EXPECT_EQ(positions(plan, /*batch=*/true), 0);
   run(plan);
-  // ...its decoding, 11.
+  // ...its decoding leaves 11 of the 12 to batch work.
   plan = scheduler.schedule();
   EXPECT_EQ(positions(plan, /*batch=*/false), 1);
   EXPECT_EQ(positions(plan, /*batch=*/true), 11);
@@ -92,6 +93,13 @@ TEST_F(SchedulerTest, BatchWorkTakesOnlyWhatTheLimitLeavesBesideInteractiveWork)
   plan = scheduler.schedule();
   EXPECT_EQ(positions(plan, /*batch=*/true), 40);
   EXPECT_EQ(positions(plan, /*batch=*/false), 2);
+  run(plan);
+
+  // With no limit, an interactive prompt shares its step with batch work.
+  scheduler.add_waiting(sequence(5, Priority::kInteractive));
+  plan = scheduler.schedule();
+  EXPECT_EQ(positions(plan, /*batch=*/false), 2 + 5);
+  EXPECT_EQ(positions(plan, /*batch=*/true), 40);
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <numeric>
 #include <nlohmann/json.hpp>
@@ -178,6 +180,30 @@ TEST_F(Gemma3Golden, FirstStepLogitsCloseToExactArithmetic) {
   std::printf("first-step logits vs exact float64 arithmetic (top-64 of each prompt): tokenmill max abs diff %.4f, "
               "llama.cpp %.4f\n", ours_worst, llama_worst);
   EXPECT_LE(ours_worst, 1.5f * llama_worst);
+}
+
+// An abandonable pass (the engine's batch work beside interactive users) cuts the
+// output projection, a panel-packed Q8_0 matrix here, into slices: the logits and greedy
+// picks must be the one-pass path's, bit for bit.
+TEST_F(Gemma3Golden, AnAbandonablePassGivesThePlainLogitsAndPicks) {
+  ASSERT_NE(model_, nullptr);
+  ops::KvStorage kv(model_->kv_shape(8));
+  Batch batch;
+  batch.add_sequence({2, 818, 5279, 529, 7001}, 0, {0, 1}, true);
+  batch.add_sequence({2, 9259, 236764}, 0, {2, 3}, true);
+  batch.add_sequence({2, 106, 2364, 107}, 0, {4, 5}, true);
+  std::vector<float> plain, sliced;
+  std::vector<int32_t> plain_picks, sliced_picks;
+  ASSERT_TRUE(model_->forward(batch, kv, plain, &plain_picks).ok());
+  std::atomic<bool> stop{false};
+  batch.abandon = &stop;
+  ASSERT_TRUE(model_->forward(batch, kv, sliced, &sliced_picks).ok());
+  ASSERT_EQ(sliced.size(), plain.size());
+  EXPECT_EQ(std::memcmp(sliced.data(), plain.data(), plain.size() * sizeof(float)), 0);
+  EXPECT_EQ(sliced_picks, plain_picks);
+  std::vector<int32_t> picks_only;
+  ASSERT_TRUE(model_->forward(batch, kv, sliced, &picks_only, /*argmax_only=*/true).ok());
+  EXPECT_EQ(picks_only, plain_picks);
 }
 
 TEST_F(Gemma3Golden, GreedyTokensMatchLlamaCpp) {

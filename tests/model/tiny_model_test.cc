@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -403,6 +404,39 @@ TEST_P(TinyModelTest, DecodeStepBatchedWithAnotherPrefillMatchesAlone) {
       << "max diff " << max_abs_diff(logits.data(), alone_a.data(), n_vocab);
   EXPECT_TRUE(bit_identical(logits.data() + n_vocab, alone_b.data(), n_vocab))
       << "max diff " << max_abs_diff(logits.data() + n_vocab, alone_b.data(), n_vocab);
+}
+
+// A pass that may be abandoned computes its output projection in slices of the
+// vocabulary (the last one short here: 97 rows): its logits and greedy picks must be the
+// plain pass's, bit for bit; once asked to stop, it stops.
+TEST_P(TinyModelTest, AnAbandonablePassMatchesThePlainOneAndStopsWhenAsked) {
+  const NamedSpec& param = GetParam();
+  std::unique_ptr<Model> model = load(param.spec);
+  ASSERT_NE(model, nullptr);
+  const int32_t n_vocab = model->config().n_vocab;
+  ops::KvStorage kv(model->kv_shape(kNumBlocks, kBlockSize));
+  Batch batch;
+  batch.add_sequence(random_tokens(9, n_vocab, 7), 0, iota_table(9), true);
+  std::vector<int32_t> second_table = iota_table(5);
+  for (int32_t& block : second_table) block += n_blocks_for(9);
+  batch.add_sequence(random_tokens(5, n_vocab, 8), 0, second_table, true);
+
+  std::vector<float> plain, sliced;
+  std::vector<int32_t> plain_picks, sliced_picks, picks_only;
+  ASSERT_TRUE(model->forward(batch, kv, plain, &plain_picks).ok());
+  std::atomic<bool> stop{false};
+  Batch abandonable = batch;
+  abandonable.abandon = &stop;
+  ASSERT_TRUE(model->forward(abandonable, kv, sliced, &sliced_picks).ok());
+  ASSERT_EQ(sliced.size(), plain.size());
+  EXPECT_TRUE(bit_identical(sliced.data(), plain.data(), plain.size()))
+      << "max |sliced - plain| = " << max_abs_diff(sliced.data(), plain.data(), plain.size());
+  EXPECT_EQ(sliced_picks, plain_picks);
+  ASSERT_TRUE(model->forward(abandonable, kv, sliced, &picks_only, /*argmax_only=*/true).ok());
+  EXPECT_EQ(picks_only, plain_picks);
+
+  stop.store(true);
+  EXPECT_EQ(model->forward(abandonable, kv, sliced).code(), ErrorCode::kAbandoned);
 }
 
 TEST_P(TinyModelTest, OnePassTokenByTokenAndChunksOfThreeAgree) {
