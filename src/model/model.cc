@@ -94,7 +94,8 @@ Status Model::project_in_slices(const Batch& batch, const float* selected, int64
   // Slices start on panel boundaries, so that a panel-packed matrix is cut between panels.
   const int64_t slice_rows =
       std::max<int64_t>(1, (n_vocab / kOutputSlices + quant::kPanelRows - 1) / quant::kPanelRows) * quant::kPanelRows;
-  std::vector<float> part(static_cast<size_t>(n_out * slice_rows));
+  std::vector<float>& part = slice_logits_;  // kept between passes: megabytes a step
+  part.resize(static_cast<size_t>(n_out * slice_rows));
   std::vector<int32_t> part_max(static_cast<size_t>(n_out));
   std::vector<float> best(static_cast<size_t>(n_out), -std::numeric_limits<float>::infinity());
   for (int64_t first = 0; first < n_vocab; first += slice_rows) {

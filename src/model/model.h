@@ -98,6 +98,7 @@ class Model {
   // vocabulary, batch.abandon checked before each. A row's logits do not depend on the
   // other rows of the matrix, so the logits and picks are those of the one-pass path.
   static constexpr int64_t kOutputSlices = 8;
+  std::vector<float> slice_logits_;  // project_in_slices' [n_out, slice] results
   Status project_in_slices(const Batch& batch, const float* selected, int64_t n_out, std::vector<float>& logits,
                            std::vector<int32_t>* argmax, bool argmax_only);
 
