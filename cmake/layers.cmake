@@ -13,7 +13,7 @@ function(tokenmill_layer name)
   foreach(dep IN LISTS ARGN)
     target_link_libraries(tm_${name} PUBLIC tm_${dep})
   endforeach()
-  # Files named *_avx2.cc / *_avxvnni.cc / *_avx512.cc hold kernels for one instruction
+  # Files named *_avx2.cc / *_avxvnni.cc / *_avx512.cc / *_amx.cc hold kernels for one instruction
   # set; they are only ever called after a run-time CPU check. The fuzz and ThreadSanitizer
   # builds leave them uninstrumented: they parse nothing and share no state between
   # threads (each thread writes its own rows; the pool's hand-offs, in base/, are
@@ -28,6 +28,9 @@ function(tokenmill_layer name)
       set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c${no_fuzz}")
     elseif(src MATCHES "_avxvnni\\.cc$")
       set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c;-mavxvnni${no_fuzz}")
+    elseif(src MATCHES "_amx\\.cc$")
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
+        "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512dq;-mavx512vl;-mavx512vnni;-mavx512bf16;-mamx-tile;-mamx-int8${no_fuzz}")
     elseif(src MATCHES "_avx512\\.cc$")
       set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
         "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512dq;-mavx512vl;-mavx512vnni;-mavx512bf16${no_fuzz}")

@@ -1,6 +1,8 @@
 #include "base/cpu_features.h"
 
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -14,6 +16,19 @@ uint64_t read_xcr0() {
   uint32_t eax = 0, edx = 0;
   __asm__ volatile("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
   return (static_cast<uint64_t>(edx) << 32) | eax;
+}
+
+// Linux keeps AMX's 8 KB of tile data out of a process's saved state until the process
+// asks for it (arch/x86/include/uapi/asm/prctl.h); without the grant the first tile
+// instruction faults. The grant is process-wide and idempotent.
+bool request_amx_permission() {
+#if defined(__linux__) && defined(SYS_arch_prctl)
+  constexpr int kArchReqXcompPerm = 0x1023;
+  constexpr int kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
 }
 
 }  // namespace
@@ -40,6 +55,9 @@ CpuFeatures detect_cpu_features() {
     f.avx512vl = ebx & (1u << 31);
     f.avx512vnni = ecx & (1u << 11);
   }
+  const bool amx_tile = edx & (1u << 24), amx_int8 = edx & (1u << 25);
+  const bool os_amx = (xcr0 & 0x60000) == 0x60000;  // XTILECFG and XTILEDATA
+  f.amx_int8 = amx_tile && amx_int8 && os_amx && request_amx_permission();
   if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) {
     f.avx_vnni = eax & (1u << 4);
     if (os_avx512) f.avx512bf16 = eax & (1u << 5);
@@ -54,6 +72,8 @@ const CpuFeatures& cpu_features() {
     if (cap != nullptr) {
       if (std::strcmp(cap, "scalar") == 0) {
         f = CpuFeatures{};
+      } else if (std::strcmp(cap, "avx512") == 0) {
+        f.amx_int8 = false;
       } else if (std::strcmp(cap, "avx2") == 0 || std::strcmp(cap, "avxvnni") == 0) {
         CpuFeatures capped;
         capped.avx2 = f.avx2;
@@ -102,6 +122,7 @@ std::string CpuFeatures::to_string() const {
   add(avx512vnni, "avx512vnni");
   add(avx512bf16, "avx512bf16");
   add(avx_vnni, "avxvnni");
+  add(amx_int8, "amx-int8");
   return s.empty() ? "scalar" : s;
 }
 

@@ -17,15 +17,23 @@ struct CpuFeatures {
   bool avx512vnni = false;
   bool avx512bf16 = false;
   bool avx_vnni = false;
+  // AMX tiles with int8 dot products, usable: the CPU has them, the OS saves their state
+  // (XCR0) and granted this process the right to use them (Linux arch_prctl).
+  bool amx_int8 = false;
 
   // The AVX-512 subset our kernels use (F, BW, DQ, VL, VNNI).
   bool has_avx512_kernels() const { return avx512f && avx512bw && avx512dq && avx512vl && avx512vnni; }
   bool has_avx2_kernels() const { return avx2 && fma && f16c; }
   // AVX2 kernels with the VEX-encoded vpdpbusd (Alder Lake and later, Zen 5).
   bool has_avx_vnni_kernels() const { return has_avx2_kernels() && avx_vnni; }
-  // The widest kernel set these features run: "avx512", "avxvnni" (AVX2 with AVX-VNNI),
-  // "avx2" or "scalar" (what the matmul kernels dispatch to; printed by bench and serve).
+  // AVX-512 kernels whose many-token legacy-format matmuls run on AMX tiles (Sapphire
+  // Rapids and later Xeons).
+  bool has_amx_kernels() const { return has_avx512_kernels() && amx_int8; }
+  // The widest kernel set these features run: "amx" (AVX-512 with AMX tiles), "avx512",
+  // "avxvnni" (AVX2 with AVX-VNNI), "avx2" or "scalar" (what the matmul kernels dispatch
+  // to; printed by bench and serve).
   const char* kernel_set() const {
+    if (has_amx_kernels()) return "amx";
     if (has_avx512_kernels()) return "avx512";
     if (has_avx_vnni_kernels()) return "avxvnni";
     return has_avx2_kernels() ? "avx2" : "scalar";
@@ -35,7 +43,8 @@ struct CpuFeatures {
 
 // Detected once, then cached. TOKENMILL_ISA caps what is reported, so tests and
 // benchmarks can force a lower path on a bigger CPU: scalar, avx2 (plain AVX2 + FMA +
-// F16C), avxvnni (the same with AVX-VNNI where the CPU has it).
+// F16C), avxvnni (the same with AVX-VNNI where the CPU has it), avx512 (AVX-512 without
+// AMX).
 const CpuFeatures& cpu_features();
 
 // Features as detected, ignoring TOKENMILL_ISA.

@@ -81,6 +81,14 @@ VecDotPanelsFn avx_vnni_panels(TensorType type) {
     default: return nullptr;
   }
 }
+VecDotPanelsFn amx_panels(TensorType type) {
+  switch (type) {
+    case TensorType::kQ8_0: return amx::vec_dot_panels_q8_0_q8_0;
+    case TensorType::kQ4_0: return amx::vec_dot_panels_q4_0_q8_0;
+    case TensorType::kQ5_0: return amx::vec_dot_panels_q5_0_q8_0;
+    default: return nullptr;
+  }
+}
 std::vector<PanelSet> panel_sets() {
   std::vector<PanelSet> sets;
   const CpuFeatures& cpu = cpu_features();
@@ -93,6 +101,13 @@ std::vector<PanelSet> panel_sets() {
                     }});
   }
   if (cpu.has_avx512_kernels()) sets.push_back({"avx512", [](TensorType t) { return type_traits(t).avx512; }});
+  if (cpu.has_amx_kernels()) {
+    sets.push_back({"amx", [](TensorType t) {
+                      SimdKernels kernels = type_traits(t).avx512;
+                      kernels.vec_dot_panels = amx_panels(t);
+                      return kernels;
+                    }});
+  }
   std::printf("[ kernels  ] panel kernels run:");
   for (const PanelSet& set : sets) std::printf(" %s", set.name);
   std::printf("%s\n", sets.empty() ? " none (no AVX2 on this CPU)" : "");
@@ -109,7 +124,8 @@ TEST(PanelLayout, PanelKernelMatchesRowKernelBitForBit) {
       std::vector<uint8_t> packed(m.rows.size());
       pack_panels(type, m.rows.data(), m.n_rows, m.row_bytes, packed.data());
       const size_t input_bytes = row_size(TensorType::kQ8_0, n_cols);
-      for (const int64_t n_tokens : {1, 2, 3, 5, 6, 7, 8, 13, 16, 70}) {
+      // 16, 20, 70: whole AMX tiles of 16 and the rest beside them.
+      for (const int64_t n_tokens : {1, 2, 3, 5, 6, 7, 8, 13, 16, 20, 70}) {
         std::vector<uint8_t> input(input_bytes * static_cast<size_t>(n_tokens));
         for (int64_t t = 0; t < n_tokens; ++t) {
           const std::vector<float> x =
@@ -163,7 +179,7 @@ TEST(PanelLayout, PanelKernelFoldsEachTokensFirstLargestResult) {
     std::vector<uint8_t> packed(m.rows.size());
     pack_panels(type, m.rows.data(), m.n_rows, m.row_bytes, packed.data());
     const size_t input_bytes = row_size(TensorType::kQ8_0, n_cols);
-    for (const int64_t n_tokens : {1, 6, 16, 70}) {
+    for (const int64_t n_tokens : {1, 6, 16, 37, 70}) {
       std::vector<uint8_t> input(input_bytes * static_cast<size_t>(n_tokens));
       std::vector<float> x0;
       for (int64_t t = 0; t < n_tokens; ++t) {

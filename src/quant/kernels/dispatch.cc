@@ -51,6 +51,16 @@ ChoiceTable choose_kernels() {
       }
       if (set.kernels.quantize_row != nullptr) choice.quantize = set.kernels.quantize_row;
     }
+    // With AMX, the AVX-512 packed panels of the legacy _0 formats run their whole tiles
+    // of tokens on it (the same bits).
+    if (choice.dot.isa == std::string_view("avx512") && cpu.has_amx_kernels()) {
+      switch (traits.type) {
+        case gguf::TensorType::kQ8_0: choice.panels = amx::vec_dot_panels_q8_0_q8_0; break;
+        case gguf::TensorType::kQ4_0: choice.panels = amx::vec_dot_panels_q4_0_q8_0; break;
+        case gguf::TensorType::kQ5_0: choice.panels = amx::vec_dot_panels_q5_0_q8_0; break;
+        default: break;
+      }
+    }
     // On AVX2 the packed panels of the legacy _0 formats have AVX-VNNI variants (the same
     // bits): the other kernels of the type stay AVX2's.
     if (choice.dot.isa == std::string_view("avx2") && cpu.has_avx_vnni_kernels()) {

@@ -35,6 +35,7 @@
 #include <type_traits>
 
 #include "quant/blocks.h"
+#include "quant/kernels/legacy_packed_avx512.h"
 #include "quant/kernels/scratch.h"
 #include "quant/kernels/simd_kernels.h"
 #include "quant/kernels/panel_transpose_avx512.h"
@@ -44,7 +45,6 @@ namespace tokenmill::quant::avx512 {
 
 namespace {
 
-constexpr int kPanel = 16;        // weight rows per panel: one int32 lane each
 constexpr int kTokenTile = 8;     // tokens whose accumulators stay in registers
 constexpr int kPairTokenTile = 6; // the same with two Q8_0 panels at once (dot_packed)
 constexpr int kTokenBlock = 64;   // tokens per pass over the weights (their activations stay in L2)
@@ -251,27 +251,6 @@ void transpose_panel(int64_t n_blocks, const uint8_t* w, size_t w_stride, int64_
     }
   }
 }
-
-// Per activation row and block: the token's scale as a float and -k * (sum of its quants).
-struct TokenBlock {
-  float d;
-  int32_t start;
-  float s;  // Q8_1's d * sum(a), for the _1 formats' minimum
-};
-
-// A run of activation rows staged block-major for the multi-token loops: block b of token
-// t at meta[b * stride + t] and its 32 quants at quants + (b * stride + t) * 32. A tile's
-// tokens then sit at fixed offsets from one pointer per block (with a pointer per token
-// the compiler ran out of registers and spilled: ~20% slower).
-struct StagedTokens {
-  const TokenBlock* meta;
-  const uint8_t* quants;
-  int64_t stride;  // tokens staged per block
-
-  StagedTokens from(int64_t t) const { return {meta + t, quants + t * kLegacyBlockSize, stride}; }
-  const TokenBlock& token(int64_t b, int t) const { return meta[b * stride + t]; }
-  const uint8_t* block_quants(int64_t b) const { return quants + b * stride * kLegacyBlockSize; }
-};
 
 // Stages n_tokens rows (at most kTokenBlock) into meta / quants (n_blocks * kTokenBlock
 // entries each).
@@ -507,42 +486,8 @@ template <typename Block>
 constexpr size_t kPackedBlockBytes = kPanel * sizeof(Block);
 constexpr int64_t kPackedPrefetchBytes = 8192;  // the panels are streamed in order
 
-// The weight stream ahead of the kernels: with several token tiles per panel, only the
-// first reads the panel from memory, so the next panel's bytes are requested evenly over
-// all of them (each block step of each tile asks for its share of lines) instead of in
-// a burst during the first tile with the memory idle during the others. (The K-quant
-// panels' PrefetchCursor (x86_helpers.h) is a cursor in rounded-up steps; exact shares measured 14% faster
-// here at 16 tokens.)
-struct PrefetchShare {
-  const uint8_t* base = nullptr;  // the matrix's first panel (line-aligned)
-  int64_t start = 0;              // byte offset, from base, of this tile's first share
-  int64_t total = 0;              // bytes this tile asks for over its n_steps shares
-  int64_t n_steps = 1;
-
-  // Lines whose start lies in share `step`'s bytes, each line in exactly one share.
-  void fetch(int64_t step) const {
-    const int64_t from = start + total * step / n_steps, to = start + total * (step + 1) / n_steps;
-    for (int64_t line = (from + 63) / 64 * 64; line < to; line += 64) {
-      _mm_prefetch(reinterpret_cast<const char*>(base) + line, _MM_HINT_T0);
-    }
-  }
-};
-
 // out + offset, or null for a call that only folds its results (no stores).
 inline float* offset_rows(float* out, int64_t offset) { return out != nullptr ? out + offset : nullptr; }
-
-// Folds 16 results (columns first_column ...) into m (see RunningMax), from registers:
-// one compare while none beats the maximum so far, the common case. (Reloading them
-// after the store cost as much as a later scan of all the logits: a token's results are
-// a row of the output apart, and 16 tokens' lines share one L1 set.)
-__attribute__((always_inline)) inline void fold_running_max(__m512 x, int64_t first_column, RunningMax& m) {
-  const __mmask16 above = _mm512_cmp_ps_mask(x, _mm512_set1_ps(m.value), _CMP_GT_OQ);  // false for NaN
-  if (above == 0) return;
-  const float top = _mm512_mask_reduce_max_ps(above, x);
-  const __mmask16 at_top = _mm512_mask_cmp_ps_mask(above, x, _mm512_set1_ps(top), _CMP_EQ_OQ);
-  m.value = top;
-  m.column = static_cast<int32_t>(first_column + __builtin_ctz(at_top));
-}
 
 // kPanels consecutive panels of the packed layout (two only for Q8_0, whose codes are
 // loaded as used; the nibble formats unpack a block's codes into registers) against
@@ -613,14 +558,19 @@ void dot_packed(int64_t n_blocks, const uint8_t* panel, int64_t panel_bytes, Sta
 
 // n_panels (1, or 2 in Q8_0's layout) panels from `panel` against n_tokens staged tokens.
 // The tiles prefetch `ahead` bytes from offset `ahead_from` of `base` (the weights' first
-// panel, line-aligned), in equal shares over all their block steps.
-template <typename Block>
+// panel, line-aligned), in equal shares over all their block steps. With kAmx (Q8_0's
+// layout only), whole tiles of amx::kTileTokens tokens run on AMX, panel by panel, and
+// the rest here: the same bits either way.
+template <typename Block, bool kAmx = false>
 void dot_packed_tokens(int64_t n_blocks, const uint8_t* panel, int64_t n_panels, StagedTokens tokens,
                        int64_t n_tokens, float* out, int64_t out_stride, const uint8_t* base, int64_t ahead_from,
                        int64_t ahead, RunningMax* row_max, int64_t first_column) {
+  static_assert(!kAmx || std::is_same_v<Block, BlockQ8_0>);
   const int64_t panel_bytes = n_blocks * static_cast<int64_t>(kPackedBlockBytes<Block>);
   const int64_t tile_size = n_panels == 2 ? kPairTokenTile : kTokenTile;
-  const int64_t n_tiles = (n_tokens + tile_size - 1) / tile_size;
+  const int64_t n_amx_tokens = kAmx ? n_tokens / amx::kTileTokens * amx::kTileTokens : 0;
+  const int64_t n_rest = n_tokens - n_amx_tokens;
+  const int64_t n_tiles = n_amx_tokens / amx::kTileTokens * n_panels + (n_rest + tile_size - 1) / tile_size;
   PrefetchShare prefetch;
   prefetch.base = base;
   prefetch.n_steps = n_blocks;
@@ -630,6 +580,19 @@ void dot_packed_tokens(int64_t n_blocks, const uint8_t* panel, int64_t n_panels,
     prefetch.total = ahead_from + ahead * (tile + 1) / n_tiles - prefetch.start;
     ++tile;
   };
+  for (int64_t t = 0; t < n_amx_tokens; t += amx::kTileTokens) {
+    for (int64_t p = 0; p < n_panels; ++p) {  // panel order: each token's maximum folds in column order
+      share();
+      amx::dot_packed_tile(n_blocks, panel + p * panel_bytes, tokens.from(t),
+                           offset_rows(out, t * out_stride + kPanel * p), out_stride, prefetch,
+                           row_max != nullptr ? row_max + t : nullptr, first_column + kPanel * p);
+    }
+  }
+  if (n_rest == 0) return;
+  tokens = tokens.from(n_amx_tokens);
+  out = offset_rows(out, n_amx_tokens * out_stride);
+  if (row_max != nullptr) row_max += n_amx_tokens;
+  n_tokens = n_rest;
   if constexpr (std::is_same_v<Block, BlockQ8_0>) {
     if (n_panels == 2) {
       for_balanced_token_tiles<kPairTokenTile>(n_tokens, [&](auto n, int64_t t) {
@@ -665,7 +628,7 @@ void rebuild_as_q8_0(int64_t n_blocks, const uint8_t* panels, int64_t n_panels, 
   }
 }
 
-template <typename Block>
+template <typename Block, bool kAmx = false>
 void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride, int64_t n_a_rows,
                 float* out, int64_t out_stride, RunningMax* row_max) {
   const auto* panels = static_cast<const uint8_t*>(w);
@@ -677,10 +640,13 @@ void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_
   // Q8_0's layout (rebuild_as_q8_0) and computed as Q8_0's pairs are.
   constexpr bool kNibbles = !std::is_same_v<Block, BlockQ8_0>;
   uint8_t* rebuilt = nullptr;
-  if (kNibbles && n_a_rows >= kPairMinTokens) {
+  // With AMX, whole tiles of its tokens: tdpbsud reads the codes in Q8_0's layout.
+  const bool amx_tiles = kAmx && n_a_rows >= amx::kTileTokens;
+  if (kNibbles && (n_a_rows >= kPairMinTokens || amx_tiles)) {
     rebuilt = static_cast<uint8_t*>(
         thread_scratch(ScratchSlot::kPanel, 2 * static_cast<size_t>(n_blocks) * kPackedBlockBytes<BlockQ8_0>));
   }
+  if (amx_tiles) amx::begin_tiles();
   for (int64_t t0 = 0; t0 < n_a_rows; t0 += kTokenBlock) {
     const int64_t n_tokens = n_a_rows - t0 < kTokenBlock ? n_a_rows - t0 : kTokenBlock;
     const uint8_t* a_block = activations + t0 * a_stride;
@@ -695,25 +661,46 @@ void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_
       const int64_t n_panels = pair ? 2 : 1;
       const int64_t span = n_panels * panel_bytes;
       RunningMax* tile_max = row_max != nullptr ? row_max + t0 : nullptr;
-      if (pair && kNibbles) {
+      if (kNibbles && (pair || (amx_tiles && n_tokens >= amx::kTileTokens))) {
         // The next pair streams in over this one's tiles; this one was requested over
         // the previous pair's (the first pair of a call is read on demand).
-        rebuild_as_q8_0<Block>(n_blocks, panel, 2, rebuilt);
-        dot_packed_tokens<BlockQ8_0>(n_blocks, rebuilt, 2, tokens, n_tokens, panel_out, out_stride, panels,
+        rebuild_as_q8_0<Block>(n_blocks, panel, n_panels, rebuilt);
+        dot_packed_tokens<BlockQ8_0, kAmx>(n_blocks, rebuilt, n_panels, tokens, n_tokens, panel_out, out_stride, panels,
                                      offset + span, span, tile_max, r0);
       } else {
         // One panel runs kPackedPrefetchBytes ahead; a pair's stream starts at the next
         // pair: both its panels are read from their first block on, so an 8 KB lead
         // would leave the second one cold (from memory that ran at half speed).
-        dot_packed_tokens<Block>(n_blocks, panel, n_panels, tokens, n_tokens, panel_out, out_stride, panels,
+        dot_packed_tokens<Block, kAmx && !kNibbles>(n_blocks, panel, n_panels, tokens, n_tokens, panel_out, out_stride, panels,
                                  offset + (pair ? span : kPackedPrefetchBytes), span, tile_max, r0);
       }
       r0 += n_panels * kPanel;
     }
   }
+  if (amx_tiles) amx::end_tiles();
 }
 
 }  // namespace
+
+}  // namespace tokenmill::quant::avx512
+
+// The packed panels with AMX tiles for whole tiles of tokens (legacy_amx.cc).
+namespace tokenmill::quant::amx {
+void vec_dot_panels_q8_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
+  avx512::dot_panels<BlockQ8_0, true>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
+}
+void vec_dot_panels_q4_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
+  avx512::dot_panels<BlockQ4_0, true>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
+}
+void vec_dot_panels_q5_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
+  avx512::dot_panels<BlockQ5_0, true>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
+}
+}  // namespace tokenmill::quant::amx
+
+namespace tokenmill::quant::avx512 {
 
 void vec_dot_matrix_q4_1_q8_1(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {

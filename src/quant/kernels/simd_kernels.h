@@ -118,4 +118,16 @@ void quantize_row_q8_0(const float* src, void* dst, int64_t n);
 void quantize_row_q8_K(const float* src, void* dst, int64_t n);
 }  // namespace avx512
 
+// The AVX-512 packed-panel kernels with their whole tiles of 16 activation rows on AMX
+// (legacy_avx512.cc, tiles in legacy_amx.cc): bit-identical to avx512's. Only where
+// cpu_features().has_amx_kernels().
+namespace amx {
+void vec_dot_panels_q4_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
+void vec_dot_panels_q5_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
+void vec_dot_panels_q8_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
+}  // namespace amx
+
 }  // namespace tokenmill::quant

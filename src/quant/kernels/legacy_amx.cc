@@ -1,0 +1,94 @@
+// AMX tiles for the packed legacy formats (Q8_0, and Q4_0 / Q5_0 rebuilt in Q8_0's
+// layout) against 16 staged Q8_0 activation rows.
+//
+// Per block, one tdpbsud multiplies the 16 tokens' 32 signed quants (tile A: 16 rows x
+// 32 bytes, straight from the staging buffer) by the panel's 16 rows of unsigned codes
+// (tile B: 8 rows x 64 bytes, exactly the packed layout's eight code vectors: row k,
+// bytes 4r .. 4r + 3 = codes 4k .. 4k + 3 of weight row r) into a 16 x 16 int32 tile
+// whose row t, stored and loaded as one vector, has lane r = sum(code * a) for weight row
+// r. From there the float steps are the AVX-512 kernel's: its start (-k * sum(a)) added,
+// then acc = fma(float(isum), d_r * d_t, acc), block by block. Integer sums are exact,
+// so every (row, token) result has the AVX-512 kernel's bits: a token's logits do not
+// depend on which kernel or batch computed them.
+
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "quant/kernels/legacy_packed_avx512.h"
+#include "quant/kernels/x86_helpers.h"
+
+namespace tokenmill::quant::amx {
+
+namespace {
+
+// The 64-byte LDTILECFG operand (palette 1).
+struct TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t bytes_per_row[16] = {};
+  uint8_t rows[16] = {};
+};
+static_assert(sizeof(TileConfig) == 64);
+
+// Tile registers (GCC's tile intrinsics paste their number into the instruction, so the
+// calls below spell them as literals): 0 = A, tokens x quants; 1 = B, codes, four per
+// int32 column; 2 = C, tokens x weight rows, int32.
+constexpr int kTileA = 0, kTileB = 1, kTileC = 2;
+
+constexpr TileConfig tile_config() {
+  TileConfig config;
+  config.rows[kTileA] = kTileTokens;
+  config.bytes_per_row[kTileA] = kLegacyBlockSize;
+  config.rows[kTileB] = kLegacyBlockSize / 4;
+  config.bytes_per_row[kTileB] = avx512::kPanel * 4;
+  config.rows[kTileC] = kTileTokens;
+  config.bytes_per_row[kTileC] = avx512::kPanel * sizeof(int32_t);
+  return config;
+}
+
+// A static object: GCC 12's _tile_loadconfig does not tell the compiler that it reads
+// its operand, so the stores filling a local configuration were dropped as dead.
+alignas(64) constexpr TileConfig kTileConfig = tile_config();
+
+}  // namespace
+
+void begin_tiles() { _tile_loadconfig(&kTileConfig); }
+
+void end_tiles() { _tile_release(); }
+
+void dot_packed_tile(int64_t n_blocks, const uint8_t* panel, avx512::StagedTokens tokens, float* out,
+                     int64_t out_stride, const avx512::PrefetchShare& prefetch, RunningMax* row_max,
+                     int64_t first_column) {
+  __m512 acc[kTileTokens];
+  for (int t = 0; t < kTileTokens; ++t) acc[t] = _mm512_setzero_ps();
+  alignas(64) int32_t sums[kTileTokens * avx512::kPanel];
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* block = panel + b * avx512::kPackedQ8BlockBytes;
+    prefetch.fetch(b);
+    _tile_loadd(0, tokens.block_quants(b), kLegacyBlockSize);
+    _tile_loadd(1, block, avx512::kPanel * 4);
+    _tile_zero(2);
+    _tile_dpbsud(2, 0, 1);
+    _tile_stored(2, sums, avx512::kPanel * sizeof(int32_t));
+    const __m512 scales = _mm512_cvtph_ps(load_256(block + avx512::kPackedQ8CodesBytes));
+    for (int t = 0; t < kTileTokens; ++t) {
+      const avx512::TokenBlock& token = tokens.token(b, t);
+      const __m512i isum = _mm512_add_epi32(_mm512_load_si512(sums + t * avx512::kPanel), _mm512_set1_epi32(token.start));
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(scales, _mm512_set1_ps(token.d)), acc[t]);
+    }
+  }
+  if (out != nullptr) {
+    for (int t = 0; t < kTileTokens; ++t) _mm512_storeu_ps(out + t * out_stride, acc[t]);
+  }
+  if (row_max != nullptr) {
+    for (int t = 0; t < kTileTokens; ++t) avx512::fold_running_max(acc[t], first_column, row_max[t]);
+  }
+}
+
+}  // namespace tokenmill::quant::amx

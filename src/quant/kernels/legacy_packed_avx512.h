@@ -1,0 +1,104 @@
+// Internal to quant/kernels: what the AVX-512 legacy-format kernels (legacy_avx512.cc)
+// share with their AMX tiles (legacy_amx.cc): activation rows staged block-major, the
+// packed Q8_0 panel geometry, the weight prefetch shares and the running maximum fold.
+// Only files compiled with AVX-512 include this header.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "quant/blocks.h"
+#include "quant/type_traits.h"
+
+namespace tokenmill::quant::avx512 {
+
+inline constexpr int kPanel = 16;  // weight rows per panel: one int32 lane each
+
+// Packed Q8_0 (quant/panel_layout.h): per block of a panel, eight vectors of codes
+// (vector k, lane r = unsigned codes 4k .. 4k + 3 of row r, each the level + 128; the
+// nibble formats rebuilt in this layout carry their own offset) then 16 F16 scales.
+inline constexpr size_t kPackedQ8CodesBytes = 8 * 64;
+inline constexpr size_t kPackedQ8BlockBytes = kPackedQ8CodesBytes + kPanel * sizeof(uint16_t);
+
+// Per activation row and block: the token's scale as a float and -k * (sum of its
+// quants), k the offset of the weight codes it meets.
+struct TokenBlock {
+  float d;
+  int32_t start;
+  float s;  // Q8_1's d * sum(a), for the _1 formats' minimum
+};
+
+// A run of activation rows staged block-major for the multi-token loops: block b of token
+// t at meta[b * stride + t] and its 32 quants at quants + (b * stride + t) * 32. A tile's
+// tokens then sit at fixed offsets from one pointer per block (with a pointer per token
+// the compiler ran out of registers and spilled: ~20% slower).
+struct StagedTokens {
+  const TokenBlock* meta;
+  const uint8_t* quants;
+  int64_t stride;  // tokens staged per block
+
+  StagedTokens from(int64_t t) const { return {meta + t, quants + t * kLegacyBlockSize, stride}; }
+  const TokenBlock& token(int64_t b, int t) const { return meta[b * stride + t]; }
+  const uint8_t* block_quants(int64_t b) const { return quants + b * stride * kLegacyBlockSize; }
+};
+
+// The weight stream ahead of the kernels: with several token tiles per panel, only the
+// first reads the panel from memory, so the next panel's bytes are requested evenly over
+// all of them (each block step of each tile asks for its share of lines) instead of in
+// a burst during the first tile with the memory idle during the others.
+struct PrefetchShare {
+  const uint8_t* base = nullptr;  // the matrix's first panel (line-aligned)
+  int64_t start = 0;              // byte offset, from base, of this tile's first share
+  int64_t total = 0;              // bytes this tile asks for over its n_steps shares
+  int64_t n_steps = 1;
+
+  // Lines whose start lies in share `step`'s bytes, each line in exactly one share.
+  void fetch(int64_t step) const {
+    const int64_t from = start + total * step / n_steps, to = start + total * (step + 1) / n_steps;
+    for (int64_t line = (from + 63) / 64 * 64; line < to; line += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(base) + line, _MM_HINT_T0);
+    }
+  }
+};
+
+namespace {
+
+// Folds 16 results (columns first_column ...) into m (see RunningMax), from registers:
+// one compare while none beats the maximum so far, the common case. (Reloading them
+// after the store cost as much as a later scan of all the logits: a token's results are
+// a row of the output apart, and 16 tokens' lines share one L1 set.)
+__attribute__((always_inline)) inline void fold_running_max(__m512 x, int64_t first_column, RunningMax& m) {
+  const __mmask16 above = _mm512_cmp_ps_mask(x, _mm512_set1_ps(m.value), _CMP_GT_OQ);  // false for NaN
+  if (above == 0) return;
+  const float top = _mm512_mask_reduce_max_ps(above, x);
+  const __mmask16 at_top = _mm512_mask_cmp_ps_mask(above, x, _mm512_set1_ps(top), _CMP_EQ_OQ);
+  m.value = top;
+  m.column = static_cast<int32_t>(first_column + __builtin_ctz(at_top));
+}
+
+}  // namespace
+
+}  // namespace tokenmill::quant::avx512
+
+// legacy_amx.cc: the same results as the AVX-512 kernels, from AMX tiles.
+namespace tokenmill::quant::amx {
+
+// Tokens per AMX tile: the rows of its activation and result tiles.
+inline constexpr int kTileTokens = 16;
+
+// Loads this thread's tile configuration / releases the tiles: around every run of
+// dot_packed_tile calls on a thread.
+void begin_tiles();
+void end_tiles();
+
+// kTileTokens staged tokens against one panel in packed Q8_0's layout: out[t * out_stride
+// + r] (out may be null) and, with row_max, the 16 results folded into row_max[t], each
+// (row, token) through the AVX-512 kernel's float steps in the same order, so the bits
+// are that kernel's. Prefetches its share of the weight stream with each block.
+void dot_packed_tile(int64_t n_blocks, const uint8_t* panel, avx512::StagedTokens tokens, float* out,
+                     int64_t out_stride, const avx512::PrefetchShare& prefetch, RunningMax* row_max,
+                     int64_t first_column);
+
+}  // namespace tokenmill::quant::amx
