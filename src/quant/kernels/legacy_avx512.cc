@@ -561,10 +561,14 @@ void dot_packed(int64_t n_blocks, const uint8_t* panel, int64_t panel_bytes, Sta
 // panel, line-aligned), in equal shares over all their block steps. With kAmx (Q8_0's
 // layout only), whole tiles of amx::kTileTokens tokens run on AMX, panel by panel, and
 // the rest here: the same bits either way.
+//
+// The AMX tiles multiply signed codes (tdpbssd): the panels' codes less `code_offset`
+// (the k of the format whose codes they are), made once per call for all its tiles, so
+// that no tile adds the tokens' start (-k * sum(a)) to every sum.
 template <typename Block, bool kAmx = false>
 void dot_packed_tokens(int64_t n_blocks, const uint8_t* panel, int64_t n_panels, StagedTokens tokens,
                        int64_t n_tokens, float* out, int64_t out_stride, const uint8_t* base, int64_t ahead_from,
-                       int64_t ahead, RunningMax* row_max, int64_t first_column) {
+                       int64_t ahead, RunningMax* row_max, int64_t first_column, int code_offset = 128) {
   static_assert(!kAmx || std::is_same_v<Block, BlockQ8_0>);
   const int64_t panel_bytes = n_blocks * static_cast<int64_t>(kPackedBlockBytes<Block>);
   const int64_t tile_size = n_panels == 2 ? kPairTokenTile : kTokenTile;
@@ -580,10 +584,23 @@ void dot_packed_tokens(int64_t n_blocks, const uint8_t* panel, int64_t n_panels,
     prefetch.total = ahead_from + ahead * (tile + 1) / n_tiles - prefetch.start;
     ++tile;
   };
+  uint8_t* signed_codes = nullptr;
+  if (n_amx_tokens > 0) {
+    signed_codes = static_cast<uint8_t*>(thread_scratch(
+        ScratchSlot::kSignedCodes, static_cast<size_t>(n_panels * n_blocks) * kPackedQ8CodesBytes));
+    const __m512i offset = _mm512_set1_epi8(static_cast<char>(code_offset));
+    for (int64_t b = 0; b < n_panels * n_blocks; ++b) {  // a pair's panels are adjacent: blocks in a row
+      for (int k = 0; k < 8; ++k) {
+        _mm512_store_si512(signed_codes + b * kPackedQ8CodesBytes + 64 * k,
+                           _mm512_sub_epi8(load_512(panel + b * kPackedQ8BlockBytes + 64 * k), offset));
+      }
+    }
+  }
   for (int64_t t = 0; t < n_amx_tokens; t += amx::kTileTokens) {
     for (int64_t p = 0; p < n_panels; ++p) {  // panel order: each token's maximum folds in column order
       share();
-      amx::dot_packed_tile(n_blocks, panel + p * panel_bytes, tokens.from(t),
+      amx::dot_packed_tile(n_blocks, signed_codes + p * n_blocks * static_cast<int64_t>(kPackedQ8CodesBytes),
+                           panel + p * panel_bytes, tokens.from(t),
                            offset_rows(out, t * out_stride + kPanel * p), out_stride, prefetch,
                            row_max != nullptr ? row_max + t : nullptr, first_column + kPanel * p);
     }
@@ -666,7 +683,7 @@ void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_
         // the previous pair's (the first pair of a call is read on demand).
         rebuild_as_q8_0<Block>(n_blocks, panel, n_panels, rebuilt);
         dot_packed_tokens<BlockQ8_0, kAmx>(n_blocks, rebuilt, n_panels, tokens, n_tokens, panel_out, out_stride, panels,
-                                     offset + span, span, tile_max, r0);
+                                     offset + span, span, tile_max, r0, Codes<Block>::kOffset);
       } else {
         // One panel runs kPackedPrefetchBytes ahead; a pair's stream starts at the next
         // pair: both its panels are read from their first block on, so an 8 KB lead

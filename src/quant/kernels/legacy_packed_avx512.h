@@ -93,12 +93,15 @@ inline constexpr int kTileTokens = 16;
 void begin_tiles();
 void end_tiles();
 
-// kTileTokens staged tokens against one panel in packed Q8_0's layout: out[t * out_stride
-// + r] (out may be null) and, with row_max, the 16 results folded into row_max[t], each
-// (row, token) through the AVX-512 kernel's float steps in the same order, so the bits
-// are that kernel's. Prefetches its share of the weight stream with each block.
-void dot_packed_tile(int64_t n_blocks, const uint8_t* panel, avx512::StagedTokens tokens, float* out,
-                     int64_t out_stride, const avx512::PrefetchShare& prefetch, RunningMax* row_max,
+// kTileTokens staged tokens against one panel in packed Q8_0's layout, whose codes are
+// given as signed levels (`codes`: per block the eight code vectors less the format's
+// offset, 512 bytes a block) beside the panel itself (`panel`, for its scales): out[t *
+// out_stride + r] (out may be null) and, with row_max, the 16 results folded into
+// row_max[t], each (row, token) through the AVX-512 kernel's float steps in the same
+// order, so the bits are that kernel's. Prefetches its share of the weight stream with
+// each block.
+void dot_packed_tile(int64_t n_blocks, const uint8_t* codes, const uint8_t* panel, avx512::StagedTokens tokens,
+                     float* out, int64_t out_stride, const avx512::PrefetchShare& prefetch, RunningMax* row_max,
                      int64_t first_column);
 
 }  // namespace tokenmill::quant::amx
