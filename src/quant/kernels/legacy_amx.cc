@@ -108,9 +108,9 @@ void dot_packed_tile(int64_t n_blocks, const uint8_t* codes, const uint8_t* pane
         block_sums<1>(tokens.block_quants(b + 1), codes + (b + 1) * avx512::kPackedQ8CodesBytes, sums[i + 1]);
       }
     }
+    prefetch.fetch_steps(b0, b0 + n_chunk);
     for (int i = 0; i < n_chunk; ++i) {
       const int64_t b = b0 + i;
-      prefetch.fetch(b);
       const __m512 scales =
           _mm512_cvtph_ps(load_256(panel + b * avx512::kPackedQ8BlockBytes + avx512::kPackedQ8CodesBytes));
       for (int t = 0; t < kTileTokens; ++t) {

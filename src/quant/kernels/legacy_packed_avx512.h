@@ -55,8 +55,10 @@ struct PrefetchShare {
   int64_t n_steps = 1;
 
   // Lines whose start lies in share `step`'s bytes, each line in exactly one share.
-  void fetch(int64_t step) const {
-    const int64_t from = start + total * step / n_steps, to = start + total * (step + 1) / n_steps;
+  void fetch(int64_t step) const { fetch_steps(step, step + 1); }
+  // The lines of shares first .. last - 1.
+  void fetch_steps(int64_t first, int64_t last) const {
+    const int64_t from = start + total * first / n_steps, to = start + total * last / n_steps;
     for (int64_t line = (from + 63) / 64 * 64; line < to; line += 64) {
       _mm_prefetch(reinterpret_cast<const char*>(base) + line, _MM_HINT_T0);
     }
@@ -98,8 +100,7 @@ void end_tiles();
 // offset, 512 bytes a block) beside the panel itself (`panel`, for its scales): out[t *
 // out_stride + r] (out may be null) and, with row_max, the 16 results folded into
 // row_max[t], each (row, token) through the AVX-512 kernel's float steps in the same
-// order, so the bits are that kernel's. Prefetches its share of the weight stream with
-// each block.
+// order, so the bits are that kernel's. Prefetches its share of the weight stream.
 void dot_packed_tile(int64_t n_blocks, const uint8_t* codes, const uint8_t* panel, avx512::StagedTokens tokens,
                      float* out, int64_t out_stride, const avx512::PrefetchShare& prefetch, RunningMax* row_max,
                      int64_t first_column);
