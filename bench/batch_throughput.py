@@ -2,7 +2,7 @@
 """`tokenmill batch` against the same requests one at a time.
 
     python3 bench/batch_throughput.py [--model models/gemma-3-270m-q4_k_m.gguf] [--requests 256]
-                                      [--max-tokens 64] [--isa native|avx2|avxvnni] [--json-out F]
+                                      [--max-tokens 64] [--isa native|avx512|avx2|avxvnni] [--json-out F]
 
 Writes --requests chat requests in OpenAI's batch format (different prompts, greedy,
 --max-tokens each) and runs them twice through `tokenmill batch -t 2`: with its default
@@ -68,7 +68,7 @@ def main():
     parser.add_argument("--model", default=str(ROOT / "models" / "gemma-3-270m-q4_k_m.gguf"))
     parser.add_argument("--requests", type=int, default=256)
     parser.add_argument("--max-tokens", type=int, default=64)
-    parser.add_argument("--isa", default="native", choices=["native", "avx2", "avxvnni"])
+    parser.add_argument("--isa", default="native", choices=["native", "avx512", "avx2", "avxvnni"])
     parser.add_argument("--engine-args", default="", help="more flags for both runs, e.g. '--spec off'")
     parser.add_argument("--json-out")
     args = parser.parse_args()

@@ -3,7 +3,7 @@
 
     python3 bench/spec_benchmarks.py [--model models/gemma-3-270m-q4_k_m.gguf] [--rounds 3]
                                      [--max-tokens 256] [--out spec_benchmarks.json]
-                                     [--isa native|avx2|avxvnni] [--llama-server PATH]
+                                     [--isa native|avx512|avx2|avxvnni] [--llama-server PATH]
                                      [--draft-model DRAFT.gguf]
 
 One `tokenmill serve` (2 threads, --spec ngram). Every measurement alternates requests
@@ -238,7 +238,7 @@ def main():
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--out", default="spec_benchmarks.json")
-    parser.add_argument("--isa", choices=("native", "avx2", "avxvnni"), default="native",
+    parser.add_argument("--isa", choices=("native", "avx512", "avx2", "avxvnni"), default="native",
                         help="TOKENMILL_ISA for the server (avx2: to compare with an AVX2 llama.cpp build)")
     parser.add_argument("--llama-server", default=os.environ.get("LLAMA_SERVER"),
                         help="also measure llama.cpp's n-gram speculation on the same prompts (default: $LLAMA_SERVER)")
