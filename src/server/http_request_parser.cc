@@ -131,6 +131,12 @@ HttpRequest to_http_request(RequestParser& parser) {
   return request;
 }
 
+std::optional<HttpRejection> check_trailer(const HttpRequest& request, const HttpLimits& limits) {
+  if (request.headers.size() <= limits.max_header_fields) return std::nullopt;
+  return HttpRejection{431, "The request has more than " + std::to_string(limits.max_header_fields) +
+                                " header and trailer fields"};
+}
+
 HttpRequest to_http_request(UploadParser& parser, const std::string& spool_path) {
   auto message = parser.release();
   message.body().close();
@@ -188,7 +194,9 @@ std::optional<ParsedRequest> parse_http_request(std::string_view bytes, const Ht
   const size_t body_limit = body_limit_of(parser, limits);
   if (!spools_body(parser, limits)) {
     if (auto end = read_body(parser, bytes, limits, body_limit)) return std::move(*end);
-    return ParsedRequest(to_http_request(parser));
+    HttpRequest request = to_http_request(parser);
+    if (auto rejection = check_trailer(request, limits)) return ParsedRequest(std::move(*rejection));
+    return ParsedRequest(std::move(request));
   }
   std::string spool_path;
   auto spool = start_spool(std::move(parser), limits, body_limit, &spool_path);
@@ -198,7 +206,9 @@ std::optional<ParsedRequest> parse_http_request(std::string_view bytes, const Ht
     discard_spool(upload, spool_path);
     return std::move(*end);
   }
-  return ParsedRequest(to_http_request(upload, spool_path));
+  HttpRequest request = to_http_request(upload, spool_path);
+  if (auto rejection = check_trailer(request, limits)) return ParsedRequest(std::move(*rejection));  // drops the spool
+  return ParsedRequest(std::move(request));
 }
 
 }  // namespace tokenmill::server

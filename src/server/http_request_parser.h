@@ -73,6 +73,9 @@ std::optional<HttpRejection> rejection_for(const boost::system::error_code& ec, 
 
 // REQUIRES: parser.is_done().
 HttpRequest to_http_request(RequestParser& parser);
+// A chunked body's trailer adds fields after check_header counted them: the finished
+// request's fields against the same limit (431 past it).
+std::optional<HttpRejection> check_trailer(const HttpRequest& request, const HttpLimits& limits);
 // The spooled request; its body file is the one at spool_path, now owned by the request.
 HttpRequest to_http_request(UploadParser& parser, const std::string& spool_path);
 

@@ -243,6 +243,7 @@ class Connection : public Responder, public std::enable_shared_from_this<Connect
     spool_path_.clear();  // the request owns the spool file now
     upload_.reset();
     parser_.reset();
+    if (auto rejection = check_trailer(request, shared_.config.limits)) return reject(*rejection);
 
     http_1_0_ = request.http_1_0;
     head_request_ = request.method == "HEAD";
