@@ -18,7 +18,6 @@
 #include <immintrin.h>
 
 #include <cstdint>
-#include <cstring>
 
 #include "quant/kernels/legacy_packed_avx512.h"
 #include "quant/kernels/x86_helpers.h"

@@ -454,7 +454,7 @@ struct Packed;
 
 template <>
 struct Packed<BlockQ8_0> {
-  static constexpr size_t kScales = 8 * 64;
+  static constexpr size_t kScales = kPackedQ8CodesBytes;
   static void codes(const uint8_t* block, __m512i* out) {
     for (int k = 0; k < 8; ++k) out[k] = load_512(block + 64 * k);
   }
@@ -657,7 +657,7 @@ void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_
   // Q8_0's layout (rebuild_as_q8_0) and computed as Q8_0's pairs are.
   constexpr bool kNibbles = !std::is_same_v<Block, BlockQ8_0>;
   uint8_t* rebuilt = nullptr;
-  // With AMX, whole tiles of its tokens: tdpbsud reads the codes in Q8_0's layout.
+  // With AMX, whole tiles of its tokens: their tiles read the codes in Q8_0's layout.
   const bool amx_tiles = kAmx && n_a_rows >= amx::kTileTokens;
   if (kNibbles && (n_a_rows >= kPairMinTokens || amx_tiles)) {
     rebuilt = static_cast<uint8_t*>(
