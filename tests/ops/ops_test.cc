@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <numbers>
 #include <numeric>
@@ -883,6 +884,54 @@ TEST(CpuMatmul, ArgmaxIsEachTokensFirstLargestOutput) {
         }
       }
     }
+  }
+}
+
+// Greedy picks of many tokens from a Q8_0 panel matrix go through its int8 screen where
+// the CPU has AMX (quant/argmax_screen.h): the picks must be the exact kernels' first
+// largest rows. Ties (rows 2000 and 3000 repeat row 100, and even tokens point along it),
+// close races (odd tokens are random, over rows of similar size), activations with large
+// outliers (which the screen's second level must absorb), token counts with a partial
+// tile, and rows in whole and half pairs of panels.
+TEST(CpuMatmul, ScreenedArgmaxIsTheExactFirstLargestRow) {
+  constexpr int64_t kCols = 640;
+  for (const int64_t n_rows : {int64_t{8192}, int64_t{8192 - 16}}) {
+    CpuBackend backend(kThreads);  // one per matrix: a screen is known by the matrix's address
+    const TensorType type = TensorType::kQ8_0;
+    const size_t row_bytes = quant::row_size(type, kCols);
+    std::vector<float> w_float = random_normal(n_rows * kCols, 90, 0.05f);
+    for (const int64_t copy : {2000, 3000}) std::copy_n(&w_float[100 * kCols], kCols, &w_float[copy * kCols]);
+    std::vector<uint8_t> weights(row_bytes * n_rows), packed(row_bytes * n_rows);
+    for (int64_t r = 0; r < n_rows; ++r) quant::quantize_row_ref(type, &w_float[r * kCols], &weights[r * row_bytes], kCols);
+    quant::pack_panels(type, weights.data(), n_rows, row_bytes, packed.data());
+    const WeightMatrix w{type, packed.data(), kCols, n_rows, row_bytes, true};
+    int64_t expected_screened = 0;
+    for (const int64_t n_tokens : {32, 45, 64}) {
+      std::vector<float> x = random_normal(n_tokens * kCols, 91 + n_tokens);
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        float* row = &x[t * kCols];
+        row[7] *= 40.0f;  // an outlier feature, as in real hidden states
+        row[300] *= -25.0f;
+        if (t % 2 == 0) {
+          for (int64_t i = 0; i < kCols; ++i) row[i] = 0.02f * row[i] + 5.0f * w_float[100 * kCols + i];
+        }
+      }
+      std::vector<float> y(n_tokens * n_rows);
+      std::vector<int32_t> argmax(n_tokens, -7);
+      backend.matmul(w, x.data(), n_tokens, y.data());
+      backend.matmul_argmax(w, x.data(), n_tokens, nullptr, argmax.data());
+      if (quant::screen_runs_here()) expected_screened += n_tokens;
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        EXPECT_EQ(argmax[t], first_max_index(std::span<const float>(&y[t * n_rows], n_rows)))
+            << n_rows << " rows, " << n_tokens << " tokens, token " << t;
+        if (t % 2 == 0) {
+          EXPECT_EQ(argmax[t], 100) << n_tokens << " tokens, token " << t;
+        }
+      }
+    }
+    EXPECT_EQ(backend.screened_tokens(), expected_screened);
+    std::printf("screened argmax, %lld rows: %s\n", static_cast<long long>(n_rows),
+                quant::screen_runs_here() ? "the screen ran (AMX)" : "exact kernels only (no AMX here)");
   }
 }
 

@@ -31,6 +31,11 @@ namespace {
 constexpr int64_t kMatmulPiecesPerThread = 1;
 constexpr int64_t kMinMatmulPieceRows = 16;
 
+// Greedy picks of at least this many tokens go through the matrix's screen (where the
+// CPU runs one, quant/argmax_screen.h). Both passes read about as many bytes of weights:
+// the screen wins where the exact kernels' arithmetic, not the memory, sets the pace.
+constexpr int64_t kScreenMinTokens = 32;
+
 }  // namespace
 
 CpuBackend::CpuBackend(int n_threads) : pool_(std::make_shared<ThreadPool>(n_threads)) {}
@@ -47,6 +52,10 @@ void CpuBackend::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens,
 }
 
 void CpuBackend::matmul_argmax(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int32_t* argmax) {
+  if (y == nullptr && w.panels && n_tokens >= kScreenMinTokens && quant::screen_supported(w.type, w.n_cols) &&
+      quant::screen_runs_here() && argmax_by_screen(w, x, n_tokens, argmax)) {
+    return;
+  }
   if (y == nullptr && !w.panels) {  // no fold: the results are scanned, so they are stored
     argmax_results_.resize(static_cast<size_t>(n_tokens * w.n_rows));
     y = argmax_results_.data();

@@ -4,10 +4,13 @@
 #include <array>
 #include <functional>
 #include <memory>
+#include <map>
+#include <tuple>
 #include <vector>
 
 #include "base/thread_pool.h"
 #include "ops/backend.h"
+#include "quant/argmax_screen.h"
 
 namespace tokenmill::ops {
 
@@ -23,6 +26,8 @@ class CpuBackend final : public Backend {
   std::shared_ptr<ThreadPool> shared_thread_pool() override { return pool_; }
   void for_each_parallel(size_t n, const std::function<void(size_t)>& fn) override;
   ThreadPool& pool() { return *pool_; }
+  // Tokens whose greedy pick came through a matrix's screen (matmul_argmax), for tests.
+  int64_t screened_tokens() const { return screened_tokens_; }
 
   void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) override;
   void matmul_argmax(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int32_t* argmax) override;
@@ -74,6 +79,18 @@ class CpuBackend final : public Backend {
   std::vector<uint8_t> quantized_input_;  // activations converted to the weight's dot-product type
   std::vector<int64_t> product_units_;    // run_products: each product's first unit, then the total
   std::vector<float> argmax_results_;     // matmul_argmax without y, for kernels that do not fold
+  // matmul_argmax without y of many tokens on a Q8_0 panel matrix, through its screen
+  // (quant/argmax_screen.h; screened_argmax.cc). False: not done, the exact pass decides.
+  bool argmax_by_screen(const WeightMatrix& w, const float* x, int64_t n_tokens, int32_t* argmax);
+  // The screen of w, built on first use (null: the matrix cannot have one). A matrix is
+  // known by where it lies and its shape: the model's weights stay put while their back
+  // end lives.
+  const quant::ArgmaxScreen* screen_of(const WeightMatrix& w);
+  using ScreenKey = std::tuple<const uint8_t*, int64_t, int64_t>;
+  std::map<ScreenKey, std::unique_ptr<quant::ArgmaxScreen>> screens_;
+  std::vector<int8_t> screen_levels_;              // argmax_by_screen: the tokens' levels
+  std::vector<quant::ScreenToken> screen_tokens_;  // and their figures
+  int64_t screened_tokens_ = 0;
   std::vector<AttentionScratch> attention_scratch_;  // [n_threads]
   std::array<RopeTable, 2> rope_tables_;
   size_t next_rope_table_ = 0;

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "quant/argmax_screen.h"
 #include "quant/type_traits.h"
 
 namespace tokenmill::quant {
@@ -128,6 +129,11 @@ void vec_dot_panels_q5_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const 
                               int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
 void vec_dot_panels_q8_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
                               int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
+// argmax_screen_amx.cc: quant::fill_argmax_screen and quant::screen_panels
+// (quant/argmax_screen.h), the screen itself on AMX tiles.
+bool fill_screen_panels(ArgmaxScreen& screen, const uint8_t* panels, int64_t first_panel, int64_t last_panel);
+void screen_panels(const ArgmaxScreen& screen, int64_t first_panel, int64_t last_panel, const int8_t* y,
+                   const int8_t* z, const ScreenToken* tokens, int64_t n_tokens, ScreenCandidates* candidates);
 }  // namespace amx
 
 }  // namespace tokenmill::quant
