@@ -5,6 +5,7 @@
 // the file.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -29,7 +30,11 @@ struct BatchOptions {
   std::string output;
   std::string errors;
   std::string embedding_model;
-  int max_in_flight = 64;
+  // Offline every request is already waiting, so the engine runs this many sequences at
+  // once unless --max-seqs says otherwise, with twice as many tokens per pass (decode
+  // first, then the others' prompts): larger passes share each weight read among more
+  // tokens (docs/batch.md).
+  int max_in_flight = 128;
   bool quiet = false;
   ChatEngineOptions engine;
 };
@@ -78,7 +83,12 @@ int fail(const std::string& message) {
 
 int run_batch(const BatchOptions& options) {
   if (options.errors == options.output) return fail("--errors must name another file than -o");
-  auto loaded = OfflineModels::load(options.engine, options.model, /*verbose=*/!options.quiet);
+  ChatEngineOptions engine_options = options.engine;
+  if (engine_options.max_seqs <= 0) engine_options.max_seqs = options.max_in_flight;
+  if (engine_options.max_batch_tokens <= 0) {
+    engine_options.max_batch_tokens = std::max(engine::EngineConfig{}.max_batch_tokens, 2 * engine_options.max_seqs);
+  }
+  auto loaded = OfflineModels::load(engine_options, options.model, /*verbose=*/!options.quiet);
   if (!loaded.ok()) return fail(loaded.status().to_string());
   OfflineModels& models = **loaded;
   std::unique_ptr<EmbeddingModel> embeddings;
