@@ -109,7 +109,7 @@ Result<std::unique_ptr<server::LoadedModel>> load_chat_model(const ChatEngineOpt
     std::fprintf(stderr, "\n");
   }
   loaded->kv_bytes = kv_bytes;
-  loaded->memory_bytes = static_cast<int64_t>((*model)->file().file_size()) + kv_bytes;
+  loaded->memory_bytes = static_cast<int64_t>((*model)->file().file_size()) + (*model)->backend_extra_bytes() + kv_bytes;
   if (*draft) {
     loaded->memory_bytes += static_cast<int64_t>((*draft)->file().file_size());
     if (verbose) std::fprintf(stderr, "draft model: %s\n", options.draft_model.c_str());

@@ -42,6 +42,8 @@ class Model {
   const gguf::File& file() const { return *file_; }
   std::shared_ptr<const gguf::File> shared_file() const { return file_; }
   ops::Backend& backend() { return *backend_; }
+  // Memory the back end may add beside the weights as the model runs (for budgets).
+  int64_t backend_extra_bytes() const { return backend_->argmax_extra_bytes(weights_.output); }
 
   // The cache shape this model needs for n_blocks blocks of block_size positions.
   ops::KvShape kv_shape(int32_t n_blocks, int32_t block_size = 16, ops::KvType type = ops::KvType::kF16) const;

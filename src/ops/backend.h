@@ -62,6 +62,10 @@ class Backend {
     first_max_index_rows(y, n_tokens, w.n_rows, argmax);
   }
 
+  // Memory the back end may add beside w's own for matmul_argmax on it (a CPU with AMX
+  // builds an int8 screen of a Q8_0 output matrix on first use), for memory budgets.
+  virtual int64_t argmax_extra_bytes(const WeightMatrix&) const { return 0; }
+
   // matmul(*p.w, x, n_tokens, p.y) for every product p, all of one input (a layer's q, k
   // and v; its FFN gate and up), with the bits of separate calls. Back ends convert the
   // input once and split the rows of all the products between their threads in one pass.

@@ -31,6 +31,7 @@ class ForwardingBackend : public Backend {
   void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) override {
     inner_->matmul(w, x, n_tokens, y);
   }
+  int64_t argmax_extra_bytes(const WeightMatrix& w) const override { return inner_->argmax_extra_bytes(w); }
   void matmul_argmax(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int32_t* argmax) override {
     inner_->matmul_argmax(w, x, n_tokens, y, argmax);
   }

@@ -930,6 +930,9 @@ TEST(CpuMatmul, ScreenedArgmaxIsTheExactFirstLargestRow) {
       }
     }
     EXPECT_EQ(backend.screened_tokens(), expected_screened);
+    // Its memory is announced for budgets where it can be built, and only there.
+    EXPECT_EQ(backend.argmax_extra_bytes(w), quant::screen_runs_here() ? n_rows * kCols + n_rows * 12 : 0);
+    EXPECT_EQ(backend.argmax_extra_bytes(WeightMatrix{type, weights.data(), kCols, n_rows, row_bytes}), 0);
     std::printf("screened argmax, %lld rows: %s\n", static_cast<long long>(n_rows),
                 quant::screen_runs_here() ? "the screen ran (AMX)" : "exact kernels only (no AMX here)");
   }

@@ -51,9 +51,16 @@ void CpuBackend::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens,
   run_products({&product, 1}, x, n_tokens, nullptr);
 }
 
+bool CpuBackend::can_screen(const WeightMatrix& w) {
+  return w.panels && quant::screen_supported(w.type, w.n_cols) && quant::screen_runs_here();
+}
+
+int64_t CpuBackend::argmax_extra_bytes(const WeightMatrix& w) const {
+  return can_screen(w) ? w.n_rows * w.n_cols + w.n_rows * 3 * static_cast<int64_t>(sizeof(float)) : 0;
+}
+
 void CpuBackend::matmul_argmax(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int32_t* argmax) {
-  if (y == nullptr && w.panels && n_tokens >= kScreenMinTokens && quant::screen_supported(w.type, w.n_cols) &&
-      quant::screen_runs_here() && argmax_by_screen(w, x, n_tokens, argmax)) {
+  if (y == nullptr && n_tokens >= kScreenMinTokens && can_screen(w) && argmax_by_screen(w, x, n_tokens, argmax)) {
     return;
   }
   if (y == nullptr && !w.panels) {  // no fold: the results are scanned, so they are stored

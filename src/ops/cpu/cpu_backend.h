@@ -31,6 +31,7 @@ class CpuBackend final : public Backend {
 
   void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) override;
   void matmul_argmax(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int32_t* argmax) override;
+  int64_t argmax_extra_bytes(const WeightMatrix& w) const override;
   void matmul_shared_input(std::span<const MatmulProduct> products, const float* x, int64_t n_tokens) override;
   void get_rows(const WeightMatrix& table, std::span<const int32_t> ids, float* out) override;
   void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n_cols, float eps, float* y) override;
@@ -79,6 +80,8 @@ class CpuBackend final : public Backend {
   std::vector<uint8_t> quantized_input_;  // activations converted to the weight's dot-product type
   std::vector<int64_t> product_units_;    // run_products: each product's first unit, then the total
   std::vector<float> argmax_results_;     // matmul_argmax without y, for kernels that do not fold
+  // Whether w can have a screen here (quant/argmax_screen.h).
+  static bool can_screen(const WeightMatrix& w);
   // matmul_argmax without y of many tokens on a Q8_0 panel matrix, through its screen
   // (quant/argmax_screen.h; screened_argmax.cc). False: not done, the exact pass decides.
   bool argmax_by_screen(const WeightMatrix& w, const float* x, int64_t n_tokens, int32_t* argmax);
