@@ -355,8 +355,8 @@ def main():
         import llama_cpp
         import numpy as np
     except ImportError:
-        print("llama-cpp-python is not installed: skipped")
-        return 0
+        print("llama-cpp-python is not installed (scripts/setup installs it)", file=sys.stderr)
+        return 1
     log = LlamaLog(llama_cpp)
     print(f"llama-cpp-python {llama_cpp.__version__}, outtype {args.outtype}, KV cache {args.kv_type}")
     failures = 0

@@ -28,8 +28,8 @@ def main():
         import llama_cpp
         import numpy as np
     except ImportError:
-        print("llama-cpp-python is not installed: skipped")
-        return 0
+        print("llama-cpp-python is not installed (scripts/setup installs it)", file=sys.stderr)
+        return 1
     llm = llama_cpp.Llama(model_path=args.model, n_ctx=512, logits_all=True, verbose=False, seed=0)
     failures = 0
     for prompt in PROMPTS:

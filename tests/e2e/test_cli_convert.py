@@ -121,7 +121,6 @@ def test_a_cased_or_broken_bert_model_is_refused_in_one_line(tokenmill, tmp_path
 def test_converted_files_give_transformers_tokens_in_llama_cpp(tokenmill):
     """Each fixture converted to F32 loads in llama.cpp (llama-cpp-python) with
     transformers' logits (1e-4 relative), greedy tokens and token ids."""
-    pytest.importorskip("llama_cpp")
     result = run([sys.executable, str(ROOT / "tools/check_convert_llamacpp.py"), "--bin", str(tokenmill)], timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count(" OK ") >= 11, result.stdout
