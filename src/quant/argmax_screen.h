@@ -45,6 +45,11 @@ struct ArgmaxScreen {
   }
 };
 
+// The memory a screen of n_rows x n_cols takes: its levels and three floats a row.
+inline int64_t screen_bytes(int64_t n_rows, int64_t n_cols) {
+  return n_rows * n_cols + n_rows * 3 * static_cast<int64_t>(sizeof(float));
+}
+
 // An empty screen (n_rows rows, none filled yet). REQUIRES: screen_supported.
 ArgmaxScreen make_argmax_screen(int64_t n_rows, int64_t n_cols);
 

@@ -56,7 +56,7 @@ bool CpuBackend::can_screen(const WeightMatrix& w) {
 }
 
 int64_t CpuBackend::argmax_extra_bytes(const WeightMatrix& w) const {
-  return can_screen(w) ? w.n_rows * w.n_cols + w.n_rows * 3 * static_cast<int64_t>(sizeof(float)) : 0;
+  return can_screen(w) ? quant::screen_bytes(w.n_rows, w.n_cols) : 0;
 }
 
 void CpuBackend::matmul_argmax(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int32_t* argmax) {

@@ -16,21 +16,13 @@
 #include <cstdint>
 
 #include "quant/argmax_screen.h"
+#include "quant/kernels/amx_tiles.h"
 #include "quant/kernels/simd_kernels.h"
 #include "quant/panel_layout.h"
 
 namespace tokenmill::quant::amx {
 
 namespace {
-
-struct TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t bytes_per_row[16] = {};
-  uint8_t rows[16] = {};
-};
-static_assert(sizeof(TileConfig) == 64);
 
 // Tiles 0, 1: the levels of panels p and p + 1 (16 rows of 64 bytes: four levels of each
 // of the 16 weight rows); 6, 7: 16 activation rows x 64 levels, y and z; 2, 3: the 16 x
@@ -43,11 +35,8 @@ constexpr TileConfig screen_tile_config() {
   }
   return config;
 }
-// Static, not local: GCC 12's _tile_loadconfig does not tell the compiler it reads its
-// operand, and the stores filling a local one were dropped.
 alignas(64) constexpr TileConfig kScreenTileConfig = screen_tile_config();
 
-constexpr int kTileTokens = 16;
 // Panels whose levels stay in L2 while every tile of activation rows (in L1) passes over
 // them: 16 x 16 rows x n_cols levels, 160 KB at 640 columns. The weights stream from
 // memory in the first pass, without software prefetches: those (of the next block, spread

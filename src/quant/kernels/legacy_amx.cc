@@ -26,16 +26,6 @@ namespace tokenmill::quant::amx {
 
 namespace {
 
-// The 64-byte LDTILECFG operand (palette 1).
-struct TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t bytes_per_row[16] = {};
-  uint8_t rows[16] = {};
-};
-static_assert(sizeof(TileConfig) == 64);
-
 // Tile registers (GCC's tile intrinsics paste their number into the instruction, so the
 // calls below spell them as literals): 0 = A, tokens x quants; 1 = B, codes, four per
 // int32 column; 2 = C, tokens x weight rows, int32.
@@ -56,8 +46,6 @@ constexpr TileConfig tile_config() {
   return config;
 }
 
-// A static object: GCC 12's _tile_loadconfig does not tell the compiler that it reads
-// its operand, so the stores filling a local configuration were dropped as dead.
 alignas(64) constexpr TileConfig kTileConfig = tile_config();
 
 // One block's integer sums: sums[t * 16 + r] = sum over the block of level(r) * a(t).

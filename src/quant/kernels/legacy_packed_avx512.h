@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "quant/blocks.h"
+#include "quant/kernels/amx_tiles.h"
 #include "quant/type_traits.h"
 
 namespace tokenmill::quant::avx512 {
@@ -86,9 +87,6 @@ __attribute__((always_inline)) inline void fold_running_max(__m512 x, int64_t fi
 
 // legacy_amx.cc: the same results as the AVX-512 kernels, from AMX tiles.
 namespace tokenmill::quant::amx {
-
-// Tokens per AMX tile: the rows of its activation and result tiles.
-inline constexpr int kTileTokens = 16;
 
 // Loads this thread's tile configuration / releases the tiles: around every run of
 // dot_packed_tile calls on a thread.
