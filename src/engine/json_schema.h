@@ -1,27 +1,31 @@
-// Structured outputs: a JSON schema compiled into a byte-level grammar, so that every
-// choice is a JSON text that validates against it (OpenAI's response_format
-// {"type": "json_schema"}, Ollama's format given as a schema).
+// Structured outputs: a JSON schema compiled into a byte grammar (engine/grammar.h), so
+// that every choice is a JSON text that validates against it (OpenAI's response_format
+// {"type": "json_schema"}, Ollama's format given as a schema, tool arguments).
 //
-// The schema subset (anything else is refused by compile(), naming the keyword):
-//   type: "object" | "array" | "string" | "number" | "integer" | "boolean" | "null"
-//   object: properties (every one is written, in the order given - valid whatever
-//           `required` says), required, additionalProperties (only false or absent:
-//           no other keys are ever written)
-//   array:  items, minItems, maxItems
-//   string: minLength, maxLength (in characters; an escape counts as one)
-//   enum, const: the value is one of these JSON values (written compactly)
-//   anyOf, oneOf, a list of types: alternatives whose values start with different
-//           characters (a type or null - Pydantic's Optional -, a string or a number, ...)
-//   $ref to "#/$defs/NAME" or "#/definitions/NAME" (not recursive), with $defs /
-//           definitions at the top level
-//   title, description, default, examples, $schema, $id, $comment, strict: ignored
-// The top level is an object or an array (after $ref). Whitespace between tokens is allowed in runs of
-// at most JsonGrammar::kMaxWhitespaceRun bytes; nesting at most kMaxDepth.
+// Enforced by the grammar (docs/serving.md has the table):
+//   type (a name or a list), enum, const, anyOf, oneOf, allOf (merged), not of enum /
+//   const on strings, $ref into the document (recursion included: nesting is bounded by
+//   GrammarMatcher::kMaxDepth frames), boolean schemas;
+//   objects: properties (in the schema's order; the optional ones may be left out),
+//     required, additionalProperties / unevaluatedProperties (false, true or a schema),
+//     patternProperties, propertyNames, minProperties, maxProperties, dependentRequired
+//     (a dependency's names are always written);
+//   arrays: items (a schema or false), prefixItems, minItems, maxItems, contains with
+//     minContains;
+//   strings: minLength, maxLength, pattern, format (date, time, date-time, duration,
+//     uuid, email, ipv4, ipv6, hostname, uri), all of them together;
+//   numbers and integers: minimum, maximum, exclusiveMinimum, exclusiveMaximum, exactly.
+// Not enforceable by a grammar (uniqueItems, multipleOf, if/then/else, dependentSchemas,
+// maxContains, not of other schemas, contentEncoding / contentMediaType, unknown
+// formats): with strict (OpenAI's flag) compile() refuses them, naming keyword and path;
+// without it they are listed in unenforced() and the rest is still enforced.
+// Annotations and unknown keywords are ignored, as JSON Schema says.
+// Whitespace between tokens comes in runs of at most JsonGrammar::kMaxWhitespaceRun bytes;
+// strings are written with one spelling per character (engine/json_string_chars.h).
 //
 // Thread-safety: a JsonSchema is immutable and shared; a JsonSchemaGrammar is a value.
 #pragma once
 
-#include <bitset>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -31,76 +35,63 @@
 #include <nlohmann/json.hpp>
 
 #include "base/status.h"
-#include "engine/json_lexers.h"
+#include "engine/grammar.h"
+#include "engine/grammar_matcher.h"
 #include "engine/output_grammar.h"
 
 namespace tokenmill::engine {
 
 class JsonSchema {
  public:
-  static constexpr int kMaxDepth = 32;
-  static constexpr int32_t kMaxNodes = 4096;
-  // enum / const values over the whole schema: every byte the model writes is checked
-  // against the candidates, so their number bounds the cost of each token.
-  static constexpr int32_t kMaxLiterals = 1024;
-  static constexpr int64_t kMaxLiteralBytes = 65536;
+  // Bounds on what one schema may cost: grammar elements, nesting of the schema's text
+  // (through $refs too), and enum / const values over the whole schema (each is a
+  // literal every byte is checked against).
+  static constexpr int64_t kMaxElements = 2'000'000;
+  static constexpr size_t kMaxSchemaBytes = 1 << 20;  // as compact JSON text
+  static constexpr int kMaxDepth = 64;
+  static constexpr int32_t kMaxLiterals = 4096;
+  static constexpr int64_t kMaxLiteralBytes = 262144;
 
-  // Compiles a parsed schema. The error says which keyword at which path is not supported.
-  static Result<std::shared_ptr<const JsonSchema>> compile(const nlohmann::ordered_json& schema);
-
-  enum class Kind : uint8_t { kObject, kArray, kString, kNumber, kInteger, kLiterals, kAnyOf };
-  struct Node {
-    Kind kind = Kind::kString;
-    std::vector<std::pair<std::string, int32_t>> properties;  // kObject: "key" as JSON text, node
-    int32_t items = -1;                                       // kArray: the items' node
-    int32_t min_items = 0, max_items = INT32_MAX;             // kArray
-    int32_t min_length = 0, max_length = INT32_MAX;           // kString: characters (an escape is one)
-    std::vector<std::string> literals;  // kLiterals: the allowed values as compact JSON texts
-    // kAnyOf: each alternative with the bytes its values can start with (disjoint sets).
-    std::vector<std::pair<std::bitset<256>, int32_t>> alternatives;
+  struct Options {
+    bool strict = false;     // refuse what the grammar cannot enforce
+    bool object_only = false;  // the top level must be an object (tool arguments)
   };
-  const Node& node(int32_t i) const { return nodes_[static_cast<size_t>(i)]; }
-  int32_t root() const { return root_; }
+  // A keyword the grammar does not enforce, where it is (a path like $.properties.tags).
+  struct Unenforced {
+    std::string keyword;
+    std::string path;
+  };
+
+  // Compiles a parsed schema. The error names the keyword and its path.
+  static Result<std::shared_ptr<const JsonSchema>> compile(const nlohmann::ordered_json& schema, Options options);
+  static Result<std::shared_ptr<const JsonSchema>> compile(const nlohmann::ordered_json& schema) {
+    return compile(schema, Options{});
+  }
+
+  const std::shared_ptr<const Grammar>& grammar() const { return grammar_; }
+  const std::vector<Unenforced>& unenforced() const { return unenforced_; }
 
  private:
-  std::vector<Node> nodes_;
-  int32_t root_ = 0;
+  std::shared_ptr<const Grammar> grammar_;
+  std::vector<Unenforced> unenforced_;
   friend class SchemaCompiler;
 };
 
 class JsonSchemaGrammar final : public OutputGrammar {
  public:
-  explicit JsonSchemaGrammar(std::shared_ptr<const JsonSchema> schema);
+  explicit JsonSchemaGrammar(std::shared_ptr<const JsonSchema> schema)
+      : schema_(std::move(schema)), matcher_(schema_->grammar()) {}
 
-  bool allows(std::string_view text) const override;
-  void advance(std::string_view text) override;
-  bool complete() const override { return done_; }
+  bool allows(std::string_view text) const override { return matcher_.allows(text); }
+  void advance(std::string_view text) override { matcher_.advance(text); }
+  // The value is whole and nothing may follow (an object or array has closed).
+  bool complete() const override { return matcher_.complete(); }
+  // The value is whole but could go on (a number at the top level): the output may end.
+  bool accepts_end() const override { return matcher_.accepts_end(); }
 
  private:
-  // One open value: its node and where in it the text is.
-  struct Frame {
-    explicit Frame(int32_t n) : node(n) {}
-    int32_t node = 0;
-    uint8_t phase = 0;    // per kind; 0: before the value's first byte
-    int32_t index = 0;    // object: the property being written; array: items written
-    std::string matched;  // a key or literal being matched; a number's bytes
-  };
-  bool step(char c);
-  // step() for the top frame f, of node n, by its kind.
-  bool step_object(Frame& f, const JsonSchema::Node& n, char c);
-  bool step_array(Frame& f, const JsonSchema::Node& n, char c);
-  // Opens a value of `node` inside the top frame, whose references it invalidates.
-  bool push_child(int32_t node, char c);
-  bool start(Frame& frame, char c);  // c is the value's first byte
-  void end_value();                  // the top frame's value is complete: pop it
-  bool between_tokens() const;
-
   std::shared_ptr<const JsonSchema> schema_;
-  std::vector<Frame> stack_;
-  JsonStringLexer string_;  // the string being written (only the top frame's value is a scalar)
-  JsonNumberLexer number_;  // the number being written
-  uint8_t whitespace_run_ = 0;
-  bool done_ = false;
+  GrammarMatcher matcher_;
 };
 
 }  // namespace tokenmill::engine

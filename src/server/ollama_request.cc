@@ -3,6 +3,7 @@
 #include <climits>
 
 #include "engine/json_schema.h"
+#include "server/schema_notes.h"
 #include "server/api_error.h"
 #include "server/model_set.h"
 #include "server/openai_request.h"
@@ -57,6 +58,7 @@ void read_format(const Fields& f, engine::Request& request) {
   if (format->is_object()) {
     auto compiled = engine::JsonSchema::compile(*format);
     if (!compiled.ok()) throw bad_request("Unsupported 'format' schema: " + compiled.status().message(), "format");
+    log_unenforced((*compiled)->unenforced(), "format");
     request.json_schema = *compiled;
     return;
   }

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "engine/json_schema.h"
+#include "server/schema_notes.h"
 
 namespace tokenmill::server {
 
@@ -182,8 +183,10 @@ int32_t resolve_max_tokens(int64_t requested, size_t n_prompt, int32_t max_conte
 namespace {
 
 // response_format: {"type": "text"} (or absent), {"type": "json_object"} (JSON mode), or
-// {"type": "json_schema", "json_schema": {"name": ..., "schema": {...}}} (structured
-// output: the schema's subset is engine/json_schema.h's; anything else is a 400 naming it).
+// {"type": "json_schema", "json_schema": {"name": ..., "schema": {...}, "strict": bool}}
+// (structured output, engine/json_schema.h: with strict, a keyword the grammar cannot
+// enforce is a 400 naming it; without, it is listed in the response's
+// tokenmill.unenforced and logged).
 void read_response_format(const Fields& f, engine::Request& request) {
   const Json* format = f.object("response_format");
   if (format == nullptr) return;
@@ -198,10 +201,16 @@ void read_response_format(const Fields& f, engine::Request& request) {
     if (spec == format->end() || !spec->is_object() || !spec->contains("schema")) {
       throw bad_request("'response_format.json_schema.schema' is required for type json_schema", "response_format");
     }
-    auto compiled = engine::JsonSchema::compile((*spec)["schema"]);
+    const auto strict = spec->find("strict");
+    if (strict != spec->end() && !strict->is_boolean() && !strict->is_null()) {
+      throw bad_request("'response_format.json_schema.strict' must be a boolean", "response_format");
+    }
+    const bool is_strict = strict != spec->end() && strict->is_boolean() && strict->get<bool>();
+    auto compiled = engine::JsonSchema::compile((*spec)["schema"], {.strict = is_strict});
     if (!compiled.ok()) {
       throw bad_request("Unsupported 'response_format' schema: " + compiled.status().message(), "response_format");
     }
+    log_unenforced((*compiled)->unenforced(), "response_format");
     request.json_schema = *compiled;
     return;
   }

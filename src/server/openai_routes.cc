@@ -10,6 +10,7 @@
 #include <random>
 
 #include "server/openai_request.h"
+#include "server/schema_notes.h"
 #include "server/response_cache.h"
 #include "server/stored_completions.h"
 #include "server/response_ids.h"
@@ -55,7 +56,8 @@ class OpenAiSink : public EventSink {
         model_name_(model.name()),
         created_(unix_now()),
         tools_(request.tools),
-        tool_syntax_(request.tool_syntax) {
+        tool_syntax_(request.tool_syntax),
+        unenforced_(unenforced_json(request.requests.front())) {
     // Prompt i's choices are i * n .. i * n + n - 1, each with that prompt's echo.
     for (size_t i = 0; i < request.requests.size(); ++i) {
       const engine::Request& r = request.requests[i];
@@ -140,6 +142,12 @@ class OpenAiSink : public EventSink {
         last["usage"] = usage_json(stats);
         tail += sse(last);
       }
+      if (!unenforced_.empty()) {
+        Json notes = chunk_envelope();
+        notes["choices"] = Json::array();
+        notes["tokenmill"] = {{"unenforced", unenforced_}};
+        tail += sse(notes);
+      }
       tail += "data: [DONE]\n\n";
       out.write_chunk(std::move(tail));
       out.end_stream();
@@ -180,6 +188,7 @@ class OpenAiSink : public EventSink {
     }
     body["choices"] = std::move(choices);
     body["usage"] = usage_json(stats);
+    if (!unenforced_.empty()) body["tokenmill"] = {{"unenforced", unenforced_}};
     out.send(200, "application/json", dump_json(body));
   }
 
@@ -397,6 +406,7 @@ class OpenAiSink : public EventSink {
   const int64_t created_;
   const std::optional<ToolRequest> tools_;
   const ToolSyntax tool_syntax_;
+  const Json unenforced_;  // what the request's schemas leave unenforced (server/schema_notes.h)
   std::vector<Choice> choices_;
 };
 

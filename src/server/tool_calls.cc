@@ -4,6 +4,7 @@
 #include <set>
 
 #include "engine/json_schema.h"
+#include "server/schema_notes.h"
 
 namespace tokenmill::server {
 
@@ -217,13 +218,14 @@ std::shared_ptr<const engine::ToolCallSpec> tool_call_spec(const ToolRequest& to
     if (tools.choice == ToolRequest::Choice::kNamed && tool.name != tools.named) continue;
     engine::ToolSchema schema{tool.name, nullptr};
     if (!tool.parameters.is_null()) {
-      auto compiled = engine::JsonSchema::compile(tool.parameters);
+      auto compiled = engine::JsonSchema::compile(tool.parameters, {.strict = tool.strict, .object_only = true});
       if (!compiled.ok()) {
         const std::string where = "tools[" + std::to_string(i) + "].function.parameters";
         throw bad_request("The parameters of tool '" + tool.name + "' cannot be enforced: " +
                               compiled.status().message(),
                           where);
       }
+      log_unenforced((*compiled)->unenforced(), "tool '" + tool.name + "'");
       schema.arguments = *compiled;
     }
     spec->tools.push_back(std::move(schema));

@@ -106,17 +106,29 @@ TEST(ToolCalls, BadToolRequestsNameTheField) {
   expect_refused(R"({"functions": [{"name": "f"}]})", "functions");
 }
 
-TEST(ToolCalls, AnUnenforceableSchemaIsA400NamingIt) {
-  const Json body = Json::parse(R"({"tools": [{"type": "function", "function": {"name": "f",
-      "parameters": {"type": "object", "properties": {"x": {"type": "string", "pattern": "^a+$"}}}}}]})");
+TEST(ToolCalls, AStrictSchemaWithAnUnenforceableKeywordIsA400NamingIt) {
+  const Json body = Json::parse(R"({"tools": [{"type": "function", "function": {"name": "f", "strict": true,
+      "parameters": {"type": "object", "properties": {"x": {"type": "array", "uniqueItems": true}}}}}]})");
   const ToolRequest tools = *read_tool_request(Fields(body));
   try {
     tool_call_spec(tools, ToolSyntax::kBuiltin);
     ADD_FAILURE() << "accepted";
   } catch (const ApiError& e) {
     EXPECT_EQ(e.param, "tools[0].function.parameters");
-    EXPECT_NE(e.message.find("pattern"), std::string::npos) << e.message;
+    EXPECT_NE(e.message.find("'uniqueItems' at $.properties.x"), std::string::npos) << e.message;
   }
+  // Not strict: the rest is enforced and the keyword is listed.
+  Json lenient = body;
+  lenient["tools"][0]["function"]["strict"] = false;
+  lenient["tools"][0]["function"]["parameters"]["properties"]["y"] = Json::parse(R"({"type": "string", "pattern": "^a+$"})");
+  const auto spec = tool_call_spec(*read_tool_request(Fields(lenient)), ToolSyntax::kBuiltin);
+  ASSERT_EQ(spec->tools.size(), 1u);
+  ASSERT_EQ(spec->tools[0].arguments->unenforced().size(), 1u);
+  EXPECT_EQ(spec->tools[0].arguments->unenforced()[0].keyword, "uniqueItems");
+  // Tool arguments are objects.
+  const Json scalar = Json::parse(R"({"tools": [{"type": "function", "function": {"name": "f",
+      "parameters": {"type": "string"}}}]})");
+  EXPECT_THROW(tool_call_spec(*read_tool_request(Fields(scalar)), ToolSyntax::kBuiltin), ApiError);
 }
 
 TEST(ToolCalls, BuiltinMessagesAlternateAndCarryTheCalls) {

@@ -1,0 +1,197 @@
+#include "engine/grammar_matcher.h"
+
+#include <cstring>
+
+namespace tokenmill::engine {
+
+using Kind = GrammarElement::Kind;
+
+// Expands one working stack depth first into every stack whose top is at a byte element,
+// appending them to `out`. The working stack is changed and restored around each branch,
+// so no branch copies a stack until it reaches a byte.
+class GrammarMatcher::Expander {
+ public:
+  Expander(const Grammar& grammar, StackSet& out) : grammar_(grammar), out_(out) {}
+
+  std::vector<Frame> stack;
+
+  // The top frame was just moved to its next element (or pushed at its first).
+  void expand() {
+    if (--budget_ < 0) return;
+    Frame& top = stack.back();
+    const Grammar::Sequence& sequence = grammar_.alternatives(top.rule)[top.alternative];
+    if (top.position == sequence.size()) return finish_top();
+    const GrammarElement& e = sequence[top.position];
+    switch (e.kind) {
+      case Kind::kBytes:
+        emit();
+        return;
+      case Kind::kRule:
+        return call(e.id);
+      case Kind::kRepeat:
+        return offer_repeat(e);
+      case Kind::kCount: {
+        const int32_t saved = top.count;
+        stack.back().count = 0;
+        call(e.id);
+        stack.back().count = saved;
+        return;
+      }
+      case Kind::kMark:
+        return mark(e.id);
+    }
+  }
+
+ private:
+  // The top frame's alternative is done: back in its caller, or the root has ended.
+  void finish_top() {
+    const Frame done = stack.back();
+    stack.pop_back();
+    if (stack.empty()) {
+      out_.accepted = true;
+    } else {
+      returned();
+    }
+    stack.push_back(done);
+  }
+
+  // A callee of the top frame has ended; the top is at the element that called it.
+  void returned() {
+    Frame& top = stack.back();
+    const GrammarElement& e = grammar_.alternatives(top.rule)[top.alternative][top.position];
+    if (e.kind == Kind::kRepeat) return offer_repeat(e);
+    if (e.kind == Kind::kCount && top.count < e.min) return;
+    advance_top();
+  }
+
+  void advance_top() {
+    Frame& top = stack.back();
+    const Frame saved = top;
+    ++top.position;
+    top.count = 0;
+    expand();
+    stack.back() = saved;
+  }
+
+  // Every alternative of rule r, called from the top frame.
+  void call(int32_t r) {
+    if (stack.size() >= kMaxDepth) return;
+    const auto n = static_cast<uint16_t>(grammar_.alternatives(r).size());
+    for (uint16_t a = 0; a < n; ++a) {
+      stack.push_back(Frame{r, a, 0, 0});
+      expand();
+      stack.pop_back();
+    }
+  }
+
+  // At a repeat with top.count iterations begun: one more, or on past it.
+  void offer_repeat(const GrammarElement& e) {
+    Frame& top = stack.back();
+    const int32_t done = top.count;
+    if (done < e.max) {
+      top.count = done + 1;
+      call(e.id);
+      stack.back().count = done;
+    }
+    if (done >= e.min) advance_top();
+  }
+
+  // One more mark for the innermost count() of this counter below the top.
+  void mark(int32_t counter) {
+    for (size_t i = stack.size() - 1; i-- > 0;) {
+      Frame& f = stack[i];
+      const GrammarElement& e = grammar_.alternatives(f.rule)[f.alternative][f.position];
+      if (e.kind != Kind::kCount || e.counter != counter) continue;
+      if (f.count >= e.max) return;  // one too many: this parse ends here
+      ++f.count;
+      advance_top();
+      --stack[i].count;
+      return;
+    }
+    advance_top();  // no count() of this counter is open: the mark counts for nothing
+  }
+
+  // The stack's top is at a byte: keep a copy, unless an equal stack is kept already.
+  void emit() {
+    if (out_.ends.size() >= kMaxStacks) return;
+    uint64_t hash = 1469598103934665603ull;
+    for (const Frame& f : stack) {
+      const uint64_t words[2] = {(static_cast<uint64_t>(static_cast<uint32_t>(f.rule)) << 32) |
+                                     (static_cast<uint64_t>(f.alternative) << 16) | f.position,
+                                 static_cast<uint64_t>(static_cast<uint32_t>(f.count))};
+      for (uint64_t w : words) hash = (hash ^ w) * 1099511628211ull;
+    }
+    for (size_t i = 0; i < out_.ends.size(); ++i) {
+      if (out_.hashes[i] != hash) continue;
+      const uint32_t begin = i == 0 ? 0 : out_.ends[i - 1];
+      if (out_.ends[i] - begin == stack.size() &&
+          std::equal(stack.begin(), stack.end(), out_.frames.begin() + begin)) {
+        return;
+      }
+    }
+    out_.frames.insert(out_.frames.end(), stack.begin(), stack.end());
+    out_.ends.push_back(static_cast<uint32_t>(out_.frames.size()));
+    out_.hashes.push_back(hash);
+  }
+
+  const Grammar& grammar_;
+  StackSet& out_;
+  int budget_ = kMaxExpansions;
+};
+
+GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {
+  Expander expander(*grammar_, state_);
+  const auto n = static_cast<uint16_t>(grammar_->alternatives(grammar_->root).size());
+  for (uint16_t a = 0; a < n; ++a) {
+    expander.stack.assign(1, Frame{grammar_->root, a, 0, 0});
+    expander.expand();
+  }
+  refresh_first_bytes();
+}
+
+void GrammarMatcher::step(const StackSet& from, unsigned char b, StackSet& next) const {
+  next.clear();
+  Expander expander(*grammar_, next);
+  for (size_t i = 0; i < from.ends.size(); ++i) {
+    const uint32_t begin = i == 0 ? 0 : from.ends[i - 1];
+    const Frame& top = from.frames[from.ends[i] - 1];
+    const GrammarElement& e = grammar_->alternatives(top.rule)[top.alternative][top.position];
+    if (!grammar_->byte_set(e.id).test(b)) continue;
+    expander.stack.assign(from.frames.begin() + begin, from.frames.begin() + from.ends[i]);
+    ++expander.stack.back().position;
+    expander.expand();
+  }
+}
+
+bool GrammarMatcher::allows(std::string_view text) const {
+  if (text.empty()) return true;
+  if (!first_bytes_.test(static_cast<unsigned char>(text[0]))) return false;
+  StackSet a, b;
+  const StackSet* from = &state_;
+  for (char c : text) {
+    step(*from, static_cast<unsigned char>(c), a);
+    if (a.ends.empty() && !a.accepted) return false;
+    std::swap(a, b);
+    from = &b;
+  }
+  return true;
+}
+
+void GrammarMatcher::advance(std::string_view text) {
+  StackSet next;
+  for (char c : text) {
+    step(state_, static_cast<unsigned char>(c), next);
+    std::swap(state_, next);
+  }
+  refresh_first_bytes();
+}
+
+void GrammarMatcher::refresh_first_bytes() {
+  first_bytes_.reset();
+  for (uint32_t end : state_.ends) {
+    const Frame& top = state_.frames[end - 1];
+    first_bytes_ |= grammar_->byte_set(grammar_->alternatives(top.rule)[top.alternative][top.position].id);
+  }
+}
+
+}  // namespace tokenmill::engine
