@@ -1266,7 +1266,7 @@ HANDWRITTEN = [
     ("ok_const", {"const": "ok"}),
     ("version_const_object", {"const": {"version": 2, "stable": True}}),
     ("not_reserved_username", {"type": "string", "not": {"enum": ["admin", "root", "system"]},
-                               "pattern": "^[a-z]+$", "maxLength": 16}),
+                               "minLength": 1, "maxLength": 16}),
     ("account_not_reserved", obj({"username": {"type": "string", "maxLength": 16,
                                                "not": {"enum": ["admin", "root"]}},
                                   "plan": {"type": "string", "enum": ["free", "pro", "team"],

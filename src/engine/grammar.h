@@ -64,6 +64,18 @@ class Grammar {
   // The bytes of text, one element each.
   Sequence literal(std::string_view text);
 
+  // For every count() of the grammar: the fewest and the most marks of its counter each
+  // rule it can reach can write (into that count, not into a nested one of the same
+  // counter; kManyMarks: no bound). The matcher drops a parse that could only end outside
+  // a count's bounds. Call once, when built.
+  static constexpr int64_t kManyMarks = INT64_MAX / 4;
+  void compute_mark_bounds();
+  // Where not computed: 0 and kManyMarks (no pruning: always safe).
+  int64_t min_marks(int32_t rule, int32_t counter) const { return find_marks(min_marks_, rule, counter, 0); }
+  int64_t max_marks(int32_t rule, int32_t counter) const { return find_marks(max_marks_, rule, counter, kManyMarks); }
+  // The same for one element.
+  int64_t element_marks(const GrammarElement& e, int32_t counter, bool most) const;
+
   const std::vector<Sequence>& alternatives(int32_t rule) const { return rules_[static_cast<size_t>(rule)]; }
   const ByteSet& byte_set(int32_t id) const { return byte_sets_[static_cast<size_t>(id)]; }
   int32_t n_rules() const { return static_cast<int32_t>(rules_.size()); }
@@ -75,6 +87,12 @@ class Grammar {
   std::vector<std::vector<Sequence>> rules_;
   std::vector<ByteSet> byte_sets_;  // interned: equal sets share an id
   std::unordered_map<ByteSet, int32_t> byte_set_ids_;
+  // (counter << 32 | rule) -> fewest / most marks
+  std::unordered_map<int64_t, int64_t> min_marks_, max_marks_;
+  static int64_t find_marks(const std::unordered_map<int64_t, int64_t>& m, int32_t rule, int32_t counter, int64_t none) {
+    const auto it = m.find((static_cast<int64_t>(counter) << 32) | static_cast<uint32_t>(rule));
+    return it == m.end() ? none : it->second;
+  }
   int32_t n_counters_ = 0;
   int64_t n_elements_ = 0;
 };

@@ -1,5 +1,6 @@
 #include "engine/grammar_matcher.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace tokenmill::engine {
@@ -111,9 +112,45 @@ class GrammarMatcher::Expander {
     advance_top();  // no count() of this counter is open: the mark counts for nothing
   }
 
-  // The stack's top is at a byte: keep a copy, unless an equal stack is kept already.
+  // Whether the innermost count() of each counter on the stack can still end within its
+  // bounds: the marks it holds, and the fewest / the most the rest of the parse writes.
+  bool within_counts() const {
+    int32_t checked[8];
+    int n_checked = 0;
+    for (size_t i = stack.size() - 1; i-- > 0;) {
+      const Frame& f = stack[i];
+      const GrammarElement& e = grammar_.alternatives(f.rule)[f.alternative][f.position];
+      if (e.kind != Kind::kCount) continue;
+      if (std::find(checked, checked + n_checked, e.counter) != checked + n_checked) continue;
+      if (n_checked < 8) checked[n_checked++] = e.counter;
+      int64_t fewest = 0, most = 0;
+      for (size_t k = i + 1; k < stack.size(); ++k) {
+        const Frame& g = stack[k];
+        const Grammar::Sequence& s = grammar_.alternatives(g.rule)[g.alternative];
+        const GrammarElement& at = s[g.position];
+        if (k + 1 < stack.size() && at.kind == Kind::kRepeat) {  // iterations after the one under way
+          GrammarElement left = at;
+          left.min = std::max(0, at.min - g.count);
+          left.max = at.max == Grammar::kUnbounded ? at.max : at.max - g.count;
+          fewest += grammar_.element_marks(left, e.counter, false);
+          most += grammar_.element_marks(left, e.counter, true);
+        }
+        for (size_t p = g.position + 1; p < s.size(); ++p) {
+          fewest += grammar_.element_marks(s[p], e.counter, false);
+          most += grammar_.element_marks(s[p], e.counter, true);
+        }
+        fewest = std::min(fewest, Grammar::kManyMarks);
+        most = std::min(most, Grammar::kManyMarks);
+      }
+      if (f.count + fewest > e.max || f.count + most < e.min) return false;
+    }
+    return true;
+  }
+
+  // The stack's top is at a byte: keep a copy, unless an equal stack is kept already or
+  // it cannot end within a count.
   void emit() {
-    if (out_.ends.size() >= kMaxStacks) return;
+    if (out_.ends.size() >= kMaxStacks || !within_counts()) return;
     uint64_t hash = 1469598103934665603ull;
     for (const Frame& f : stack) {
       const uint64_t words[2] = {(static_cast<uint64_t>(static_cast<uint32_t>(f.rule)) << 32) |

@@ -27,7 +27,7 @@ const std::set<std::string, std::less<>> kAnnotations = {
 // What a grammar cannot enforce (each names why in the docs' table).
 const std::set<std::string, std::less<>> kUnenforceable = {
     "uniqueItems", "multipleOf", "if", "then", "else", "dependentSchemas", "contentEncoding", "contentMediaType",
-    "contentSchema", "maxContains", "unevaluatedItems", "dependencies", "$dynamicRef"};
+    "contentSchema", "unevaluatedItems", "dependencies", "$dynamicRef"};
 
 const std::set<std::string, std::less<>> kObjectKeywords = {
     "properties", "required", "additionalProperties", "unevaluatedProperties", "patternProperties",
@@ -130,6 +130,14 @@ class SchemaCompiler {
     }
     unenforced_.push_back({keyword, path});
     return {};
+  }
+
+  // A schema of enum / const alone (and annotations).
+  static bool literal_only(const Json& n) {
+    return n.is_object() && (n.contains("enum") || n.contains("const")) &&
+           std::all_of(n.items().begin(), n.items().end(), [](const auto& item) {
+             return item.key() == "enum" || item.key() == "const" || kAnnotations.contains(item.key());
+           });
   }
 
   // --- composition -----------------------------------------------------------------
@@ -242,6 +250,14 @@ class SchemaCompiler {
       }
       values = Json::array({c});
     }
+    // not of enum / const: those values left out.
+    Json excluded = Json::array();
+    if (schema.contains("not")) {
+      const Json& n = schema["not"];
+      if (!literal_only(n)) TM_RETURN_IF_ERROR(unenforced("not", path));
+      if (n.contains("enum") && n["enum"].is_array()) excluded = n["enum"];
+      if (n.contains("const")) excluded.push_back(n["const"]);
+    }
     std::set<std::string> types;
     if (schema.contains("type")) {
       const Json& t = schema["type"];
@@ -250,6 +266,7 @@ class SchemaCompiler {
     }
     std::vector<Sequence> alternatives;
     for (const auto& v : values) {
+      if (std::find(excluded.begin(), excluded.end(), v) != excluded.end()) continue;
       if (!types.empty() && std::none_of(types.begin(), types.end(), [&](const std::string& t) { return json_type_is(v, t); })) continue;
       const std::string text = v.dump();
       literal_bytes_ += static_cast<int64_t>(text.size());
@@ -390,29 +407,27 @@ class SchemaCompiler {
     const bool counted = min_members > 0 || max_members != Grammar::kUnbounded;
     const int32_t counter = counted ? g_.new_counter() : -1;
 
-    // Each member begins with a mark of the counter (when counted).
     std::vector<Sequence> member_texts;
-    for (const Member& m : members) member_texts.push_back(with_mark(counter, member_text(g_.literal(m.key), m.value)));
-    int32_t other_rule = -1;
-    if (!others.empty()) {
-      for (Sequence& s : others) s = with_mark(counter, std::move(s));
-      other_rule = g_.rule_of(std::move(others));
-    }
+    for (const Member& m : members) member_texts.push_back(member_text(g_.literal(m.key), m.value));
+    const int32_t other_rule = others.empty() ? -1 : g_.rule_of(std::move(others));
+    // Each member is preceded by a mark of the counter (when counted), before its comma,
+    // so that a full object offers no comma.
+    auto comma_member = [&](GrammarElement member) { return with_mark(counter, comma_then(member)); };
     // after[i]: the members from i on when at least one was written (each after a comma);
     // first[i]: at least one member from i on when none was. An optional member may be
     // skipped. (An empty object is its own alternative, so no two whitespace runs meet.)
     const size_t n = members.size();
     std::vector<int32_t> after(n + 1), first(n + 1);
     after[n] = other_rule < 0 ? g_.rule_of({{}})
-                              : g_.rule_of({{Grammar::repeat(g_.rule_of({comma_then(Grammar::rule(other_rule))}), 0, Grammar::kUnbounded)}});
-    first[n] = other_rule < 0 ? g_.add_rule() : g_.rule_of({{Grammar::rule(other_rule), Grammar::rule(after[n])}});
+                              : g_.rule_of({{Grammar::repeat(g_.rule_of({comma_member(Grammar::rule(other_rule))}), 0, Grammar::kUnbounded)}});
+    first[n] = other_rule < 0 ? g_.add_rule()
+                              : g_.rule_of({with_mark(counter, {Grammar::rule(other_rule), Grammar::rule(after[n])})});
     for (size_t i = n; i-- > 0;) {
-      Sequence written = comma_then(Grammar::rule(g_.rule_of({member_texts[i]})));
+      const GrammarElement member = Grammar::rule(g_.rule_of({member_texts[i]}));
+      Sequence written = comma_member(member);
       written.push_back(Grammar::rule(after[i + 1]));
       std::vector<Sequence> after_alternatives = {std::move(written)};
-      Sequence opening = member_texts[i];
-      opening.push_back(Grammar::rule(after[i + 1]));
-      std::vector<Sequence> first_alternatives = {std::move(opening)};
+      std::vector<Sequence> first_alternatives = {with_mark(counter, {member, Grammar::rule(after[i + 1])})};
       if (!members[i].required) {
         after_alternatives.push_back({Grammar::rule(after[i + 1])});
         first_alternatives.push_back({Grammar::rule(first[i + 1])});
@@ -468,7 +483,7 @@ class SchemaCompiler {
       return invalid_argument("'minItems' at " + path + " asks for more items than 'prefixItems' has, and 'items' is false");
     }
     int32_t tail = -1;  // a rule for items after the prefix
-    int32_t counter = -1, min_contains = 0;
+    int32_t counter = -1, min_contains = 0, contains_max = Grammar::kUnbounded;
     if (more_allowed) {
       auto rule = value(items, path + ".items", depth + 1);
       if (!rule.ok()) return rule.status();
@@ -482,11 +497,35 @@ class SchemaCompiler {
           if (!m.is_number_integer() || m.get<int64_t>() < 0) return invalid_argument("'minContains' at " + path + " must be a non-negative integer");
           min_contains = static_cast<int32_t>(std::min<int64_t>(m.get<int64_t>(), INT32_MAX));
         }
-        if (min_contains > 0) {
+        int32_t max_contains = Grammar::kUnbounded;
+        int32_t others = tail;  // items that need not avoid contains
+        if (schema.contains("maxContains")) {
+          // Enforced where the items that must not match contains can be written as
+          // such: contains of enum / const values, left out of the others.
+          const Json& m = schema["maxContains"];
+          if (!m.is_number_integer() || m.get<int64_t>() < 0) return invalid_argument("'maxContains' at " + path + " must be a non-negative integer");
+          const size_t before = unenforced_.size();
+          const bool strict = options_.strict;
+          options_.strict = false;
+          auto avoiding = value(Json{{"allOf", Json::array({items, Json{{"not", schema["contains"]}}})}}, path + ".contains", depth + 1);
+          options_.strict = strict;
+          if (avoiding.ok() && unenforced_.size() == before) {
+            others = *avoiding;
+            max_contains = static_cast<int32_t>(std::min<int64_t>(m.get<int64_t>(), Grammar::kUnbounded - 1));
+          } else {
+            unenforced_.resize(before);
+            TM_RETURN_IF_ERROR(unenforced("maxContains", path));
+          }
+        }
+        if (min_contains > 0 || max_contains != Grammar::kUnbounded) {
           auto containing = value(Json{{"allOf", Json::array({items, schema["contains"]})}}, path + ".contains", depth + 1);
           if (!containing.ok()) return containing.status();
+          if (k == 0 && max_items <= kMaxUnrolledItems) {
+            return contains_unrolled(*containing, others, min_items, max_items, min_contains, max_contains);
+          }
           counter = g_.new_counter();
-          tail = g_.rule_of({{Grammar::mark(counter), Grammar::rule(*containing)}, {Grammar::rule(tail)}});
+          tail = g_.rule_of({{Grammar::mark(counter), Grammar::rule(*containing)}, {Grammar::rule(others)}});
+          contains_max = max_contains;
         }
       }
     } else if (schema.contains("contains")) {
@@ -526,10 +565,47 @@ class SchemaCompiler {
     if (!contents.empty()) {
       const int32_t content = g_.rule_of(std::move(contents));
       bodies.push_back({g_.byte('['), ws(),
-                        counter >= 0 ? Grammar::count(content, counter, min_contains, Grammar::kUnbounded) : Grammar::rule(content),
+                        counter >= 0 ? Grammar::count(content, counter, min_contains, contains_max) : Grammar::rule(content),
                         ws(), g_.byte(']')});
     }
     if (bodies.empty()) return invalid_argument("no array fits the bounds at " + path);
+    return g_.rule_of(std::move(bodies));
+  }
+
+  // An array of min..max items (max <= kMaxUnrolledItems) of which min_contains..
+  // max_contains are `containing` ones and the rest `others`, as one rule per (items
+  // written, containing ones so far): an item is offered only while the items left can
+  // still reach min_contains, so no prefix is a dead end.
+  static constexpr int32_t kMaxUnrolledItems = 64;
+  int32_t contains_unrolled(int32_t containing, int32_t others, int32_t min_items, int32_t max_items, int32_t min_contains,
+                            int32_t max_contains) {
+    const bool capped = max_contains != Grammar::kUnbounded;
+    const int32_t top = capped ? max_contains : min_contains;  // containing counts tracked up to here
+    // rules[i][j]: the rest once i items (j containing, saturated at top) were written.
+    std::vector<std::vector<int32_t>> rules(static_cast<size_t>(max_items) + 2, std::vector<int32_t>(top + 1, -1));
+    auto room = [&](int32_t written, int32_t j) { return max_items - written >= min_contains - j; };
+    auto rest = [&](int32_t i, int32_t j, bool first) {
+      std::vector<Sequence> alternatives;
+      if (!first && i >= min_items && j >= min_contains) alternatives.push_back({});
+      if (i < max_items) {
+        const int32_t after_containing = std::min(j + 1, top);
+        for (const auto& [item, next] : {std::pair{containing, after_containing}, std::pair{others, j}}) {
+          if (item == containing && capped && j >= max_contains) continue;
+          if (!room(i + 1, next)) continue;
+          Sequence s = first ? Sequence{Grammar::rule(item)} : comma_then(Grammar::rule(item));
+          s.push_back(Grammar::rule(rules[i + 1][next]));
+          alternatives.push_back(std::move(s));
+        }
+      }
+      return alternatives;
+    };
+    for (int32_t i = max_items; i >= 1; --i) {
+      for (int32_t j = 0; j <= top; ++j) rules[i][j] = g_.rule_of(rest(i, j, /*first=*/false));
+    }
+    std::vector<Sequence> bodies;
+    if (min_items == 0 && min_contains == 0) bodies.push_back({g_.byte('['), ws(), g_.byte(']')});
+    const std::vector<Sequence> firsts = rest(0, 0, /*first=*/true);
+    if (!firsts.empty()) bodies.push_back({g_.byte('['), ws(), Grammar::rule(g_.rule_of(firsts)), ws(), g_.byte(']')});
     return g_.rule_of(std::move(bodies));
   }
 
@@ -557,11 +633,7 @@ class SchemaCompiler {
     std::vector<std::string> excluded;
     if (schema.contains("not")) {
       const Json& n = schema["not"];
-      const bool literal_only = n.is_object() && (n.contains("enum") || n.contains("const")) &&
-                                std::all_of(n.items().begin(), n.items().end(), [](const auto& item) {
-                                  return item.key() == "enum" || item.key() == "const" || kAnnotations.contains(item.key());
-                                });
-      if (!literal_only || pattern) {
+      if (!literal_only(n) || pattern) {
         TM_RETURN_IF_ERROR(unenforced("not", path));
       } else {
         if (n.contains("const") && n["const"].is_string()) excluded.push_back(n["const"].get<std::string>());
@@ -756,6 +828,7 @@ Result<std::shared_ptr<const JsonSchema>> JsonSchema::compile(const nlohmann::or
   auto root = compiler.value(schema, "$", 0);
   if (!root.ok()) return root.status();
   grammar->root = *root;
+  grammar->compute_mark_bounds();
   compiled->grammar_ = grammar;
   if (options.object_only) {
     ByteSet object;
