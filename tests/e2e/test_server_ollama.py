@@ -164,4 +164,4 @@ def test_format_schema(client):
     with pytest.raises(ollama.ResponseError) as error:
         client.generate(model=MODEL, prompt="x", format={"type": "object", "properties": {"a": {"allOf": []}}},
                         options={"num_predict": 2})
-    assert "keyword 'allOf' at $.properties.a is not supported" in str(error.value)
+    assert "'allOf' at $.properties.a must be a non-empty array" in str(error.value)

@@ -390,11 +390,11 @@ def test_json_schema_from_a_pydantic_model(client):
 
 def test_json_schema_errors_name_the_unsupported_part(client):
     messages = [{"role": "user", "content": "x"}]
-    bad = {"type": "object", "properties": {"a": {"type": "string", "pattern": "^x"}}}
+    bad = {"type": "object", "properties": {"a": {"type": "array", "uniqueItems": True}}}
     with pytest.raises(openai.BadRequestError) as error:
         client.chat.completions.create(model=MODEL, messages=messages, max_tokens=2, response_format={
-            "type": "json_schema", "json_schema": {"name": "x", "schema": bad}})
-    assert "keyword 'pattern' at $.properties.a is not supported" in str(error.value)
+            "type": "json_schema", "json_schema": {"name": "x", "schema": bad, "strict": True}})
+    assert "keyword 'uniqueItems' at $.properties.a cannot be enforced" in str(error.value)
     with pytest.raises(openai.BadRequestError) as error:
         client.chat.completions.create(model=MODEL, messages=messages, max_tokens=2, response_format={
             "type": "json_schema", "json_schema": {"name": "x"}})

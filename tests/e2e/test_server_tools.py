@@ -180,9 +180,9 @@ def test_ollama_chat_with_tools(server):
 
 
 @pytest.mark.parametrize("body, param, words", [
-    ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {
-        "type": "object", "properties": {"x": {"type": "string", "pattern": "^a"}}}}}]},
-     "tools[0].function.parameters", "pattern"),
+    ({"tools": [{"type": "function", "function": {"name": "f", "strict": True, "parameters": {
+        "type": "object", "properties": {"x": {"type": "array", "uniqueItems": True}}}}}]},
+     "tools[0].function.parameters", "uniqueItems"),
     ({"tools": [WEATHER], "tool_choice": {"type": "function", "function": {"name": "launch"}}},
      "tool_choice", "launch"),
     ({"tools": [WEATHER], "messages": [{"role": "user", "content": "Hi"}, {"role": "tool", "content": "x"}]},
