@@ -13,8 +13,7 @@ DraftProposer::DraftProposer(SpeculativeConfig config, int32_t max_context, int3
 bool DraftProposer::may_speculate(const Sequence& s) const {
   const Request& r = s.state->request;
   const bool has_drafter = config_.mode != SpecMode::kOff || s.prediction != nullptr;
-  return has_drafter && r.speculative && s.n_pending() == 1 && s.n_generated >= 1 && !s.forks_on_next_draw() &&
-         !s.json;
+  return has_drafter && r.speculative && s.n_pending() == 1 && s.n_generated >= 1 && !s.forks_on_next_draw();
 }
 
 void DraftProposer::propose(const std::vector<std::unique_ptr<Sequence>>& running) {

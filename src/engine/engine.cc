@@ -340,11 +340,18 @@ class Engine::Impl {
         with_drafts = s.tokens;
         with_drafts.insert(with_drafts.end(), drafts.begin(), drafts.end());
       }
+      // A constrained output masks each position with its grammar after the drafts
+      // before it (a draft the grammar refuses is never drawn, so it ends the check).
+      std::unique_ptr<OutputGrammar> grammar_after_drafts;
+      if (s.json) grammar_after_drafts = s.json->clone();
       draws[i] = verify_by_drawing<Draw>(drafts, [&](size_t j) {
         const auto r = row + static_cast<int32_t>(j);
         const std::span<const int32_t> previous =
             with_drafts.empty() ? std::span<const int32_t>(s.tokens) : std::span<const int32_t>(with_drafts).first(s.tokens.size() + j);
-        return output_.draw(s, logits_row(r), first_max(r), previous);
+        if (grammar_after_drafts && j > 0) {
+          grammar_after_drafts->advance(tokenizer_.token_piece(drafts[j - 1], /*render_special=*/false));
+        }
+        return output_.draw(s, logits_row(r), first_max(r), previous, grammar_after_drafts.get());
       });
     });
     return draws;

@@ -203,13 +203,14 @@ void GrammarMatcher::step(const StackSet& from, unsigned char b, StackSet& next)
 bool GrammarMatcher::allows(std::string_view text) const {
   if (text.empty()) return true;
   if (!first_bytes_.test(static_cast<unsigned char>(text[0]))) return false;
-  StackSet a, b;
+  // Scratch sets kept per thread: a candidate token costs no allocation.
+  thread_local StackSet a, b;
   const StackSet* from = &state_;
   for (char c : text) {
-    step(*from, static_cast<unsigned char>(c), a);
-    if (a.ends.empty() && !a.accepted) return false;
-    std::swap(a, b);
-    from = &b;
+    StackSet& next = from == &a ? b : a;
+    step(*from, static_cast<unsigned char>(c), next);
+    if (next.ends.empty() && !next.accepted) return false;
+    from = &next;
   }
   return true;
 }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "base/first_max.h"
+
 namespace tokenmill::engine {
 
 bool mask_to_json(const OutputGrammar& grammar, std::span<const float> logits, const tokenizer::Tokenizer& tokenizer,
@@ -17,37 +19,37 @@ bool mask_to_json(const OutputGrammar& grammar, std::span<const float> logits, c
     if (piece.empty()) return may_end && tokenizer.is_end_of_generation(id);
     return grammar.allows(piece);
   };
-  float best = kNegInf;
-  int32_t best_id = 0;
-  for (int32_t id = 0; id < n; ++id) {
-    if (logits[id] > best) {
-      best = logits[id];
-      best_id = id;
-    }
-  }
+  const int32_t best_id = first_max_index(logits);
+  const float best = n > 0 ? logits[best_id] : kNegInf;
   if (greedy_only && std::isfinite(best) && allowed(best_id)) {  // the usual case: the model writes JSON
     masked[best_id] = best;
     return true;
   }
   if (!std::isfinite(best)) return false;  // nothing a sampler could draw
-  // The candidates near the top, best first (ties by id: a fixed order). A histogram of
-  // the window (kBins bins, one pass) finds the lowest bin edge with at most
-  // kJsonMaxCandidates tokens above it, so no pass sorts or selects among the whole
-  // vocabulary.
-  constexpr int kBins = 512;
+  // The candidates near the top, best first (ties by id: a fixed order): one pass keeps
+  // the tokens within the window; where they are more than kJsonMaxCandidates, a
+  // histogram of those (kBins bins) finds the lowest bin edge with at most that many
+  // above it, so no pass sorts or selects among the whole vocabulary.
   const float low = best - kJsonLogitWindow;
-  const float bin_width = kJsonLogitWindow / kBins;
-  std::vector<int32_t> counts(kBins + 1, 0);
+  // Branch-free: every id is written, the count moves only past the ones kept.
+  thread_local std::vector<int32_t> kept;
+  kept.resize(static_cast<size_t>(n) + 1);
+  int32_t n_kept = 0;
   for (int32_t id = 0; id < n; ++id) {
-    if (logits[id] >= low) ++counts[std::min(kBins, static_cast<int>((logits[id] - low) / bin_width))];
+    kept[n_kept] = id;
+    n_kept += logits[id] >= low;
   }
-  int edge = kBins + 1;  // tokens in bins >= edge are candidates
-  for (size_t above = 0; edge > 0 && above + counts[edge - 1] <= kJsonMaxCandidates;) above += counts[--edge];
-  if (edge == kBins + 1) edge = kBins;  // the top bin alone is over the cap: take it anyway
-  const float cut = low + static_cast<float>(edge) * bin_width;
-  std::vector<int32_t> candidates;
-  for (int32_t id = 0; id < n; ++id) {
-    if (logits[id] >= cut || id == best_id) candidates.push_back(id);  // cut may round above the best
+  std::vector<int32_t> candidates(kept.begin(), kept.begin() + n_kept);
+  if (candidates.size() > kJsonMaxCandidates) {
+    constexpr int kBins = 512;
+    const float bin_width = kJsonLogitWindow / kBins;
+    std::vector<int32_t> counts(kBins + 1, 0);
+    for (int32_t id : candidates) ++counts[std::min(kBins, static_cast<int>((logits[id] - low) / bin_width))];
+    int edge = kBins + 1;  // tokens in bins >= edge are candidates
+    for (size_t above = 0; edge > 0 && above + counts[edge - 1] <= kJsonMaxCandidates;) above += counts[--edge];
+    if (edge == kBins + 1) edge = kBins;  // the top bin alone is over the cap: take it anyway
+    const float cut = low + static_cast<float>(edge) * bin_width;
+    std::erase_if(candidates, [&](int32_t id) { return logits[id] < cut && id != best_id; });  // cut may round above the best
   }
   auto better = [&](int32_t a, int32_t b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); };
   std::sort(candidates.begin(), candidates.end(), better);

@@ -26,6 +26,7 @@ class JsonGrammar final : public OutputGrammar {
   static constexpr int kMaxWhitespaceRun = 16;
 
   // True if every byte of text is allowed next (the state is not changed).
+  std::unique_ptr<OutputGrammar> clone() const override { return std::make_unique<JsonGrammar>(*this); }
   bool allows(std::string_view text) const override;
   // Feeds text. REQUIRES: allows(text).
   void advance(std::string_view text) override;

@@ -82,6 +82,7 @@ class JsonSchemaGrammar final : public OutputGrammar {
   explicit JsonSchemaGrammar(std::shared_ptr<const JsonSchema> schema)
       : schema_(std::move(schema)), matcher_(schema_->grammar()) {}
 
+  std::unique_ptr<OutputGrammar> clone() const override { return std::make_unique<JsonSchemaGrammar>(*this); }
   bool allows(std::string_view text) const override { return matcher_.allows(text); }
   void advance(std::string_view text) override { matcher_.advance(text); }
   // The value is whole and nothing may follow (an object or array has closed).

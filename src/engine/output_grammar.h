@@ -4,6 +4,7 @@
 // a choice ends when the grammar is complete.
 #pragma once
 
+#include <memory>
 #include <string_view>
 
 namespace tokenmill::engine {
@@ -20,6 +21,8 @@ class OutputGrammar {
   // The output may end here (an end-of-generation token is allowed) though it need not:
   // a grammar that constrains only part of the output (engine/tool_call_grammar.h).
   virtual bool accepts_end() const { return false; }
+  // A copy in the same state (speculation checks drafts on one).
+  virtual std::unique_ptr<OutputGrammar> clone() const = 0;
 };
 
 }  // namespace tokenmill::engine

@@ -15,14 +15,14 @@ bool OutputProcessor::reads_logits(const Sequence& s) {
 }
 
 Draw OutputProcessor::draw(Sequence& s, std::span<float> logits, int32_t first_max,
-                           std::span<const int32_t> previous) const {
+                           std::span<const int32_t> previous, const OutputGrammar* grammar) const {
   Draw d;
   const SamplingParams& sampling = s.state->request.sampling;
   if (previous.empty()) previous = s.tokens;
   if (s.json) {
     // JSON mode: the draw is among the tokens that keep the output valid JSON.
     thread_local std::vector<float> masked;
-    if (!mask_to_json(*s.json, logits, tokenizer_, sampling.picks_first_max(), masked)) return d;
+    if (!mask_to_json(grammar ? *grammar : *s.json, logits, tokenizer_, sampling.picks_first_max(), masked)) return d;
     d.token = s.sampler->sample(masked, previous);
   } else if (first_max >= 0 && takes_pick(s)) {
     d.token = first_max;

@@ -40,10 +40,11 @@ class OutputProcessor {
   static bool reads_logits(const Sequence& s);
 
   // s's next token from its logits (first_max: first_max_index of them when the caller
-  // has it, else -1). The penalties look at `previous` (s's tokens when empty): a draft's
-  // position is drawn after the drafts before it.
-  Draw draw(Sequence& s, std::span<float> logits, int32_t first_max = -1,
-            std::span<const int32_t> previous = {}) const;
+  // has it, else -1). The penalties look at `previous` (s's tokens when empty), and a
+  // constrained output's mask at `grammar` (s's own when null): a draft's position is
+  // drawn after the drafts before it.
+  Draw draw(Sequence& s, std::span<float> logits, int32_t first_max = -1, std::span<const int32_t> previous = {},
+            const OutputGrammar* grammar = nullptr) const;
 
   // Hands the drawn token to s's stream; ends the choice when it stops. Returns whether
   // s still runs (false: it ended, and is gone).

@@ -45,6 +45,7 @@ class ToolCallGrammar final : public OutputGrammar {
  public:
   explicit ToolCallGrammar(std::shared_ptr<const ToolCallSpec> spec);
 
+  std::unique_ptr<OutputGrammar> clone() const override { return std::make_unique<ToolCallGrammar>(*this); }
   bool allows(std::string_view text) const override;
   void advance(std::string_view text) override;
   bool complete() const override { return phase_ == Phase::kDone; }
