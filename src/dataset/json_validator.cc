@@ -115,6 +115,12 @@ std::string JsonValidator::check(const Json& value, const Json& schema, const st
   if (auto n = schema.find("not"); n != schema.end() && check(value, *n, path, depth + 1).empty()) {
     return fail("matches the schema under 'not'");
   }
+  if (auto condition = schema.find("if"); condition != schema.end()) {
+    const bool holds = check(value, *condition, path, depth + 1).empty();
+    if (auto branch = schema.find(holds ? "then" : "else"); branch != schema.end()) {
+      if (std::string e = check(value, *branch, path, depth + 1); !e.empty()) return e;
+    }
+  }
 
   if (value.is_string()) {
     const std::string& s = value.get_ref<const std::string&>();
@@ -163,6 +169,16 @@ std::string JsonValidator::check(const Json& value, const Json& schema, const st
         if (!seen.insert(item.dump()).second) return fail("items are not unique");
       }
     }
+    if (auto contains = schema.find("contains"); contains != schema.end()) {
+      int64_t matching = 0;
+      for (const Json& item : value) matching += check(item, *contains, path, depth + 1).empty();
+      const auto min = schema.find("minContains"), max = schema.find("maxContains");
+      const double least = min != schema.end() && min->is_number() ? min->get<double>() : 1;
+      if (matching < least) return fail("fewer than " + std::to_string(static_cast<int64_t>(least)) + " items match 'contains'");
+      if (max != schema.end() && max->is_number() && matching > max->get<double>()) {
+        return fail("more than " + max->dump() + " items match 'contains'");
+      }
+    }
     size_t first = 0;
     if (auto prefix = schema.find("prefixItems"); prefix != schema.end() && prefix->is_array()) {
       for (; first < prefix->size() && first < value.size(); ++first) {
@@ -188,6 +204,20 @@ std::string JsonValidator::check(const Json& value, const Json& schema, const st
     if (auto required = schema.find("required"); required != schema.end() && required->is_array()) {
       for (const Json& key : *required) {
         if (key.is_string() && !value.contains(key.get<std::string>())) return fail("missing " + key.dump());
+      }
+    }
+    if (auto deps = schema.find("dependentRequired"); deps != schema.end() && deps->is_object()) {
+      for (auto it = deps->begin(); it != deps->end(); ++it) {
+        if (!value.contains(it.key()) || !it->is_array()) continue;
+        for (const Json& key : *it) {
+          if (key.is_string() && !value.contains(key.get<std::string>())) return fail("missing " + key.dump() + ", which \"" + it.key() + "\" needs");
+        }
+      }
+    }
+    if (auto deps = schema.find("dependentSchemas"); deps != schema.end() && deps->is_object()) {
+      for (auto it = deps->begin(); it != deps->end(); ++it) {
+        if (!value.contains(it.key())) continue;
+        if (std::string e = check(value, *it, path, depth + 1); !e.empty()) return e;
       }
     }
     const auto properties = schema.find("properties");

@@ -1,7 +1,8 @@
 // Checks a JSON value against a JSON schema: the keywords that describe data (type, enum,
 // const, properties, required, additionalProperties, items, prefixItems, min/maxItems,
 // uniqueItems, min/maxLength, pattern, minimum, maximum, exclusiveMinimum/Maximum,
-// multipleOf, min/maxProperties, anyOf, oneOf, allOf, not, $ref to "#/..." paths).
+// multipleOf, min/maxProperties, anyOf, oneOf, allOf, not, if/then/else, contains with
+// min/maxContains, dependentRequired, dependentSchemas, $ref to "#/..." paths).
 // Keywords it does not know are ignored, as JSON Schema says of unknown keywords.
 //
 // Thread-safety: a JsonValidator is immutable once made; validate() may run on many

@@ -830,6 +830,7 @@ Result<std::shared_ptr<const JsonSchema>> JsonSchema::compile(const nlohmann::or
   grammar->root = *root;
   grammar->compute_mark_bounds();
   compiled->grammar_ = grammar;
+  compiled->source_ = schema;
   if (options.object_only) {
     ByteSet object;
     object.set('{');

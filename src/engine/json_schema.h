@@ -70,9 +70,12 @@ class JsonSchema {
 
   const std::shared_ptr<const Grammar>& grammar() const { return grammar_; }
   const std::vector<Unenforced>& unenforced() const { return unenforced_; }
+  // The schema as given, for checking a finished value against what was not enforced.
+  const nlohmann::ordered_json& source() const { return source_; }
 
  private:
   std::shared_ptr<const Grammar> grammar_;
+  nlohmann::ordered_json source_;
   std::vector<Unenforced> unenforced_;
   friend class SchemaCompiler;
 };

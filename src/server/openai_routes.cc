@@ -57,7 +57,10 @@ class OpenAiSink : public EventSink {
         created_(unix_now()),
         tools_(request.tools),
         tool_syntax_(request.tool_syntax),
-        unenforced_(unenforced_json(request.requests.front())) {
+        unenforced_(unenforced_json(request.requests.front())),
+        schema_to_check_(request.requests.front().json_schema && !request.requests.front().json_schema->unenforced().empty()
+                             ? request.requests.front().json_schema
+                             : nullptr) {
     // Prompt i's choices are i * n .. i * n + n - 1, each with that prompt's echo.
     for (size_t i = 0; i < request.requests.size(); ++i) {
       const engine::Request& r = request.requests[i];
@@ -102,6 +105,7 @@ class OpenAiSink : public EventSink {
         }
       }
       Json logprobs = logprobs_ && !event.logprobs.empty() ? logprobs_json(c, event) : Json();
+      if (schema_to_check_) c.output += event.text;
       if (stream_) {
         if (chat_ && !c.role_sent) {
           batch += sse(chunk(event.choice, Json{{"role", "assistant"}, {"content", ""}}, nullptr, nullptr));
@@ -145,7 +149,7 @@ class OpenAiSink : public EventSink {
       if (!unenforced_.empty()) {
         Json notes = chunk_envelope();
         notes["choices"] = Json::array();
-        notes["tokenmill"] = {{"unenforced", unenforced_}};
+        notes["tokenmill"] = schema_notes();
         tail += sse(notes);
       }
       tail += "data: [DONE]\n\n";
@@ -188,11 +192,27 @@ class OpenAiSink : public EventSink {
     }
     body["choices"] = std::move(choices);
     body["usage"] = usage_json(stats);
-    if (!unenforced_.empty()) body["tokenmill"] = {{"unenforced", unenforced_}};
+    if (!unenforced_.empty()) body["tokenmill"] = schema_notes();
     out.send(200, "application/json", dump_json(body));
   }
 
  private:
+  // {"unenforced": [...], "checked": [{"index", "valid"[, "error"]}, ...]}: what the grammar
+  // left out, and each finished choice checked against the whole schema.
+  Json schema_notes() const {
+    Json notes = {{"unenforced", unenforced_}};
+    if (!schema_to_check_) return notes;
+    Json checked = Json::array();
+    for (size_t i = 0; i < choices_.size(); ++i) {
+      if (choices_[i].finish_reason != "stop") continue;
+      Json one = check_output(*schema_to_check_, choices_[i].output);
+      one["index"] = i;
+      checked.push_back(std::move(one));
+    }
+    notes["checked"] = std::move(checked);
+    return notes;
+  }
+
   // What a prompt's choices repeat: its text (echo) and tokens (prompt logprobs).
   struct PromptEcho {
     std::string echo_text;        // empty without echo
@@ -205,6 +225,7 @@ class OpenAiSink : public EventSink {
     Json logprobs;          // chat: {"content": [...]}; completions: the legacy columns
     std::string finish_reason;
     std::string error;
+    std::string output;  // the generated text, kept where it is checked against the schema
     bool role_sent = false;
     bool prompt_logprobs_done = false;
     size_t released = 0;  // streams with tools: the bytes of text sent as content
@@ -407,6 +428,9 @@ class OpenAiSink : public EventSink {
   const std::optional<ToolRequest> tools_;
   const ToolSyntax tool_syntax_;
   const Json unenforced_;  // what the request's schemas leave unenforced (server/schema_notes.h)
+  // The response format's schema where some of it was not enforced: each finished choice
+  // is checked against it.
+  const std::shared_ptr<const engine::JsonSchema> schema_to_check_;
   std::vector<Choice> choices_;
 };
 

@@ -1,6 +1,7 @@
 #include "server/schema_notes.h"
 
 #include "base/log.h"
+#include "dataset/json_validator.h"
 #include "engine/tool_call_grammar.h"
 
 namespace tokenmill::server {
@@ -26,6 +27,17 @@ nlohmann::ordered_json unenforced_json(const engine::Request& request) {
     }
   }
   return out;
+}
+
+nlohmann::ordered_json check_output(const engine::JsonSchema& schema, std::string_view text) {
+  const auto value = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) return {{"valid", false}, {"error", "the output is not one whole JSON value"}};
+  auto validator = dataset::JsonValidator::create(nlohmann::json::parse(schema.source().dump()));
+  if (!validator.ok()) return {{"valid", false}, {"error", validator.status().message()}};
+  const std::string error = validator->validate(value);
+  if (error.empty()) return {{"valid", true}};
+  log_info("a structured output breaks its schema where the grammar could not enforce it: " + error);
+  return {{"valid", false}, {"error", error}};
 }
 
 }  // namespace tokenmill::server

@@ -20,4 +20,8 @@ void log_unenforced(const std::vector<engine::JsonSchema::Unenforced>& unenforce
 // empty when everything is enforced.
 nlohmann::ordered_json unenforced_json(const engine::Request& request);
 
+// A finished output checked against the whole schema (what the grammar enforced and what
+// it could not): {"valid": true} or {"valid": false, "error": "$.tags: items are not unique"}.
+nlohmann::ordered_json check_output(const engine::JsonSchema& schema, std::string_view text);
+
 }  // namespace tokenmill::server
