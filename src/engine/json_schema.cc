@@ -1,8 +1,11 @@
 #include "engine/json_schema.h"
 
+#include <list>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "engine/json_grammar.h"
 #include "engine/json_string_chars.h"
@@ -818,10 +821,50 @@ class SchemaCompiler {
   int64_t literal_bytes_ = 0;
 };
 
+namespace {
+
+// The most recently compiled schemas by text and options, least recently used first out.
+class CompiledSchemas {
+ public:
+  std::shared_ptr<const JsonSchema> find(const std::string& key) {
+    std::lock_guard lock(mutex_);
+    auto it = index_.find(key);
+    if (it == index_.end()) return nullptr;
+    order_.splice(order_.begin(), order_, it->second);
+    return it->second->second;
+  }
+  void add(const std::string& key, std::shared_ptr<const JsonSchema> schema) {
+    std::lock_guard lock(mutex_);
+    if (index_.contains(key)) return;
+    order_.emplace_front(key, std::move(schema));
+    index_[key] = order_.begin();
+    if (order_.size() > JsonSchema::kCacheEntries) {
+      index_.erase(order_.back().first);
+      order_.pop_back();
+    }
+  }
+
+ private:
+  std::mutex mutex_;
+  std::list<std::pair<std::string, std::shared_ptr<const JsonSchema>>> order_;
+  std::unordered_map<std::string, decltype(order_)::iterator> index_;
+};
+
+CompiledSchemas& compiled_schemas() {
+  static CompiledSchemas cache;
+  return cache;
+}
+
+}  // namespace
+
 Result<std::shared_ptr<const JsonSchema>> JsonSchema::compile(const nlohmann::ordered_json& schema, Options options) {
-  if (schema.dump().size() > kMaxSchemaBytes) {
+  std::string key = schema.dump();
+  if (key.size() > kMaxSchemaBytes) {
     return invalid_argument("the schema is larger than " + std::to_string(kMaxSchemaBytes >> 20) + " MiB");
   }
+  key += options.strict ? "\x01s" : "\x01-";
+  key += options.object_only ? 'o' : '-';
+  if (auto cached = compiled_schemas().find(key)) return cached;
   auto grammar = std::make_shared<Grammar>();
   auto compiled = std::make_shared<JsonSchema>();
   SchemaCompiler compiler(schema, options, *grammar, compiled->unenforced_);
@@ -836,7 +879,9 @@ Result<std::shared_ptr<const JsonSchema>> JsonSchema::compile(const nlohmann::or
     object.set('{');
     if (GrammarMatcher(grammar).next_bytes() != object) return invalid_argument("the schema's top level must be an object");
   }
-  return std::shared_ptr<const JsonSchema>(std::move(compiled));
+  std::shared_ptr<const JsonSchema> result = std::move(compiled);
+  compiled_schemas().add(key, result);
+  return result;
 }
 
 }  // namespace tokenmill::engine

@@ -62,7 +62,10 @@ class JsonSchema {
     std::string path;
   };
 
-  // Compiles a parsed schema. The error names the keyword and its path.
+  // Compiles a parsed schema. The error names the keyword and its path. The last
+  // kCacheEntries schemas compiled are kept, keyed by their text and options, so a
+  // schema sent with every request is compiled once. Thread-safe.
+  static constexpr size_t kCacheEntries = 64;
   static Result<std::shared_ptr<const JsonSchema>> compile(const nlohmann::ordered_json& schema, Options options);
   static Result<std::shared_ptr<const JsonSchema>> compile(const nlohmann::ordered_json& schema) {
     return compile(schema, Options{});

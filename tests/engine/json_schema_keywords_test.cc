@@ -334,5 +334,15 @@ TEST(JsonSchemaStrictness, UnenforceableKeywordsAreRefusedWhenStrictAndListedOth
   EXPECT_FALSE(object_only.ok());
 }
 
+TEST(JsonSchemaCache, TheSameSchemaAndOptionsCompileOnce) {
+  const json schema = json::parse(R"({"type": "object", "properties": {"n": {"type": "integer", "minimum": 3}}})");
+  auto first = JsonSchema::compile(schema);
+  auto again = JsonSchema::compile(json::parse(schema.dump()));
+  auto strict = JsonSchema::compile(schema, {.strict = true});
+  ASSERT_TRUE(first.ok() && again.ok() && strict.ok());
+  EXPECT_EQ(first->get(), again->get());
+  EXPECT_NE(first->get(), strict->get());
+}
+
 }  // namespace
 }  // namespace tokenmill::engine
