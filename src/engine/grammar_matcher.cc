@@ -21,7 +21,7 @@ class GrammarMatcher::Expander {
     if (--budget_ < 0) return;
     Frame& top = stack.back();
     const Grammar::Sequence& sequence = grammar_.alternatives(top.rule)[top.alternative];
-    if (top.position == sequence.size()) return finish_top();
+    if (static_cast<size_t>(top.position) == sequence.size()) return finish_top();
     const GrammarElement& e = sequence[top.position];
     switch (e.kind) {
       case Kind::kBytes:
@@ -77,8 +77,8 @@ class GrammarMatcher::Expander {
   // Every alternative of rule r, called from the top frame.
   void call(int32_t r) {
     if (stack.size() >= kMaxDepth) return;
-    const auto n = static_cast<uint16_t>(grammar_.alternatives(r).size());
-    for (uint16_t a = 0; a < n; ++a) {
+    const auto n = static_cast<int32_t>(grammar_.alternatives(r).size());
+    for (int32_t a = 0; a < n; ++a) {
       stack.push_back(Frame{r, a, 0, 0});
       expand();
       stack.pop_back();
@@ -135,7 +135,7 @@ class GrammarMatcher::Expander {
           fewest += grammar_.element_marks(left, e.counter, false);
           most += grammar_.element_marks(left, e.counter, true);
         }
-        for (size_t p = g.position + 1; p < s.size(); ++p) {
+        for (size_t p = static_cast<size_t>(g.position) + 1; p < s.size(); ++p) {
           fewest += grammar_.element_marks(s[p], e.counter, false);
           most += grammar_.element_marks(s[p], e.counter, true);
         }
@@ -153,9 +153,9 @@ class GrammarMatcher::Expander {
     if (out_.ends.size() >= kMaxStacks || !within_counts()) return;
     uint64_t hash = 1469598103934665603ull;
     for (const Frame& f : stack) {
-      const uint64_t words[2] = {(static_cast<uint64_t>(static_cast<uint32_t>(f.rule)) << 32) |
-                                     (static_cast<uint64_t>(f.alternative) << 16) | f.position,
-                                 static_cast<uint64_t>(static_cast<uint32_t>(f.count))};
+      const uint64_t words[2] = {(static_cast<uint64_t>(static_cast<uint32_t>(f.rule)) << 32) | static_cast<uint32_t>(f.position),
+                                 (static_cast<uint64_t>(static_cast<uint32_t>(f.alternative)) << 32) |
+                                     static_cast<uint32_t>(f.count)};
       for (uint64_t w : words) hash = (hash ^ w) * 1099511628211ull;
     }
     for (size_t i = 0; i < out_.ends.size(); ++i) {
@@ -178,8 +178,8 @@ class GrammarMatcher::Expander {
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar) : grammar_(std::move(grammar)) {
   Expander expander(*grammar_, state_);
-  const auto n = static_cast<uint16_t>(grammar_->alternatives(grammar_->root).size());
-  for (uint16_t a = 0; a < n; ++a) {
+  const auto n = static_cast<int32_t>(grammar_->alternatives(grammar_->root).size());
+  for (int32_t a = 0; a < n; ++a) {
     expander.stack.assign(1, Frame{grammar_->root, a, 0, 0});
     expander.expand();
   }

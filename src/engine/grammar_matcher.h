@@ -48,8 +48,8 @@ class GrammarMatcher {
  private:
   struct Frame {
     int32_t rule = 0;
-    uint16_t alternative = 0;
-    uint16_t position = 0;  // the next element; while a callee runs, the element that called it
+    int32_t alternative = 0;
+    int32_t position = 0;  // the next element; while a callee runs, the element that called it
     int32_t count = 0;      // at a repeat: iterations begun; at a count: marks so far
     bool operator==(const Frame&) const = default;
   };

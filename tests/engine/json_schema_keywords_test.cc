@@ -154,6 +154,9 @@ TEST(JsonSchemaNumbers, TopLevelScalarsMayEndWhereTheyCouldGoOn) {
   EXPECT_TRUE(w.complete());
   EXPECT_TRUE(accepts(compile_ok(R"({"const": {"a": [1, null]}})"), R"({"a":[1,null]})"));
   EXPECT_TRUE(accepts(compile_ok(R"({"type": "string"})"), R"("hi")"));
+  // A literal longer than 65,535 bytes: positions in a rule are not 16-bit.
+  const std::string long_text(70000, 'x');
+  EXPECT_TRUE(accepts(compile_ok(json{{"const", long_text}}.dump()), json(long_text).dump()));
 }
 
 // Random strings over an alphabet that the patterns use, JSON-encoded.
