@@ -1,5 +1,6 @@
 #include "engine/json_schema.h"
 
+#include <cmath>
 #include <list>
 #include <map>
 #include <mutex>
@@ -61,6 +62,8 @@ bool constrains(const Json& schema) {
   return false;
 }
 
+bool is_whole(double d) { return std::isfinite(d) && std::floor(d) == d; }
+
 bool json_type_is(const Json& v, const std::string& type) {
   if (type == "object") return v.is_object();
   if (type == "array") return v.is_array();
@@ -68,7 +71,7 @@ bool json_type_is(const Json& v, const std::string& type) {
   if (type == "boolean") return v.is_boolean();
   if (type == "null") return v.is_null();
   if (type == "number") return v.is_number();
-  if (type == "integer") return v.is_number_integer() || (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())));
+  if (type == "integer") return v.is_number_integer() || (v.is_number_float() && is_whole(v.get<double>()));
   return false;
 }
 
@@ -768,7 +771,7 @@ class SchemaCompiler {
     for (const char* key : {min_key, max_key}) {
       if (!schema.contains(key)) continue;
       const Json& v = schema[key];
-      const bool whole = v.is_number_integer() || (v.is_number_float() && v.get<double>() == static_cast<double>(static_cast<int64_t>(v.get<double>())));
+      const bool whole = v.is_number_integer() || (v.is_number_float() && is_whole(v.get<double>()));
       if (!whole || v.get<double>() < 0) return invalid_argument("'" + std::string(key) + "' at " + path + " must be a non-negative integer");
       const double d = v.get<double>();
       (key == min_key ? min : max) = d >= Grammar::kUnbounded ? Grammar::kUnbounded - 1 : static_cast<int32_t>(d);
