@@ -112,6 +112,9 @@ class GrammarMatcher::Expander {
     advance_top();  // no count() of this counter is open: the mark counts for nothing
   }
 
+  // sum += marks, saturating at kManyMarks (both at most kManyMarks: no overflow).
+  static void add_marks(int64_t& sum, int64_t marks) { sum = std::min(Grammar::kManyMarks, sum + marks); }
+
   // Whether the innermost count() of each counter on the stack can still end within its
   // bounds: the marks it holds, and the fewest / the most the rest of the parse writes.
   bool within_counts() const {
@@ -132,15 +135,13 @@ class GrammarMatcher::Expander {
           GrammarElement left = at;
           left.min = std::max(0, at.min - g.count);
           left.max = at.max == Grammar::kUnbounded ? at.max : at.max - g.count;
-          fewest += grammar_.element_marks(left, e.counter, false);
-          most += grammar_.element_marks(left, e.counter, true);
+          add_marks(fewest, grammar_.element_marks(left, e.counter, false));
+          add_marks(most, grammar_.element_marks(left, e.counter, true));
         }
         for (size_t p = static_cast<size_t>(g.position) + 1; p < s.size(); ++p) {
-          fewest += grammar_.element_marks(s[p], e.counter, false);
-          most += grammar_.element_marks(s[p], e.counter, true);
+          add_marks(fewest, grammar_.element_marks(s[p], e.counter, false));
+          add_marks(most, grammar_.element_marks(s[p], e.counter, true));
         }
-        fewest = std::min(fewest, Grammar::kManyMarks);
-        most = std::min(most, Grammar::kManyMarks);
       }
       if (f.count + fewest > e.max || f.count + most < e.min) return false;
     }
