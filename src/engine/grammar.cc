@@ -50,8 +50,8 @@ int64_t Grammar::element_marks(const GrammarElement& e, int32_t counter, bool mo
     case GrammarElement::Kind::kRepeat: {
       const int64_t one = of(e.id), times = most ? e.max : e.min;
       if (one == 0 || times == 0) return 0;
-      if (times == kUnbounded || one >= kManyMarks) return kManyMarks;
-      return std::min(kManyMarks, times * one);
+      if (times == kUnbounded || one >= kManyMarks / times) return kManyMarks;  // no overflow
+      return times * one;
     }
   }
   return 0;
