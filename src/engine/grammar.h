@@ -78,7 +78,6 @@ class Grammar {
 
   const std::vector<Sequence>& alternatives(int32_t rule) const { return rules_[static_cast<size_t>(rule)]; }
   const ByteSet& byte_set(int32_t id) const { return byte_sets_[static_cast<size_t>(id)]; }
-  int32_t n_rules() const { return static_cast<int32_t>(rules_.size()); }
   int64_t n_elements() const { return n_elements_; }
 
   int32_t root = -1;

@@ -39,9 +39,6 @@ class GrammarMatcher {
   bool accepts_end() const { return state_.accepted; }
   // It is, and no byte may follow.
   bool complete() const { return state_.accepted && state_.ends.empty(); }
-  // Nothing can follow and nothing was accepted: the text left the grammar.
-  bool dead() const { return !state_.accepted && state_.ends.empty(); }
-  size_t n_stacks() const { return state_.ends.size(); }
   // The bytes that may come next.
   const ByteSet& next_bytes() const { return first_bytes_; }
 
