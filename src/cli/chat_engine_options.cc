@@ -1,7 +1,9 @@
 #include "cli/chat_engine_options.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 #include <new>
 #include <vector>
 
@@ -17,6 +19,27 @@
 #include "tokenizer/tokenizer.h"
 
 namespace tokenmill::cli {
+
+namespace {
+
+// The disk tier's start line, once its index is built (a few seconds at most: it hashes
+// the model file first), so that it can say what it found.
+void print_kv_disk_line(const engine::Engine& engine) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto state = engine.kv_disk_state();
+  if (!state) return;
+  while (state->folder.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    state = engine.kv_disk_state();
+  }
+  const kv::DiskStoreCounters& c = state->counters;
+  std::fprintf(stderr, "KV disk tier: %s, %.2f of %.2f GiB, %lld blocks kept from before\n",
+               state->folder.empty() ? "(still starting)" : state->folder.c_str(),
+               static_cast<double>(c.usage_bytes) / (1ll << 30), static_cast<double>(c.max_bytes) / (1ll << 30),
+               static_cast<long long>(c.n_blocks));
+}
+
+}  // namespace
 
 void add_chat_engine_options(CLI::App* cmd, ChatEngineOptions& o) {
   cmd->add_option("-t,--threads", o.n_threads, "Compute threads (default: all CPUs)")->check(CLI::Range(0, 1024));
@@ -36,6 +59,13 @@ void add_chat_engine_options(CLI::App* cmd, ChatEngineOptions& o) {
   add_kv_type_option(cmd, o.kv_type,
                      "How the KV cache stores keys and values: f16, or q8_0 (about half the memory and bytes read)");
   add_spec_options(cmd, o.speculative, o.draft_model);
+  cmd->add_option("--kv-disk", o.kv_disk,
+                  "Keep prefix-cache blocks on disk under DIR too, found again after eviction and restart "
+                  "(without DIR: under the data dir)")
+      ->expected(0, 1)->each([&o](const std::string&) { o.kv_disk_given = true; })
+      ->trigger_on_parse();
+  cmd->add_option("--kv-disk-size", o.kv_disk_gib, "GiB the --kv-disk blocks may take (least recently used go first)")
+      ->capture_default_str()->check(CLI::Range(0.001, 1e6));
   cmd->add_option("--request-timeout", o.request_timeout_seconds,
                   "Seconds a request may wait and generate; then it ends as if cut by max_tokens (0: no limit)")
       ->capture_default_str()->check(CLI::Range(0.0, 7.0 * 86400));
@@ -74,6 +104,12 @@ Result<std::unique_ptr<server::LoadedModel>> load_chat_model(const ChatEngineOpt
   config.request_timeout_seconds = options.request_timeout_seconds;
   config.batch_latency_factor = options.batch_latency_factor;
   if (Status s = (*model)->check_kv_type(config.kv_type); !s.ok()) return s;
+  if (options.kv_disk_given || !options.kv_disk.empty()) {
+    config.kv_disk_dir = options.kv_disk.empty() ? options.kv_disk_default : options.kv_disk;
+    if (config.kv_disk_dir.empty()) return invalid_argument("--kv-disk needs a folder here: --kv-disk DIR");
+    if (!config.prefix_caching) return invalid_argument("--kv-disk keeps the prefix cache: it needs prefix caching on");
+    config.kv_disk_bytes = static_cast<int64_t>(options.kv_disk_gib * (1ll << 30));
+  }
   config.speculative = options.speculative;
   auto draft = attach_draft_model(options.draft_model, **model, **tokenizer, config.speculative);
   if (!draft.ok()) return draft.status();
@@ -107,6 +143,7 @@ Result<std::unique_ptr<server::LoadedModel>> load_chat_model(const ChatEngineOpt
       std::fprintf(stderr, " (sliding-window layers keep only each sequence's last %d)", kv.window);
     }
     std::fprintf(stderr, "\n");
+    print_kv_disk_line(*loaded->engine);
   }
   loaded->kv_bytes = kv_bytes;
   loaded->memory_bytes = static_cast<int64_t>((*model)->file().file_size()) + (*model)->backend_extra_bytes() + kv_bytes;

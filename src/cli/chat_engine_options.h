@@ -31,6 +31,12 @@ struct ChatEngineOptions {
   double batch_latency_factor = 2.0;
   engine::SpeculativeConfig speculative;
   std::string draft_model;  // --draft-model
+  // --kv-disk [DIR]: the prefix cache's disk tier. Given without DIR: kv_disk_default
+  // (serve sets it under its data dir); not given: off.
+  std::string kv_disk;
+  bool kv_disk_given = false;
+  std::string kv_disk_default;
+  double kv_disk_gib = 8;
 };
 
 void add_chat_engine_options(CLI::App* cmd, ChatEngineOptions& o);

@@ -137,6 +137,9 @@ int serve(ServeOptions options) {
 
   // The store is served when named, or when the default one has models; a model is
   // pinned when -m names one, or when there is no store to serve.
+  options.engine.kv_disk_default =
+      (std::filesystem::path(options.data_dir.empty() ? state::BatchState::default_dir() : options.data_dir) / "kv-cache")
+          .string();
   const std::string store_dir = options.models_dir.empty() ? store::ModelStore::default_dir() : options.models_dir;
   auto store = std::make_unique<store::ModelStore>(store_dir);
   if (options.models_dir.empty() && store->list().empty()) store.reset();

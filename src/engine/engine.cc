@@ -5,6 +5,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -14,6 +15,7 @@
 #include "base/timer.h"
 #include "engine/batch_step_limit.h"
 #include "engine/draft_proposer.h"
+#include "engine/kv_disk_tier.h"
 #include "engine/kv_sizing.h"
 #include "engine/output_processor.h"
 #include "engine/scheduler.h"
@@ -45,6 +47,7 @@ class Engine::Impl {
         output_(tokenizer, config.max_context, metrics_, scheduler_),
         proposer_(config.speculative, config.max_context, draft_blocks(config, sizing_)) {
     if (kv_.has_window()) kv_storage_.bind_window_slots(&kv_.windows().slot_of_block());
+    if (!config_.kv_disk_dir.empty() && config_.prefix_caching) open_disk_tier();
     if (!config_.pinned_cpus.empty()) model_.backend().pin_threads(config_.pinned_cpus);
     publish_gauges();  // the pool's size is known from the start, before any step
     thread_ = std::thread([this] {
@@ -60,6 +63,16 @@ class Engine::Impl {
     }
     cv_.notify_all();
     thread_.join();
+    metrics_.set_disk_store(nullptr);
+  }
+
+  std::optional<KvDiskState> kv_disk_state() const {
+    if (!disk_store_) return std::nullopt;
+    return KvDiskState{disk_store_->folder(), disk_store_->counters()};
+  }
+
+  void flush_kv_disk() {
+    if (disk_store_) disk_store_->flush();
   }
 
   Result<std::shared_ptr<RequestStream>> submit(Request request) {
@@ -130,12 +143,36 @@ class Engine::Impl {
       for (auto& state : arrived) admit(std::move(state));
       drop_cancelled(cancel_all);
       step();
+      if (disk_tier_) disk_tier_->spill_registered();
       proposer_.forget_departed(scheduler_.running());
       publish_gauges();
     }
-    // Stopping: every unfinished choice ends as cancelled.
+    // Stopping: every unfinished choice ends as cancelled (once no disk read still
+    // writes into its blocks).
+    if (disk_store_) disk_store_->flush();
     std::lock_guard<std::mutex> state_lock(state_mutex_);
     drop_cancelled(true);
+  }
+
+  // The disk tier under the prefix cache, its folder named by the model file's contents
+  // and the cache layout (hashed on the tier's own thread, so the start does not wait).
+  void open_disk_tier() {
+    const std::span<const uint8_t> file = model_.file().bytes();
+    const ops::KvShape shape = kv_storage_.shape();
+    std::error_code error;
+    std::string key = std::filesystem::weakly_canonical(model_.file().path(), error).string();
+    if (error || key.empty()) key = model_.file().path();
+    auto store = kv::DiskBlockStore::open(
+        {config_.kv_disk_dir, config_.kv_disk_bytes, key, [file, shape] { return kv_disk_fingerprint(file, shape); }});
+    if (!store.ok()) {
+      log_error("KV disk tier off: " + store.status().message());
+      return;
+    }
+    disk_store_ = std::move(store).value();
+    disk_tier_ = std::make_unique<KvDiskTier>(*disk_store_, kv_storage_, kv_);
+    kv_.set_disk(disk_store_.get());
+    scheduler_.set_disk_tier(disk_tier_.get());
+    metrics_.set_disk_store(disk_store_.get());
   }
 
   void admit(std::shared_ptr<RequestState> state) {
@@ -151,6 +188,8 @@ class Engine::Impl {
     std::vector<Sequence*> timed_out;
     const double timeout = config_.request_timeout_seconds;
     auto sort = [&](const std::unique_ptr<Sequence>& s) {
+      // A disk read still writes into its blocks: the sequence ends once it is done.
+      if (s->loading_from_disk() && !s->disk_load->done()) return;
       if (all || s->state->stream->cancelled()) {
         doomed.push_back(s.get());
       } else if (timeout > 0 && s->state->since_submit.seconds() > timeout) {
@@ -174,7 +213,13 @@ class Engine::Impl {
     Timer timer;
     proposer_.propose(scheduler_.running());
     SchedulerOutput plan = plan_step();
-    if (plan.scheduled.empty()) return;
+    // Blocks registered by a preemption may be reused by this very step: written first.
+    if (disk_tier_) disk_tier_->spill_registered();
+    if (plan.scheduled.empty()) {
+      // Only prefixes being read from disk: wait for one rather than spin.
+      if (disk_store_ && scheduler_.n_loading() > 0) disk_store_->wait_for_read(std::chrono::milliseconds(2));
+      return;
+    }
     int32_t n_tokens = 0;
     bool carries_batch = false;
     for (const ScheduledSequence& item : plan.scheduled) {
@@ -401,6 +446,10 @@ class Engine::Impl {
   ops::KvStorage kv_storage_;
   kv::KvCacheManager kv_;
   Scheduler scheduler_;
+  // The prefix cache's disk tier (EngineConfig::kv_disk_dir), or null. Destroyed before
+  // the cache it reads into.
+  std::unique_ptr<kv::DiskBlockStore> disk_store_;
+  std::unique_ptr<KvDiskTier> disk_tier_;
   OutputProcessor output_;
   DraftProposer proposer_;
   std::optional<std::chrono::steady_clock::time_point> last_interactive_;  // engine thread only
@@ -450,5 +499,9 @@ const EngineConfig& Engine::config() const { return impl_->config(); }
 Engine::PoolCounters Engine::pool_counters() const { return impl_->pool_counters(); }
 
 void Engine::shutdown(std::chrono::milliseconds grace) { impl_->shutdown(grace); }
+
+std::optional<Engine::KvDiskState> Engine::kv_disk_state() const { return impl_->kv_disk_state(); }
+
+void Engine::flush_kv_disk() { impl_->flush_kv_disk(); }
 
 }  // namespace tokenmill::engine

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "engine/request.h"
 #include "engine/request_stream.h"
 #include "engine/speculation.h"
+#include "kv/disk_block_store.h"
 #include "model/model.h"
 #include "ops/kv_type.h"
 #include "tokenizer/tokenizer.h"
@@ -58,6 +60,12 @@ struct EngineConfig {
   // prompt then waits for a slice of a pass, not a whole one); after that, batch work
   // takes whole steps. 0: no limit and no abandoning.
   double batch_latency_factor = 2.0;
+  // The prefix cache's disk tier (kv/disk_block_store.h, docs/serving.md): full blocks are
+  // written under this folder and read back, after an eviction or a restart, instead of
+  // being recomputed. "" for none; kv_disk_bytes bounds the files (least recently used
+  // go first). REQUIRES: prefix_caching when set.
+  std::string kv_disk_dir;
+  int64_t kv_disk_bytes = 0;
 };
 
 // How long interactive traffic counts as present after its last request (EngineConfig).
@@ -93,6 +101,14 @@ class Engine {
     int32_t n_draft_free = 0;
   };
   PoolCounters pool_counters() const;
+  // The disk tier's folder and counters; nullopt without one.
+  struct KvDiskState {
+    std::string folder;  // DIR/<fingerprint>, "" while the tier is still starting
+    kv::DiskStoreCounters counters;
+  };
+  std::optional<KvDiskState> kv_disk_state() const;
+  // Blocks until the disk tier is ready (its index built) and has nothing queued.
+  void flush_kv_disk();
 
   // Stops taking requests; waits up to grace for running ones, then cancels the rest.
   void shutdown(std::chrono::milliseconds grace);

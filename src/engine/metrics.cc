@@ -44,6 +44,10 @@ EngineMetrics::Snapshot EngineMetrics::snapshot() const {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     s = counters_;
+    if (disk_store_ != nullptr) {
+      s.kv_disk = true;
+      s.kv_disk_counters = disk_store_->counters();
+    }
   }
   s.time_to_first_token = time_to_first_token.snapshot();
   s.inter_token_latency = inter_token_latency.snapshot();
@@ -101,6 +105,12 @@ void EngineMetrics::add_speculation(int32_t proposed, int32_t accepted) {
 void EngineMetrics::add_finished_request(const std::string& finish_reason) {
   std::lock_guard<std::mutex> lock(mutex_);
   ++counters_.requests_total_by_finish_reason[finish_reason];
+}
+
+
+void EngineMetrics::set_disk_store(const kv::DiskBlockStore* store) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  disk_store_ = store;
 }
 
 }  // namespace tokenmill::engine

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "kv/disk_block_store.h"
+
 namespace tokenmill::engine {
 
 class Histogram {
@@ -64,6 +66,9 @@ struct EngineMetrics {
     uint64_t spec_accepted_tokens_total = 0;
     std::vector<uint64_t> spec_accepted_per_position;  // grows with the longest run
     std::map<std::string, uint64_t> requests_total_by_finish_reason;
+    // The prefix cache's disk tier, read live from it (kv_disk: the engine has one).
+    bool kv_disk = false;
+    kv::DiskStoreCounters kv_disk_counters;
     Histogram::Snapshot time_to_first_token, inter_token_latency, e2e_request_latency;
   };
   Snapshot snapshot() const;
@@ -81,10 +86,13 @@ struct EngineMetrics {
   // One sequence's drafts verified: `accepted` of `proposed` (the first ones) kept.
   void add_speculation(int32_t proposed, int32_t accepted);
   void add_finished_request(const std::string& finish_reason);
+  // The disk tier whose counters snapshot() reads (nullptr: none). It must outlive its use.
+  void set_disk_store(const kv::DiskBlockStore* store);
 
  private:
   mutable std::mutex mutex_;
   Snapshot counters_;  // guarded by mutex_; histogram fields unused here
+  const kv::DiskBlockStore* disk_store_ = nullptr;  // guarded by mutex_
 };
 
 }  // namespace tokenmill::engine

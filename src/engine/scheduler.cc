@@ -103,9 +103,19 @@ void Scheduler::admit_waiting(bool batch, int32_t& budget, SchedulerOutput& out)
       it = waiting_.begin() + static_cast<std::ptrdiff_t>(index + 1);  // the preempted one went to the front
       continue;
     }
+    if (seq->loading_from_disk()) {
+      ++it;  // its prefix is still being read
+      continue;
+    }
     if (seq->n_computed == 0 && seq->blocks.table.empty()) {
       // At least one token is always computed, so the last position's logits exist.
-      seq->n_computed = kv_.match_prefix(seq->blocks, seq->tokens, seq->max_cached_tokens());
+      seq->n_computed = kv_.match_prefix(seq->blocks, seq->tokens, seq->max_cached_tokens(),
+                                         disk_ != nullptr ? &seq->disk_reads : nullptr);
+      if (!seq->disk_reads.empty()) {
+        seq->disk_load = disk_->start_reads(seq->disk_reads, seq->tokens);
+        ++it;
+        continue;
+      }
     }
     const int32_t n_new = std::min({seq->n_pending(), budget, seq->max_step_tokens()});
     std::vector<kv::BlockCopy> copies;
@@ -123,8 +133,23 @@ void Scheduler::admit_waiting(bool batch, int32_t& budget, SchedulerOutput& out)
   }
 }
 
+int32_t Scheduler::n_loading() const {
+  return static_cast<int32_t>(
+      std::count_if(waiting_.begin(), waiting_.end(), [](const auto& s) { return s->loading_from_disk(); }));
+}
+
+void Scheduler::finish_disk_loads() {
+  for (const auto& seq : waiting_) {
+    if (!seq->loading_from_disk() || !seq->disk_load->done()) continue;
+    if (!kv_.finish_disk_reads(seq->blocks, seq->tokens, seq->disk_reads, seq->disk_load->n_ok())) seq->n_computed = 0;
+    seq->disk_reads.clear();
+    seq->disk_load.reset();
+  }
+}
+
 SchedulerOutput Scheduler::schedule() {
   SchedulerOutput out;
+  finish_disk_loads();
   int32_t budget = config_.max_batch_tokens;
   // Interactive first: running, then waiting; batch work takes what is left.
   schedule_running(/*batch=*/false, budget, out);

@@ -4,7 +4,10 @@
 // then waiting sequences are admitted in arrival order, their prompts cut into chunks
 // that fit what is left of the budget (chunked prefill: a long prompt never stalls the
 // running streams for more than a step). A newly admitted sequence first takes the
-// longest cached prefix of its tokens.
+// longest cached prefix of its tokens. With a disk tier, the part of that prefix found
+// on disk is read back first: the sequence waits in the queue, holding its blocks, while
+// others are admitted past it, and goes on when the reads are done (or, if one failed,
+// matches its prefix again).
 //
 // When a running sequence needs a block and none is free, the newest running sequence
 // is preempted: its blocks go back to the pool (its full blocks stay cached) and it waits
@@ -28,6 +31,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/kv_disk_tier.h"
 #include "engine/sequence.h"
 #include "kv/kv_cache_manager.h"
 
@@ -60,6 +64,11 @@ class Scheduler {
  public:
   Scheduler(SchedulerConfig config, kv::KvCacheManager& kv);
 
+  // The prefix cache's disk tier, or nullptr (none).
+  void set_disk_tier(KvDiskTier* tier) { disk_ = tier; }
+  // Waiting sequences whose prefix is being read from disk.
+  int32_t n_loading() const;
+
   void add_waiting(std::unique_ptr<Sequence> sequence);
   // Running sequences created outside admission (the extra choices of a request).
   void add_running(std::unique_ptr<Sequence> sequence);
@@ -83,9 +92,13 @@ class Scheduler {
   void schedule_running(bool batch, int32_t& budget, SchedulerOutput& out);
   // Admits waiting sequences of one class in queue order.
   void admit_waiting(bool batch, int32_t& budget, SchedulerOutput& out);
+  // Takes in the disk reads that are done: their blocks join the cache, or (one failed)
+  // the sequence lets go of its blocks to match again.
+  void finish_disk_loads();
 
   SchedulerConfig config_;
   kv::KvCacheManager& kv_;
+  KvDiskTier* disk_ = nullptr;
   std::vector<std::unique_ptr<Sequence>> running_;  // oldest first
   std::deque<std::unique_ptr<Sequence>> waiting_;   // next to admit first
   int32_t batch_token_limit_ = INT32_MAX;

@@ -46,6 +46,10 @@ struct Sequence {
   int32_t n_generated = 0;
   bool admitted_before = false;     // prefix-cache statistics count the first admission only
   kv::SequenceBlocks blocks;
+  // While its cached prefix is read back from the disk tier: the reads and their progress
+  // (the sequence waits, holding those blocks, until the load is done).
+  std::vector<kv::DiskBlockRead> disk_reads;
+  std::shared_ptr<kv::DiskLoad> disk_load;
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<tokenizer::IncrementalDecoder> decoder;
   std::unique_ptr<StopStringFilter> stop_filter;
@@ -76,6 +80,7 @@ struct Sequence {
     return state->request.prompt_logprobs ? std::min(all, next_prompt_logprob - 1) : all;
   }
 
+  bool loading_from_disk() const { return disk_load != nullptr; }
   int32_t n_pending() const { return static_cast<int32_t>(tokens.size()) - n_computed; }
 
   // n > 1: the first choice's first draw is where choices 1..n-1 are created (they share

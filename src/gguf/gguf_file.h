@@ -55,6 +55,8 @@ class File {
   uint64_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }
   size_t file_size() const { return bytes_.size(); }
+  // The whole file as mapped (or as given to parse()).
+  std::span<const uint8_t> bytes() const { return bytes_; }
   const std::string& path() const { return path_; }
 
   // Metadata in file order.

@@ -17,43 +17,112 @@ int32_t KvCacheManager::first_visible_block(int32_t position) const {
   return std::max(0, position - window_positions_ + 1) / block_size_;
 }
 
-int32_t KvCacheManager::match_prefix(SequenceBlocks& seq, std::span<const int32_t> tokens, int32_t max_tokens) {
+int32_t KvCacheManager::match_prefix(SequenceBlocks& seq, std::span<const int32_t> tokens, int32_t max_tokens,
+                                     std::vector<DiskBlockRead>* disk_reads) {
   assert(seq.table.empty());
   if (!prefix_caching_) return 0;
   const int32_t n_full = std::min<int32_t>(static_cast<int32_t>(tokens.size()), max_tokens) / block_size_;
+  auto block_tokens = [&](int32_t b) { return tokens.subspan(static_cast<size_t>(b) * block_size_, block_size_); };
   uint64_t parent = 0;
   for (int32_t b = 0; b < n_full; ++b) {
-    auto block_tokens = tokens.subspan(static_cast<size_t>(b) * block_size_, block_size_);
-    const uint64_t hash = BlockPool::block_hash(parent, block_tokens);
-    auto id = pool_.take_cached(hash, block_tokens);
+    const uint64_t hash = BlockPool::block_hash(parent, block_tokens(b));
+    auto id = pool_.take_cached(hash, block_tokens(b));
     if (!id) break;
     seq.table.push_back(*id);
     seq.hashes.push_back(hash);
     parent = hash;
   }
+  const auto n_memory = static_cast<int32_t>(seq.table.size());
+  // Then the blocks on disk, each to be read into a fresh block.
+  struct OnDisk {
+    uint64_t hash;
+    bool has_window;
+  };
+  std::vector<OnDisk> on_disk;
+  if (disk_ != nullptr && disk_reads != nullptr && n_memory < n_full) {
+    for (int32_t b = n_memory; b < n_full && static_cast<int32_t>(on_disk.size()) < pool_.n_free(); ++b) {
+      const uint64_t hash = BlockPool::block_hash(parent, block_tokens(b));
+      auto info = disk_->find(hash);
+      if (!info) break;
+      on_disk.push_back({hash, info->has_window});
+      parent = hash;
+    }
+    if (on_disk.empty()) disk_->count_miss();
+  }
+  int32_t n = n_memory + static_cast<int32_t>(on_disk.size());
   if (has_window()) {
     // The next token (at position n * block_size) sees blocks first_visible_block(..) ..
-    // n - 1, whose window slots must all still be attached; else the prefix ends before
-    // the last block that lost its slot, and that is checked again.
-    int32_t n = static_cast<int32_t>(seq.table.size());
+    // n - 1, whose window parts must all be there (a memory block's slot still attached,
+    // a disk block's file with its window part, and a free slot to read it into); else
+    // the prefix ends before the last block that lacks it, and that is checked again.
     for (;;) {
+      const int32_t first = first_visible_block(n * block_size_);
       int32_t missing = -1;
-      for (int32_t i = n - 1; i >= first_visible_block(n * block_size_); --i) {
-        if (windows_.slot_of(seq.table[i]) < 0) {
+      int32_t n_slots_needed = 0;  // disk blocks to attach, plus memory ones whose slot is unheld
+      for (int32_t i = n - 1; i >= first; --i) {
+        const bool present = i < n_memory ? windows_.slot_of(seq.table[i]) >= 0 : on_disk[i - n_memory].has_window;
+        if (!present) {
           missing = i;
           break;
         }
+        n_slots_needed += i >= n_memory || windows_.holders(seq.table[i]) == 0;
       }
-      if (missing < 0) break;
-      n = missing;
+      if (missing >= 0) {
+        n = missing;
+      } else if (n > n_memory && n_slots_needed > windows_.n_free()) {
+        --n;  // too few free slots for the window of the disk part: a shorter prefix
+      } else {
+        break;
+      }
     }
-    for (int32_t i = static_cast<int32_t>(seq.table.size()) - 1; i >= n; --i) pool_.release(seq.table[i]);
+  }
+  for (int32_t i = n_memory - 1; i >= n; --i) pool_.release(seq.table[i]);
+  if (n < n_memory) {
     seq.table.resize(n);
     seq.hashes.resize(n);
-    seq.window_begin = first_visible_block(n * block_size_);
-    for (int32_t i = seq.window_begin; i < n; ++i) windows_.hold(seq.table[i]);
   }
-  return static_cast<int32_t>(seq.table.size()) * block_size_;
+  const int32_t n_disk = std::max(0, n - n_memory);
+  on_disk.resize(n_disk);
+  if (has_window()) {
+    seq.window_begin = first_visible_block(n * block_size_);
+    for (int32_t i = seq.window_begin; i < std::min(n, n_memory); ++i) windows_.hold(seq.table[i]);
+  }
+  if (n_disk > 0) {
+    auto ids = pool_.allocate(n_disk);
+    assert(ids);  // at most n_free were looked up
+    uint64_t parent_hash = n_memory > 0 ? seq.hashes.back() : 0;
+    for (int32_t k = 0; k < n_disk; ++k) {
+      const int32_t index = n_memory + k, id = (*ids)[k];
+      const bool visible = has_window() && index >= seq.window_begin;
+      if (has_window()) {
+        windows_.detach(id);  // a reused block's old contents are gone, and so is their window part
+        if (visible) {
+          const int32_t blocks[] = {id};
+          const bool attached = windows_.attach(blocks);
+          assert(attached);
+          (void)attached;
+        }
+      }
+      seq.table.push_back(id);
+      disk_reads->push_back({index, id, on_disk[k].hash, parent_hash, visible});
+      parent_hash = on_disk[k].hash;
+    }
+  }
+  return n * block_size_;
+}
+
+bool KvCacheManager::finish_disk_reads(SequenceBlocks& seq, std::span<const int32_t> tokens,
+                                       const std::vector<DiskBlockRead>& reads, size_t n_ok) {
+  for (size_t k = 0; k < n_ok; ++k) {
+    const DiskBlockRead& read = reads[k];
+    assert(static_cast<int32_t>(seq.hashes.size()) == read.index);
+    pool_.register_cached(read.block, read.hash,
+                          tokens.subspan(static_cast<size_t>(read.index) * block_size_, block_size_));
+    seq.hashes.push_back(read.hash);
+  }
+  if (n_ok == reads.size()) return true;
+  free(seq);
+  return false;
 }
 
 int32_t KvCacheManager::blocks_needed(const SequenceBlocks& seq, int32_t n_positions) const {
@@ -89,6 +158,9 @@ void KvCacheManager::commit(SequenceBlocks& seq, std::span<const int32_t> tokens
     auto block_tokens = tokens.subspan(static_cast<size_t>(b) * block_size_, block_size_);
     const uint64_t hash = BlockPool::block_hash(parent, block_tokens);
     pool_.register_cached(seq.table[b], hash, block_tokens);
+    if (disk_ != nullptr) {
+      registered_.push_back({seq.table[b], hash, parent, std::vector<int32_t>(block_tokens.begin(), block_tokens.end())});
+    }
     seq.hashes.push_back(hash);
     parent = hash;
   }

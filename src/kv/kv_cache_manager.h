@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "kv/block_pool.h"
+#include "kv/disk_block_store.h"
 #include "kv/window_slots.h"
 
 namespace tokenmill::kv {
@@ -27,6 +28,26 @@ namespace tokenmill::kv {
 struct BlockCopy {
   int32_t from;
   int32_t to;
+};
+
+// A block of a matched prefix found on disk, not in memory (kv/disk_block_store.h): a
+// fresh block in the sequence's table that the caller fills from the file before the
+// sequence runs, then hands to finish_disk_reads().
+struct DiskBlockRead {
+  int32_t index = 0;  // in the sequence's table
+  int32_t block = 0;
+  uint64_t hash = 0;
+  uint64_t parent_hash = 0;
+  bool need_window = false;  // seen by the prefix's next token: its window slot is attached and must be filled
+};
+
+// A block commit() registered, for the disk tier to write (its tokens copied: the block
+// may be reused before the write).
+struct RegisteredBlock {
+  int32_t block = 0;
+  uint64_t hash = 0;
+  uint64_t parent_hash = 0;
+  std::vector<int32_t> tokens;
 };
 
 // One sequence's view of the cache.
@@ -57,7 +78,24 @@ class KvCacheManager {
   // prefix of tokens made of whole blocks and no longer than max_tokens. Returns the
   // number of tokens they cover (0 without prefix caching). With a window, the prefix
   // ends where the blocks its next token sees all have their window slots.
-  int32_t match_prefix(SequenceBlocks& seq, std::span<const int32_t> tokens, int32_t max_tokens);
+  //
+  // With a disk tier (set_disk) and disk_reads given, the prefix goes on past memory
+  // with the blocks the tier holds (as many as free blocks and window slots allow): each
+  // gets a fresh block, listed in disk_reads, and the tokens returned count them.
+  int32_t match_prefix(SequenceBlocks& seq, std::span<const int32_t> tokens, int32_t max_tokens,
+                       std::vector<DiskBlockRead>* disk_reads = nullptr);
+  // The disk reads of match_prefix are over: the first n_ok are in place and get
+  // registered. If any failed, every block of the sequence goes back (the registered
+  // ones stay cached, so matching again finds them) and the result is false.
+  bool finish_disk_reads(SequenceBlocks& seq, std::span<const int32_t> tokens, const std::vector<DiskBlockRead>& reads,
+                         size_t n_ok);
+
+  // The disk tier the prefix cache goes on to, or nullptr. With one, commit() records
+  // each block it registers for take_registered().
+  void set_disk(DiskBlockStore* disk) { disk_ = disk; }
+  DiskBlockStore* disk() const { return disk_; }
+  // The blocks registered since the last call, oldest first.
+  std::vector<RegisteredBlock> take_registered() { return std::exchange(registered_, {}); }
 
   // Grows the table to hold n_positions (each new block with its window slot). All-or-
   // nothing: false (and no change) when too few blocks (or window slots) are free.
@@ -109,6 +147,8 @@ class KvCacheManager {
   BlockPool pool_;
   int32_t window_positions_;
   WindowSlots windows_;
+  DiskBlockStore* disk_ = nullptr;
+  std::vector<RegisteredBlock> registered_;  // with a disk tier: since take_registered()
 };
 
 }  // namespace tokenmill::kv

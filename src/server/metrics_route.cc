@@ -223,6 +223,35 @@ std::string render_metrics(const RouteContext& context) {
               "Forward passes of batch work alone stopped part-way because an interactive request arrived.", models,
               false, [](const S& m) { return double(m.batch_steps_abandoned_total); });
 
+  // The prefix cache's disk tier, for the models that have one.
+  std::vector<ModelSeries> with_disk;
+  for (const ModelSeries& s : models) {
+    if (s.m.kv_disk) with_disk.push_back(s);
+  }
+  if (!with_disk.empty()) {
+    scalar_each(out, "tokenmill_kv_disk_hits_total", "counter", "KV blocks read back from the disk tier.", with_disk,
+                false, [](const S& m) { return double(m.kv_disk_counters.hits); });
+    scalar_each(out, "tokenmill_kv_disk_misses_total", "counter",
+                "Prefix lookups that went on to the disk tier and found no block there.", with_disk, false,
+                [](const S& m) { return double(m.kv_disk_counters.misses); });
+    scalar_each(out, "tokenmill_kv_disk_writes_total", "counter", "KV blocks written to the disk tier.", with_disk,
+                false, [](const S& m) { return double(m.kv_disk_counters.writes); });
+    scalar_each(out, "tokenmill_kv_disk_bytes_read_total", "counter", "Bytes of KV block files read.", with_disk, false,
+                [](const S& m) { return double(m.kv_disk_counters.bytes_read); });
+    scalar_each(out, "tokenmill_kv_disk_bytes_written_total", "counter", "Bytes of KV block files written.", with_disk,
+                false, [](const S& m) { return double(m.kv_disk_counters.bytes_written); });
+    scalar_each(out, "tokenmill_kv_disk_corrupt_total", "counter",
+                "KV block files rejected (checksum, size or header) and deleted.", with_disk, false,
+                [](const S& m) { return double(m.kv_disk_counters.corrupt); });
+    scalar_each(out, "tokenmill_kv_disk_dropped_total", "counter",
+                "KV blocks not written: the write queue full, or the disk full or failing.", with_disk, false,
+                [](const S& m) { return double(m.kv_disk_counters.dropped); });
+    scalar_each(out, "tokenmill_kv_disk_usage_bytes", "gauge", "Bytes of KV block files on disk.", with_disk, false,
+                [](const S& m) { return double(m.kv_disk_counters.usage_bytes); });
+    scalar_each(out, "tokenmill_kv_disk_blocks", "gauge", "KV block files on disk.", with_disk, false,
+                [](const S& m) { return double(m.kv_disk_counters.n_blocks); });
+  }
+
   scalar_each(out, "tokenmill_spec_decode_num_drafts_total", "counter",
               "Speculative verifications (a sequence's drafts checked in one step).", models, false,
               [](const S& m) { return double(m.spec_drafts_total); });

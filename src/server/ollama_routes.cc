@@ -373,6 +373,13 @@ void add_ollama_routes(Router& router, const RouteContext& context) {
       entry["expires_at"] = info.expires ? rfc3339(*info.expires) : "2999-12-31T23:59:59.000000Z";
       entry["size_vram"] = 0;
       entry["context_length"] = info.model->max_context();
+      if (auto disk = info.model->engine().kv_disk_state()) {
+        // Not an Ollama field: where the prefix cache's disk tier keeps this model's blocks.
+        entry["kv_disk"] = {{"folder", disk->folder},
+                            {"blocks", disk->counters.n_blocks},
+                            {"usage_bytes", disk->counters.usage_bytes},
+                            {"max_bytes", disk->counters.max_bytes}};
+      }
       models.push_back(std::move(entry));
     }
     out->send(200, "application/json", dump_json(Json{{"models", std::move(models)}}));
