@@ -33,10 +33,15 @@ void print_kv_disk_line(const engine::Engine& engine) {
     state = engine.kv_disk_state();
   }
   const kv::DiskStoreCounters& c = state->counters;
-  std::fprintf(stderr, "KV disk tier: %s, %.2f of %.2f GiB, %lld blocks kept from before\n",
+  std::fprintf(stderr, "KV disk tier: %s, %.2f of %.2f GiB, %lld blocks kept from before",
                state->folder.empty() ? "(still starting)" : state->folder.c_str(),
                static_cast<double>(c.usage_bytes) / (1ll << 30), static_cast<double>(c.max_bytes) / (1ll << 30),
                static_cast<long long>(c.n_blocks));
+  if (c.stale_bytes_removed > 0) {
+    std::fprintf(stderr, " (removed %.1f MiB of blocks of a previous version of the model)",
+                 static_cast<double>(c.stale_bytes_removed) / (1 << 20));
+  }
+  std::fprintf(stderr, "\n");
 }
 
 }  // namespace

@@ -219,6 +219,7 @@ DiskStoreCounters DiskBlockStore::counters() const {
   c.usage_bytes = index_.used_bytes();
   c.n_blocks = index_.n_blocks();
   c.max_bytes = index_.max_bytes();
+  c.stale_bytes_removed = stale_bytes_removed_;
   return c;
 }
 
@@ -270,8 +271,13 @@ void DiskBlockStore::prepare() {
     const std::string other = entry.path().filename().string();
     if (!entry.is_directory() || other.compare(0, model_part.size(), model_part) == 0) continue;
     if (read_small_file(entry.path() / "model") != config_.model_key) continue;
+    int64_t bytes = 0;
+    for (const auto& file : fs::directory_iterator(entry.path(), error)) {
+      bytes += static_cast<int64_t>(file.is_regular_file(error) ? file.file_size(error) : 0);
+    }
     fs::remove_all(entry.path(), error);
-    log_info("KV disk tier: removed the blocks of a previous version of " + config_.model_key);
+    std::lock_guard<std::mutex> lock(mutex_);
+    stale_bytes_removed_ += bytes;
   }
   fs::create_directories(folder_, error);
   {

@@ -97,6 +97,7 @@ struct DiskStoreCounters {
   int64_t usage_bytes = 0;
   int64_t n_blocks = 0;
   int64_t max_bytes = 0;
+  int64_t stale_bytes_removed = 0;  // at start: the files of a previous version of the model
 };
 
 class DiskBlockStore {
@@ -168,6 +169,7 @@ class DiskBlockStore {
   bool stop_ = false;
   double spill_paused_until_ = 0;  // seconds on the steady clock
   uint64_t loads_done_ = 0;
+  int64_t stale_bytes_removed_ = 0;
 
   std::atomic<uint64_t> hits_{0}, misses_{0}, writes_done_{0}, bytes_read_{0}, bytes_written_{0}, corrupt_{0},
       dropped_{0};

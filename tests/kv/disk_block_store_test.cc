@@ -152,6 +152,7 @@ TEST(DiskBlockStore, AnotherFingerprintReusesNothingAndTheStaleFolderGoes) {
   EXPECT_EQ(changed->counters().n_blocks, 0);
   EXPECT_FALSE(changed->find(40));
   EXPECT_FALSE(fs::exists(old_folder));
+  EXPECT_GT(changed->counters().stale_bytes_removed, 0);
 }
 
 TEST(DiskBlockStore, TheBudgetDeletesLeastRecentlyUsedFilesAndUnfinishedOnesGoAtStart) {
