@@ -2,7 +2,7 @@
 """The prefix cache's disk tier (--kv-disk) on a model, in one run:
 
     python3 bench/kv_disk.py [--model models/gemma-3-270m-q4_k_m.gguf] [--tenants 40]
-                             [--prefix-words 1500] [--rounds 2] [--drop-caches] [--out kv_disk.json]
+                             [--prefix-words 2000] [--rounds 2] [--drop-caches] [--out kv_disk.json]
 
   1. restart: time to first token of a request with a ~4,000-token prompt, cold, then
      after the server restarted on the same --kv-disk folder (the prefix read back from
@@ -154,8 +154,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--model", default=str(ROOT / "models" / "gemma-3-270m-q4_k_m.gguf"))
     parser.add_argument("--tenants", type=int, default=40)
-    parser.add_argument("--prefix-words", type=int, default=1500, help="~2,000 tokens on the default model")
-    parser.add_argument("--restart-words", type=int, default=3000, help="~4,000 tokens on the default model")
+    parser.add_argument("--prefix-words", type=int, default=2000, help="~2,000 tokens on the default model (one token a word)")
+    parser.add_argument("--restart-words", type=int, default=4000, help="~4,000 tokens on the default model")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--ctx-total", type=int, default=16384, help="the memory cache: 8 prefixes of ~2,000 tokens")
     parser.add_argument("--drop-caches", action="store_true", help="empty the page cache before the restart (root)")
