@@ -2,7 +2,7 @@
 
 #include <xxhash.h>
 
-#include <cstring>
+#include <algorithm>
 
 namespace tokenmill::engine {
 

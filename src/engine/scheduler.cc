@@ -79,7 +79,12 @@ void Scheduler::schedule_running(bool batch, int32_t& budget, SchedulerOutput& o
       fits = kv_.reserve_writes(seq->blocks, seq->n_computed, seq->n_computed + n_new, copies);
     }
     if (!fits) {
-      out.cannot_fit.push_back(seq);
+      // Blocks that waiting sequences hold (prefixes read, or being read, from disk) come
+      // back by the next step or once the reads are done (release_read_prefixes): until
+      // then the sequence waits rather than ends.
+      const bool blocks_held_by_waiting = std::any_of(
+          waiting_.begin(), waiting_.end(), [](const auto& w) { return !w->blocks.table.empty(); });
+      if (!blocks_held_by_waiting) out.cannot_fit.push_back(seq);
       continue;
     }
     out.scheduled.push_back({seq, n_new, 0, std::move(copies)});
@@ -147,6 +152,14 @@ void Scheduler::finish_disk_loads() {
   }
 }
 
+void Scheduler::release_read_prefixes() {
+  for (const auto& seq : waiting_) {
+    if (seq->loading_from_disk() || seq->blocks.table.empty()) continue;
+    kv_.free(seq->blocks);
+    seq->n_computed = 0;
+  }
+}
+
 SchedulerOutput Scheduler::schedule() {
   SchedulerOutput out;
   finish_disk_loads();
@@ -165,6 +178,7 @@ SchedulerOutput Scheduler::schedule() {
   }
   schedule_running(/*batch=*/true, batch_budget, out);
   admit_waiting(/*batch=*/true, batch_budget, out);
+  release_read_prefixes();
   return out;
 }
 

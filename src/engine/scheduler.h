@@ -95,6 +95,11 @@ class Scheduler {
   // Takes in the disk reads that are done: their blocks join the cache, or (one failed)
   // the sequence lets go of its blocks to match again.
   void finish_disk_loads();
+  // Waiting sequences whose disk reads are done but which were not admitted this step let
+  // go of their blocks (which stay cached: matching again finds them in memory). Held
+  // while waiting, they could keep from the sequences before them, or from the running
+  // ones, the very blocks those need, and no one would move.
+  void release_read_prefixes();
 
   SchedulerConfig config_;
   kv::KvCacheManager& kv_;

@@ -174,7 +174,8 @@ bool DiskBlockStore::holds(uint64_t hash, bool with_window) const {
 bool DiskBlockStore::spill(uint64_t hash, bool has_window, std::vector<uint8_t> file) {
   std::lock_guard<std::mutex> lock(mutex_);
   const auto size = static_cast<int64_t>(file.size());
-  if (now_seconds() < spill_paused_until_ || queued_bytes_ + size > kMaxQueuedBytes || queued_.count(hash)) {
+  if (queued_.count(hash)) return true;  // already on its way
+  if (now_seconds() < spill_paused_until_ || queued_bytes_ + size > kMaxQueuedBytes) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }

@@ -125,7 +125,7 @@ class DiskBlockStore {
   void count_miss() { misses_.fetch_add(1, std::memory_order_relaxed); }
 
   // Queues a block file to be written: begin_disk_block() plus the payload, unsealed
-  // (the store sets the fingerprint and appends the checksum). False when it was
+  // (the store sets the fingerprint and appends the checksums). False when it was
   // dropped: the queue is full or spilling is paused.
   bool spill(uint64_t hash, bool has_window, std::vector<uint8_t> file);
   // Queues reads; the returned load is done() once each is in place or the batch failed.

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <thread>
 
 #include "engine/engine.h"
 #include "tiny_engine_model.h"
@@ -179,6 +180,70 @@ TEST_F(EngineKvDiskTest, AnotherKvTypeReusesNothing) {
   const auto answers = ask_all(engine);
   EXPECT_EQ(engine.kv_disk_state()->counters.hits, 0u);
   EXPECT_EQ(answers[0].cached, 0);
+}
+
+// Many requests over a few shared prefixes through a small cache, so that prefixes keep
+// leaving memory and coming back from disk, a third of them cancelled as soon as they are
+// submitted (often while their prefix is being read): every answer that finishes is the
+// answer of a server without the tier, and every block and window slot comes back.
+TEST_F(EngineKvDiskTest, ChurnWithCancellationsMidReadLosesNoBlock) {
+  std::vector<std::vector<int32_t>> expected;
+  {
+    Engine engine(*tiny_.model, *tiny_.tokenizer, config(false));
+    for (const auto& p : prompts_) expected.push_back(ask(engine, p, 4).tokens);
+  }
+  Engine engine(*tiny_.model, *tiny_.tokenizer, config(true));
+  engine.flush_kv_disk();
+  std::mt19937 rng(23);
+  std::uniform_int_distribution<int32_t> pick(0, static_cast<int32_t>(prompts_.size()) - 1), coin(0, 2);
+  int n_checked = 0, n_cancelled = 0;
+  for (int round = 0; round < 60; ++round) {
+    struct Live {
+      std::shared_ptr<RequestStream> stream;
+      int32_t prompt;
+    };
+    std::vector<Live> live;
+    for (int i = 0; i < 6; ++i) {
+      Request r;
+      const int32_t which = pick(rng);
+      r.prompt = prompts_[which];
+      r.sampling.temperature = 0;
+      r.max_tokens = 4;
+      r.ignore_eos = true;
+      auto stream = engine.submit(std::move(r));
+      ASSERT_TRUE(stream.ok());
+      if (coin(rng) == 0) {
+        (*stream)->cancel();
+        ++n_cancelled;
+      }
+      live.push_back({*stream, which});
+    }
+    for (Live& l : live) {
+      std::vector<int32_t> tokens;
+      StreamEvent e;
+      bool cancelled = false;
+      std::string finish = "none";
+      while (l.stream->wait_next(e, milliseconds(20000))) {
+        tokens.insert(tokens.end(), e.token_ids.begin(), e.token_ids.end());
+        cancelled = cancelled || (e.finish && *e.finish == FinishReason::kCancelled);
+        if (e.finish) finish = std::to_string(static_cast<int>(*e.finish)) + " " + e.error;
+      }
+      EXPECT_TRUE(l.stream->complete());
+      if (!cancelled) {
+        EXPECT_EQ(tokens, expected[l.prompt]) << "prompt " << l.prompt << ", finish " << finish;
+        ++n_checked;
+      }
+    }
+  }
+  for (int i = 0; i < 100 && engine.metrics().snapshot().requests_running > 0; ++i) {
+    std::this_thread::sleep_for(milliseconds(10));
+  }
+  const auto pool = engine.pool_counters();
+  EXPECT_EQ(pool.n_free, pool.n_blocks) << "blocks leaked";
+  EXPECT_EQ(pool.n_window_held, 0) << "window slots leaked";
+  EXPECT_GT(engine.kv_disk_state()->counters.hits, 0u);
+  EXPECT_GT(n_checked, 0);
+  EXPECT_GT(n_cancelled, 0);
 }
 
 }  // namespace
