@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/fixtures/hf_models/<name>/: tiny random-weight Hugging Face models with reference outputs.
 
-Eleven models, each a complete Hugging Face model directory (config.json, model.safetensors
+Twelve models, each a complete Hugging Face model directory (config.json, model.safetensors
 in bfloat16, tokenizer.json, tokenizer_config.json, generation_config.json; the Gemma models
 tokenizer.model too) plus the reference outputs the C++ tests compare against, so the tests
 need neither torch nor transformers:
@@ -28,6 +28,8 @@ need neither torch nor transformers:
               whole head (partial_rotary_factor 1), no LongRoPE
     phi3_longrope  as phi3, with LongRoPE (short and long factors, original  Llama-3 style tokenizer
               context 16 so that the prompts run on the long factors)
+    phi3_partial   as phi3, rope over 3/4 of each head (partial_rotary_factor  Llama-3 style tokenizer
+              0.75, as microsoft/Phi-4-mini-instruct): 24 of 32 values rotate
 
 All but the Gemma models have 3 layers, hidden size 128, max_position_embeddings 256 and a 640-token
 vocabulary; the Gemma models hidden size 128, max_position_embeddings 256, a 768-token vocabulary,
@@ -392,6 +394,19 @@ MODELS = {
             tie_word_embeddings=False, sliding_window=None, attention_bias=False,
             original_max_position_embeddings=256,
             rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 1.0},
+            pad_token_id=None, bos_token_id=ids["<|begin_of_text|>"],
+            eos_token_id=[ids["<|end_of_text|>"], ids["<|eot_id|>"]]),
+    },
+    # Phi-3 rotating 3/4 of each head (partial_rotary_factor 0.75, top level in the legacy config as
+    # microsoft/Phi-4-mini-instruct has it): the rotary pairs are values [0, 12) with [12, 24); 24..31
+    # pass unrotated.
+    "phi3_partial": {
+        "seed": 9200, "tokenizer": "llama3", "config_style": "legacy",
+        "config": lambda ids: Phi3Config(
+            **COMMON, num_attention_heads=4, num_key_value_heads=2, intermediate_size=256, rms_norm_eps=1e-5,
+            tie_word_embeddings=False, sliding_window=None, attention_bias=False,
+            original_max_position_embeddings=256,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.75},
             pad_token_id=None, bos_token_id=ids["<|begin_of_text|>"],
             eos_token_id=[ids["<|end_of_text|>"], ids["<|eot_id|>"]]),
     },
@@ -1173,8 +1188,15 @@ def build(name: str, spec: dict, tok: Tokenizer, texts: list[str], config_style:
             other = AutoModelForCausalLM.from_config(plain, attn_implementation="eager", dtype=torch.float32).eval()
             other.load_state_dict(model.state_dict())
             reference[key] = round(max_diff(logits, all_logits(other, prompts)), 5)
+    if name == "phi3_partial":
+        whole = copy.deepcopy(config)
+        whole.rope_parameters = {**config.rope_parameters, "partial_rotary_factor": 1.0}
+        other = AutoModelForCausalLM.from_config(whole, attn_implementation="eager", dtype=torch.float32).eval()
+        other.load_state_dict(model.state_dict())
+        reference["partial_rotary_sensitivity"] = round(max_diff(logits, all_logits(other, prompts)), 5)
     if config.model_type == "phi3":
-        if config.rope_parameters["rope_type"] == "default":  # LlamaForCausalLM has no LongRoPE
+        # LlamaForCausalLM has no LongRoPE and rotates whole heads.
+        if config.rope_parameters["rope_type"] == "default" and config.rope_parameters.get("partial_rotary_factor", 1.0) == 1.0:
             split_diff = max_diff(logits, all_logits(phi3_as_llama(model), prompts))
             assert split_diff <= 1e-4, split_diff
             print(f"{name}: as LlamaForCausalLM (fused tensors split q, k, v and gate, up): max logit diff {split_diff}")

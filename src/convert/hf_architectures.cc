@@ -251,13 +251,12 @@ Status check_hf_config(const HfArchitecture& arch, const HfConfig& c) {
                          std::string(gemma2 ? "of Gemma 2 (every other layer sliding)" : "of Gemma 3 (N sliding, then one full)"));
     }
   }
+  if (c.rotary_dim != c.head_dim && !arch.fused) {
+    // Phi-3's attention rotates part of the head (Phi-4-mini); the others' whole heads.
+    return unsupported(std::string("config.json: partial_rotary_factor other than 1 is supported for phi3 only, not ") +
+                       arch.model_type);
+  }
   if (arch.fused) {
-    for (const nlohmann::json* where : {&raw, raw.contains("rope_parameters") ? &raw["rope_parameters"] : nullptr}) {
-      if (where && where->is_object() && where->contains("partial_rotary_factor") &&
-          (*where)["partial_rotary_factor"].is_number() && (*where)["partial_rotary_factor"].get<double>() != 1.0) {
-        return unsupported("config.json: partial_rotary_factor other than 1 (Phi-4-mini) is not supported");
-      }
-    }
     if (c.llama3_rope || c.linear_rope_factor > 0) {
       return unsupported("config.json: Phi-3 with rope scaling other than LongRoPE is not supported");
     }
@@ -307,7 +306,7 @@ void write_architecture_metadata(const HfArchitecture& arch, const HfConfig& c, 
   w.set_u32(a + ".attention.value_length", static_cast<uint32_t>(c.head_dim));
   w.set_f32(a + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.rms_norm_eps));
   w.set_f32(a + ".rope.freq_base", static_cast<float>(c.rope_theta));
-  w.set_u32(a + ".rope.dimension_count", static_cast<uint32_t>(c.head_dim));
+  w.set_u32(a + ".rope.dimension_count", static_cast<uint32_t>(c.rotary_dim));
   if (c.n_expert > 0) {
     w.set_u32(a + ".expert_count", static_cast<uint32_t>(c.n_expert));
     w.set_u32(a + ".expert_used_count", static_cast<uint32_t>(c.n_expert_used));

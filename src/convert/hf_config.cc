@@ -195,11 +195,27 @@ Result<HfConfig> hf_config_from_json(const json& c, const std::string& label) {
                       c["use_sliding_window"].get<bool>();
     if (used) TM_RETURN_IF_ERROR(read_size(c, label, "sliding_window", int64_t{1} << 30, config.sliding_window));
   }
+  config.rotary_dim = config.head_dim;
+  for (const json* where : {&c, c.contains("rope_parameters") ? &c["rope_parameters"] : nullptr}) {
+    if (where == nullptr || !where->is_object() || !where->contains("partial_rotary_factor")) continue;
+    const json& factor = (*where)["partial_rotary_factor"];
+    if (factor.is_null()) continue;
+    // transformers rotates int(head_dim * factor) values.
+    const double rotated = factor.is_number() ? static_cast<double>(config.head_dim) * factor.get<double>() : -1;
+    if (!(rotated >= 2 && rotated <= static_cast<double>(config.head_dim))) {
+      return field_error(label, "partial_rotary_factor", "must leave 2 .. head_dim values to rotate");
+    }
+    config.rotary_dim = static_cast<int64_t>(rotated);
+    if (config.rotary_dim % 2 != 0) {
+      return field_error(label, "partial_rotary_factor", "gives an odd number of rotated values (" +
+                                                             std::to_string(config.rotary_dim) + ")");
+    }
+  }
   TM_RETURN_IF_ERROR(read_rope_scaling(c, label, config));
-  if (config.longrope && (config.longrope->short_factor.size() != static_cast<size_t>(config.head_dim / 2) ||
-                          config.longrope->long_factor.size() != static_cast<size_t>(config.head_dim / 2))) {
-    return field_error(label, "rope_scaling", "short_factor and long_factor need head_dim / 2 = " +
-                                                  std::to_string(config.head_dim / 2) + " numbers each");
+  const auto n_pairs = static_cast<size_t>(config.rotary_dim / 2);
+  if (config.longrope && (config.longrope->short_factor.size() != n_pairs || config.longrope->long_factor.size() != n_pairs)) {
+    return field_error(label, "rope_scaling", "short_factor and long_factor need one number per rotated pair, " +
+                                                  std::to_string(n_pairs) + " each");
   }
   for (const char* key : {"num_experts", "num_local_experts"}) {
     if (c.contains(key) && !c[key].is_null()) TM_RETURN_IF_ERROR(read_size(c, label, key, 1024, config.n_expert));

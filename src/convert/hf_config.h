@@ -38,6 +38,10 @@ struct HfConfig {
   int64_t n_heads = 0;
   int64_t n_kv_heads = 0;
   int64_t head_dim = 0;
+  // The leading values of each head that RoPE rotates: head_dim * partial_rotary_factor
+  // (top level, as Phi-4-mini's config.json has it, or in rope_parameters); head_dim
+  // without one.
+  int64_t rotary_dim = 0;
   int64_t intermediate_size = 0;
   int64_t vocab_size = 0;
   int64_t max_position_embeddings = 0;

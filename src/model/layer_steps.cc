@@ -39,10 +39,10 @@ void attention_step(ops::Backend& backend, const ModelConfig& c, const LayerWeig
 
   const bool sliding = c.layer_is_sliding[layer];
   const float freq_base = sliding ? c.rope_freq_base_local : c.rope_freq_base;
-  backend.rope(s.q.data(), batch.positions, c.n_heads, c.head_dim, freq_base, c.rope_freq_scale, c.rope_style,
-               rope_freqs);
-  backend.rope(s.k.data(), batch.positions, c.n_kv_heads, c.head_dim, freq_base, c.rope_freq_scale, c.rope_style,
-               rope_freqs);
+  backend.rope(s.q.data(), batch.positions, c.n_heads, c.head_dim, c.n_rot, freq_base, c.rope_freq_scale,
+               c.rope_style, rope_freqs);
+  backend.rope(s.k.data(), batch.positions, c.n_kv_heads, c.head_dim, c.n_rot, freq_base, c.rope_freq_scale,
+               c.rope_style, rope_freqs);
 
   ops::AttentionBatch ab{batch.positions, batch.sequence_of_token, batch.block_tables};
   backend.store_kv(kv, layer, ab, s.k.data(), s.v.data());

@@ -87,6 +87,14 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
     if (value_dim != c.head_dim) return unsupported("attention.value_length differs from key_length");
   }
   if (c.head_dim % 2 != 0) return corrupt_data("attention head size " + std::to_string(c.head_dim) + " is odd");
+  // RoPE rotates the first rope.dimension_count values of each head (Phi-4-mini: 3/4 of
+  // them) and leaves the rest, as llama.cpp reads the key; absent, the whole head.
+  const int64_t n_rot = file.get_int_or(a + ".rope.dimension_count", c.head_dim);
+  if (n_rot < 2 || n_rot > c.head_dim || n_rot % 2 != 0) {
+    return corrupt_data(a + ".rope.dimension_count " + std::to_string(n_rot) +
+                        " must be even and at most the head size " + std::to_string(c.head_dim));
+  }
+  c.n_rot = static_cast<int32_t>(n_rot);
   // Every width a layer computes with stays far inside int32 (the largest models are
   // below 2^17), so products of them in 64 bits never overflow either.
   constexpr int64_t kMaxWidth = int64_t{1} << 20;

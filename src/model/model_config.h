@@ -23,6 +23,7 @@ struct ModelConfig {
   int32_t n_heads = 0;
   int32_t n_kv_heads = 0;
   int32_t head_dim = 0;           // key_length; value_length must match
+  int32_t n_rot = 0;              // rope.dimension_count: leading values of each head that RoPE rotates
   int32_t n_ff = 0;
   int32_t context_length = 0;     // trained context
   float rms_eps = 1e-6f;

@@ -34,11 +34,11 @@ Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& c) 
     w.output = w.token_embd;
     w.tied_output = true;
   }
-  if (b.has("rope_freqs.weight")) TM_RETURN_IF_ERROR(b.vector("rope_freqs.weight", c.head_dim / 2, w.rope_freqs));
+  if (b.has("rope_freqs.weight")) TM_RETURN_IF_ERROR(b.vector("rope_freqs.weight", c.n_rot / 2, w.rope_freqs));
   if (c.longrope) {
     if (w.rope_freqs) return corrupt_data("a model with both rope_freqs.weight and LongRoPE factors");
     const char* factors = c.rope_long_factors ? "rope_factors_long.weight" : "rope_factors_short.weight";
-    TM_RETURN_IF_ERROR(b.vector(factors, c.head_dim / 2, w.rope_freqs));
+    TM_RETURN_IF_ERROR(b.vector(factors, c.n_rot / 2, w.rope_freqs));
   }
   const bool gemma = c.architecture == Architecture::kGemma2 || c.architecture == Architecture::kGemma3;
   w.layers.resize(c.n_layers);

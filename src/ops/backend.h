@@ -82,10 +82,13 @@ class Backend {
   virtual void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n_cols, float eps,
                         float* y) = 0;
 
-  // Rotary position embedding in place.  x: [n_tokens, n_heads, head_dim]; positions: [n_tokens].
-  // freq_factors: [head_dim / 2] divisors of each pair's frequency (Llama 3's rope
-  // scaling, the GGUF tensor rope_freqs.weight), or null.
-  virtual void rope(float* x, std::span<const int32_t> positions, int32_t n_heads, int32_t head_dim,
+  // Rotary position embedding in place over the first n_rot values of each head (the rest
+  // pass unchanged: partial rotary, as Phi-4-mini's 3/4 of the head), with pair i's
+  // frequency freq_base^(-2i / n_rot).  x: [n_tokens, n_heads, head_dim]; positions:
+  // [n_tokens]; REQUIRES: n_rot even, 2 <= n_rot <= head_dim. freq_factors: [n_rot / 2]
+  // divisors of each pair's frequency (Llama 3's rope scaling, the GGUF tensor
+  // rope_freqs.weight), or null.
+  virtual void rope(float* x, std::span<const int32_t> positions, int32_t n_heads, int32_t head_dim, int32_t n_rot,
                     float freq_base, float freq_scale, RopeStyle style, const float* freq_factors = nullptr) = 0;
 
   // y = gelu_tanh(gate) * up and y = silu(gate) * up, elementwise over n values.

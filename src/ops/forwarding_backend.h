@@ -44,9 +44,9 @@ class ForwardingBackend : public Backend {
   void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n_cols, float eps, float* y) override {
     inner_->rms_norm(x, weight, n_rows, n_cols, eps, y);
   }
-  void rope(float* x, std::span<const int32_t> positions, int32_t n_heads, int32_t head_dim, float freq_base,
-            float freq_scale, RopeStyle style, const float* freq_factors = nullptr) override {
-    inner_->rope(x, positions, n_heads, head_dim, freq_base, freq_scale, style, freq_factors);
+  void rope(float* x, std::span<const int32_t> positions, int32_t n_heads, int32_t head_dim, int32_t n_rot,
+            float freq_base, float freq_scale, RopeStyle style, const float* freq_factors = nullptr) override {
+    inner_->rope(x, positions, n_heads, head_dim, n_rot, freq_base, freq_scale, style, freq_factors);
   }
   void geglu(const float* gate, const float* up, int64_t n, float* y) override { inner_->geglu(gate, up, n, y); }
   void swiglu(const float* gate, const float* up, int64_t n, float* y) override { inner_->swiglu(gate, up, n, y); }

@@ -48,8 +48,8 @@ void TimingBackend::rms_norm(const float* x, const float* weight, int64_t n_rows
   timed("rms_norm", [&] { inner().rms_norm(x, weight, n_rows, n_cols, eps, y); });
 }
 void TimingBackend::rope(float* x, std::span<const int32_t> positions, int32_t n_heads, int32_t head_dim,
-                         float freq_base, float freq_scale, RopeStyle style, const float* freq_factors) {
-  timed("rope", [&] { inner().rope(x, positions, n_heads, head_dim, freq_base, freq_scale, style, freq_factors); });
+                         int32_t n_rot, float freq_base, float freq_scale, RopeStyle style, const float* freq_factors) {
+  timed("rope", [&] { inner().rope(x, positions, n_heads, head_dim, n_rot, freq_base, freq_scale, style, freq_factors); });
 }
 void TimingBackend::geglu(const float* gate, const float* up, int64_t n, float* y) {
   timed("geglu", [&] { inner().geglu(gate, up, n, y); });

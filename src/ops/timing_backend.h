@@ -47,8 +47,8 @@ class TimingBackend final : public ForwardingBackend {
   void matmul_shared_input(std::span<const MatmulProduct> products, const float* x, int64_t n_tokens) override;
   void get_rows(const WeightMatrix& table, std::span<const int32_t> ids, float* out) override;
   void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n_cols, float eps, float* y) override;
-  void rope(float* x, std::span<const int32_t> positions, int32_t n_heads, int32_t head_dim, float freq_base,
-            float freq_scale, RopeStyle style,
+  void rope(float* x, std::span<const int32_t> positions, int32_t n_heads, int32_t head_dim, int32_t n_rot,
+            float freq_base, float freq_scale, RopeStyle style,
             const float* freq_factors = nullptr) override;
   void geglu(const float* gate, const float* up, int64_t n, float* y) override;
   void swiglu(const float* gate, const float* up, int64_t n, float* y) override;

@@ -320,7 +320,7 @@ TEST(LongRope, LongFactorsOnlyWhenSequencesMayPassTheOriginalContext) {
   std::filesystem::remove(path);
 }
 
-INSTANTIATE_TEST_SUITE_P(Architectures, HfReference, ::testing::Values("llama3", "mistral", "mistral_swa", "qwen2", "qwen3", "qwen3moe", "mixtral", "gemma2", "gemma3", "phi3", "phi3_longrope"),
+INSTANTIATE_TEST_SUITE_P(Architectures, HfReference, ::testing::Values("llama3", "mistral", "mistral_swa", "qwen2", "qwen3", "qwen3moe", "mixtral", "gemma2", "gemma3", "phi3", "phi3_longrope", "phi3_partial"),
                          [](const auto& info) { return std::string(info.param); });
 
 }  // namespace

@@ -147,6 +147,7 @@ Result<std::vector<uint8_t>> build_tiny_gguf(const TinyModelSpec& s) {
   w.set_u32(a + ".attention.value_length", s.head_dim);
   w.set_f32(a + ".attention.layer_norm_rms_epsilon", s.rms_eps);
   w.set_f32(a + ".rope.freq_base", s.rope_freq_base);
+  if (s.rope_dimension_count > 0) w.set_u32(a + ".rope.dimension_count", static_cast<uint32_t>(s.rope_dimension_count));
   if (s.sliding_window > 0) {
     w.set_u32(a + ".attention.sliding_window", s.sliding_window);
     w.set_u32(a + ".attention.sliding_window_pattern", s.sliding_window_pattern);

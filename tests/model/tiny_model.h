@@ -40,6 +40,7 @@ struct TinyModelSpec {
   float final_logit_softcap = 0.0f;
   bool tied_output = false;  // no output.weight: the embedding table is reused
   bool rope_freqs = false;   // a rope_freqs.weight tensor (Llama 3.1+'s rope scaling)
+  int32_t rope_dimension_count = 0;  // > 0: written as rope.dimension_count (partial rotary)
 
   std::vector<gguf::TensorType> matrix_types = {gguf::TensorType::kF32};
   uint32_t seed = 1;

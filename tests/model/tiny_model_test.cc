@@ -124,17 +124,19 @@ class ReferenceModel {
            l % s_.sliding_window_pattern < s_.sliding_window_pattern - 1;
   }
 
-  // Rotates head vectors [n_heads, head_dim] of the token at position pos in place.
+  // Rotates head vectors [n_heads, head_dim] of the token at position pos in place: the
+  // first rope.dimension_count values of each (all without the key).
   void rope(double* v, int32_t n_heads, int32_t pos, double freq_base) const {
     const bool neox = s_.architecture != "llama";
     const int32_t hd = s_.head_dim;
+    const int32_t n_rot = s_.rope_dimension_count > 0 ? s_.rope_dimension_count : hd;
     for (int32_t h = 0; h < n_heads; ++h) {
       double* x = v + h * hd;
-      for (int32_t i = 0; i < hd / 2; ++i) {
+      for (int32_t i = 0; i < n_rot / 2; ++i) {
         const double factor = rope_freqs_.empty() ? 1.0 : rope_freqs_[i];
-        const double angle = pos * std::pow(freq_base, -2.0 * i / hd) / factor;
+        const double angle = pos * std::pow(freq_base, -2.0 * i / n_rot) / factor;
         const int32_t a = neox ? i : 2 * i;
-        const int32_t b = neox ? i + hd / 2 : 2 * i + 1;
+        const int32_t b = neox ? i + n_rot / 2 : 2 * i + 1;
         const double x0 = x[a], x1 = x[b];
         x[a] = x0 * std::cos(angle) - x1 * std::sin(angle);
         x[b] = x0 * std::sin(angle) + x1 * std::cos(angle);
@@ -301,7 +303,15 @@ std::vector<NamedSpec> all_specs() {
   TinyModelSpec llama3_f32 = llama_f32;
   llama3_f32.rope_freqs = true;
   llama3_f32.rope_freq_base = 500000.0f;
+  // Partial rotary (Phi-4-mini's rope.dimension_count of 3/4 of the head), in both pairings.
+  TinyModelSpec llama_partial_f32 = llama_f32;
+  llama_partial_f32.rope_dimension_count = llama_f32.head_dim * 3 / 4;
+  TinyModelSpec qwen2_partial_f32 = testing::tiny_qwen2_spec();
+  qwen2_partial_f32.matrix_types = {TensorType::kF32};
+  qwen2_partial_f32.rope_dimension_count = qwen2_partial_f32.head_dim / 2;
   return {
+      {"llama_partial_rotary_f32", llama_partial_f32, kToleranceFloatWeights},
+      {"qwen2_partial_rotary_f32", qwen2_partial_f32, kToleranceFloatWeights},
       {"gemma3_f32", gemma_f32, kToleranceFloatWeights},
       {"llama_f32", llama_f32, kToleranceFloatWeights},
       {"llama3_rope_freqs_f32", llama3_f32, kToleranceFloatWeights},
@@ -700,6 +710,20 @@ TEST(TinyModelKvType, Q8CacheChunkingChangesNoBitAndStaysNearF16) {
   std::printf("q8_0 vs f16 cache: max logit diff %.3g of max %.3g\n", max_abs_diff(one_pass.data(), f16.data(), n_vocab), max_abs(f16));
   EXPECT_LE(max_abs_diff(one_pass.data(), f16.data(), n_vocab), 0.02f * max_abs(f16));
   EXPECT_GT(max_abs_diff(one_pass.data(), f16.data(), n_vocab), 0.0f);  // the cache really is Q8_0
+}
+
+// rope.dimension_count (partial rotary) is honoured when it is an even count within the
+// head, and refused, naming the key, otherwise: never silently ignored.
+TEST(TinyModelLoad, RopeDimensionCountIsReadOrRefused) {
+  TinyModelSpec spec = testing::tiny_llama_spec();
+  spec.rope_dimension_count = spec.head_dim / 2;
+  auto model = testing::load_tiny_model(spec);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  EXPECT_EQ((*model)->config().n_rot, spec.head_dim / 2);
+  for (int32_t bad : {spec.head_dim + 2, 7}) {
+    spec.rope_dimension_count = bad;
+    expect_load_error(spec, ErrorCode::kCorruptData, "llama.rope.dimension_count " + std::to_string(bad));
+  }
 }
 
 TEST(TinyModelLoad, UnsupportedArchitecture) {

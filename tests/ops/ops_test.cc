@@ -141,7 +141,7 @@ TEST(CpuRope, MatchesAngleReference) {
     const int64_t row = static_cast<int64_t>(kHeads) * c.head_dim;
     const std::vector<float> x = random_normal(positions.size() * row, c.head_dim);
     std::vector<float> y = x;
-    backend.rope(y.data(), positions, kHeads, c.head_dim, c.freq_base, c.freq_scale, c.style);
+    backend.rope(y.data(), positions, kHeads, c.head_dim, c.head_dim, c.freq_base, c.freq_scale, c.style);
     for (size_t t = 0; t < positions.size(); ++t) {
       for (int32_t h = 0; h < kHeads; ++h) {
         const size_t base = t * row + h * c.head_dim;
@@ -161,6 +161,41 @@ TEST(CpuRope, MatchesAngleReference) {
   }
 }
 
+// Partial rotary (Phi-4-mini: rope.dimension_count 3/4 of the head): the first n_rot values
+// of each head rotate as a head of n_rot would, with frequencies over n_rot; the rest pass
+// through bit for bit. With n_rot = head_dim it is the whole-head rotation, bit for bit.
+TEST(CpuRope, PartialRotaryRotatesTheLeadingValuesOnly) {
+  CpuBackend backend(kThreads);
+  constexpr int32_t kHeads = 3;
+  const std::vector<int32_t> positions = {0, 1, 7, 60, 150};
+  for (RopeStyle style : {RopeStyle::kNeox, RopeStyle::kNormal}) {
+    for (const auto [head_dim, n_rot] : {std::pair{32, 24}, std::pair{128, 96}, std::pair{64, 2}}) {
+      const int64_t row = static_cast<int64_t>(kHeads) * head_dim;
+      const std::vector<float> x = random_normal(positions.size() * row, head_dim + n_rot);
+      std::vector<float> y = x;
+      backend.rope(y.data(), positions, kHeads, head_dim, n_rot, 10000.0f, 1.0f, style);
+      // The same values rotated as heads of n_rot alone.
+      std::vector<float> alone;
+      for (size_t t = 0; t < positions.size(); ++t) {
+        for (int32_t h = 0; h < kHeads; ++h) {
+          const float* head = x.data() + t * row + h * head_dim;
+          alone.insert(alone.end(), head, head + n_rot);
+        }
+      }
+      backend.rope(alone.data(), positions, kHeads, n_rot, n_rot, 10000.0f, 1.0f, style);
+      for (size_t t = 0; t < positions.size(); ++t) {
+        for (int32_t h = 0; h < kHeads; ++h) {
+          const size_t at = t * row + h * head_dim;
+          for (int32_t i = 0; i < head_dim; ++i) {
+            const float want = i < n_rot ? alone[(t * kHeads + h) * n_rot + i] : x[at + i];
+            ASSERT_EQ(y[at + i], want) << "head_dim " << head_dim << " n_rot " << n_rot << " value " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
 // Llama 3.1+'s rope scaling: each pair's frequency divided by its factor. The same table
 // is not reused for another set of factors (or none).
 TEST(CpuRope, FrequencyFactorsDivideEachPairsAngle) {
@@ -174,7 +209,7 @@ TEST(CpuRope, FrequencyFactorsDivideEachPairsAngle) {
   const std::vector<float> x = random_normal(positions.size() * row, 5);
   for (const float* f : std::vector<const float*>{factors.data(), nullptr}) {
     std::vector<float> y = x;
-    backend.rope(y.data(), positions, kHeads, kHeadDim, kBase, 1.0f, RopeStyle::kNormal, f);
+    backend.rope(y.data(), positions, kHeads, kHeadDim, kHeadDim, kBase, 1.0f, RopeStyle::kNormal, f);
     for (size_t t = 0; t < positions.size(); ++t) {
       for (int32_t i = 0; i < kHeadDim / 2; ++i) {
         const double factor = f ? f[i] : 1.0;
@@ -196,7 +231,7 @@ TEST(CpuRope, PreservesPairNormsAndPositionZeroIsIdentity) {
     const int64_t row = static_cast<int64_t>(kHeads) * c.head_dim;
     const std::vector<float> x = random_normal(positions.size() * row, 7 + c.head_dim);
     std::vector<float> y = x;
-    backend.rope(y.data(), positions, kHeads, c.head_dim, c.freq_base, c.freq_scale, c.style);
+    backend.rope(y.data(), positions, kHeads, c.head_dim, c.head_dim, c.freq_base, c.freq_scale, c.style);
     for (size_t t = 0; t < positions.size(); ++t) {
       if (positions[t] == 0) {
         EXPECT_EQ(0, std::memcmp(&x[t * row], &y[t * row], row * sizeof(float))) << "position 0, token " << t;
@@ -224,8 +259,8 @@ TEST(CpuRope, DotProductDependsOnlyOnRelativePosition) {
     auto rotated_dot = [&](int32_t q_pos, int32_t k_pos) {
       std::vector<float> qr = q, kr = k;
       const int32_t qp[] = {q_pos}, kp[] = {k_pos};
-      backend.rope(qr.data(), qp, 1, c.head_dim, c.freq_base, c.freq_scale, c.style);
-      backend.rope(kr.data(), kp, 1, c.head_dim, c.freq_base, c.freq_scale, c.style);
+      backend.rope(qr.data(), qp, 1, c.head_dim, c.head_dim, c.freq_base, c.freq_scale, c.style);
+      backend.rope(kr.data(), kp, 1, c.head_dim, c.head_dim, c.freq_base, c.freq_scale, c.style);
       return std::inner_product(qr.begin(), qr.end(), kr.begin(), 0.0);
     };
     const double scale = std::sqrt(std::inner_product(q.begin(), q.end(), q.begin(), 0.0) *

@@ -220,11 +220,11 @@ void CpuBackend::rms_norm(const float* x, const float* weight, int64_t n_rows, i
   });
 }
 
-const CpuBackend::RopeTable& CpuBackend::rope_table(std::span<const int32_t> positions, int32_t head_dim,
+const CpuBackend::RopeTable& CpuBackend::rope_table(std::span<const int32_t> positions, int32_t n_rot,
                                                      float freq_base, float freq_scale,
                                                      const float* freq_factors) {
   for (const RopeTable& table : rope_tables_) {
-    if (table.freq_base == freq_base && table.freq_scale == freq_scale && table.head_dim == head_dim &&
+    if (table.freq_base == freq_base && table.freq_scale == freq_scale && table.n_rot == n_rot &&
         table.freq_factors == freq_factors &&
         std::equal(positions.begin(), positions.end(), table.positions.begin(), table.positions.end())) {
       return table;
@@ -235,14 +235,14 @@ const CpuBackend::RopeTable& CpuBackend::rope_table(std::span<const int32_t> pos
   table.freq_base = freq_base;
   table.freq_scale = freq_scale;
   table.freq_factors = freq_factors;
-  table.head_dim = head_dim;
+  table.n_rot = n_rot;
   table.positions.assign(positions.begin(), positions.end());
-  const int32_t n_pairs = head_dim / 2;
+  const int32_t n_pairs = n_rot / 2;
   table.cos.resize(positions.size() * n_pairs);
   table.sin.resize(positions.size() * n_pairs);
-  const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(head_dim));
+  const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(n_rot));
   for (size_t t = 0; t < positions.size(); ++t) {
-    // theta_i = position * freq_base^(-2i/head_dim), built by repeated multiplication
+    // theta_i = position * freq_base^(-2i/n_rot), built by repeated multiplication
     // in float as ggml does, so the angles agree to the last bit.
     float theta = static_cast<float>(positions[t]);
     for (int32_t i = 0; i < n_pairs; ++i) {
@@ -257,17 +257,19 @@ const CpuBackend::RopeTable& CpuBackend::rope_table(std::span<const int32_t> pos
 }
 
 void CpuBackend::rope(float* x, std::span<const int32_t> positions, int32_t n_heads, int32_t head_dim,
-                      float freq_base, float freq_scale, RopeStyle style, const float* freq_factors) {
-  // q and k of a layer, and every layer with the same base, share one table.
-  const RopeTable& table = rope_table(positions, head_dim, freq_base, freq_scale, freq_factors);
-  const int32_t n_pairs = head_dim / 2;
+                      int32_t n_rot, float freq_base, float freq_scale, RopeStyle style, const float* freq_factors) {
+  assert(n_rot >= 2 && n_rot <= head_dim && n_rot % 2 == 0);
+  // q and k of a layer, and every layer with the same base, share one table (of the
+  // rotated dimensions' pairs: values past n_rot are left as they are).
+  const RopeTable& table = rope_table(positions, n_rot, freq_base, freq_scale, freq_factors);
+  const int32_t n_pairs = n_rot / 2;
   auto tokens = [&](size_t begin, size_t end) {
     for (size_t t = begin; t < end; ++t) {
       const float* cos_t = table.cos.data() + t * n_pairs;
       const float* sin_t = table.sin.data() + t * n_pairs;
       for (int32_t h = 0; h < n_heads; ++h) {
         float* v = x + (t * n_heads + h) * static_cast<size_t>(head_dim);
-        // NeoX pairs element i with i + head_dim/2; the original layout pairs 2i, 2i+1.
+        // NeoX pairs element i with i + n_rot/2; the original layout pairs 2i, 2i+1.
         // One loop per layout, so that each vectorizes.
         if (style == RopeStyle::kNeox) {
           float* lo = v;

@@ -35,8 +35,8 @@ class CpuBackend final : public Backend {
   void matmul_shared_input(std::span<const MatmulProduct> products, const float* x, int64_t n_tokens) override;
   void get_rows(const WeightMatrix& table, std::span<const int32_t> ids, float* out) override;
   void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n_cols, float eps, float* y) override;
-  void rope(float* x, std::span<const int32_t> positions, int32_t n_heads, int32_t head_dim, float freq_base,
-            float freq_scale, RopeStyle style,
+  void rope(float* x, std::span<const int32_t> positions, int32_t n_heads, int32_t head_dim, int32_t n_rot,
+            float freq_base, float freq_scale, RopeStyle style,
             const float* freq_factors = nullptr) override;
   void geglu(const float* gate, const float* up, int64_t n, float* y) override;
   void swiglu(const float* gate, const float* up, int64_t n, float* y) override;
@@ -62,11 +62,11 @@ class CpuBackend final : public Backend {
   struct RopeTable {
     float freq_base = 0, freq_scale = 0;
     const float* freq_factors = nullptr;  // compared by address: a model's tensor
-    int32_t head_dim = 0;
+    int32_t n_rot = 0;               // rotated values per head
     std::vector<int32_t> positions;  // [n_tokens]
-    std::vector<float> cos, sin;     // [n_tokens, head_dim / 2]
+    std::vector<float> cos, sin;     // [n_tokens, n_rot / 2]
   };
-  const RopeTable& rope_table(std::span<const int32_t> positions, int32_t head_dim, float freq_base,
+  const RopeTable& rope_table(std::span<const int32_t> positions, int32_t n_rot, float freq_base,
                               float freq_scale, const float* freq_factors);
 
   // Per-part working memory of attention(), kept between calls (no allocation per step).
