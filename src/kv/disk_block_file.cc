@@ -98,7 +98,8 @@ Result<std::span<const uint8_t>> open_disk_block(std::span<const uint8_t> leadin
   if (get<uint32_t>(p + 32) != expected.tokens.size()) return corrupt_data("KV block file holds another number of tokens");
   if (base_bytes != expected.base_bytes) return corrupt_data("KV block file has another layer layout");
   if (!has_window && window_bytes != 0) return corrupt_data("KV block file has a bad window size");
-  if (std::memcmp(p + kDiskBlockFixedHeaderBytes, expected.tokens.data(), 4 * expected.tokens.size()) != 0) {
+  if (!expected.tokens.empty() &&
+      std::memcmp(p + kDiskBlockFixedHeaderBytes, expected.tokens.data(), 4 * expected.tokens.size()) != 0) {
     return corrupt_data("KV block file holds other tokens (hash collision)");
   }
   if (!need_window) return leading.subspan(head, static_cast<size_t>(base_bytes));
