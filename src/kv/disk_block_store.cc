@@ -16,6 +16,7 @@
 
 #include <xxhash.h>
 
+#include "base/durable_file.h"
 #include "base/log.h"
 
 namespace tokenmill::kv {
@@ -281,9 +282,8 @@ void DiskBlockStore::prepare() {
     stale_bytes_removed_ += bytes;
   }
   fs::create_directories(folder_, error);
-  {
-    std::ofstream model(fs::path(folder_) / "model", std::ios::trunc);
-    model << config_.model_key << "\n";
+  if (Status s = write_file_durably((fs::path(folder_) / "model").string(), config_.model_key + "\n"); !s.ok()) {
+    log_warn("KV disk tier: " + s.message());
   }
   struct Found {
     uint64_t hash;

@@ -74,7 +74,6 @@ struct DiskRead {
 class DiskLoad {
  public:
   explicit DiskLoad(std::vector<DiskRead> reads) : reads_(std::move(reads)) {}
-  const std::vector<DiskRead>& reads() const { return reads_; }
   bool done() const { return done_.load(std::memory_order_acquire); }
   // REQUIRES: done()
   size_t n_ok() const { return n_ok_; }
