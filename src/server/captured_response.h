@@ -36,7 +36,11 @@ class CapturedResponse : public Responder {
   }
   bool connected() const override { return !cancelled_.load(); }
 
-  // As if the client went away: the request is cancelled in the engine.
+  // As if the client went away: the request is cancelled in the engine, and on_done
+  // runs now with kCancelledStatus. A route that sees the client gone before it has
+  // started (connected() false) answers nothing; without this answer its waiter
+  // would wait forever. What the route answers later is dropped.
+  static constexpr int kCancelledStatus = 499;
   void cancel() {
     cancelled_.store(true);
     std::function<void()> on_gone;
@@ -45,6 +49,7 @@ class CapturedResponse : public Responder {
       on_gone = std::move(on_gone_);
     }
     if (on_gone) strand_.post(std::move(on_gone));
+    finish(kCancelledStatus, R"({"error":{"message":"cancelled","type":"cancelled"}})");
   }
 
  private:
