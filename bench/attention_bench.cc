@@ -127,26 +127,17 @@ void bench_attention(benchmark::State& state, Kernel kernel, KvType type, int32_
 void register_all() {
   const CpuFeatures cpu = detect_cpu_features();
   std::printf("cpu: %s\n", cpu.to_string().c_str());
-  struct Path {
-    const char* name;
-    bool available;
-    Kernel kernel;
-  };
-  const Path paths[] = {
-      {"avx2", cpu.has_avx2_kernels(), attend_head_group_avx2},
-      {"avx512", cpu.has_avx512_kernels(), attend_head_group_avx512},
-  };
-  for (const Path& path : paths) {
-    if (!path.available) {
-      std::printf("%s: skipped, CPU lacks it\n", path.name);
+  for (const AttentionKernel& path : attention_kernels(cpu)) {
+    if (!path.runs_here) {
+      std::printf("%s: skipped, CPU lacks it\n", path.isa);
       continue;
     }
     for (KvType type : {KvType::kF16, KvType::kQ8_0}) {
       for (int32_t n_keys : {64, 220, 1024}) {
         for (bool cold : {true, false}) {
           const std::string name = std::string("attention/") + kv_type_name(type) + "/" + std::to_string(n_keys) +
-                                   "keys/" + (cold ? "cold" : "hot") + "/" + path.name;
-          benchmark::RegisterBenchmark(name.c_str(), bench_attention, path.kernel, type, n_keys, cold)
+                                   "keys/" + (cold ? "cold" : "hot") + "/" + path.isa;
+          benchmark::RegisterBenchmark(name.c_str(), bench_attention, path.attend, type, n_keys, cold)
               ->Unit(benchmark::kMicrosecond);
         }
       }

@@ -2,6 +2,14 @@
 # .cc in it (kernel subfolders included), linking only the layers named as its deps.
 function(tokenmill_layer name)
   file(GLOB_RECURSE sources CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/src/${name}/*.cc)
+  if(NOT TOKENMILL_X86)
+    # The x86 kernel files are left out; their callers check __x86_64__ (and the NEON
+    # ones __aarch64__).
+    list(FILTER sources EXCLUDE REGEX "_(avx2|avxvnni|avx512|amx)\\.cc$")
+  endif()
+  if(NOT TOKENMILL_ARM64)
+    list(FILTER sources EXCLUDE REGEX "_neon\\.cc$")
+  endif()
   if(NOT sources)
     # A layer not written yet still links, so the layers above it can be built.
     set(placeholder ${PROJECT_BINARY_DIR}/empty_layer_${name}.cc)

@@ -1,14 +1,22 @@
 #include "base/cpu_features.h"
 
+#if defined(__x86_64__)
 #include <cpuid.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#elif defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+
+#include <fstream>
+#endif
 
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
 namespace tokenmill {
+
+#if defined(__x86_64__)
 
 namespace {
 
@@ -65,29 +73,6 @@ CpuFeatures detect_cpu_features() {
   return f;
 }
 
-const CpuFeatures& cpu_features() {
-  static const CpuFeatures features = [] {
-    CpuFeatures f = detect_cpu_features();
-    const char* cap = std::getenv("TOKENMILL_ISA");
-    if (cap != nullptr) {
-      if (std::strcmp(cap, "scalar") == 0) {
-        f = CpuFeatures{};
-      } else if (std::strcmp(cap, "avx512") == 0) {
-        f.amx_int8 = false;
-      } else if (std::strcmp(cap, "avx2") == 0 || std::strcmp(cap, "avxvnni") == 0) {
-        CpuFeatures capped;
-        capped.avx2 = f.avx2;
-        capped.fma = f.fma;
-        capped.f16c = f.f16c;
-        capped.avx_vnni = std::strcmp(cap, "avxvnni") == 0 && f.avx_vnni;
-        f = capped;
-      }
-    }
-    return f;
-  }();
-  return features;
-}
-
 std::string cpu_brand() {
   unsigned eax, ebx, ecx, edx;
   if (!__get_cpuid(0x80000000, &eax, &ebx, &ecx, &edx) || eax < 0x80000004) return "unknown CPU";
@@ -103,6 +88,71 @@ std::string cpu_brand() {
   s = s.substr(first);
   while (!s.empty() && s.back() == ' ') s.pop_back();
   return s;
+}
+
+#elif defined(__aarch64__) && defined(__linux__)
+
+// The bits of AT_HWCAP / AT_HWCAP2 (arch/arm64/include/uapi/asm/hwcap.h), named here so
+// an older libc's headers need not define them.
+namespace hwcap {
+constexpr unsigned long kAsimdHp = 1ul << 10;
+constexpr unsigned long kAsimdDp = 1ul << 20;
+constexpr unsigned long kI8mm = 1ul << 13;  // in AT_HWCAP2
+}  // namespace hwcap
+
+CpuFeatures detect_cpu_features() {
+  CpuFeatures f;
+  const unsigned long caps = getauxval(AT_HWCAP), caps2 = getauxval(AT_HWCAP2);
+  f.neon = true;  // Advanced SIMD is part of the AArch64 base architecture
+  f.fp16 = caps & hwcap::kAsimdHp;
+  f.dotprod = caps & hwcap::kAsimdDp;
+  f.i8mm = caps2 & hwcap::kI8mm;
+  return f;
+}
+
+std::string cpu_brand() {
+  std::ifstream info("/proc/cpuinfo");
+  std::string line, implementer, part;
+  while (std::getline(info, line) && (implementer.empty() || part.empty())) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos || colon + 2 > line.size()) continue;
+    if (line.rfind("CPU implementer", 0) == 0) implementer = line.substr(colon + 2);
+    if (line.rfind("CPU part", 0) == 0) part = line.substr(colon + 2);
+  }
+  if (implementer.empty()) return "unknown CPU";
+  return "Arm CPU " + implementer + ":" + part;
+}
+
+#else
+
+CpuFeatures detect_cpu_features() { return CpuFeatures{}; }
+std::string cpu_brand() { return "unknown CPU"; }
+
+#endif
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures features = [] {
+    CpuFeatures f = detect_cpu_features();
+    const char* cap = std::getenv("TOKENMILL_ISA");
+    if (cap != nullptr) {
+      if (std::strcmp(cap, "scalar") == 0) {
+        f = CpuFeatures{};
+      } else if (std::strcmp(cap, "neon") == 0) {
+        f.dotprod = f.i8mm = false;
+      } else if (std::strcmp(cap, "avx512") == 0) {
+        f.amx_int8 = false;
+      } else if (std::strcmp(cap, "avx2") == 0 || std::strcmp(cap, "avxvnni") == 0) {
+        CpuFeatures capped;
+        capped.avx2 = f.avx2;
+        capped.fma = f.fma;
+        capped.f16c = f.f16c;
+        capped.avx_vnni = std::strcmp(cap, "avxvnni") == 0 && f.avx_vnni;
+        f = capped;
+      }
+    }
+    return f;
+  }();
+  return features;
 }
 
 std::string CpuFeatures::to_string() const {
@@ -123,6 +173,10 @@ std::string CpuFeatures::to_string() const {
   add(avx512bf16, "avx512bf16");
   add(avx_vnni, "avxvnni");
   add(amx_int8, "amx-int8");
+  add(neon, "neon");
+  add(dotprod, "dotprod");
+  add(i8mm, "i8mm");
+  add(fp16, "fp16");
   return s.empty() ? "scalar" : s;
 }
 

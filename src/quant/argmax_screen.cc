@@ -46,8 +46,14 @@ ArgmaxScreen make_argmax_screen(int64_t n_rows, int64_t n_cols) {
   return s;
 }
 
+// The screen's own passes are AMX kernels; elsewhere screen_runs_here() is false and
+// these are never called.
 bool fill_argmax_screen(ArgmaxScreen& screen, const uint8_t* panels, int64_t first_panel, int64_t last_panel) {
+#if defined(__x86_64__)
   return amx::fill_screen_panels(screen, panels, first_panel, last_panel);
+#else
+  return false;
+#endif
 }
 
 bool screen_token(const uint8_t* q8_row, int64_t t, int64_t n_cols, int8_t* y, int8_t* z, ScreenToken& token) {
@@ -94,7 +100,9 @@ bool screen_runs_here() {
 
 void screen_panels(const ArgmaxScreen& screen, int64_t first_panel, int64_t last_panel, const int8_t* y,
                    const int8_t* z, const ScreenToken* tokens, int64_t n_tokens, ScreenCandidates* candidates) {
+#if defined(__x86_64__)
   amx::screen_panels(screen, first_panel, last_panel, y, z, tokens, n_tokens, candidates);
+#endif
 }
 
 }  // namespace tokenmill::quant

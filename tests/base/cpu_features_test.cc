@@ -23,10 +23,14 @@ TEST(CpuFeatures, KernelSetFollowsTheFeatures) {
     EXPECT_EQ(set, "avxvnni");
   } else if (f.has_avx2_kernels()) {
     EXPECT_EQ(set, "avx2");
+  } else if (f.has_neon_kernels()) {
+    EXPECT_EQ(set, "neon");
   } else {
     EXPECT_EQ(set, "scalar");
   }
-  if (f.has_avx512_kernels()) EXPECT_TRUE(f.has_avx2_kernels());
+  if (f.has_avx512_kernels()) {
+    EXPECT_TRUE(f.has_avx2_kernels());
+  }
   std::printf("[ cpu      ] %s: %s (%s)\n", cpu_brand().c_str(), set.c_str(), f.to_string().c_str());
 }
 
@@ -48,9 +52,18 @@ TEST(CpuFeatures, TheCapNeverExceedsTheCpu) {
   } else if (std::strcmp(cap, "avx2") == 0 || std::strcmp(cap, "avxvnni") == 0) {
     EXPECT_FALSE(f.has_avx512_kernels());
     EXPECT_FALSE(f.has_amx_kernels());
+  } else if (std::strcmp(cap, "neon") == 0) {
+    EXPECT_FALSE(f.dotprod);
+    EXPECT_FALSE(f.i8mm);
+    EXPECT_EQ(f.neon, detected.neon);
   } else if (std::strcmp(cap, "scalar") == 0) {
     EXPECT_STREQ(f.kernel_set(), "scalar");
   }
+#if defined(__aarch64__)
+  EXPECT_TRUE(detected.neon);  // part of the AArch64 base architecture
+#else
+  EXPECT_FALSE(detected.neon);
+#endif
 }
 
 }  // namespace

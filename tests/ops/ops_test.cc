@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <numbers>
 #include <numeric>
@@ -75,6 +76,7 @@ TEST(CpuRmsNorm, MatchesDoubleReference) {
   }
 }
 
+#if defined(__x86_64__)
 // The AVX2 path (four rows at a time) sums in the scalar path's order: the same bits for
 // every row count and length, tails included, in place too.
 TEST(CpuRmsNorm, VectorPathGivesTheScalarBits) {
@@ -96,6 +98,7 @@ TEST(CpuRmsNorm, VectorPathGivesTheScalarBits) {
     }
   }
 }
+#endif
 
 TEST(CpuRmsNorm, ZeroRowStaysZero) {
   CpuBackend backend(1);
@@ -662,14 +665,7 @@ struct KvRows {
 };
 
 TEST(CpuAttentionKernels, EveryVectorKernelMatchesTheReference) {
-  const CpuFeatures cpu = detect_cpu_features();
-  struct Kernel {
-    const char* name;
-    bool available;
-    void (*run)(const cpu::HeadGroupAttention&);
-  };
-  const Kernel kernels[] = {{"avx2", cpu.has_avx2_kernels(), cpu::attend_head_group_avx2},
-                            {"avx512", cpu.has_avx512_kernels(), cpu::attend_head_group_avx512}};
+  const std::vector<cpu::AttentionKernel> kernels = cpu::attention_kernels(detect_cpu_features());
   constexpr int32_t kHeads = 4, kHeadDim = 64, kKeys = 37;
   const std::vector<float> q = random_normal(kHeads * kHeadDim, 61);
   const std::vector<float> k = random_normal(kKeys * kHeadDim, 62);
@@ -698,28 +694,32 @@ TEST(CpuAttentionKernels, EveryVectorKernelMatchesTheReference) {
         return out;
       };
       const std::vector<float> expected = run(cpu::attend_head_group_ref);
-      for (const Kernel& kernel : kernels) {
-        if (!kernel.available) continue;
-        const std::vector<float> out = run(kernel.run);
+      for (const cpu::AttentionKernel& kernel : kernels) {
+        if (!kernel.runs_here) continue;
+        const std::vector<float> out = run(kernel.attend);
         for (size_t i = 0; i < out.size(); ++i) {
           ASSERT_NEAR(out[i], expected[i], kAttentionTolerance * 4.0)  // |v| < 4 here
-              << kernel.name << " " << kv_type_name(type) << " softcap " << softcap << " element " << i;
+              << kernel.isa << " " << kv_type_name(type) << " softcap " << softcap << " element " << i;
         }
       }
     }
   }
 }
 
-// The AVX2 kernel keeps the AVX-512 kernel's sums in its order (16-lane q·k accumulators,
-// 16 double lanes in the softmax, the same e^x with its cutoff), so where the CPU has
-// both they give the same bits: for every head grouping, key count (tails of the 16-key
+// Every width keeps the AVX-512 kernel's sums in its order (16-lane q·k accumulators,
+// 16 double lanes in the softmax, the same e^x with its cutoff), so the bodies this CPU
+// runs give the same bits: for every head grouping, key count (tails of the 16-key
 // blocks; a long one, so that some probability sits where a last-bit change of its score
 // would round it to another F16 value) and scale (a large one drives scores below the
-// e^x cutoff).
-TEST(CpuAttentionKernels, Avx2AndAvx512GiveTheSameBits) {
-  const CpuFeatures cpu = detect_cpu_features();
-  if (!cpu.has_avx2_kernels() || !cpu.has_avx512_kernels()) {
-    std::printf("[ kernels  ] attention avx2 vs avx512: not run, this CPU lacks one of them\n");
+// e^x cutoff). Across targets (x86 against arm64) the same bits are checked through the
+// outputs the model tests compare (tests/model).
+TEST(CpuAttentionKernels, EveryWidthGivesTheSameBits) {
+  std::vector<cpu::AttentionKernel> kernels;
+  for (const cpu::AttentionKernel& kernel : cpu::attention_kernels(detect_cpu_features())) {
+    if (kernel.runs_here) kernels.push_back(kernel);
+  }
+  if (kernels.size() < 2) {
+    std::printf("[ kernels  ] attention widths compared: none (this CPU runs %zu)\n", kernels.size());
     return;
   }
   constexpr int32_t kMaxHeads = 6, kHeadDim = 256, kMaxKeys = 2000;
@@ -751,16 +751,107 @@ TEST(CpuAttentionKernels, Avx2AndAvx512GiveTheSameBits) {
             kernel(a);
             return out;
           };
-          const std::vector<float> wide = run(cpu::attend_head_group_avx512);
-          const std::vector<float> narrow = run(cpu::attend_head_group_avx2);
-          ASSERT_EQ(std::memcmp(wide.data(), narrow.data(), wide.size() * sizeof(float)), 0)
-              << kv_type_name(type) << ", " << n_heads << " heads, " << n_keys << " keys, scale " << scale;
+          const std::vector<float> widest = run(kernels[0].attend);
+          for (size_t k = 1; k < kernels.size(); ++k) {
+            const std::vector<float> other = run(kernels[k].attend);
+            ASSERT_EQ(std::memcmp(widest.data(), other.data(), widest.size() * sizeof(float)), 0)
+                << kernels[k].isa << " vs " << kernels[0].isa << ": " << kv_type_name(type) << ", " << n_heads
+                << " heads, " << n_keys << " keys, scale " << scale;
+          }
           ++n_compared;
         }
       }
     }
   }
-  std::printf("[ kernels  ] attention avx2 vs avx512: %d cases, the same bits\n", n_compared);
+  std::printf("[ kernels  ] attention %s vs %s: %d cases, the same bits\n", kernels[0].isa, kernels[1].isa, n_compared);
+}
+
+// Values in [-2, 2) from an integer hash: the same floats on every target, without the
+// C library's logarithms that a normal distribution would call.
+std::vector<float> hashed_values(size_t n, uint32_t seed) {
+  std::vector<float> v(n);
+  uint32_t h = seed * 2654435761u + 1;
+  for (float& x : v) {
+    h ^= h << 13;
+    h ^= h >> 17;
+    h ^= h << 5;
+    x = static_cast<float>(h >> 8) * 0x1p-22f - 2.0f;
+  }
+  return v;
+}
+
+// FNV-1a over the bytes of the outputs.
+uint64_t bits_hash(const std::vector<float>& values, uint64_t h = 1469598103934665603ull) {
+  const auto* bytes = reinterpret_cast<const uint8_t*>(values.data());
+  for (size_t i = 0; i < values.size() * sizeof(float); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+  return h;
+}
+
+// The same bits on every target, not only on every width of one CPU: the widest body this
+// CPU runs hashes its outputs over a set of cases and the hash is compared with the one
+// recorded on x86-64 (tests/fixtures/ops/attention_bits.txt; tools/make_attention_bits.sh
+// writes it through TOKENMILL_WRITE_ATTENTION_BITS). Under qemu-aarch64 this checks the
+// NEON body against the AVX-512 and AVX2 ones.
+TEST(CpuAttentionKernels, WidestBodyGivesTheRecordedBitsOnEveryTarget) {
+  const cpu::AttentionKernel* widest = nullptr;
+  const std::vector<cpu::AttentionKernel> kernels = cpu::attention_kernels(detect_cpu_features());
+  for (const cpu::AttentionKernel& kernel : kernels) {
+    if (kernel.runs_here) {
+      widest = &kernel;
+      break;
+    }
+  }
+  ASSERT_NE(widest, nullptr) << "no vector attention body runs on this CPU";
+  constexpr int32_t kMaxHeads = 4, kHeadDim = 128, kMaxKeys = 300;
+  const std::vector<float> q = hashed_values(kMaxHeads * kHeadDim, 1);
+  const std::vector<float> k = hashed_values(kMaxKeys * kHeadDim, 2);
+  const std::vector<float> v = hashed_values(kMaxKeys * kHeadDim, 3);
+  std::string lines;
+  for (KvType type : {KvType::kF16, KvType::kQ8_0}) {
+    const KvRows rows(type, k, v, kMaxKeys, kHeadDim);
+    for (int32_t n_heads : {1, 3, 4}) {
+      for (int32_t n_keys : {1, 37, 300}) {
+        for (float softcap : {0.0f, 5.0f}) {
+          std::vector<float> out(n_heads * kHeadDim), scratch_q(n_heads * kHeadDim), scratch_scores(n_heads * n_keys);
+          cpu::HeadGroupAttention a;
+          a.q = q.data();
+          a.n_heads = n_heads;
+          a.head_dim = kHeadDim;
+          a.keys = rows.keys.data();
+          a.values = rows.values.data();
+          a.kv_type = type;
+          a.n_keys = n_keys;
+          a.scale = 0.09f;
+          a.softcap = softcap;
+          a.out = out.data();
+          a.scratch_q = scratch_q.data();
+          a.scratch_scores = scratch_scores.data();
+          widest->attend(a);
+          char line[128];
+          std::snprintf(line, sizeof line, "%s heads=%d keys=%d softcap=%g %016llx\n", kv_type_name(type), n_heads,
+                        n_keys, softcap, static_cast<unsigned long long>(bits_hash(out)));
+          lines += line;
+        }
+      }
+    }
+  }
+  const std::string path = std::string(TOKENMILL_FIXTURES_DIR) + "/ops/attention_bits.txt";
+  if (const char* write = std::getenv("TOKENMILL_WRITE_ATTENTION_BITS"); write != nullptr && *write == '1') {
+    FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr) << path;
+    std::fputs(lines.c_str(), f);
+    std::fclose(f);
+    std::printf("[ kernels  ] wrote %s from the %s body\n", path.c_str(), widest->isa);
+    return;
+  }
+  FILE* f = std::fopen(path.c_str(), "r");
+  ASSERT_NE(f, nullptr) << path << " is missing: tools/make_attention_bits.sh writes it";
+  std::string recorded;
+  char buffer[256];
+  while (std::fgets(buffer, sizeof buffer, f) != nullptr) recorded += buffer;
+  std::fclose(f);
+  EXPECT_EQ(lines, recorded) << "the " << widest->isa << " body's bits differ from those recorded";
+  std::printf("[ kernels  ] attention %s: the recorded bits\n", widest->isa);
 }
 
 TEST(KvShapeBytes, Q8RowsTakeSeventeenThirtySecondsOfF16) {
@@ -938,8 +1029,11 @@ TEST(CpuMatmul, ScreenedArgmaxIsTheExactFirstLargestRow) {
     for (const int64_t copy : {2000, 3000}) std::copy_n(&w_float[100 * kCols], kCols, &w_float[copy * kCols]);
     std::vector<uint8_t> weights(row_bytes * n_rows), packed(row_bytes * n_rows);
     for (int64_t r = 0; r < n_rows; ++r) quant::quantize_row_ref(type, &w_float[r * kCols], &weights[r * row_bytes], kCols);
-    quant::pack_panels(type, weights.data(), n_rows, row_bytes, packed.data());
-    const WeightMatrix w{type, packed.data(), kCols, n_rows, row_bytes, true};
+    // Panels as the model lays them out, where this CPU has a panel kernel (the screen
+    // runs on panels only); the file's rows elsewhere.
+    const bool repack = quant::best_panel_kernel(type) != nullptr;
+    if (repack) quant::pack_panels(type, weights.data(), n_rows, row_bytes, packed.data());
+    const WeightMatrix w{type, repack ? packed.data() : weights.data(), kCols, n_rows, row_bytes, repack};
     int64_t expected_screened = 0;
     for (const int64_t n_tokens : {32, 45, 64}) {
       std::vector<float> x = random_normal(n_tokens * kCols, 91 + n_tokens);

@@ -44,12 +44,17 @@ struct IsaPath {
 const std::vector<IsaPath>& isa_paths() {
   static const std::vector<IsaPath> paths = [] {
     const CpuFeatures cpu = detect_cpu_features();  // the hardware, not TOKENMILL_ISA
+#if defined(__x86_64__)
     return std::vector<IsaPath>{
         {"avx2", cpu.has_avx2_kernels(), "CPU lacks avx2/fma/f16c",
          [](const TypeTraits& t) -> const SimdKernels& { return t.avx2; }},
         {"avx512", cpu.has_avx512_kernels(), "CPU lacks avx512 f/bw/dq/vl/vnni",
          [](const TypeTraits& t) -> const SimdKernels& { return t.avx512; }},
     };
+#else
+    (void)cpu;
+    return std::vector<IsaPath>{};  // the quantized dot products have no vector body here yet
+#endif
   }();
   return paths;
 }

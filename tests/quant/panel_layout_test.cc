@@ -73,6 +73,7 @@ struct PanelSet {
   const char* name;
   SimdKernels (*kernels)(TensorType);
 };
+#if defined(__x86_64__)
 VecDotPanelsFn avx_vnni_panels(TensorType type) {
   switch (type) {
     case TensorType::kQ8_0: return avx_vnni::vec_dot_panels_q8_0_q8_0;
@@ -89,8 +90,10 @@ VecDotPanelsFn amx_panels(TensorType type) {
     default: return nullptr;
   }
 }
+#endif
 std::vector<PanelSet> panel_sets() {
   std::vector<PanelSet> sets;
+#if defined(__x86_64__)
   const CpuFeatures& cpu = cpu_features();
   if (cpu.has_avx2_kernels()) sets.push_back({"avx2", [](TensorType t) { return type_traits(t).avx2; }});
   if (cpu.has_avx_vnni_kernels()) {
@@ -108,9 +111,10 @@ std::vector<PanelSet> panel_sets() {
                       return kernels;
                     }});
   }
+#endif
   std::printf("[ kernels  ] panel kernels run:");
   for (const PanelSet& set : sets) std::printf(" %s", set.name);
-  std::printf("%s\n", sets.empty() ? " none (no AVX2 on this CPU)" : "");
+  std::printf("%s\n", sets.empty() ? " none (no panel kernels for this CPU)" : "");
   return sets;
 }
 

@@ -9,7 +9,9 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
+#include "base/cpu_features.h"
 #include "ops/kv_type.h"
 
 namespace tokenmill::ops::cpu {
@@ -33,13 +35,18 @@ struct HeadGroupAttention {
 // the F16 cache), one scalar loop at a time.
 void attend_head_group_ref(const HeadGroupAttention& a);
 
-// attention_avx512.cc: vectors of 16 floats over head_dim, F16 converted by vcvtph2ps.
-// REQUIRES: CpuFeatures::has_avx512_kernels(), head_dim % 16 == 0.
-void attend_head_group_avx512(const HeadGroupAttention& a);
+// One vector body of the kernel (attention_simd-inl.h) compiled into this build: AVX-512
+// (16 floats), AVX2 (8) on x86-64, NEON (4) on arm64. Every body gives the same bits.
+struct AttentionKernel {
+  const char* isa;  // "avx512", "avx2", "neon"
+  bool runs_here;   // the CPU has what it needs
+  void (*attend)(const HeadGroupAttention& a);  // REQUIRES: runs_here, head_dim % 16 == 0
+};
 
-// attention_avx2.cc: the same steps on vectors of 8 floats, for CPUs without AVX-512.
-// REQUIRES: CpuFeatures::has_avx2_kernels(), head_dim % 16 == 0.
-void attend_head_group_avx2(const HeadGroupAttention& a);
+// The bodies compiled for this target, widest first, each marked for the features given
+// (detected ones for tests; cpu_features(), which TOKENMILL_ISA caps, for the backend).
+// Empty where the target has none (the reference runs then).
+std::vector<AttentionKernel> attention_kernels(const CpuFeatures& cpu);
 
 // dst[i] = f32_to_f16(src[i]) for n values, with F16C (bit-identical to base/half.h for
 // finite values).  REQUIRES: CpuFeatures::has_avx2_kernels().

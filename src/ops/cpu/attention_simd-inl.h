@@ -1,13 +1,14 @@
 // The body of the SIMD attention kernel (attention_kernels.h), written once for every
-// vector width. attention_avx512.cc and attention_avx2.cc each define a struct `Simd` of
-// primitives on their vectors (16 or 8 floats) and include this file inside an anonymous
-// namespace, so every function here is compiled for that file's instruction set and has
-// internal linkage (the linker never merges an AVX-512 copy into the AVX2 file's calls).
+// vector width. attention_avx512.cc, attention_avx2.cc and attention_neon.cc each define
+// a struct `Simd` of primitives on their vectors (16, 8 or 4 floats) and include this
+// file inside an anonymous namespace, so every function here is compiled for that file's
+// instruction set and has internal linkage (the linker never merges an AVX-512 copy into
+// the AVX2 file's calls).
 // For the same reason nothing here calls an inline or template function of another
 // header: only Simd's primitives and plain arithmetic.
 //
 // Simd provides:
-//   F, kLanes (8 or 16), kScoreChains (q·k accumulators in flight), kValueVectors
+//   F, kLanes (4, 8 or 16), kScoreChains (q·k accumulators in flight), kValueVectors
 //   (vectors of output per value pass); zero, set1, load, store, add, sub, mul, fma;
 //   load_f16 (kLanes F16 values), round_f16, from_codes (kLanes int8 codes times a
 //   scale), scale_of (an F16 scale broadcast); load_first / store_first (the first n
@@ -40,7 +41,7 @@ struct F16Rows {
   // The line holding step d's bytes, every other step (two steps per line; rows of
   // head_dim % 32 == 0 values are line-aligned).
   static void prefetch_step(const uint8_t* row, int32_t d) {
-    if (d % 32 == 0) _mm_prefetch(reinterpret_cast<const char*>(row + 2 * d), _MM_HINT_T0);
+    if (d % 32 == 0) __builtin_prefetch(row + 2 * d, 0, 3);
   }
 };
 
@@ -59,7 +60,7 @@ struct Q8Rows {
   // The line holding the step's last byte: over a row's steps, every line it spans (34
   // bytes a step) except, for an unaligned row, perhaps the one holding its first bytes.
   static void prefetch_step(const uint8_t* row, int32_t d) {
-    _mm_prefetch(reinterpret_cast<const char*>(row + bytes(d + kStep) - 1), _MM_HINT_T0);
+    __builtin_prefetch(row + bytes(d + kStep) - 1, 0, 3);
   }
 };
 
@@ -84,7 +85,7 @@ const uint8_t* stream_row(const HeadGroupAttention& a, int32_t r, const uint8_t*
   return r < 2 * a.n_keys ? a.values[r - a.n_keys] : fallback;
 }
 
-void prefetch(const uint8_t* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
+void prefetch(const uint8_t* p) { __builtin_prefetch(p, 0, 3); }  // prefetcht0 on x86
 
 // Raw q·k (before the scale) of kHeads heads x kKeys keys starting at key j0:
 // scores[h * n_keys + j0 + k]. kHeads * kKeys is kScoreChains (kHeads for the tails):

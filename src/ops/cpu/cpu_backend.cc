@@ -205,10 +205,12 @@ constexpr int64_t kParallelNormValues = 1 << 12;
 void CpuBackend::rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t n_cols, float eps, float* y) {
   const bool avx2 = cpu_features().has_avx2_kernels();
   auto rows = [&](int64_t begin, int64_t end) {
+#if defined(__x86_64__)
     if (avx2) {
       cpu::rms_norm_avx2(x + begin * n_cols, weight, end - begin, n_cols, eps, y + begin * n_cols);
       return;
     }
+#endif
     for (int64_t r = begin; r < end; ++r) cpu::rms_norm_row(x + r * n_cols, weight, n_cols, eps, y + r * n_cols);
   };
   if (n_rows < 2 || n_rows * n_cols < (avx2 ? kParallelNormValues : kParallelRows)) {
@@ -315,19 +317,23 @@ void CpuBackend::elementwise(int64_t n, const std::function<void(int64_t, int64_
 }
 
 void CpuBackend::geglu(const float* gate, const float* up, int64_t n, float* y) {
+#if defined(__x86_64__)
   if (cpu_features().has_avx2_kernels()) {
     const float* table = cpu::gelu_f32_table();
     elementwise(n, [&](int64_t b, int64_t e) { cpu::geglu_avx2(gate + b, up + b, e - b, y + b, table); });
     return;
   }
+#endif
   for (int64_t i = 0; i < n; ++i) y[i] = cpu::gelu_tanh(gate[i]) * up[i];
 }
 
 void CpuBackend::swiglu(const float* gate, const float* up, int64_t n, float* y) {
+#if defined(__x86_64__)
   if (cpu_features().has_avx2_kernels()) {
     elementwise(n, [&](int64_t b, int64_t e) { cpu::swiglu_avx2(gate + b, up + b, e - b, y + b); });
     return;
   }
+#endif
   for (int64_t i = 0; i < n; ++i) y[i] = cpu::silu(gate[i]) * up[i];
 }
 
@@ -348,7 +354,7 @@ void CpuBackend::scale(float* x, float factor, int64_t n) {
 void CpuBackend::store_kv(KvStorage& kv, int32_t layer, const AttentionBatch& batch, const float* k, const float* v) {
   const int32_t block_size = kv.shape().block_size;
   const int64_t row = kv.shape().row_elements();
-  const bool f16c = cpu_features().has_avx2_kernels();
+  [[maybe_unused]] const bool f16c = cpu_features().has_avx2_kernels();
   // Q8_0 rows are quantized as matmul inputs are (one scale per 32 values, the fastest
   // kernel this CPU runs: the same bits for a row whatever its batch).
   const quant::QuantizeRowFn quantize =
@@ -356,8 +362,10 @@ void CpuBackend::store_kv(KvStorage& kv, int32_t layer, const AttentionBatch& ba
   auto convert = [&](const float* src, uint8_t* dst) {
     if (quantize != nullptr) {
       quantize(src, dst, row);
+#if defined(__x86_64__)
     } else if (f16c) {
       cpu::convert_to_f16_avx2(src, reinterpret_cast<uint16_t*>(dst), row);
+#endif
     } else {
       auto* out = reinterpret_cast<uint16_t*>(dst);
       for (int64_t i = 0; i < row; ++i) out[i] = f32_to_f16(src[i]);
@@ -390,8 +398,14 @@ void CpuBackend::attention(const KvStorage& kv, const AttentionBatch& batch, con
       static_cast<int32_t>(std::min<int64_t>(group, std::max<int64_t>(1, (n_threads + n_groups - 1) / n_groups)));
   const int32_t heads_per_split = (group + n_splits - 1) / n_splits;
   const int64_t n_items = n_groups * n_splits;
-  const bool avx512 = cpu_features().has_avx512_kernels() && head_dim % 16 == 0;
-  const bool avx2 = !avx512 && cpu_features().has_avx2_kernels() && head_dim % 16 == 0;
+  // The widest vector body this CPU runs, chosen once; the reference for other head sizes.
+  static const auto widest = [] {
+    for (const cpu::AttentionKernel& kernel : cpu::attention_kernels(cpu_features())) {
+      if (kernel.runs_here) return kernel.attend;
+    }
+    return static_cast<void (*)(const cpu::HeadGroupAttention&)>(nullptr);
+  }();
+  const auto attend = widest != nullptr && head_dim % 16 == 0 ? widest : cpu::attend_head_group_ref;
   attention_scratch_.resize(n_threads);
 
   // Items are claimed one at a time by whichever thread is free (a causal batch's later
@@ -446,13 +460,7 @@ void CpuBackend::attention(const KvStorage& kv, const AttentionBatch& batch, con
       a.out = out + t * q_row + static_cast<int64_t>(first_head) * head_dim;
       a.scratch_q = scratch.q.data();
       a.scratch_scores = scratch.scores.data();
-      if (avx512) {
-        cpu::attend_head_group_avx512(a);
-      } else if (avx2) {
-        cpu::attend_head_group_avx2(a);
-      } else {
-        cpu::attend_head_group_ref(a);
-      }
+      attend(a);
     }
   });
 }

@@ -51,6 +51,7 @@ ChoiceTable choose_kernels() {
       }
       if (set.kernels.quantize_row != nullptr) choice.quantize = set.kernels.quantize_row;
     }
+#if defined(__x86_64__)
     // With AMX, the AVX-512 packed panels of the legacy _0 formats run their whole tiles
     // of tokens on it (the same bits).
     if (choice.dot.isa == std::string_view("avx512") && cpu.has_amx_kernels()) {
@@ -71,6 +72,7 @@ ChoiceTable choose_kernels() {
         default: break;
       }
     }
+#endif
   }
   return table;
 }
