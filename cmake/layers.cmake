@@ -8,7 +8,7 @@ function(tokenmill_layer name)
     list(FILTER sources EXCLUDE REGEX "_(avx2|avxvnni|avx512|amx)\\.cc$")
   endif()
   if(NOT TOKENMILL_ARM64)
-    list(FILTER sources EXCLUDE REGEX "_neon\\.cc$")
+    list(FILTER sources EXCLUDE REGEX "_(neon|neon_dotprod)\\.cc$")
   endif()
   if(NOT sources)
     # A layer not written yet still links, so the layers above it can be built.
@@ -21,8 +21,9 @@ function(tokenmill_layer name)
   foreach(dep IN LISTS ARGN)
     target_link_libraries(tm_${name} PUBLIC tm_${dep})
   endforeach()
-  # Files named *_avx2.cc / *_avxvnni.cc / *_avx512.cc / *_amx.cc hold kernels for one instruction
-  # set; they are only ever called after a run-time CPU check. The fuzz and ThreadSanitizer
+  # Files named *_avx2.cc / *_avxvnni.cc / *_avx512.cc / *_amx.cc / *_neon_dotprod.cc hold
+  # kernels for one instruction set (*_neon.cc: arm64's baseline, no flag); they are only
+  # ever called after a run-time CPU check. The fuzz and ThreadSanitizer
   # builds leave them uninstrumented: they parse nothing and share no state between
   # threads (each thread writes its own rows; the pool's hand-offs, in base/, are
   # instrumented), and instrumented they would take most of those builds' time and slow
@@ -39,6 +40,8 @@ function(tokenmill_layer name)
     elseif(src MATCHES "_amx\\.cc$")
       set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
         "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512dq;-mavx512vl;-mavx512vnni;-mavx512bf16;-mamx-tile;-mamx-int8${no_fuzz}")
+    elseif(src MATCHES "_neon_dotprod\\.cc$")
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "-march=armv8.2-a+dotprod${no_fuzz}")
     elseif(src MATCHES "_avx512\\.cc$")
       set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS
         "-mavx2;-mfma;-mf16c;-mavx512f;-mavx512bw;-mavx512dq;-mavx512vl;-mavx512vnni;-mavx512bf16${no_fuzz}")

@@ -47,13 +47,22 @@ constexpr SimdKernels by_rows(VecDotMatrixFn matrix = nullptr, VecDotPanelsFn pa
           .vec_dot_panels = panels};
 }
 
-// The x86 columns of the table exist only where their kernel files are compiled
-// (cmake/layers.cmake leaves them out of other targets).
+// The x86 and arm64 columns of the table exist only where their kernel files are compiled
+// (cmake/layers.cmake leaves them out of other targets); each macro brings its own comma.
 #if defined(__x86_64__)
-#define TM_X86_KERNELS(...) __VA_ARGS__
+#define TM_X86_KERNELS(...) __VA_ARGS__,
 #else
 #define TM_X86_KERNELS(...)
 #endif
+#if defined(__aarch64__)
+#define TM_ARM64_KERNELS(...) __VA_ARGS__,
+#else
+#define TM_ARM64_KERNELS(...)
+#endif
+
+// A column left out of an entry is empty: that set has no kernel for the type.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 // Ordered by ggml type id. vec_dot_type follows ggml's x86 CPU backend: legacy _0 types
 // and Q8_0 multiply against Q8_0, _1 types against Q8_1 (whose stored sum pays for the
@@ -63,18 +72,22 @@ constexpr std::array<TypeTraits, 15> kTypeTraits = {{
      .is_quantized = false, .vec_dot_type = TensorType::kF32,
      .dequantize_row = ref::dequantize_row_f32, .quantize_row_ref = ref::quantize_row_f32,
      .vec_dot_ref = ref::vec_dot_f32,
-     TM_X86_KERNELS(.avx2 = {.vec_dot = avx2::vec_dot_f32}, .avx512 = {.vec_dot = avx512::vec_dot_f32})},
+     TM_X86_KERNELS(.avx2 = {.vec_dot = avx2::vec_dot_f32}, .avx512 = {.vec_dot = avx512::vec_dot_f32})
+     TM_ARM64_KERNELS(.neon = {.vec_dot = neon::vec_dot_f32})},
     {.type = TensorType::kF16, .name = "f16", .block_size = 1, .bytes_per_block = sizeof(uint16_t),
      .is_quantized = false, .vec_dot_type = TensorType::kF16,
      .dequantize_row = ref::dequantize_row_f16, .quantize_row_ref = ref::quantize_row_f16,
      .vec_dot_ref = ref::vec_dot_f16,
-     TM_X86_KERNELS(.avx2 = {.vec_dot = avx2::vec_dot_f16}, .avx512 = {.vec_dot = avx512::vec_dot_f16})},
+     TM_X86_KERNELS(.avx2 = {.vec_dot = avx2::vec_dot_f16}, .avx512 = {.vec_dot = avx512::vec_dot_f16})
+     TM_ARM64_KERNELS(.neon = {.vec_dot = neon::vec_dot_f16})},
     {.type = TensorType::kQ4_0, .name = "q4_0", .block_size = kLegacyBlockSize, .bytes_per_block = sizeof(BlockQ4_0),
      .is_quantized = true, .vec_dot_type = TensorType::kQ8_0,
      .dequantize_row = ref::dequantize_row_q4_0, .quantize_row_ref = ref::quantize_row_q4_0,
      .vec_dot_ref = ref::vec_dot_q4_0_q8_0,
      TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_q4_0_q8_0>(nullptr, avx2::vec_dot_panels_q4_0_q8_0),
-     .avx512 = by_matrix<avx512::vec_dot_matrix_q4_0_q8_0>(avx512::vec_dot_panels_q4_0_q8_0))},
+     .avx512 = by_matrix<avx512::vec_dot_matrix_q4_0_q8_0>(avx512::vec_dot_panels_q4_0_q8_0))
+     TM_ARM64_KERNELS(.neon = by_rows<neon::vec_dot_rows_q4_0_q8_0>(),
+                      .neon_dotprod = by_rows<neon_dotprod::vec_dot_rows_q4_0_q8_0>())},
     {.type = TensorType::kQ4_1, .name = "q4_1", .block_size = kLegacyBlockSize, .bytes_per_block = sizeof(BlockQ4_1),
      .is_quantized = true, .vec_dot_type = TensorType::kQ8_1,
      .dequantize_row = ref::dequantize_row_q4_1, .quantize_row_ref = ref::quantize_row_q4_1,
@@ -86,7 +99,9 @@ constexpr std::array<TypeTraits, 15> kTypeTraits = {{
      .dequantize_row = ref::dequantize_row_q5_0, .quantize_row_ref = ref::quantize_row_q5_0,
      .vec_dot_ref = ref::vec_dot_q5_0_q8_0,
      TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_q5_0_q8_0>(nullptr, avx2::vec_dot_panels_q5_0_q8_0),
-     .avx512 = by_matrix<avx512::vec_dot_matrix_q5_0_q8_0>(avx512::vec_dot_panels_q5_0_q8_0))},
+     .avx512 = by_matrix<avx512::vec_dot_matrix_q5_0_q8_0>(avx512::vec_dot_panels_q5_0_q8_0))
+     TM_ARM64_KERNELS(.neon = by_rows<neon::vec_dot_rows_q5_0_q8_0>(),
+                      .neon_dotprod = by_rows<neon_dotprod::vec_dot_rows_q5_0_q8_0>())},
     {.type = TensorType::kQ5_1, .name = "q5_1", .block_size = kLegacyBlockSize, .bytes_per_block = sizeof(BlockQ5_1),
      .is_quantized = true, .vec_dot_type = TensorType::kQ8_1,
      .dequantize_row = ref::dequantize_row_q5_1, .quantize_row_ref = ref::quantize_row_q5_1,
@@ -99,7 +114,9 @@ constexpr std::array<TypeTraits, 15> kTypeTraits = {{
      .vec_dot_ref = ref::vec_dot_q8_0_q8_0,
      TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_q8_0_q8_0>(nullptr, avx2::vec_dot_panels_q8_0_q8_0, avx2::quantize_row_q8_0),
      .avx512 = by_matrix<avx512::vec_dot_matrix_q8_0_q8_0>(avx512::vec_dot_panels_q8_0_q8_0,
-                                                            avx512::quantize_row_q8_0))},
+                                                            avx512::quantize_row_q8_0))
+     TM_ARM64_KERNELS(.neon = by_rows<neon::vec_dot_rows_q8_0_q8_0>(),
+                      .neon_dotprod = by_rows<neon_dotprod::vec_dot_rows_q8_0_q8_0>())},
     {.type = TensorType::kQ8_1, .name = "q8_1", .block_size = kLegacyBlockSize, .bytes_per_block = sizeof(BlockQ8_1),
      .is_quantized = true, .vec_dot_type = TensorType::kQ8_1,
      .dequantize_row = ref::dequantize_row_q8_1, .quantize_row_ref = ref::quantize_row_q8_1,
@@ -121,19 +138,25 @@ constexpr std::array<TypeTraits, 15> kTypeTraits = {{
      .dequantize_row = ref::dequantize_row_q4_K, .quantize_row_ref = ref::quantize_row_q4_K,
      .vec_dot_ref = ref::vec_dot_q4_K_q8_K,
      TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_q4_K_q8_K>(avx2::vec_dot_matrix_q4_K_q8_K),
-     .avx512 = by_matrix<avx512::vec_dot_matrix_q4_K_q8_K>())},
+     .avx512 = by_matrix<avx512::vec_dot_matrix_q4_K_q8_K>())
+     TM_ARM64_KERNELS(.neon = by_rows<neon::vec_dot_rows_q4_K_q8_K>(),
+                      .neon_dotprod = by_rows<neon_dotprod::vec_dot_rows_q4_K_q8_K>())},
     {.type = TensorType::kQ5_K, .name = "q5_K", .block_size = kSuperBlockSize, .bytes_per_block = sizeof(BlockQ5_K),
      .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
      .dequantize_row = ref::dequantize_row_q5_K, .quantize_row_ref = ref::quantize_row_q5_K,
      .vec_dot_ref = ref::vec_dot_q5_K_q8_K,
      TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_q5_K_q8_K>(avx2::vec_dot_matrix_q5_K_q8_K),
-     .avx512 = by_matrix<avx512::vec_dot_matrix_q5_K_q8_K>())},
+     .avx512 = by_matrix<avx512::vec_dot_matrix_q5_K_q8_K>())
+     TM_ARM64_KERNELS(.neon = by_rows<neon::vec_dot_rows_q5_K_q8_K>(),
+                      .neon_dotprod = by_rows<neon_dotprod::vec_dot_rows_q5_K_q8_K>())},
     {.type = TensorType::kQ6_K, .name = "q6_K", .block_size = kSuperBlockSize, .bytes_per_block = sizeof(BlockQ6_K),
      .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
      .dequantize_row = ref::dequantize_row_q6_K, .quantize_row_ref = ref::quantize_row_q6_K,
      .vec_dot_ref = ref::vec_dot_q6_K_q8_K,
      TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_q6_K_q8_K>(avx2::vec_dot_matrix_q6_K_q8_K),
-     .avx512 = by_matrix<avx512::vec_dot_matrix_q6_K_q8_K>())},
+     .avx512 = by_matrix<avx512::vec_dot_matrix_q6_K_q8_K>())
+     TM_ARM64_KERNELS(.neon = by_rows<neon::vec_dot_rows_q6_K_q8_K>(),
+                      .neon_dotprod = by_rows<neon_dotprod::vec_dot_rows_q6_K_q8_K>())},
     {.type = TensorType::kQ8_K, .name = "q8_K", .block_size = kSuperBlockSize, .bytes_per_block = sizeof(BlockQ8_K),
      .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
      .dequantize_row = ref::dequantize_row_q8_K, .quantize_row_ref = ref::quantize_row_q8_K,
@@ -143,8 +166,10 @@ constexpr std::array<TypeTraits, 15> kTypeTraits = {{
      .is_quantized = false, .vec_dot_type = TensorType::kBF16,
      .dequantize_row = ref::dequantize_row_bf16, .quantize_row_ref = ref::quantize_row_bf16,
      .vec_dot_ref = ref::vec_dot_bf16,
-     TM_X86_KERNELS(.avx2 = {.vec_dot = avx2::vec_dot_bf16}, .avx512 = {.vec_dot = avx512::vec_dot_bf16})},
+     TM_X86_KERNELS(.avx2 = {.vec_dot = avx2::vec_dot_bf16}, .avx512 = {.vec_dot = avx512::vec_dot_bf16})
+     TM_ARM64_KERNELS(.neon = {.vec_dot = neon::vec_dot_bf16})},
 }};
+#pragma GCC diagnostic pop
 
 // ggml type id -> position in kTypeTraits, or -1: one array read per lookup.
 constexpr size_t kIdCount = 32;

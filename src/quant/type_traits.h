@@ -94,6 +94,9 @@ struct TypeTraits {
   // avx512 needs F, BW, DQ, VL and VNNI (CpuFeatures::has_avx512_kernels).
   SimdKernels avx2;
   SimdKernels avx512;
+  // arm64: NEON for every CPU, and the same body with the int8 dot product (dotprod).
+  SimdKernels neon;
+  SimdKernels neon_dotprod;
 };
 
 // The row for `type`, or nullptr if this layer does not implement it (I8, F64 ...).

@@ -836,7 +836,7 @@ TEST(CpuAttentionKernels, WidestBodyGivesTheRecordedBitsOnEveryTarget) {
     }
   }
   const std::string path = std::string(TOKENMILL_FIXTURES_DIR) + "/ops/attention_bits.txt";
-  if (const char* write = std::getenv("TOKENMILL_WRITE_ATTENTION_BITS"); write != nullptr && *write == '1') {
+  if (const char* write = std::getenv("TOKENMILL_WRITE_KERNEL_BITS"); write != nullptr && *write == '1') {
     FILE* f = std::fopen(path.c_str(), "w");
     ASSERT_NE(f, nullptr) << path;
     std::fputs(lines.c_str(), f);
@@ -845,7 +845,7 @@ TEST(CpuAttentionKernels, WidestBodyGivesTheRecordedBitsOnEveryTarget) {
     return;
   }
   FILE* f = std::fopen(path.c_str(), "r");
-  ASSERT_NE(f, nullptr) << path << " is missing: tools/make_attention_bits.sh writes it";
+  ASSERT_NE(f, nullptr) << path << " is missing: tools/make_kernel_bits.sh writes it";
   std::string recorded;
   char buffer[256];
   while (std::fgets(buffer, sizeof buffer, f) != nullptr) recorded += buffer;

@@ -8,9 +8,11 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/cpu_features.h"
@@ -39,6 +41,7 @@ struct IsaPath {
   bool available;
   const char* missing;  // why not, for the log
   const SimdKernels& (*kernels)(const TypeTraits&);
+  bool every_type = true;  // has a dot product for every quantized type (x86), or only for some
 };
 
 const std::vector<IsaPath>& isa_paths() {
@@ -51,9 +54,16 @@ const std::vector<IsaPath>& isa_paths() {
         {"avx512", cpu.has_avx512_kernels(), "CPU lacks avx512 f/bw/dq/vl/vnni",
          [](const TypeTraits& t) -> const SimdKernels& { return t.avx512; }},
     };
+#elif defined(__aarch64__)
+    return std::vector<IsaPath>{
+        {"neon", cpu.has_neon_kernels(), "not an arm64 CPU",
+         [](const TypeTraits& t) -> const SimdKernels& { return t.neon; }, false},
+        {"neon-dotprod", cpu.has_neon_kernels() && cpu.dotprod, "CPU lacks the int8 dot product (dotprod)",
+         [](const TypeTraits& t) -> const SimdKernels& { return t.neon_dotprod; }, false},
+    };
 #else
     (void)cpu;
-    return std::vector<IsaPath>{};  // the quantized dot products have no vector body here yet
+    return std::vector<IsaPath>{};
 #endif
   }();
   return paths;
@@ -305,6 +315,87 @@ TEST(Kernels, InstructionSetsAgreeBitForBit) {
   std::printf("\n");
 }
 
+// Values in [-2, 2) from an integer hash: the same floats on every target (a normal
+// distribution would call the C library's logarithm, whose last bit may differ).
+std::vector<float> hashed_values(size_t n, uint32_t seed) {
+  std::vector<float> v(n);
+  uint32_t h = seed * 2654435761u + 1;
+  for (float& x : v) {
+    h ^= h << 13;
+    h ^= h >> 17;
+    h ^= h << 5;
+    x = static_cast<float>(h >> 8) * 0x1p-22f - 2.0f;
+  }
+  return v;
+}
+
+// The types whose kernels give the same bits on every instruction set, on every target:
+// the dispatched kernel (what the model runs) over a matrix, its output hashed and
+// compared with the hash recorded on x86-64 (tests/fixtures/quant/kernel_bits.txt,
+// written by tools/make_kernel_bits.sh). Under qemu-aarch64 this checks the NEON bodies
+// against the AVX-512 and AVX2 ones; on x86 it checks the quantizers and kernels did not
+// drift.
+TEST(Kernels, DispatchedKernelsGiveTheRecordedBitsOnEveryTarget) {
+  const TensorType kTypes[] = {TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ8_0,
+                               TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K};
+  std::string lines, compared;
+  std::vector<std::string> vector_types;  // "name " of each type a vector body ran
+  for (TensorType type : kTypes) {
+    const TypeTraits& traits = type_traits(type);
+    const int64_t n = 8 * kSuperBlockSize;
+    constexpr int64_t kRows = 19, kTokens = 6;
+    const size_t w_row_bytes = row_size(type, n), a_row_bytes = row_size(traits.vec_dot_type, n);
+    std::vector<uint8_t> w(kRows * w_row_bytes), a(kTokens * a_row_bytes);
+    for (int64_t r = 0; r < kRows; ++r) {
+      quantize_row_ref(type, hashed_values(static_cast<size_t>(n), 100 + r).data(), w.data() + r * w_row_bytes, n);
+    }
+    for (int64_t t = 0; t < kTokens; ++t) {
+      std::vector<float> x = hashed_values(static_cast<size_t>(n), 200 + t);
+      for (float& v : x) v *= static_cast<float>(t + 1);
+      quantize_row_ref(traits.vec_dot_type, x.data(), a.data() + t * a_row_bytes, n);
+    }
+    std::vector<float> out(kRows * kTokens);
+    best_dot_kernel(type).dot_matrix(n, w.data(), w_row_bytes, kRows, a.data(), a_row_bytes, kTokens, out.data(),
+                                     kRows);
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the weight, activation and result bytes
+    auto mix = [&h](const void* p, size_t bytes) {
+      for (size_t i = 0; i < bytes; ++i) h = (h ^ static_cast<const uint8_t*>(p)[i]) * 1099511628211ull;
+    };
+    mix(w.data(), w.size());
+    mix(a.data(), a.size());
+    mix(out.data(), out.size() * sizeof(float));
+    char line[96];
+    std::snprintf(line, sizeof line, "%s %016llx\n", std::string(traits.name).c_str(), static_cast<unsigned long long>(h));
+    lines += line;
+    // The scalar reference sums in ggml's order, not the vector bodies': not under the
+    // contract (only a CPU with no vector set, or TOKENMILL_ISA=scalar, dispatches to it).
+    if (std::string_view(best_dot_kernel(type).isa) != "scalar") {
+      compared += line;
+      vector_types.push_back(std::string(traits.name) + " ");
+    }
+    std::printf("[ kernels  ] %s: %s kernel\n", std::string(traits.name).c_str(), best_dot_kernel(type).isa);
+  }
+  const std::string path = std::string(TOKENMILL_FIXTURES_DIR) + "/quant/kernel_bits.txt";
+  if (const char* write = std::getenv("TOKENMILL_WRITE_KERNEL_BITS"); write != nullptr && *write == '1') {
+    FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr) << path;
+    std::fputs(lines.c_str(), f);
+    std::fclose(f);
+    return;
+  }
+  FILE* f = std::fopen(path.c_str(), "r");
+  ASSERT_NE(f, nullptr) << path << " is missing: tools/make_kernel_bits.sh writes it";
+  std::string recorded;
+  char buffer[256];
+  while (std::fgets(buffer, sizeof buffer, f) != nullptr) {
+    for (const std::string& name : vector_types) {
+      if (std::string_view(buffer).starts_with(name)) recorded += buffer;
+    }
+  }
+  std::fclose(f);
+  EXPECT_EQ(compared, recorded);
+}
+
 std::string type_name(const ::testing::TestParamInfo<TensorType>& info) {
   return std::string(type_traits(info.param).name);
 }
@@ -343,6 +434,7 @@ TEST(Kernels, LowBitKQuantsMatchReferenceOnRandomBits) {
     const TypeTraits& traits = type_traits(type);
     for (const IsaPath& path : isa_paths()) {
       const SimdKernels& kernels = path.kernels(traits);
+      if (!path.every_type && kernels.vec_dot == nullptr) continue;
       ASSERT_NE(kernels.vec_dot, nullptr) << traits.name << " " << path.name;
       if (!path.available) continue;
       for (int64_t n_blocks : kBlockCounts) {
@@ -382,6 +474,7 @@ TEST_P(KernelQuantize, BitIdenticalToReference) {
   const TypeTraits& traits = type_traits(GetParam());
   for (const IsaPath& path : isa_paths()) {
     const SimdKernels& kernels = path.kernels(traits);
+    if (!path.every_type && kernels.quantize_row == nullptr) continue;  // the reference quantizes there
     ASSERT_NE(kernels.quantize_row, nullptr) << path.name;
     if (!path.available) {
       std::printf("[ kernels  ] %s %s quantize: skipped, %s\n", std::string(traits.name).c_str(), path.name,
@@ -421,6 +514,10 @@ TEST(Kernels, DispatchNeverPicksAPathTheCpuLacks) {
       EXPECT_TRUE(cpu.has_avx512_kernels());
     } else if (kernel.vec_dot == traits.avx2.vec_dot && traits.avx2.vec_dot != nullptr) {
       EXPECT_TRUE(cpu.has_avx2_kernels());
+    } else if (kernel.vec_dot == traits.neon_dotprod.vec_dot && traits.neon_dotprod.vec_dot != nullptr) {
+      EXPECT_TRUE(cpu.has_neon_kernels() && cpu.dotprod);
+    } else if (kernel.vec_dot == traits.neon.vec_dot && traits.neon.vec_dot != nullptr) {
+      EXPECT_TRUE(cpu.has_neon_kernels());
     } else {
       EXPECT_EQ(kernel.vec_dot, traits.vec_dot_ref);
     }

@@ -39,7 +39,10 @@ ChoiceTable choose_kernels() {
       bool available;
       const SimdKernels& kernels;
       const char* name;
-    } sets[] = {{cpu.has_avx2_kernels(), traits.avx2, "avx2"}, {cpu.has_avx512_kernels(), traits.avx512, "avx512"}};
+    } sets[] = {{cpu.has_avx2_kernels(), traits.avx2, "avx2"},
+                {cpu.has_avx512_kernels(), traits.avx512, "avx512"},
+                {cpu.has_neon_kernels(), traits.neon, "neon"},
+                {cpu.has_neon_kernels() && cpu.dotprod, traits.neon_dotprod, "neon-dotprod"}};
     for (const auto& set : sets) {
       if (!set.available) continue;
       if (set.kernels.vec_dot != nullptr) {

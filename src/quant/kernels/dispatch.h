@@ -1,8 +1,9 @@
 // The fastest kernel this CPU can run for each tensor type, chosen once.
 //
-// The choice reads base::cpu_features() (which TOKENMILL_ISA=scalar|avx2 can cap) on the
-// first call and is cached: AVX-512 kernels where the CPU has F/BW/DQ/VL/VNNI and the
-// type has one, else AVX2 (+FMA, F16C), else the scalar reference. This is the only
+// The choice reads base::cpu_features() (which TOKENMILL_ISA can cap) on the first call
+// and is cached: AVX-512 kernels where the CPU has F/BW/DQ/VL/VNNI and the type has one,
+// else AVX2 (+FMA, F16C); on arm64 NEON with the int8 dot product where the CPU has it,
+// else plain NEON; else the scalar reference. This is the only
 // place outside the tests that hands out the per-ISA pointers of the traits table.
 //
 // Thread-safety: the first call initialises a function-local static (thread-safe);
@@ -22,7 +23,7 @@ struct DotKernel {
   VecDotFn vec_dot = nullptr;           // null only for the activation-only types
   VecDotRowsFn vec_dot_rows = nullptr;  // null where the chosen set has none: use dot_rows()
   VecDotMatrixFn vec_dot_matrix = nullptr;  // null where the chosen set has none: use dot_matrix()
-  const char* isa = "scalar";           // "avx512", "avx2" or "scalar", for logs and benchmarks
+  const char* isa = "scalar";  // "avx512", "avx2", "neon", "neon-dotprod" or "scalar", for logs
 
   // out[t * out_stride] = dot(weights, activations + t * activation_stride), through
   // vec_dot_rows when there is one, else one vec_dot per activation row.

@@ -1,12 +1,13 @@
-// The F32, F16 and BF16 dot products, written once for every vector width: floats_avx2.cc
-// and floats_avx512.cc each define a struct `Simd` (kLanes floats per vector, loads of
-// each format, mul, and DoubleSums: running sums of the products widened to double) and
-// include this file inside their instruction set's namespace. As in the reference
+// The F32, F16 and BF16 dot products, written once for every vector width:
+// floats_avx2.cc, floats_avx512.cc and floats_neon.cc each define a struct `Simd` (kLanes
+// floats per step, loads of each format, mul, and DoubleSums: running sums of the products
+// widened to double) and include this file inside their instruction set's namespace. As in the reference
 // (float_formats.cc) each product is rounded to float and the sum is kept in double, so
 // a result differs from the reference only by the order of the double additions.
 //
-// Only Simd's primitives, plain arithmetic and x86_helpers.h (internal linkage) here: an
-// inline function shared with other files could be merged into an AVX2 file's calls.
+// Only Simd's primitives, plain arithmetic and half_to_float (x86_helpers.h, or the NEON
+// file's own; internal linkage) here: an inline function shared with other files could be
+// merged into an AVX2 file's calls.
 
 namespace {
 

@@ -136,4 +136,32 @@ void screen_panels(const ArgmaxScreen& screen, int64_t first_panel, int64_t last
                    const int8_t* z, const ScreenToken* tokens, int64_t n_tokens, ScreenCandidates* candidates);
 }  // namespace amx
 
+// dot_neon.cc (namespace neon, every arm64 CPU) and dot_neon_dotprod.cc (namespace
+// neon_dotprod, CpuFeatures::dotprod): one body (dot_neon-inl.h), the bits of the x86
+// row kernels above. Only on arm64 builds.
+#define TM_NEON_DOT_ROWS                                                                                           \
+  void vec_dot_rows_q4_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out, \
+                              int64_t out_stride);                                                                 \
+  void vec_dot_rows_q5_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out, \
+                              int64_t out_stride);                                                                 \
+  void vec_dot_rows_q8_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out, \
+                              int64_t out_stride);                                                                 \
+  void vec_dot_rows_q4_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out, \
+                              int64_t out_stride);                                                                 \
+  void vec_dot_rows_q5_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out, \
+                              int64_t out_stride);                                                                 \
+  void vec_dot_rows_q6_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out, \
+                              int64_t out_stride);
+namespace neon {
+TM_NEON_DOT_ROWS
+// floats_neon.cc: the AVX2 floats' bits.
+float vec_dot_f32(int64_t n, const void* w, const void* a);
+float vec_dot_f16(int64_t n, const void* w, const void* a);
+float vec_dot_bf16(int64_t n, const void* w, const void* a);
+}  // namespace neon
+namespace neon_dotprod {
+TM_NEON_DOT_ROWS
+}  // namespace neon_dotprod
+#undef TM_NEON_DOT_ROWS
+
 }  // namespace tokenmill::quant

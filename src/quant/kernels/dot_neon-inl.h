@@ -1,0 +1,246 @@
+// The NEON dot products of the legacy _0 formats (Q4_0, Q5_0, Q8_0 against Q8_0) and of
+// Q4_K, Q5_K, Q6_K (against Q8_K), written once: dot_neon.cc compiles this body for
+// Armv8.0 (widening multiplies, pairwise adds) inside namespace neon, dot_neon_dotprod.cc
+// for CPUs with the int8 dot product (sdot) inside namespace neon_dotprod. Everything
+// here has internal linkage, so the sdot copy is never linked into the plain one's calls.
+//
+// The results carry the x86 kernels' bits: each block's (or super-block's) integers are
+// exact whatever computes them, and they then take the same float steps in the same order
+// (legacy_avx2.cc, kquants_avx2.cc):
+//   _0 formats:  acc = fma(float(isum_b), d_b * d_token,b, acc)       block by block
+//   K-quants:    acc = fma(-float(M), dmin * y.d, acc)                 (Q4_K, Q5_K)
+//                acc = fma(float(T_lo), d * y.d, acc)
+//                acc = fma(float(T_hi), d * y.d, acc)                  super-block by super-block
+// with T_lo / T_hi the formats' halves of sum_j scale_j * isum_j (Q4_K: sub-blocks 0-3;
+// Q5_K: 0, 1, 4, 5; Q6_K: the even 32-element steps and every -32 term) and M the
+// minimum term through Q8_K's per-16 sums.
+
+namespace {
+
+// sum over the 16 lanes of a[i] * b[i], added into acc's 4 lanes; exact.
+int32x4_t dot16(int32x4_t acc, int8x16_t a, int8x16_t b) {
+#if defined(__ARM_FEATURE_DOTPROD)
+  return vdotq_s32(acc, a, b);
+#else
+  acc = vpadalq_s16(acc, vmull_s8(vget_low_s8(a), vget_low_s8(b)));
+  return vpadalq_s16(acc, vmull_high_s8(a, b));
+#endif
+}
+
+// Exact: 32 products of two int8 vectors pairs with the 32 quants at b.
+int32_t dot32(int8x16_t a0, int8x16_t a1, const int8_t* b) {
+  return vaddvq_s32(dot16(dot16(vdupq_n_s32(0), a0, vld1q_s8(b)), a1, vld1q_s8(b + 16)));
+}
+
+float half_to_float(uint16_t h) { return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0); }
+
+// A legacy weight block as 32 signed levels (element order) and its scale.
+struct Levels {
+  int8x16_t lo, hi;  // elements 0-15, 16-31
+  float d;
+};
+
+Levels unpack(const BlockQ8_0& b) { return {vld1q_s8(b.qs), vld1q_s8(b.qs + 16), half_to_float(b.d)}; }
+
+Levels unpack(const BlockQ4_0& b) {
+  const uint8x16_t bytes = vld1q_u8(b.qs);
+  const int8x16_t eight = vdupq_n_s8(8);
+  return {vsubq_s8(vreinterpretq_s8_u8(vandq_u8(bytes, vdupq_n_u8(0x0f))), eight),
+          vsubq_s8(vreinterpretq_s8_u8(vshrq_n_u8(bytes, 4)), eight), half_to_float(b.d)};
+}
+
+// 0x10 in byte i where bit i of the 32-bit field at qh is set, for i in [first, first + 16).
+uint8x16_t fifth_bits(const uint8_t* qh, int first) {
+  const uint8x8_t low = vdup_n_u8(qh[first / 8]), high = vdup_n_u8(qh[first / 8 + 1]);
+  const uint8_t bit_of_lane[8] = {1, 2, 4, 8, 16, 32, 64, 128};
+  const uint8x8_t bits = vld1_u8(bit_of_lane);
+  const uint8x16_t set = vcombine_u8(vtst_u8(low, bits), vtst_u8(high, bits));
+  return vandq_u8(set, vdupq_n_u8(0x10));
+}
+
+Levels unpack(const BlockQ5_0& b) {
+  const uint8x16_t bytes = vld1q_u8(b.qs);
+  const int8x16_t sixteen = vdupq_n_s8(16);
+  const uint8x16_t lo = vorrq_u8(vandq_u8(bytes, vdupq_n_u8(0x0f)), fifth_bits(b.qh, 0));
+  const uint8x16_t hi = vorrq_u8(vshrq_n_u8(bytes, 4), fifth_bits(b.qh, 16));
+  return {vsubq_s8(vreinterpretq_s8_u8(lo), sixteen), vsubq_s8(vreinterpretq_s8_u8(hi), sixteen), half_to_float(b.d)};
+}
+
+// out[t * out_stride] = dot(w, activation row t) for kTokens rows: each weight block is
+// unpacked once for all of them.
+template <typename Block, int kTokens>
+void legacy_tile(int64_t n_blocks, const Block* w, const uint8_t* a, size_t a_stride, float* out,
+                 int64_t out_stride) {
+  float acc[kTokens];
+  for (int t = 0; t < kTokens; ++t) acc[t] = 0.0f;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    __builtin_prefetch(reinterpret_cast<const char*>(w + b) + 1024, 0, 3);
+    const Levels levels = unpack(w[b]);
+    for (int t = 0; t < kTokens; ++t) {
+      const BlockQ8_0& y = reinterpret_cast<const BlockQ8_0*>(a + t * a_stride)[b];
+      const int32_t isum = dot32(levels.lo, levels.hi, y.qs);
+      acc[t] = __builtin_fmaf(static_cast<float>(isum), levels.d * half_to_float(y.d), acc[t]);
+    }
+  }
+  for (int t = 0; t < kTokens; ++t) out[t * out_stride] = acc[t];
+}
+
+template <typename Block>
+void legacy_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
+                 int64_t out_stride) {
+  constexpr int kTile = 4;
+  const auto* weights = static_cast<const Block*>(w);
+  const auto* rows = static_cast<const uint8_t*>(a);
+  const int64_t n_blocks = n / kLegacyBlockSize;
+  int64_t t = 0;
+  for (; t + kTile <= n_a_rows; t += kTile) {
+    legacy_tile<Block, kTile>(n_blocks, weights, rows + t * a_stride, a_stride, out + t * out_stride, out_stride);
+  }
+  for (; t < n_a_rows; ++t) {
+    legacy_tile<Block, 1>(n_blocks, weights, rows + t * a_stride, a_stride, out + t * out_stride, out_stride);
+  }
+}
+
+// One super-block's integers for one row and one token.
+struct SuperBlockSums {
+  int32_t t_lo = 0, t_hi = 0, m = 0;
+};
+
+// Q4_K / Q5_K's 6-bit scales and minimums of the 8 sub-blocks.
+void unpack_k4_scales(const uint8_t* packed, int32_t scale[8], int32_t min[8]) {
+  for (int j = 0; j < 4; ++j) {
+    scale[j] = packed[j] & 63;
+    min[j] = packed[j + 4] & 63;
+    scale[j + 4] = (packed[j + 8] & 0x0f) | ((packed[j] >> 6) << 4);
+    min[j + 4] = (packed[j + 8] >> 4) | ((packed[j + 4] >> 6) << 4);
+  }
+}
+
+int32_t k4_min_sum(const int32_t min[8], const BlockQ8_K& y) {
+  int32_t m = 0;
+  for (int g = 0; g < 16; ++g) m += static_cast<int32_t>(y.bsums[g]) * min[g / 2];
+  return m;
+}
+
+// Q4_K (kFifthBits false) or Q5_K: chunk c (64 quants) holds sub-block 2c in the low
+// nibbles of qs[32c ..] and 2c + 1 in the high ones; Q5_K adds 16 where bit j of qh[l]
+// is set (element 32j + l).
+template <bool kFifthBits, typename Block>
+SuperBlockSums k4_sums(const Block& x, const BlockQ8_K& y) {
+  int32_t scale[8], min[8];
+  unpack_k4_scales(x.scales, scale, min);
+  const uint8x16_t nibble = vdupq_n_u8(0x0f);
+  uint8x16_t qh0 = vdupq_n_u8(0), qh1 = vdupq_n_u8(0);
+  if constexpr (kFifthBits) {
+    qh0 = vld1q_u8(x.qh);
+    qh1 = vld1q_u8(x.qh + 16);
+  }
+  SuperBlockSums s;
+  for (int c = 0; c < 4; ++c) {
+    const uint8x16_t p0 = vld1q_u8(x.qs + 32 * c), p1 = vld1q_u8(x.qs + 32 * c + 16);
+    uint8x16_t lo0 = vandq_u8(p0, nibble), lo1 = vandq_u8(p1, nibble);
+    uint8x16_t hi0 = vshrq_n_u8(p0, 4), hi1 = vshrq_n_u8(p1, 4);
+    if constexpr (kFifthBits) {
+      const int8x16_t down_lo = vdupq_n_s8(static_cast<int8_t>(4 - 2 * c));  // bit 2c to bit 4
+      const int8x16_t down_hi = vdupq_n_s8(static_cast<int8_t>(3 - 2 * c));  // bit 2c + 1 to bit 4
+      const uint8x16_t bit4 = vdupq_n_u8(0x10);
+      lo0 = vorrq_u8(lo0, vandq_u8(vshlq_u8(qh0, down_lo), bit4));
+      lo1 = vorrq_u8(lo1, vandq_u8(vshlq_u8(qh1, down_lo), bit4));
+      hi0 = vorrq_u8(hi0, vandq_u8(vshlq_u8(qh0, down_hi), bit4));
+      hi1 = vorrq_u8(hi1, vandq_u8(vshlq_u8(qh1, down_hi), bit4));
+    }
+    const int32_t low = scale[2 * c] * dot32(vreinterpretq_s8_u8(lo0), vreinterpretq_s8_u8(lo1), y.qs + 64 * c);
+    const int32_t high =
+        scale[2 * c + 1] * dot32(vreinterpretq_s8_u8(hi0), vreinterpretq_s8_u8(hi1), y.qs + 64 * c + 32);
+    const bool in_lo = kFifthBits ? c % 2 == 0 : c < 2;
+    (in_lo ? s.t_lo : s.t_hi) += low + high;
+  }
+  s.m = k4_min_sum(min, y);
+  return s;
+}
+
+// Q6_K: codes q in [0, 63] (level q - 32); element 128h + 32k + l of half h takes the low
+// (k = 0, 1) or high (k = 2, 3) nibble of ql[64h + 32 (k % 2) + l] and bits 2k, 2k + 1 of
+// qh[32h + l].
+SuperBlockSums q6_sums(const BlockQ6_K& x, const BlockQ8_K& y) {
+  const uint8x16_t nibble = vdupq_n_u8(0x0f), bits_4_5 = vdupq_n_u8(0x30);
+  SuperBlockSums s;
+  for (int h = 0; h < 2; ++h) {
+    for (int part = 0; part < 2; ++part) {  // l in [16 part, 16 part + 16)
+      const uint8x16_t ql0 = vld1q_u8(x.ql + 64 * h + 16 * part);
+      const uint8x16_t ql1 = vld1q_u8(x.ql + 64 * h + 32 + 16 * part);
+      const uint8x16_t qh = vld1q_u8(x.qh + 32 * h + 16 * part);
+      const uint8x16_t q[4] = {
+          vorrq_u8(vandq_u8(ql0, nibble), vandq_u8(vshlq_n_u8(qh, 4), bits_4_5)),
+          vorrq_u8(vandq_u8(ql1, nibble), vandq_u8(vshlq_n_u8(qh, 2), bits_4_5)),
+          vorrq_u8(vshrq_n_u8(ql0, 4), vandq_u8(qh, bits_4_5)),
+          vorrq_u8(vshrq_n_u8(ql1, 4), vandq_u8(vshrq_n_u8(qh, 2), bits_4_5)),
+      };
+      for (int k = 0; k < 4; ++k) {
+        const int group = 8 * h + 2 * k + part;  // 16 elements from 128h + 32k + 16 part
+        const int32_t isum =
+            vaddvq_s32(dot16(vdupq_n_s32(0), vreinterpretq_s8_u8(q[k]), vld1q_s8(y.qs + 128 * h + 32 * k + 16 * part)));
+        (k % 2 == 0 ? s.t_lo : s.t_hi) += static_cast<int32_t>(x.scales[group]) * isum;
+      }
+    }
+  }
+  int32_t offset = 0;
+  for (int g = 0; g < 16; ++g) offset += static_cast<int32_t>(x.scales[g]) * y.bsums[g];
+  s.t_lo -= 32 * offset;
+  return s;
+}
+
+SuperBlockSums sums_of(const BlockQ4_K& x, const BlockQ8_K& y) { return k4_sums<false>(x, y); }
+SuperBlockSums sums_of(const BlockQ5_K& x, const BlockQ8_K& y) { return k4_sums<true>(x, y); }
+SuperBlockSums sums_of(const BlockQ6_K& x, const BlockQ8_K& y) { return q6_sums(x, y); }
+float dmin_of(const BlockQ4_K& x) { return half_to_float(x.dmin); }
+float dmin_of(const BlockQ5_K& x) { return half_to_float(x.dmin); }
+float dmin_of(const BlockQ6_K&) { return 0.0f; }
+
+template <typename Block>
+void k_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
+  constexpr bool kHasMin = !std::is_same_v<Block, BlockQ6_K>;
+  const auto* x = static_cast<const Block*>(w);
+  const int64_t n_blocks = n / kSuperBlockSize;
+  for (int64_t t = 0; t < n_a_rows; ++t) {
+    const auto* y = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(a) + t * a_stride);
+    float acc = 0.0f;
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      const char* ahead = reinterpret_cast<const char*>(x + b) + 2048;
+      for (size_t line = 0; line < sizeof(Block); line += 64) __builtin_prefetch(ahead + line, 0, 3);
+      const SuperBlockSums s = sums_of(x[b], y[b]);
+      const float d = half_to_float(x[b].d) * y[b].d;
+      if (kHasMin) acc = __builtin_fmaf(-static_cast<float>(s.m), dmin_of(x[b]) * y[b].d, acc);
+      acc = __builtin_fmaf(static_cast<float>(s.t_lo), d, acc);
+      acc = __builtin_fmaf(static_cast<float>(s.t_hi), d, acc);
+    }
+    out[t * out_stride] = acc;
+  }
+}
+
+}  // namespace
+
+void vec_dot_rows_q4_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
+                            int64_t out_stride) {
+  legacy_rows<BlockQ4_0>(n, w, a, a_stride, n_a_rows, out, out_stride);
+}
+void vec_dot_rows_q5_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
+                            int64_t out_stride) {
+  legacy_rows<BlockQ5_0>(n, w, a, a_stride, n_a_rows, out, out_stride);
+}
+void vec_dot_rows_q8_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
+                            int64_t out_stride) {
+  legacy_rows<BlockQ8_0>(n, w, a, a_stride, n_a_rows, out, out_stride);
+}
+void vec_dot_rows_q4_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
+                            int64_t out_stride) {
+  k_rows<BlockQ4_K>(n, w, a, a_stride, n_a_rows, out, out_stride);
+}
+void vec_dot_rows_q5_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
+                            int64_t out_stride) {
+  k_rows<BlockQ5_K>(n, w, a, a_stride, n_a_rows, out, out_stride);
+}
+void vec_dot_rows_q6_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
+                            int64_t out_stride) {
+  k_rows<BlockQ6_K>(n, w, a, a_stride, n_a_rows, out, out_stride);
+}

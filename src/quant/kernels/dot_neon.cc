@@ -1,0 +1,17 @@
+// dot_neon-inl.h's dot products for every arm64 CPU (Armv8.0 NEON: int8 products by
+// widening multiplies and pairwise adds).
+#include <arm_neon.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "quant/blocks.h"
+#include "quant/kernels/simd_kernels.h"
+
+namespace tokenmill::quant::neon {
+
+#include "quant/kernels/dot_neon-inl.h"
+
+}  // namespace tokenmill::quant::neon
