@@ -1,5 +1,5 @@
 // Dot-product and activation-quantizer kernels on the shapes that decide decode speed,
-// for every instruction-set path this CPU runs (ref, avx2, avx512), one thread.
+// for every instruction-set path this CPU runs (ref, avx2, avx512, neon, neon-dotprod), one thread.
 //
 // The figure to read is bytes_per_second: weight bytes streamed per second (for the
 // quantizers, float input bytes). The Q8_0 640 x 262,144 output projection (178 MB)
@@ -145,6 +145,8 @@ void register_all() {
       {"ref", true, nullptr},
       {"avx2", cpu.has_avx2_kernels(), [](const TypeTraits& t) { return &t.avx2; }},
       {"avx512", cpu.has_avx512_kernels(), [](const TypeTraits& t) { return &t.avx512; }},
+      {"neon", cpu.has_neon_kernels(), [](const TypeTraits& t) { return &t.neon; }},
+      {"neon-dotprod", cpu.has_neon_kernels() && cpu.dotprod, [](const TypeTraits& t) { return &t.neon_dotprod; }},
   };
   std::printf("cpu: %s\n", cpu.to_string().c_str());
   for (const Path& path : paths) {
