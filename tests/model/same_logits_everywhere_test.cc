@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstdlib>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -18,6 +17,7 @@
 #include "model/model.h"
 #include "ops/kv_storage.h"
 #include "quant/kernels/dispatch.h"
+#include "recorded_bits.h"
 #include "test_paths.h"
 
 namespace tokenmill::model {
@@ -36,11 +36,8 @@ TEST(SameLogitsEverywhere, DefaultModelMatchesTheRecordedBits) {
   std::vector<int32_t> table(4);
   std::iota(table.begin(), table.end(), 0);
   std::vector<float> logits;
-  uint64_t h = 1469598103934665603ull;  // FNV-1a over every step's logits
-  auto mix = [&h, &logits] {
-    const auto* bytes = reinterpret_cast<const uint8_t*>(logits.data());
-    for (size_t i = 0; i < logits.size() * sizeof(float); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
-  };
+  testing::BitsHash h;  // over every step's logits
+  auto mix = [&h, &logits] { h.add(logits.data(), logits.size() * sizeof(float)); };
   Batch prefill;
   prefill.add_sequence(prompt, 0, table, true);
   ASSERT_TRUE(model.forward(prefill, kv, logits).ok());
@@ -55,23 +52,9 @@ TEST(SameLogitsEverywhere, DefaultModelMatchesTheRecordedBits) {
     ASSERT_TRUE(model.forward(step, kv, logits).ok());
     mix();
   }
-  char line[128];
-  std::snprintf(line, sizeof line, "logits %016llx picks%s\n", static_cast<unsigned long long>(h), picks.c_str());
-  std::printf("[ kernels  ] %s (%s): %s", cpu_features().kernel_set(), isa.c_str(), line);
-  const std::string path = std::string(TOKENMILL_FIXTURES_DIR) + "/model/default_model_logits.txt";
-  if (const char* write = std::getenv("TOKENMILL_WRITE_KERNEL_BITS"); write != nullptr && *write == '1') {
-    FILE* f = std::fopen(path.c_str(), "w");
-    ASSERT_NE(f, nullptr) << path;
-    std::fputs(line, f);
-    std::fclose(f);
-    return;
-  }
-  FILE* f = std::fopen(path.c_str(), "r");
-  ASSERT_NE(f, nullptr) << path << " is missing: tools/make_kernel_bits.sh writes it";
-  char recorded[128] = {};
-  ASSERT_NE(std::fgets(recorded, sizeof recorded, f), nullptr);
-  std::fclose(f);
-  EXPECT_EQ(std::string(line), std::string(recorded));
+  const std::string line = "logits " + h.hex() + " picks" + picks + "\n";
+  std::printf("[ kernels  ] %s (%s): %s", cpu_features().kernel_set(), isa.c_str(), line.c_str());
+  EXPECT_EQ(line, testing::recorded_bits("model/default_model_logits.txt", line));
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "quant/panel_layout.h"
 #include "quant/quant.h"
 #include "quant/type_traits.h"
+#include "recorded_bits.h"
 
 namespace tokenmill::ops {
 namespace {
@@ -766,27 +767,6 @@ TEST(CpuAttentionKernels, EveryWidthGivesTheSameBits) {
   std::printf("[ kernels  ] attention %s vs %s: %d cases, the same bits\n", kernels[0].isa, kernels[1].isa, n_compared);
 }
 
-// Values in [-2, 2) from an integer hash: the same floats on every target, without the
-// C library's logarithms that a normal distribution would call.
-std::vector<float> hashed_values(size_t n, uint32_t seed) {
-  std::vector<float> v(n);
-  uint32_t h = seed * 2654435761u + 1;
-  for (float& x : v) {
-    h ^= h << 13;
-    h ^= h >> 17;
-    h ^= h << 5;
-    x = static_cast<float>(h >> 8) * 0x1p-22f - 2.0f;
-  }
-  return v;
-}
-
-// FNV-1a over the bytes of the outputs.
-uint64_t bits_hash(const std::vector<float>& values, uint64_t h = 1469598103934665603ull) {
-  const auto* bytes = reinterpret_cast<const uint8_t*>(values.data());
-  for (size_t i = 0; i < values.size() * sizeof(float); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
-  return h;
-}
-
 // The same bits on every target, not only on every width of one CPU: the widest body this
 // CPU runs hashes its outputs over a set of cases and the hash is compared with the one
 // recorded on x86-64 (tests/fixtures/ops/attention_bits.txt; tools/make_attention_bits.sh
@@ -803,9 +783,9 @@ TEST(CpuAttentionKernels, WidestBodyGivesTheRecordedBitsOnEveryTarget) {
   }
   ASSERT_NE(widest, nullptr) << "no vector attention body runs on this CPU";
   constexpr int32_t kMaxHeads = 4, kHeadDim = 128, kMaxKeys = 300;
-  const std::vector<float> q = hashed_values(kMaxHeads * kHeadDim, 1);
-  const std::vector<float> k = hashed_values(kMaxKeys * kHeadDim, 2);
-  const std::vector<float> v = hashed_values(kMaxKeys * kHeadDim, 3);
+  const std::vector<float> q = testing::hashed_values(kMaxHeads * kHeadDim, 1);
+  const std::vector<float> k = testing::hashed_values(kMaxKeys * kHeadDim, 2);
+  const std::vector<float> v = testing::hashed_values(kMaxKeys * kHeadDim, 3);
   std::string lines;
   for (KvType type : {KvType::kF16, KvType::kQ8_0}) {
     const KvRows rows(type, k, v, kMaxKeys, kHeadDim);
@@ -827,30 +807,18 @@ TEST(CpuAttentionKernels, WidestBodyGivesTheRecordedBitsOnEveryTarget) {
           a.scratch_q = scratch_q.data();
           a.scratch_scores = scratch_scores.data();
           widest->attend(a);
+          testing::BitsHash h;
+          h.add(out.data(), out.size() * sizeof(float));
           char line[128];
-          std::snprintf(line, sizeof line, "%s heads=%d keys=%d softcap=%g %016llx\n", kv_type_name(type), n_heads,
-                        n_keys, softcap, static_cast<unsigned long long>(bits_hash(out)));
+          std::snprintf(line, sizeof line, "%s heads=%d keys=%d softcap=%g %s\n", kv_type_name(type), n_heads, n_keys,
+                        softcap, h.hex().c_str());
           lines += line;
         }
       }
     }
   }
-  const std::string path = std::string(TOKENMILL_FIXTURES_DIR) + "/ops/attention_bits.txt";
-  if (const char* write = std::getenv("TOKENMILL_WRITE_KERNEL_BITS"); write != nullptr && *write == '1') {
-    FILE* f = std::fopen(path.c_str(), "w");
-    ASSERT_NE(f, nullptr) << path;
-    std::fputs(lines.c_str(), f);
-    std::fclose(f);
-    std::printf("[ kernels  ] wrote %s from the %s body\n", path.c_str(), widest->isa);
-    return;
-  }
-  FILE* f = std::fopen(path.c_str(), "r");
-  ASSERT_NE(f, nullptr) << path << " is missing: tools/make_kernel_bits.sh writes it";
-  std::string recorded;
-  char buffer[256];
-  while (std::fgets(buffer, sizeof buffer, f) != nullptr) recorded += buffer;
-  std::fclose(f);
-  EXPECT_EQ(lines, recorded) << "the " << widest->isa << " body's bits differ from those recorded";
+  EXPECT_EQ(lines, testing::recorded_bits("ops/attention_bits.txt", lines))
+      << "the " << widest->isa << " body's bits differ from those recorded";
   std::printf("[ kernels  ] attention %s: the recorded bits\n", widest->isa);
 }
 

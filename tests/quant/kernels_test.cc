@@ -21,6 +21,7 @@
 #include "quant/kernels/dispatch.h"
 #include "quant/quant.h"
 #include "quant_test_util.h"
+#include "recorded_bits.h"
 
 namespace tokenmill::quant {
 namespace {
@@ -315,20 +316,6 @@ TEST(Kernels, InstructionSetsAgreeBitForBit) {
   std::printf("\n");
 }
 
-// Values in [-2, 2) from an integer hash: the same floats on every target (a normal
-// distribution would call the C library's logarithm, whose last bit may differ).
-std::vector<float> hashed_values(size_t n, uint32_t seed) {
-  std::vector<float> v(n);
-  uint32_t h = seed * 2654435761u + 1;
-  for (float& x : v) {
-    h ^= h << 13;
-    h ^= h >> 17;
-    h ^= h << 5;
-    x = static_cast<float>(h >> 8) * 0x1p-22f - 2.0f;
-  }
-  return v;
-}
-
 // The types whose kernels give the same bits on every instruction set, on every target:
 // the dispatched kernel (what the model runs) over a matrix, its output hashed and
 // compared with the hash recorded on x86-64 (tests/fixtures/quant/kernel_bits.txt,
@@ -347,25 +334,22 @@ TEST(Kernels, DispatchedKernelsGiveTheRecordedBitsOnEveryTarget) {
     const size_t w_row_bytes = row_size(type, n), a_row_bytes = row_size(traits.vec_dot_type, n);
     std::vector<uint8_t> w(kRows * w_row_bytes), a(kTokens * a_row_bytes);
     for (int64_t r = 0; r < kRows; ++r) {
-      quantize_row_ref(type, hashed_values(static_cast<size_t>(n), 100 + r).data(), w.data() + r * w_row_bytes, n);
+      const std::vector<float> x = tokenmill::testing::hashed_values(static_cast<size_t>(n), 100 + r);
+      quantize_row_ref(type, x.data(), w.data() + r * w_row_bytes, n);
     }
     for (int64_t t = 0; t < kTokens; ++t) {
-      std::vector<float> x = hashed_values(static_cast<size_t>(n), 200 + t);
+      std::vector<float> x = tokenmill::testing::hashed_values(static_cast<size_t>(n), 200 + t);
       for (float& v : x) v *= static_cast<float>(t + 1);
       quantize_row_ref(traits.vec_dot_type, x.data(), a.data() + t * a_row_bytes, n);
     }
     std::vector<float> out(kRows * kTokens);
     best_dot_kernel(type).dot_matrix(n, w.data(), w_row_bytes, kRows, a.data(), a_row_bytes, kTokens, out.data(),
                                      kRows);
-    uint64_t h = 1469598103934665603ull;  // FNV-1a over the weight, activation and result bytes
-    auto mix = [&h](const void* p, size_t bytes) {
-      for (size_t i = 0; i < bytes; ++i) h = (h ^ static_cast<const uint8_t*>(p)[i]) * 1099511628211ull;
-    };
-    mix(w.data(), w.size());
-    mix(a.data(), a.size());
-    mix(out.data(), out.size() * sizeof(float));
-    char line[96];
-    std::snprintf(line, sizeof line, "%s %016llx\n", std::string(traits.name).c_str(), static_cast<unsigned long long>(h));
+    tokenmill::testing::BitsHash h;  // over the weight, activation and result bytes
+    h.add(w.data(), w.size());
+    h.add(a.data(), a.size());
+    h.add(out.data(), out.size() * sizeof(float));
+    const std::string line = std::string(traits.name) + " " + h.hex() + "\n";
     lines += line;
     // The scalar reference sums in ggml's order, not the vector bodies': not under the
     // contract (only a CPU with no vector set, or TOKENMILL_ISA=scalar, dispatches to it).
@@ -375,24 +359,17 @@ TEST(Kernels, DispatchedKernelsGiveTheRecordedBitsOnEveryTarget) {
     }
     std::printf("[ kernels  ] %s: %s kernel\n", std::string(traits.name).c_str(), best_dot_kernel(type).isa);
   }
-  const std::string path = std::string(TOKENMILL_FIXTURES_DIR) + "/quant/kernel_bits.txt";
-  if (const char* write = std::getenv("TOKENMILL_WRITE_KERNEL_BITS"); write != nullptr && *write == '1') {
-    FILE* f = std::fopen(path.c_str(), "w");
-    ASSERT_NE(f, nullptr) << path;
-    std::fputs(lines.c_str(), f);
-    std::fclose(f);
-    return;
-  }
-  FILE* f = std::fopen(path.c_str(), "r");
-  ASSERT_NE(f, nullptr) << path << " is missing: tools/make_kernel_bits.sh writes it";
   std::string recorded;
-  char buffer[256];
-  while (std::fgets(buffer, sizeof buffer, f) != nullptr) {
+  const std::string text = tokenmill::testing::recorded_bits("quant/kernel_bits.txt", lines);
+  std::string_view all = text;
+  while (!all.empty()) {
+    const size_t end = all.find('\n') == std::string_view::npos ? all.size() : all.find('\n') + 1;
+    const std::string_view recorded_line = all.substr(0, end);
     for (const std::string& name : vector_types) {
-      if (std::string_view(buffer).starts_with(name)) recorded += buffer;
+      if (recorded_line.starts_with(name)) recorded += recorded_line;
     }
+    all.remove_prefix(end);
   }
-  std::fclose(f);
   EXPECT_EQ(compared, recorded);
 }
 
