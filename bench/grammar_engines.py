@@ -8,8 +8,9 @@ model's 262,144-token vocabulary, in one run.
 
 For every schema: whether each engine compiles it (tokenmill: `tokenmill serve` answers a
 one-token request with it, 200 or 400; the others: their own compilers), and each
-library's time per token mask along a seeded random walk of allowed tokens (the whole
-vocabulary's bitmask). Prints the schemas another engine compiles that tokenmill
+engine's time per token mask along seeded random walks of allowed tokens (the whole
+vocabulary's bitmask; tokenmill's by build/bench/grammar_mask_bench, the same walks'
+shape over the same schemas). Prints the schemas another engine compiles that tokenmill
 refuses (the goal is none). The libraries are not linked into tokenmill;
 scripts/setup installs them (xgrammar without its torch dependency: numpy bitmasks are
 enough here).
@@ -148,6 +149,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default=str(ROOT / "models/gemma-3-270m-q4_k_m.gguf"))
     p.add_argument("--binary", default=str(ROOT / "build/bin/tokenmill"))
+    p.add_argument("--mask-bench", default=str(ROOT / "build/bench/grammar_mask_bench"))
     p.add_argument("--corpus", default=str(ROOT / "tests/fixtures/schema_corpus.jsonl"))
     p.add_argument("--walk-tokens", type=int, default=48)
     p.add_argument("--walks", type=int, default=60, help="schemas whose masks are timed")
@@ -194,6 +196,12 @@ def main():
     finally:
         server.terminate()
         server.wait(timeout=60)
+
+    # tokenmill's masks: the same schemas and walk length, its own seeded walks.
+    measured = json.loads(subprocess.run([args.mask_bench, "--model", args.model, "--corpus", args.corpus,
+                                          "--walks", str(args.walks), "--walk-tokens", str(args.walk_tokens)],
+                                         check=True, capture_output=True, text=True).stdout)
+    mask_times["tokenmill"] = [us / 1e6 for us in measured["mask_us"]]
 
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     print(f"{len(corpus)} schemas, CPU {cpu}")

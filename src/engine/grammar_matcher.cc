@@ -12,9 +12,10 @@ using Kind = GrammarElement::Kind;
 // so no branch copies a stack until it reaches a byte.
 class GrammarMatcher::Expander {
  public:
-  Expander(const Grammar& grammar, StackSet& out) : grammar_(grammar), out_(out) {}
+  // The working vectors are kept per thread, so a step allocates nothing once warm.
+  Expander(const Grammar& grammar, StackSet& out) : stack(scratch().stack), grammar_(grammar), out_(out) {}
 
-  std::vector<Frame> stack;
+  std::vector<Frame>& stack;
 
   // The top frame was just moved to its next element (or pushed at its first).
   void expand() {
@@ -148,12 +149,15 @@ class GrammarMatcher::Expander {
     return true;
   }
 
-  // The stack's top is at a byte: keep a copy, unless an equal stack is kept already or
-  // it cannot end within a count.
+  // The stack's top is at a byte: keep a copy, normalized, unless an equal stack is kept
+  // already or it cannot end within a count.
   void emit() {
     if (out_.ends.size() >= kMaxStacks || !within_counts()) return;
+    std::vector<Frame>& normalized_ = scratch().normalized;
+    normalized_.assign(stack.begin(), stack.end());
+    normalize_below_top(normalized_);
     uint64_t hash = 1469598103934665603ull;
-    for (const Frame& f : stack) {
+    for (const Frame& f : normalized_) {
       const uint64_t words[2] = {(static_cast<uint64_t>(static_cast<uint32_t>(f.rule)) << 32) | static_cast<uint32_t>(f.position),
                                  (static_cast<uint64_t>(static_cast<uint32_t>(f.alternative)) << 32) |
                                      static_cast<uint32_t>(f.count)};
@@ -162,18 +166,40 @@ class GrammarMatcher::Expander {
     for (size_t i = 0; i < out_.ends.size(); ++i) {
       if (out_.hashes[i] != hash) continue;
       const uint32_t begin = i == 0 ? 0 : out_.ends[i - 1];
-      if (out_.ends[i] - begin == stack.size() &&
-          std::equal(stack.begin(), stack.end(), out_.frames.begin() + begin)) {
+      if (out_.ends[i] - begin == normalized_.size() &&
+          std::equal(normalized_.begin(), normalized_.end(), out_.frames.begin() + begin)) {
         return;
       }
     }
-    out_.frames.insert(out_.frames.end(), stack.begin(), stack.end());
+    out_.frames.insert(out_.frames.end(), normalized_.begin(), normalized_.end());
     out_.ends.push_back(static_cast<uint32_t>(out_.frames.size()));
     out_.hashes.push_back(hash);
   }
 
+  // Below the top, a frame at an unbounded repeat (count: iterations begun) or count
+  // (count: marks) past its minimum acts the same whatever its count: offer_repeat()
+  // offers another iteration and the way on, returned() lets a count end, mark() never
+  // reaches kUnbounded, and within_counts() sees no bound to break. Setting the count to
+  // the minimum makes equal states compare equal.
+  void normalize_below_top(std::vector<Frame>& frames) const {
+    for (size_t i = 0; i + 1 < frames.size(); ++i) {
+      Frame& f = frames[i];
+      const GrammarElement& e = grammar_.alternatives(f.rule)[f.alternative][f.position];
+      if ((e.kind == Kind::kRepeat || e.kind == Kind::kCount) && e.max == Grammar::kUnbounded && f.count > e.min) {
+        f.count = e.min;
+      }
+    }
+  }
+
   const Grammar& grammar_;
   StackSet& out_;
+  struct Scratch {
+    std::vector<Frame> stack, normalized;
+  };
+  static Scratch& scratch() {
+    thread_local Scratch s;
+    return s;
+  }
   int budget_ = kMaxExpansions;
 };
 
@@ -223,6 +249,12 @@ void GrammarMatcher::advance(std::string_view text) {
     std::swap(state_, next);
   }
   refresh_first_bytes();
+}
+
+uint64_t GrammarMatcher::StackSet::hash() const {
+  uint64_t h = accepted ? 0x9e3779b97f4a7c15ull : 1469598103934665603ull;
+  for (uint64_t stack_hash : hashes) h = (h ^ stack_hash) * 1099511628211ull;
+  return h;
 }
 
 void GrammarMatcher::refresh_first_bytes() {

@@ -42,7 +42,6 @@ class GrammarMatcher {
   // The bytes that may come next.
   const ByteSet& next_bytes() const { return first_bytes_; }
 
- private:
   struct Frame {
     int32_t rule = 0;
     int32_t alternative = 0;
@@ -51,6 +50,9 @@ class GrammarMatcher {
     bool operator==(const Frame&) const = default;
   };
   // Every live stack, back to back: stack i is frames[ends[i-1], ends[i]), its top last.
+  // Stacks are kept normalized: a frame at an unbounded repeat or count that has reached
+  // its minimum holds exactly the minimum (what follows cannot tell more from it), so
+  // the state inside a free string or an unbounded array is the same at every length.
   struct StackSet {
     std::vector<Frame> frames;
     std::vector<uint32_t> ends;
@@ -62,11 +64,20 @@ class GrammarMatcher {
       hashes.clear();
       accepted = false;
     }
+    bool operator==(const StackSet& o) const { return accepted == o.accepted && ends == o.ends && frames == o.frames; }
+    uint64_t hash() const;
   };
+
+  // The parses now (engine/grammar_token_masks.h reads them).
+  const StackSet& state() const { return state_; }
+  // next = the parses of `from` that take byte b, expanded (the step allows() and
+  // advance() take, byte by byte).
+  void step(const StackSet& from, unsigned char b, StackSet& next) const;
+  const std::shared_ptr<const Grammar>& grammar() const { return grammar_; }
+
+ private:
   class Expander;
 
-  // next = the parses of `from` that take byte b, expanded.
-  void step(const StackSet& from, unsigned char b, StackSet& next) const;
   void refresh_first_bytes();
 
   std::shared_ptr<const Grammar> grammar_;
