@@ -5,11 +5,19 @@
 #include <limits>
 
 #include "base/first_max.h"
+#include "engine/grammar_token_masks.h"
 
 namespace tokenmill::engine {
 
+std::shared_ptr<const TokenTrie> token_trie_of(const tokenizer::Tokenizer& tokenizer) {
+  std::vector<std::string> pieces;
+  pieces.reserve(static_cast<size_t>(tokenizer.n_vocab()));
+  for (int32_t id = 0; id < tokenizer.n_vocab(); ++id) pieces.push_back(tokenizer.token_piece(id, /*render_special=*/false));
+  return std::make_shared<const TokenTrie>(pieces);
+}
+
 bool mask_to_json(const OutputGrammar& grammar, std::span<const float> logits, const tokenizer::Tokenizer& tokenizer,
-                  bool greedy_only, std::vector<float>& masked) {
+                  bool greedy_only, std::vector<float>& masked, const std::shared_ptr<const TokenTrie>& trie) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const auto n = static_cast<int32_t>(logits.size());
   masked.assign(logits.size(), kNegInf);
@@ -60,7 +68,21 @@ bool mask_to_json(const OutputGrammar& grammar, std::span<const float> logits, c
     if (++n_allowed == (greedy_only ? 1 : kJsonMaxAllowed)) break;
   }
   if (n_allowed > 0) return true;
-  for (int32_t id = 0; id < n; ++id) {  // nothing near the top fits: anything that does
+  // Nothing near the top fits: anything that does.
+  thread_local std::vector<uint32_t> bits;
+  bits.resize(GrammarTokenMasks::words(n));
+  if (trie != nullptr && trie->n_vocab() == n && grammar.fill_token_mask(trie, bits)) {
+    for (int32_t id = 0; id < n; ++id) {
+      const bool in_grammar = (bits[static_cast<size_t>(id) / 32] >> (id % 32)) & 1u;
+      if (std::isfinite(logits[id]) && (in_grammar || (may_end && tokenizer.is_end_of_generation(id) &&
+                                                       tokenizer.token_piece(id, false).empty()))) {
+        masked[id] = logits[id];
+        ++n_allowed;
+      }
+    }
+    return n_allowed > 0;
+  }
+  for (int32_t id = 0; id < n; ++id) {
     if (std::isfinite(logits[id]) && allowed(id)) {
       masked[id] = logits[id];
       ++n_allowed;

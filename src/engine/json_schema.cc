@@ -887,4 +887,10 @@ Result<std::shared_ptr<const JsonSchema>> JsonSchema::compile(const nlohmann::or
   return result;
 }
 
+std::shared_ptr<GrammarTokenMasks> JsonSchema::token_masks(const std::shared_ptr<const TokenTrie>& trie) const {
+  std::lock_guard lock(masks_mutex_);
+  if (masks_ == nullptr || masks_->trie() != trie) masks_ = std::make_shared<GrammarTokenMasks>(grammar_, trie);
+  return masks_;
+}
+
 }  // namespace tokenmill::engine

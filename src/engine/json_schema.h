@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,7 @@
 #include "base/status.h"
 #include "engine/grammar.h"
 #include "engine/grammar_matcher.h"
+#include "engine/grammar_token_masks.h"
 #include "engine/output_grammar.h"
 
 namespace tokenmill::engine {
@@ -72,6 +74,9 @@ class JsonSchema {
   }
 
   const std::shared_ptr<const Grammar>& grammar() const { return grammar_; }
+  // The grammar's whole-vocabulary masks over `trie`, made on first use and kept with the
+  // compiled schema (for one vocabulary at a time: another replaces them).
+  std::shared_ptr<GrammarTokenMasks> token_masks(const std::shared_ptr<const TokenTrie>& trie) const;
   const std::vector<Unenforced>& unenforced() const { return unenforced_; }
   // The schema as given, for checking a finished value against what was not enforced.
   const nlohmann::ordered_json& source() const { return source_; }
@@ -80,6 +85,8 @@ class JsonSchema {
   std::shared_ptr<const Grammar> grammar_;
   nlohmann::ordered_json source_;
   std::vector<Unenforced> unenforced_;
+  mutable std::mutex masks_mutex_;
+  mutable std::shared_ptr<GrammarTokenMasks> masks_;
   friend class SchemaCompiler;
 };
 
@@ -95,6 +102,10 @@ class JsonSchemaGrammar final : public OutputGrammar {
   bool complete() const override { return matcher_.complete(); }
   // The value is whole but could go on (a number at the top level): the output may end.
   bool accepts_end() const override { return matcher_.accepts_end(); }
+  bool fill_token_mask(const std::shared_ptr<const TokenTrie>& trie, std::span<uint32_t> bits) const override {
+    schema_->token_masks(trie)->fill(matcher_, bits);
+    return true;
+  }
 
  private:
   std::shared_ptr<const JsonSchema> schema_;

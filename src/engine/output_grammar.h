@@ -4,10 +4,14 @@
 // a choice ends when the grammar is complete.
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
 
 namespace tokenmill::engine {
+
+class TokenTrie;
 
 class OutputGrammar {
  public:
@@ -23,6 +27,12 @@ class OutputGrammar {
   virtual bool accepts_end() const { return false; }
   // A copy in the same state (speculation checks drafts on one).
   virtual std::unique_ptr<OutputGrammar> clone() const = 0;
+  // bits = every token of `trie`'s vocabulary whose piece allows() takes, as
+  // engine/grammar_token_masks.h lays them out. Returns false where the grammar cannot
+  // (the caller then asks allows() token by token).
+  virtual bool fill_token_mask(const std::shared_ptr<const TokenTrie>& /*trie*/, std::span<uint32_t> /*bits*/) const {
+    return false;
+  }
 };
 
 }  // namespace tokenmill::engine

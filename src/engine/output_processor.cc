@@ -8,6 +8,11 @@
 
 namespace tokenmill::engine {
 
+const std::shared_ptr<const TokenTrie>& OutputProcessor::token_trie() const {
+  std::call_once(trie_once_, [&] { trie_ = token_trie_of(tokenizer_); });
+  return trie_;
+}
+
 bool OutputProcessor::takes_pick(const Sequence& s) { return !s.json && s.state->request.sampling.picks_first_max(); }
 
 bool OutputProcessor::reads_logits(const Sequence& s) {
@@ -22,7 +27,9 @@ Draw OutputProcessor::draw(Sequence& s, std::span<float> logits, int32_t first_m
   if (s.json) {
     // JSON mode: the draw is among the tokens that keep the output valid JSON.
     thread_local std::vector<float> masked;
-    if (!mask_to_json(grammar ? *grammar : *s.json, logits, tokenizer_, sampling.picks_first_max(), masked)) return d;
+    if (!mask_to_json(grammar ? *grammar : *s.json, logits, tokenizer_, sampling.picks_first_max(), masked, token_trie())) {
+      return d;
+    }
     d.token = s.sampler->sample(masked, previous);
   } else if (first_max >= 0 && takes_pick(s)) {
     d.token = first_max;

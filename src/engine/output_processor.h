@@ -10,6 +10,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -17,6 +19,7 @@
 #include "engine/metrics.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
+#include "engine/token_trie.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tokenmill::engine {
@@ -59,7 +62,12 @@ class OutputProcessor {
   void emit_final(Sequence& s, StreamEvent event, FinishReason reason);
   void complete_choice(Sequence& s, StreamEvent event);
 
+  // The vocabulary's trie for whole-vocabulary grammar masks, built on first need.
+  const std::shared_ptr<const TokenTrie>& token_trie() const;
+
   const tokenizer::Tokenizer& tokenizer_;
+  mutable std::once_flag trie_once_;
+  mutable std::shared_ptr<const TokenTrie> trie_;
   int32_t max_context_;
   EngineMetrics& metrics_;
   Scheduler& scheduler_;

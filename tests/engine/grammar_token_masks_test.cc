@@ -7,11 +7,15 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <random>
 #include <string>
 
+#include "engine/json_constraint.h"
 #include "engine/json_schema.h"
+#include "tokenizer/vocab.h"
 
 namespace tokenmill::engine {
 namespace {
@@ -108,6 +112,44 @@ TEST(TokenTrie, HoldsEveryNonEmptyPieceOnceInPreorder) {
   EXPECT_EQ(trie.tokens()[ab.first_token], 0);
   EXPECT_EQ(trie.tokens()[ab.first_token + 1], 5);
   EXPECT_EQ(trie.nodes()[4].byte, 0xff);
+}
+
+// When no token near the top of the logits fits, the draw falls back to the whole
+// vocabulary: through the mask, the same tokens as asking allows() one by one.
+TEST(MaskToJson, FallsBackToTheWholeVocabularyThroughTheMask) {
+  tokenizer::Vocab vocab;
+  vocab.tokens.push_back({"<unk>", 0.0f, tokenizer::TokenType::kUnknown});
+  vocab.tokens.push_back({"<eos>", 0.0f, tokenizer::TokenType::kControl});
+  for (int b = 0; b < 256; ++b) {
+    char text[8];
+    std::snprintf(text, sizeof text, "<0x%02X>", b);
+    vocab.tokens.push_back({text, 0.0f, tokenizer::TokenType::kByte});
+  }
+  for (const char* piece : {"{\"", "name", "\":", " \"", "Ada", "\"}", "hello", "world", "}", "42"}) {
+    vocab.tokens.push_back({piece, 0.0f, tokenizer::TokenType::kNormal});
+  }
+  vocab.unk_id = 0;
+  vocab.eos_id = 1;
+  tokenizer::finish_vocab(vocab);
+  auto made = tokenizer::Tokenizer::from_vocab(std::move(vocab));
+  ASSERT_TRUE(made.ok()) << made.status().to_string();
+  const tokenizer::Tokenizer& words = **made;
+  auto schema = JsonSchema::compile(json::parse(R"({"type":"object","properties":{"name":{"type":"string"}},"required":["name"]})"));
+  ASSERT_TRUE(schema.ok());
+  JsonSchemaGrammar grammar(*schema);
+  grammar.advance("{\"name\": \"");
+  // Inside the string, "}" is an ordinary character: the weight goes to a token that is
+  // not, a control token, so nothing within the logit window fits.
+  std::vector<float> logits(static_cast<size_t>(words.n_vocab()), -100.0f);
+  logits[1] = 10.0f;  // <eos>: the value is not whole
+  const std::shared_ptr<const TokenTrie> trie = token_trie_of(words);
+  std::vector<float> by_mask, by_allows;
+  ASSERT_TRUE(mask_to_json(grammar, logits, words, false, by_mask, trie));
+  ASSERT_TRUE(mask_to_json(grammar, logits, words, false, by_allows, nullptr));
+  EXPECT_EQ(by_mask, by_allows);
+  int n_allowed = 0;
+  for (float x : by_mask) n_allowed += std::isfinite(x);
+  EXPECT_GT(n_allowed, 100);  // the byte tokens that may sit in a string, and the words
 }
 
 }  // namespace
