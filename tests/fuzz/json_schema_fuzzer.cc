@@ -2,7 +2,9 @@
 // hostile schemas and generated text. Input: a schema (JSON), NUL, then text that is
 // fed to each grammar byte by byte as long as the grammar allows it. Checked beyond
 // memory safety: when a grammar says its value is complete, what it accepted parses as
-// JSON (and in JSON mode is an object).
+// JSON (and in JSON mode is an object); the schema grammar's whole-vocabulary mask, over a
+// vocabulary of every byte and pieces of the text, equals allows() piece by piece at the
+// start and where the text stops.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -10,10 +12,12 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/json_grammar.h"
+#include "engine/grammar_token_masks.h"
 #include "engine/json_schema.h"
 #include "fuzz_input.h"
 
@@ -53,6 +57,20 @@ void check_complete(const engine::OutputGrammar& grammar, const std::string& acc
   }
 }
 
+// Every piece's mask bit against allows().
+void check_mask(engine::GrammarTokenMasks& masks, const engine::JsonSchemaGrammar& grammar,
+                const engine::GrammarMatcher& matcher, const std::vector<std::string>& pieces) {
+  std::vector<uint32_t> bits(engine::GrammarTokenMasks::words(static_cast<int32_t>(pieces.size())));
+  masks.fill(matcher, bits);
+  for (size_t id = 0; id < pieces.size(); ++id) {
+    const bool in_mask = (bits[id / 32] >> (id % 32)) & 1u;
+    if (in_mask != grammar.allows(pieces[id])) {
+      std::fprintf(stderr, "fuzz_json_schema: the mask says %d for piece %zu, allows() the opposite\n", in_mask, id);
+      std::abort();
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -68,6 +86,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto compiled = engine::JsonSchema::compile(schema);
   if (!compiled.ok()) return 0;
   engine::JsonSchemaGrammar grammar(*compiled);
-  check_complete(grammar, feed(grammar, text), /*object=*/false);
+  std::vector<std::string> pieces;
+  for (int b = 0; b < 256; ++b) pieces.emplace_back(1, static_cast<char>(b));
+  for (size_t i = 0; i + 1 < text.size() && pieces.size() < 320; i += 2) pieces.emplace_back(text.substr(i, 2 + i % 3));
+  engine::GrammarTokenMasks masks((*compiled)->grammar(), std::make_shared<const engine::TokenTrie>(pieces));
+  engine::GrammarMatcher start((*compiled)->grammar());
+  check_mask(masks, grammar, start, pieces);
+  const std::string accepted = feed(grammar, text);
+  check_complete(grammar, accepted, /*object=*/false);
+  engine::GrammarMatcher after((*compiled)->grammar());
+  after.advance(accepted);
+  check_mask(masks, grammar, after, pieces);
   return 0;
 }
