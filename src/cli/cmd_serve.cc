@@ -146,7 +146,22 @@ int serve(ServeOptions options) {
   const std::vector<int> cpus = allowed_cpus();
   std::unique_ptr<server::LoadedModel> pinned;
   int n_compute = options.engine.n_threads > 0 ? options.engine.n_threads : static_cast<int>(cpus.size());
-  if (options.model_given || !store) {
+  // An embedding model given to -m is served as what it is: /v1/embeddings and /api/embed
+  // under its name, and no chat model.
+  std::string embedding_name;
+  bool embedding_as_model = false;
+  if (options.model_given) {
+    auto resolved = resolve_model(options.model, store_dir);
+    if (resolved.ok() && EmbeddingModel::is_embedding_file(resolved->path)) {
+      if (!options.embedding_model.empty()) {
+        return fail("-m names an embedding model and --embedding-model another; a server serves one embedding model");
+      }
+      options.embedding_model = resolved->path;
+      embedding_name = resolved->name;
+      embedding_as_model = true;
+    }
+  }
+  if ((options.model_given || !store) && !embedding_as_model) {
     auto resolved = resolve_model(options.model, store_dir);
     if (!resolved.ok()) return fail(resolved.status().message());
     auto loaded = load_chat_model(options.engine, resolved->path, resolved->name, /*verbose=*/true);
@@ -177,8 +192,8 @@ int serve(ServeOptions options) {
   // The embedding model, beside the chat model: its own encoder, tokenizer and batching thread.
   std::unique_ptr<EmbeddingModel> embeddings;
   if (!options.embedding_model.empty()) {
-    auto loaded = EmbeddingModel::load(options.embedding_model, n_compute, /*verbose=*/true);
-    if (!loaded.ok()) return fail("--embedding-model: " + loaded.status().to_string());
+    auto loaded = EmbeddingModel::load(options.embedding_model, n_compute, /*verbose=*/true, embedding_name);
+    if (!loaded.ok()) return fail((embedding_as_model ? "-m: " : "--embedding-model: ") + loaded.status().to_string());
     embeddings = std::move(loaded).value();
   }
   server::ServerConfig server_config = options.server;
@@ -253,7 +268,9 @@ int serve(ServeOptions options) {
 void register_serve(CLI::App& app) {
   auto o = std::make_shared<ServeOptions>();
   CLI::App* cmd = app.add_subcommand("serve", "Serve the OpenAI and Ollama HTTP APIs");
-  cmd->add_option("-m,--model", o->model, "GGUF file, a model of the store (NAME[:TAG]), or 'default'")
+  cmd->add_option("-m,--model", o->model,
+                  "GGUF file, a model of the store (NAME[:TAG]), or 'default'; an embedding model (BERT family) is "
+                  "served on /v1/embeddings and /api/embed")
       ->capture_default_str();
   cmd->add_option("--models-dir", o->models_dir,
                   "Serve every model of this store by name, loading each on request (default: " +

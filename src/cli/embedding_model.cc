@@ -8,7 +8,13 @@
 
 namespace tokenmill::cli {
 
-Result<std::unique_ptr<EmbeddingModel>> EmbeddingModel::load(const std::string& path, int n_threads, bool verbose) {
+bool EmbeddingModel::is_embedding_file(const std::string& path) {
+  auto file = gguf::File::open(path);
+  return file.ok() && file->get_string_or("general.architecture", "") == "bert";
+}
+
+Result<std::unique_ptr<EmbeddingModel>> EmbeddingModel::load(const std::string& path, int n_threads, bool verbose,
+                                                              const std::string& name_given) {
   auto file = gguf::File::open(path);
   if (!file.ok()) return file.status();
   auto shared = std::make_shared<const gguf::File>(std::move(file).value());
@@ -20,9 +26,9 @@ Result<std::unique_ptr<EmbeddingModel>> EmbeddingModel::load(const std::string& 
   loaded->encoder_ = std::move(encoder).value();
   loaded->tokenizer_ = std::move(words).value();
   loaded->embedder_ = std::make_unique<engine::Embedder>(*loaded->encoder_);
-  const std::string name = std::filesystem::path(path).stem().string();
+  const std::string name = name_given.empty() ? std::filesystem::path(path).stem().string() : name_given;
   loaded->served_ = std::make_unique<server::ServedEmbeddings>(
-      server::ServedEmbeddings{name, *loaded->tokenizer_, *loaded->embedder_});
+      server::ServedEmbeddings{name, *loaded->tokenizer_, *loaded->embedder_, path});
   if (verbose) {
     const model::BertConfig& c = loaded->encoder_->config();
     std::fprintf(stderr, "embedding model %s: %d dimensions, %d tokens per input, %s pooling\n", name.c_str(),

@@ -1,6 +1,6 @@
-// A BERT-family embedding GGUF loaded to answer /v1/embeddings beside a chat model
-// (`serve --embedding-model`, `batch --embedding-model`): its encoder, tokenizer and the
-// embedder that batches its requests, owned together.
+// A BERT-family embedding GGUF loaded to answer /v1/embeddings, beside a chat model
+// (`serve --embedding-model`, `batch --embedding-model`) or as the model itself (`serve -m`):
+// its encoder, tokenizer and the embedder that batches its requests, owned together.
 #pragma once
 
 #include <memory>
@@ -16,9 +16,13 @@ namespace tokenmill::cli {
 
 class EmbeddingModel {
  public:
-  // path: the GGUF file; n_threads: its encoder's compute threads. Prints one line on
-  // stderr (dimensions, tokens per input, pooling) when verbose.
-  static Result<std::unique_ptr<EmbeddingModel>> load(const std::string& path, int n_threads, bool verbose);
+  // path: the GGUF file; n_threads: its encoder's compute threads; name: what requests
+  // call it ("": the file's basename without extension). Prints one line on stderr
+  // (dimensions, tokens per input, pooling) when verbose.
+  static Result<std::unique_ptr<EmbeddingModel>> load(const std::string& path, int n_threads, bool verbose,
+                                                      const std::string& name = "");
+  // Whether path is a GGUF of an embedding architecture (one load() reads).
+  static bool is_embedding_file(const std::string& path);
 
   const server::ServedEmbeddings& served() const { return *served_; }
   // Answers the requests it holds, then stops its batching thread (also on destruction).

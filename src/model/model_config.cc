@@ -53,6 +53,10 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
     c.architecture = Architecture::kQwen3Moe;
   } else if (a == "phi3") {
     c.architecture = Architecture::kPhi3;
+  } else if (a == "bert") {
+    return unsupported("'" + file.get_string_or("general.name", a) +
+                       "' is an embedding model (architecture 'bert'): it has no text to generate; serve it with "
+                       "`tokenmill serve -m FILE` (or --embedding-model beside a chat model) for /v1/embeddings and /api/embed");
   } else {
     return unsupported("model architecture '" + a +
                        "' is not supported (supported: gemma2, gemma3, llama, phi3, qwen2, qwen3, qwen3moe)");

@@ -289,7 +289,8 @@ std::string render_metrics(const RouteContext& context) {
 // The name /health and /ready report: the pinned model's, else "".
 std::string health_model_name(const RouteContext& context) {
   const ModelLease pinned = context.models.pinned();
-  return pinned ? pinned->name() : "";
+  if (pinned) return pinned->name();
+  return context.embeddings != nullptr ? context.embeddings->name : "";
 }
 
 }  // namespace

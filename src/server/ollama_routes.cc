@@ -8,6 +8,8 @@
 // (temperature 0.8, top_k 40, top_p 0.9, repeat_penalty 1.1 over the last 64 tokens).
 #include <chrono>
 #include <climits>
+#include <filesystem>
+#include <system_error>
 
 #include "gguf/file_summary.h"
 #include "server/chat_page.h"
@@ -340,6 +342,22 @@ void handle_pull(const RouteContext& context, const HttpRequest& request, const 
   out->watch_disconnect([cancel] { cancel->store(true); });
 }
 
+// /api/tags' entry for the embedding model.
+Json embedding_entry(const ServedEmbeddings& model) {
+  std::error_code size_error, time_error;
+  const auto size = std::filesystem::file_size(model.path, size_error);
+  const auto written = std::filesystem::last_write_time(model.path, time_error);
+  const auto modified = time_error ? std::chrono::system_clock::now()
+                                   : std::chrono::time_point_cast<std::chrono::system_clock::duration>(
+                                         std::chrono::file_clock::to_sys(written));
+  return Json{{"name", model.name},
+              {"model", model.name},
+              {"modified_at", rfc3339(modified)},
+              {"size", size_error ? 0 : static_cast<int64_t>(size)},
+              {"digest", ""},
+              {"details", {{"format", "gguf"}, {"family", "bert"}, {"families", Json::array({"bert"})}}}};
+}
+
 }  // namespace
 
 void add_ollama_routes(Router& router, const RouteContext& context) {
@@ -360,6 +378,7 @@ void add_ollama_routes(Router& router, const RouteContext& context) {
         }
       }
     }
+    if (context.embeddings != nullptr) models.push_back(embedding_entry(*context.embeddings));
     out->send(200, "application/json", dump_json(Json{{"models", std::move(models)}}));
   });
   router.add("GET", "/api/ps", [&context](const HttpRequest&, std::shared_ptr<Responder> out) {

@@ -29,6 +29,13 @@ ModelLease acquire_model(const RouteContext& context, const std::string& name,
   switch (s.code()) {
     case ErrorCode::kNotFound:
       if (s.message().find("cannot be loaded") != std::string::npos) throw server_error(s.message());
+      if (context.embeddings != nullptr &&
+          (context.embeddings->answers_to(name) || (!context.models.pinned() && context.models.store() == nullptr))) {
+        throw bad_request("'" + context.embeddings->name +
+                              "' is an embedding model: it answers /v1/embeddings and /api/embed, not chat or text "
+                              "generation",
+                          "model");
+      }
       throw model_not_found(name);
     case ErrorCode::kInvalidArgument: throw bad_request(s.message(), "model");
     case ErrorCode::kResourceExhausted: {

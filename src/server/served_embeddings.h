@@ -16,6 +16,7 @@ struct ServedEmbeddings {
   std::string name;  // the file's basename without extension
   const tokenizer::Tokenizer& tokenizer;
   engine::Embedder& embedder;
+  std::string path = "";  // the GGUF file (for /api/tags)
 
   // True for name and name + ":latest" (Ollama's tag).
   bool answers_to(std::string_view requested) const {

@@ -180,3 +180,47 @@ def test_tokenmill_batch_runs_embedding_lines_beside_chat_lines(tokenmill, defau
     refused = run([tokenmill, "batch", "-m", default_model, "-t", "2", "-q", "-i", str(path),
                    "-o", str(tmp_path / "refused.jsonl")])
     assert refused.returncode != 0 and "line 1" in refused.stderr.lower(), refused.stderr
+
+
+@pytest.fixture(scope="module")
+def embedding_only_server(tokenmill, tmp_path_factory):
+    """`tokenmill serve -m` given the embedding model itself, as Ollama and vLLM take one."""
+    # An empty data home: no model store to serve beside it.
+    process = start_server(tokenmill, str(EMBEDDING_MODEL), "-t", "2",
+                           env={"XDG_DATA_HOME": str(tmp_path_factory.mktemp("data-home"))})
+    yield process
+    assert process.stop() == 0, process.log()
+
+
+def test_an_embedding_model_given_to_m_is_served_as_itself(embedding_only_server, client):
+    only = openai.OpenAI(base_url=embedding_only_server.url + "/v1", api_key="none", max_retries=0)
+    texts = [case["text"] for case in FIXTURE["cases"]]
+    reply = only.embeddings.create(model=NAME, input=texts, encoding_format="float")
+    beside = client.embeddings.create(model=NAME, input=texts, encoding_format="float")
+    assert [d.embedding for d in reply.data] == [d.embedding for d in beside.data]  # the same encoder, bit for bit
+    assert cosine(reply.data[0].embedding, FIXTURE["cases"][0]["embedding"]) >= 0.9999
+    assert [m.id for m in only.models.list().data] == [NAME]
+    o = ollama.Client(host=embedding_only_server.url)
+    assert cosine(o.embed(model=NAME, input=texts[0]).embeddings[0], FIXTURE["cases"][0]["embedding"]) >= 0.9999
+    assert [m.model for m in o.list().models] == [NAME]
+    assert requests.get(embedding_only_server.url + "/health").json()["model"] == NAME
+
+
+@pytest.mark.parametrize("model", [NAME, NAME + ":latest", "default"])
+def test_chat_with_an_embedding_model_is_a_400_saying_what_it_is(embedding_only_server, model):
+    only = openai.OpenAI(base_url=embedding_only_server.url + "/v1", api_key="none", max_retries=0)
+    with pytest.raises(openai.BadRequestError) as error:
+        only.chat.completions.create(model=model, messages=[{"role": "user", "content": "Hi"}], max_tokens=4)
+    assert "embedding model" in error.value.body["message"] and error.value.body["param"] == "model"
+    with pytest.raises(openai.BadRequestError):
+        only.completions.create(model=model, prompt="Hi", max_tokens=4)
+    with pytest.raises(ollama.ResponseError) as refused:
+        ollama.Client(host=embedding_only_server.url).chat(model=model, messages=[{"role": "user", "content": "Hi"}])
+    assert refused.value.status_code == 400 and "embedding model" in refused.value.error
+    # The server goes on answering.
+    assert len(only.embeddings.create(model=NAME, input="still here").data[0].embedding) == 384
+
+
+def test_run_names_an_embedding_model_as_one(tokenmill):
+    done = run([tokenmill, "run", "-m", str(EMBEDDING_MODEL), "-p", "Hi", "-n", "4"])
+    assert done.returncode != 0 and "embedding model" in done.stderr, done.stderr
