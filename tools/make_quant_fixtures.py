@@ -12,6 +12,12 @@ Rerunnable and deterministic (fixed seed). Two independent references are used:
 
 The script asserts that both references agree wherever both implement an operation.
 
+For the i-quants (IQ4_NL, IQ4_XS) our quantizer is our own search, so quantize_<type>.bin
+holds ggml's bytes as a yardstick of fit, not as the expected output; and
+iquant_many_blocks.txt records, per type, the FNV-1a 64 hash of gguf-py's dequantization
+of 10,000 blocks drawn from a SplitMix64 byte stream (every scale bit pattern but inf/NaN:
+subnormals, zero and 65504 included), which the C++ test draws again.
+
 Files (all little-endian):
   dequant_<type>.bin   "TMQD" u32 type_id u32 n_elements u32 n_bytes | bytes | f32[n_elements]
   quantize_<type>.bin  "TMQQ" u32 type_id u32 n_elements u32 n_bytes | f32[n_elements] | bytes
@@ -44,17 +50,23 @@ SEED = 0x7A11
 TYPES = [T.F32, T.F16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q8_1,
          T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.Q8_K, T.BF16]
 
+# The i-quants, after the others so that the others' random draws stay as they were.
+IQ_TYPES = [T.IQ4_NL, T.IQ4_XS]
+MANY_BLOCKS = 10_000
+
 # Byte offsets of the f16 scale fields of each block ("d", "dmin"/"m", ...). Random blocks
 # get sane finite values there; every other byte is uniformly random.
 F16_FIELDS = {
     T.Q4_0: [0], T.Q4_1: [0, 2], T.Q5_0: [0], T.Q5_1: [0, 2], T.Q8_0: [0], T.Q8_1: [0, 2],
     T.Q2_K: [80, 82], T.Q3_K: [108], T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208],
+    T.IQ4_NL: [0], T.IQ4_XS: [0],
 }
 
 # Activation type of each weight type's dot product (ggml x86 CPU backend).
 VEC_DOT_TYPE = {
     T.Q4_0: T.Q8_0, T.Q4_1: T.Q8_1, T.Q5_0: T.Q8_0, T.Q5_1: T.Q8_1, T.Q8_0: T.Q8_0,
     T.Q2_K: T.Q8_K, T.Q3_K: T.Q8_K, T.Q4_K: T.Q8_K, T.Q5_K: T.Q8_K, T.Q6_K: T.Q8_K,
+    T.IQ4_NL: T.Q8_0, T.IQ4_XS: T.Q8_K,
 }
 
 # gguf-py (0.19) lists Q8_1 as 40 bytes, a leftover of an older layout with f32 d and s;
@@ -184,6 +196,40 @@ def dequantize_reference(ggml: Ggml, t: T, data: bytes, n: int) -> np.ndarray:
     return values
 
 
+def splitmix64_bytes(seed: int, n: int) -> bytes:
+    """n bytes of SplitMix64 output words, little-endian (tests/quant draws the same)."""
+    mask = (1 << 64) - 1
+    state = seed & mask
+    out = bytearray()
+    while len(out) < n:
+        state = (state + 0x9E3779B97F4A7C15) & mask
+        z = state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+        z ^= z >> 31
+        out += z.to_bytes(8, "little")
+    return bytes(out[:n])
+
+
+def many_blocks(t: T) -> bytes:
+    """MANY_BLOCKS blocks of t from a SplitMix64 stream seeded by the type id; each f16
+    scale keeps its random bits but for inf/NaN patterns, whose 0x4000 bit is cleared."""
+    bs, nbytes = GGML_QUANT_SIZES[t]
+    raw = np.frombuffer(splitmix64_bytes(t.value, MANY_BLOCKS * nbytes), dtype=np.uint8).copy().reshape(-1, nbytes)
+    for offset in F16_FIELDS[t]:
+        h = raw[:, offset:offset + 2].copy().view(np.uint16).reshape(-1)
+        h[(h & 0x7C00) == 0x7C00] &= 0xBFFF
+        raw[:, offset:offset + 2] = h.view(np.uint8).reshape(-1, 2)
+    return raw.tobytes()
+
+
+def fnv1a64(data: bytes) -> int:
+    h = 1469598103934665603
+    for byte in data:
+        h = ((h ^ byte) * 1099511628211) & ((1 << 64) - 1)
+    return h
+
+
 def header(magic: bytes, *fields: int) -> bytes:
     return magic + struct.pack(f"<{len(fields)}I", *fields)
 
@@ -201,7 +247,7 @@ def main() -> None:
         (OUT_DIR / name).write_bytes(payload)
         total += len(payload)
 
-    for t in TYPES:
+    for t in TYPES + IQ_TYPES:
         bs, nbytes = GGML_QUANT_SIZES[t]
         name = ggml_name(t)
         is_k = bs == 256
@@ -253,6 +299,15 @@ def main() -> None:
                 cases.append(struct.pack("<3I", n, len(w), len(a)) + w + a +
                              struct.pack("<2f", expected_dot, magnitude))
             write(f"vec_dot_{name}.bin", header(b"TMQV", t.value, len(cases)) + b"".join(cases))
+
+    lines = []
+    for t in IQ_TYPES:
+        bs, _ = GGML_QUANT_SIZES[t]
+        data = many_blocks(t)
+        values = dequantize_reference(ggml, t, data, MANY_BLOCKS * bs)
+        assert np.all(np.isfinite(values))
+        lines.append(f"{ggml_name(t)} {MANY_BLOCKS} {fnv1a64(values.tobytes()):016x}\n")
+    write("iquant_many_blocks.txt", "".join(lines).encode())
 
     print(f"wrote {OUT_DIR.relative_to(ROOT)}: {total} bytes")
 

@@ -8,7 +8,9 @@ namespace tokenmill::gguf {
 
 namespace {
 
-constexpr std::array<TensorTypeLayout, 20> kLayouts = {{
+// Every type a GGUF file may hold that we can size, whether or not quant/ implements it:
+// a file with a type quant/ lacks then parses, and loading names the type.
+constexpr std::array<TensorTypeLayout, 32> kLayouts = {{
     {TensorType::kF32, "f32", 1, 4},
     {TensorType::kF16, "f16", 1, 2},
     {TensorType::kQ4_0, "q4_0", 32, 18},
@@ -23,12 +25,24 @@ constexpr std::array<TensorTypeLayout, 20> kLayouts = {{
     {TensorType::kQ5_K, "q5_K", 256, 176},
     {TensorType::kQ6_K, "q6_K", 256, 210},
     {TensorType::kQ8_K, "q8_K", 256, 292},
+    {TensorType::kIQ2_XXS, "iq2_xxs", 256, 66},
+    {TensorType::kIQ2_XS, "iq2_xs", 256, 74},
+    {TensorType::kIQ3_XXS, "iq3_xxs", 256, 98},
+    {TensorType::kIQ1_S, "iq1_s", 256, 50},
+    {TensorType::kIQ4_NL, "iq4_nl", 32, 18},
+    {TensorType::kIQ3_S, "iq3_s", 256, 110},
+    {TensorType::kIQ2_S, "iq2_s", 256, 82},
+    {TensorType::kIQ4_XS, "iq4_xs", 256, 136},
     {TensorType::kI8, "i8", 1, 1},
     {TensorType::kI16, "i16", 1, 2},
     {TensorType::kI32, "i32", 1, 4},
     {TensorType::kI64, "i64", 1, 8},
     {TensorType::kF64, "f64", 1, 8},
+    {TensorType::kIQ1_M, "iq1_m", 256, 56},
     {TensorType::kBF16, "bf16", 1, 2},
+    {TensorType::kTQ1_0, "tq1_0", 256, 54},
+    {TensorType::kTQ2_0, "tq2_0", 256, 66},
+    {TensorType::kMXFP4, "mxfp4", 32, 17},
 }};
 
 }  // namespace

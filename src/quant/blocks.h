@@ -193,4 +193,32 @@ struct BlockQ8_K {
 };
 static_assert(sizeof(BlockQ8_K) == 292);
 
+// ---------------------------------------------------------------------------------------
+// Non-linear 4-bit formats: a 4-bit index q picks one of 16 fixed levels (kIq4Levels in
+// quants_iq4.cc, denser near zero, from -127 to 113), scaled.
+
+// IQ4_NL, 18 bytes, x = d * level[q]; quants laid out as in Q4_0
+//   +------+-------------------------------------------+
+//   | d:2  | qs[16]: lo = q[j], hi = q[j+16]           |
+//   +------+-------------------------------------------+
+struct BlockIQ4_NL {
+  uint16_t d;
+  uint8_t qs[kLegacyBlockSize / 2];
+};
+static_assert(sizeof(BlockIQ4_NL) == 18);
+
+// IQ4_XS, 136 bytes: 8 sub-blocks of 32, each with a 6-bit scale s_i,
+// x = d * (s_i - 32) * level[q]
+//   +------+------------+---------------+--------------------------------------------+
+//   | d:2  | scales_h:2 | scales_l[4]   | qs[128]: 16 bytes per sub-block, as IQ4_NL |
+//   +------+------------+---------------+--------------------------------------------+
+//   s_i = (scales_l[i/2] >> 4*(i%2)) & 0xf | ((scales_h >> 2i) & 3) << 4
+struct BlockIQ4_XS {
+  uint16_t d;
+  uint16_t scales_h;
+  uint8_t scales_l[kSuperBlockSize / 64];
+  uint8_t qs[kSuperBlockSize / 2];
+};
+static_assert(sizeof(BlockIQ4_XS) == 136);
+
 }  // namespace tokenmill::quant

@@ -48,6 +48,20 @@ void quantize_row_q5_K(const float* src, void* dst, int64_t n);
 void quantize_row_q6_K(const float* src, void* dst, int64_t n);
 void quantize_row_q8_K(const float* src, void* dst, int64_t n);
 
+// quants_iq4.cc: the non-linear 4-bit formats. The weighted forms take per-element
+// importance (an imatrix's, or null) as quant.h's quantize_row_weighted does.
+void dequantize_row_iq4_nl(const void* src, float* dst, int64_t n);
+void dequantize_row_iq4_xs(const void* src, float* dst, int64_t n);
+void quantize_row_iq4_nl(const float* src, void* dst, int64_t n);
+void quantize_row_iq4_xs(const float* src, void* dst, int64_t n);
+void quantize_row_iq4_nl_weighted(const float* src, void* dst, int64_t n, const float* importance);
+void quantize_row_iq4_xs_weighted(const float* src, void* dst, int64_t n, const float* importance);
+float vec_dot_iq4_nl_q8_0(int64_t n, const void* w, const void* a);
+float vec_dot_iq4_xs_q8_K(int64_t n, const void* w, const void* a);
+// The 16 levels, and a dot product's float steps, shared with the SIMD kernels.
+extern const int8_t kIq4Levels[16];
+inline constexpr int kIq4NlLanes = 8;  // IQ4_NL sums: block b goes to lane b % 8
+
 // vec_dot_ref.cc: weight type x activation type.
 float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* a);
 float vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* a);

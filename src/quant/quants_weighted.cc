@@ -18,6 +18,7 @@
 #include "base/half.h"
 #include "quant/blocks.h"
 #include "quant/k_quant_store.h"
+#include "quant/kernels_ref.h"
 #include "quant/quant.h"
 #include "quant/scale_search.h"
 
@@ -200,6 +201,8 @@ bool supports_weighted_quantization(gguf::TensorType type) {
     case TensorType::kQ4_K:
     case TensorType::kQ5_K:
     case TensorType::kQ6_K:
+    case TensorType::kIQ4_NL:
+    case TensorType::kIQ4_XS:
       return true;
     default:
       return false;
@@ -222,6 +225,8 @@ void quantize_row_weighted(gguf::TensorType type, const float* src, void* dst, i
     case TensorType::kQ4_K: quantize_q4_K(src, static_cast<BlockQ4_K*>(dst), n, importance, sigma2); break;
     case TensorType::kQ5_K: quantize_q5_K(src, static_cast<BlockQ5_K*>(dst), n, importance, sigma2); break;
     case TensorType::kQ6_K: quantize_q6_K(src, static_cast<BlockQ6_K*>(dst), n, importance, sigma2); break;
+    case TensorType::kIQ4_NL: ref::quantize_row_iq4_nl_weighted(src, dst, n, importance); break;
+    case TensorType::kIQ4_XS: ref::quantize_row_iq4_xs_weighted(src, dst, n, importance); break;
     default: break;
   }
 }

@@ -64,10 +64,11 @@ constexpr SimdKernels by_rows(VecDotMatrixFn matrix = nullptr, VecDotPanelsFn pa
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
-// Ordered by ggml type id. vec_dot_type follows ggml's x86 CPU backend: legacy _0 types
-// and Q8_0 multiply against Q8_0, _1 types against Q8_1 (whose stored sum pays for the
-// weight's minimum), every K-quant against Q8_K; float types keep their own format.
-constexpr std::array<TypeTraits, 15> kTypeTraits = {{
+// Ordered by ggml type id. vec_dot_type follows ggml's x86 CPU backend: legacy _0 types,
+// IQ4_NL and Q8_0 multiply against Q8_0, _1 types against Q8_1 (whose stored sum pays for
+// the weight's minimum), every K-quant and IQ4_XS against Q8_K; float types keep their
+// own format.
+constexpr std::array<TypeTraits, 17> kTypeTraits = {{
     {.type = TensorType::kF32, .name = "f32", .block_size = 1, .bytes_per_block = sizeof(float),
      .is_quantized = false, .vec_dot_type = TensorType::kF32,
      .dequantize_row = ref::dequantize_row_f32, .quantize_row_ref = ref::quantize_row_f32,
@@ -162,6 +163,14 @@ constexpr std::array<TypeTraits, 15> kTypeTraits = {{
      .dequantize_row = ref::dequantize_row_q8_K, .quantize_row_ref = ref::quantize_row_q8_K,
      .vec_dot_ref = nullptr,
      TM_X86_KERNELS(.avx2 = {.quantize_row = avx2::quantize_row_q8_K}, .avx512 = {.quantize_row = avx512::quantize_row_q8_K})},
+    {.type = TensorType::kIQ4_NL, .name = "iq4_nl", .block_size = kLegacyBlockSize,
+     .bytes_per_block = sizeof(BlockIQ4_NL), .is_quantized = true, .vec_dot_type = TensorType::kQ8_0,
+     .dequantize_row = ref::dequantize_row_iq4_nl, .quantize_row_ref = ref::quantize_row_iq4_nl,
+     .vec_dot_ref = ref::vec_dot_iq4_nl_q8_0},
+    {.type = TensorType::kIQ4_XS, .name = "iq4_xs", .block_size = kSuperBlockSize,
+     .bytes_per_block = sizeof(BlockIQ4_XS), .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
+     .dequantize_row = ref::dequantize_row_iq4_xs, .quantize_row_ref = ref::quantize_row_iq4_xs,
+     .vec_dot_ref = ref::vec_dot_iq4_xs_q8_K},
     {.type = TensorType::kBF16, .name = "bf16", .block_size = 1, .bytes_per_block = sizeof(uint16_t),
      .is_quantized = false, .vec_dot_type = TensorType::kBF16,
      .dequantize_row = ref::dequantize_row_bf16, .quantize_row_ref = ref::quantize_row_bf16,
@@ -172,7 +181,7 @@ constexpr std::array<TypeTraits, 15> kTypeTraits = {{
 #pragma GCC diagnostic pop
 
 // ggml type id -> position in kTypeTraits, or -1: one array read per lookup.
-constexpr size_t kIdCount = 32;
+constexpr size_t kIdCount = 40;
 constexpr std::array<int8_t, kIdCount> kPositionOfId = [] {
   std::array<int8_t, kIdCount> position{};
   for (int8_t& p : position) p = -1;

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <span>
+#include <sstream>
 #include <string>
 
 #include "quant/type_traits.h"
@@ -31,19 +34,19 @@ class GoldenFixture : public ::testing::TestWithParam<gguf::TensorType> {
   }
 };
 
-TEST_P(GoldenFixture, DequantizeIsBitExact) {
-  FixtureReader in(read_file(file("dequant")));
-  ASSERT_TRUE(in.expect_magic("TMQD")) << file("dequant");
-  ASSERT_EQ(in.u32(), static_cast<uint32_t>(GetParam()));
+void check_dequantize(const TypeTraits& traits, const std::string& path, gguf::TensorType type) {
+  FixtureReader in(read_file(path));
+  ASSERT_TRUE(in.expect_magic("TMQD")) << path;
+  ASSERT_EQ(in.u32(), static_cast<uint32_t>(type));
   const uint32_t n = in.u32();
   const uint32_t n_bytes = in.u32();
   const std::vector<uint8_t> row = in.bytes(n_bytes);
   const std::vector<float> expected = in.floats(n);
   ASSERT_TRUE(in.ok() && in.at_end());
-  ASSERT_EQ(n_bytes, n / traits().block_size * traits().bytes_per_block);
+  ASSERT_EQ(n_bytes, n / traits.block_size * traits.bytes_per_block);
 
   std::vector<float> ours(n);
-  traits().dequantize_row(row.data(), ours.data(), n);
+  traits.dequantize_row(row.data(), ours.data(), n);
   int n_mismatches = 0;
   for (uint32_t i = 0; i < n; ++i) {
     if (bits_of(ours[i]) != bits_of(expected[i]) && ++n_mismatches <= 5) {
@@ -52,6 +55,34 @@ TEST_P(GoldenFixture, DequantizeIsBitExact) {
   }
   EXPECT_EQ(n_mismatches, 0);
 }
+
+void check_vec_dot(const TypeTraits& traits, const std::string& path, gguf::TensorType type) {
+  FixtureReader in(read_file(path));
+  ASSERT_TRUE(in.expect_magic("TMQV")) << path;
+  ASSERT_EQ(in.u32(), static_cast<uint32_t>(type));
+  const uint32_t n_cases = in.u32();
+  ASSERT_GT(n_cases, 0u);
+  int n_exact = 0;
+  for (uint32_t c = 0; c < n_cases; ++c) {
+    const uint32_t n = in.u32();
+    const uint32_t w_bytes = in.u32();
+    const uint32_t a_bytes = in.u32();
+    const std::vector<uint8_t> w = in.bytes(w_bytes);
+    const std::vector<uint8_t> a = in.bytes(a_bytes);
+    const float expected = in.f32();
+    const float magnitude = in.f32();
+    ASSERT_TRUE(in.ok());
+    const float ours = traits.vec_dot_ref(n, w.data(), a.data());
+    EXPECT_NEAR(ours, expected, kVecDotFixtureTolerance * magnitude) << "n = " << n;
+    n_exact += bits_of(ours) == bits_of(expected);
+  }
+  EXPECT_TRUE(in.at_end());
+  ::testing::Test::RecordProperty("bit_exact_cases", n_exact);
+  std::printf("[   INFO   ] %s vec_dot: %d of %u cases bit-exact with ggml\n",
+              std::string(traits.name).c_str(), n_exact, n_cases);
+}
+
+TEST_P(GoldenFixture, DequantizeIsBitExact) { check_dequantize(traits(), file("dequant"), GetParam()); }
 
 TEST_P(GoldenFixture, QuantizeRefIsBitExact) {
   FixtureReader in(read_file(file("quantize")));
@@ -75,29 +106,7 @@ TEST_P(GoldenFixture, QuantizeRefIsBitExact) {
 
 TEST_P(GoldenFixture, VecDotRefMatchesGgmlScalarKernel) {
   if (traits().vec_dot_ref == nullptr || traits().block_size == 1) GTEST_SKIP() << "no fixture";
-  FixtureReader in(read_file(file("vec_dot")));
-  ASSERT_TRUE(in.expect_magic("TMQV")) << file("vec_dot");
-  ASSERT_EQ(in.u32(), static_cast<uint32_t>(GetParam()));
-  const uint32_t n_cases = in.u32();
-  ASSERT_GT(n_cases, 0u);
-  int n_exact = 0;
-  for (uint32_t c = 0; c < n_cases; ++c) {
-    const uint32_t n = in.u32();
-    const uint32_t w_bytes = in.u32();
-    const uint32_t a_bytes = in.u32();
-    const std::vector<uint8_t> w = in.bytes(w_bytes);
-    const std::vector<uint8_t> a = in.bytes(a_bytes);
-    const float expected = in.f32();
-    const float magnitude = in.f32();
-    ASSERT_TRUE(in.ok());
-    const float ours = traits().vec_dot_ref(n, w.data(), a.data());
-    EXPECT_NEAR(ours, expected, kVecDotFixtureTolerance * magnitude) << "n = " << n;
-    n_exact += bits_of(ours) == bits_of(expected);
-  }
-  EXPECT_TRUE(in.at_end());
-  RecordProperty("bit_exact_cases", n_exact);
-  std::printf("[   INFO   ] %s vec_dot: %d of %u cases bit-exact with ggml\n",
-              std::string(traits().name).c_str(), n_exact, n_cases);
+  check_vec_dot(traits(), file("vec_dot"), GetParam());
 }
 
 std::string type_name(const ::testing::TestParamInfo<gguf::TensorType>& info) {
@@ -114,6 +123,88 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, GoldenFixture,
                                            gguf::TensorType::kQ5_K, gguf::TensorType::kQ6_K,
                                            gguf::TensorType::kQ8_K),
                          type_name);
+
+// The i-quants: dequantization and dot products as above; quantization is our own search,
+// so its fixture (ggml's bytes) is the fit to match, not the bytes: our weighted squared
+// error (weights x^2, what both searches weigh by without an imatrix) at most ggml's.
+class IQuantFixture : public GoldenFixture {};
+
+TEST_P(IQuantFixture, DequantizeIsBitExact) { check_dequantize(traits(), file("dequant"), GetParam()); }
+
+TEST_P(IQuantFixture, VecDotRefMatchesGgmlScalarKernel) { check_vec_dot(traits(), file("vec_dot"), GetParam()); }
+
+TEST_P(IQuantFixture, QuantizeFitsAtLeastAsWellAsGgml) {
+  FixtureReader in(read_file(file("quantize")));
+  ASSERT_TRUE(in.expect_magic("TMQQ")) << file("quantize");
+  ASSERT_EQ(in.u32(), static_cast<uint32_t>(GetParam()));
+  const uint32_t n = in.u32();
+  const uint32_t n_bytes = in.u32();
+  const std::vector<float> x = in.floats(n);
+  const std::vector<uint8_t> ggml = in.bytes(n_bytes);
+  ASSERT_TRUE(in.ok() && in.at_end());
+  std::vector<uint8_t> ours(n_bytes);
+  traits().quantize_row_ref(x.data(), ours.data(), n);
+  std::vector<float> ours_values(n), ggml_values(n);
+  traits().dequantize_row(ours.data(), ours_values.data(), n);
+  traits().dequantize_row(ggml.data(), ggml_values.data(), n);
+  double ours_error = 0, ggml_error = 0, norm = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const double w = static_cast<double>(x[i]) * x[i];
+    ours_error += w * (x[i] - ours_values[i]) * (x[i] - ours_values[i]);
+    ggml_error += w * (x[i] - ggml_values[i]) * (x[i] - ggml_values[i]);
+    norm += w * x[i] * x[i];
+  }
+  std::printf("[   INFO   ] %s: weighted error %.4g of the signal, ggml's %.4g\n", std::string(traits().name).c_str(),
+              ours_error / norm, ggml_error / norm);
+  EXPECT_LE(ours_error, ggml_error * 1.0001 + 1e-30);
+}
+
+// SplitMix64 output words as little-endian bytes, as tools/make_quant_fixtures.py draws them.
+std::vector<uint8_t> splitmix64_bytes(uint64_t seed, size_t n) {
+  std::vector<uint8_t> out;
+  out.reserve(n + 8);
+  uint64_t state = seed;
+  while (out.size() < n) {
+    state += 0x9E3779B97F4A7C15ull;
+    uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    for (int k = 0; k < 8; ++k) out.push_back(static_cast<uint8_t>(z >> (8 * k)));
+  }
+  out.resize(n);
+  return out;
+}
+
+// 10,000 blocks of every bit pattern (scales from subnormal to 65504) dequantize to the
+// floats gguf-py gives, recorded as their hash.
+TEST_P(IQuantFixture, DequantizesManyBlocksAsGgufPy) {
+  const std::vector<uint8_t> text = read_file(fixture_path("iquant_many_blocks.txt"));
+  std::istringstream lines(std::string(text.begin(), text.end()));
+  std::string name, hash;
+  size_t n_blocks = 0;
+  while (lines >> name >> n_blocks >> hash && name != traits().name) {
+  }
+  ASSERT_EQ(name, traits().name) << "no record in iquant_many_blocks.txt";
+  ASSERT_GE(n_blocks, 10000u);
+  std::vector<uint8_t> blocks = splitmix64_bytes(static_cast<uint64_t>(GetParam()), n_blocks * traits().bytes_per_block);
+  for (size_t b = 0; b < n_blocks; ++b) {  // the f16 scale d, at offset 0 of both formats: no inf/NaN
+    uint8_t* d = &blocks[b * traits().bytes_per_block];
+    if ((d[1] & 0x7C) == 0x7C) d[1] &= 0xBF;
+  }
+  std::vector<float> values(n_blocks * static_cast<size_t>(traits().block_size));
+  traits().dequantize_row(blocks.data(), values.data(), static_cast<int64_t>(values.size()));
+  uint64_t h = 1469598103934665603ull;
+  for (const uint8_t byte : std::span(reinterpret_cast<const uint8_t*>(values.data()), values.size() * sizeof(float))) {
+    h = (h ^ byte) * 1099511628211ull;
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  EXPECT_EQ(std::string(hex), hash);
+}
+
+INSTANTIATE_TEST_SUITE_P(IQuants, IQuantFixture,
+                         ::testing::Values(gguf::TensorType::kIQ4_NL, gguf::TensorType::kIQ4_XS), type_name);
 
 }  // namespace
 }  // namespace tokenmill::quant

@@ -35,6 +35,7 @@ TEST(TypeTraits, VecDotTypesMatchGgmlCpuBackend) {
       {TensorType::kQ2_K, TensorType::kQ8_K}, {TensorType::kQ3_K, TensorType::kQ8_K},
       {TensorType::kQ4_K, TensorType::kQ8_K}, {TensorType::kQ5_K, TensorType::kQ8_K},
       {TensorType::kQ6_K, TensorType::kQ8_K},
+      {TensorType::kIQ4_NL, TensorType::kQ8_0}, {TensorType::kIQ4_XS, TensorType::kQ8_K},
   };
   for (const Expected& e : expected) {
     const TypeTraits& traits = type_traits(e.weight);
@@ -46,9 +47,11 @@ TEST(TypeTraits, VecDotTypesMatchGgmlCpuBackend) {
   EXPECT_EQ(type_traits(TensorType::kQ8_K).vec_dot_ref, nullptr);
 }
 
-TEST(TypeTraits, CoversExactlyTheFifteenTypes) {
-  EXPECT_EQ(all_type_traits().size(), 15u);
+TEST(TypeTraits, CoversExactlyTheSeventeenTypes) {
+  EXPECT_EQ(all_type_traits().size(), 17u);
   EXPECT_EQ(find_type_traits(TensorType::kI8), nullptr);
+  EXPECT_EQ(find_type_traits(TensorType::kIQ2_XXS), nullptr);  // sized by gguf/, not implemented here
+  EXPECT_EQ(find_type_traits(TensorType::kMXFP4), nullptr);
   EXPECT_EQ(find_type_traits(TensorType::kF64), nullptr);
   EXPECT_TRUE(type_traits(TensorType::kQ4_K).is_quantized);
   EXPECT_FALSE(type_traits(TensorType::kBF16).is_quantized);
