@@ -12,7 +12,7 @@ namespace {
 
 using gguf::TensorType;
 
-constexpr std::array<MixInfo, 14> kMixes = {{
+constexpr std::array<MixInfo, 16> kMixes = {{
     {Mix::kF32, "F32", TensorType::kF32, 0, "32-bit float: the lossless reference"},
     {Mix::kF16, "F16", TensorType::kF16, 1, "16-bit float weight matrices"},
     {Mix::kBF16, "BF16", TensorType::kBF16, 32, "bfloat16 weight matrices"},
@@ -27,6 +27,8 @@ constexpr std::array<MixInfo, 14> kMixes = {{
     {Mix::kQ3_K_M, "Q3_K_M", TensorType::kQ3_K, 12, "Q3_K, with Q4_K / Q5_K for attn_v, attn_output, ffn_down"},
     {Mix::kQ3_K_S, "Q3_K_S", TensorType::kQ3_K, 11, "Q3_K throughout"},
     {Mix::kQ2_K, "Q2_K", TensorType::kQ2_K, 10, "Q2_K, with Q3_K / Q4_K for attn_v, attn_output, ffn_down"},
+    {Mix::kIQ4_NL, "IQ4_NL", TensorType::kIQ4_NL, 25, "4.5 bpw non-linear levels, 32-element blocks"},
+    {Mix::kIQ4_XS, "IQ4_XS", TensorType::kIQ4_XS, 30, "4.25 bpw non-linear levels; IQ4_NL where 256 does not divide a row"},
 }};
 
 bool equal_ignoring_case(std::string_view a, std::string_view b) {
@@ -113,6 +115,7 @@ TensorType fallback_type(TensorType wanted) {
     case TensorType::kQ4_K: return TensorType::kQ5_0;
     case TensorType::kQ5_K: return TensorType::kQ5_1;
     case TensorType::kQ6_K: return TensorType::kQ8_0;
+    case TensorType::kIQ4_XS: return TensorType::kIQ4_NL;
     default: return TensorType::kF16;
   }
 }

@@ -271,8 +271,8 @@ TEST_P(KernelVecDot, MatrixMatchesSingleRowKernelOnLargeShapes) {
 // steps on every instruction set: where the CPU has several, their matrix kernels (the
 // many-token tiles and the few-token rows) give the same bits.
 TEST(Kernels, InstructionSetsAgreeBitForBit) {
-  const TensorType kTypes[] = {TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ8_0,
-                               TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K};
+  const TensorType kTypes[] = {TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ8_0,  TensorType::kQ4_K,
+                               TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kIQ4_NL, TensorType::kIQ4_XS};
   std::vector<const IsaPath*> paths;
   for (const IsaPath& path : isa_paths()) {
     if (path.available) paths.push_back(&path);
@@ -381,8 +381,40 @@ INSTANTIATE_TEST_SUITE_P(WeightTypes, KernelVecDot,
                          ::testing::Values(TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ8_0, TensorType::kQ4_K,
                                            TensorType::kQ6_K, TensorType::kQ4_1, TensorType::kQ5_1, TensorType::kQ5_K,
                                            TensorType::kQ3_K, TensorType::kQ2_K, TensorType::kF16,
-                                           TensorType::kBF16, TensorType::kF32),
+                                           TensorType::kBF16, TensorType::kF32, TensorType::kIQ4_NL,
+                                           TensorType::kIQ4_XS),
                          type_name);
+
+// The i-quant kernels repeat the reference's float steps (kernels_ref.h), so every set
+// gives the reference's bits, on rows of random bytes (every level, every 6-bit scale).
+TEST(Kernels, IQuantKernelsGiveTheReferenceBits) {
+  for (TensorType type : {TensorType::kIQ4_NL, TensorType::kIQ4_XS}) {
+    const TypeTraits& traits = type_traits(type);
+    for (int64_t n_blocks : {1, 7, 8, 9, 17, 40}) {
+      const int64_t n = n_blocks * traits.block_size;
+      std::vector<uint8_t> w(row_size(type, n));
+      uint32_t h = static_cast<uint32_t>(n_blocks) * 2654435761u + 1;
+      for (uint8_t& byte : w) {
+        h ^= h << 13;
+        h ^= h >> 17;
+        h ^= h << 5;
+        byte = static_cast<uint8_t>(h >> 24);
+      }
+      for (size_t b = 0; b < static_cast<size_t>(n_blocks); ++b) {  // a sane f16 scale d at offset 0
+        const uint16_t d = f32_to_f16(0.001f * static_cast<float>(b % 13 + 1) * (b % 2 ? -1.0f : 1.0f));
+        std::memcpy(w.data() + b * traits.bytes_per_block, &d, sizeof d);
+      }
+      const std::vector<uint8_t> a = quantize(traits.vec_dot_type, random_normal(static_cast<size_t>(n), 31, 3.0f));
+      const float expected = traits.vec_dot_ref(n, w.data(), a.data());
+      for (const IsaPath& path : isa_paths()) {
+        const SimdKernels& kernels = path.kernels(traits);
+        if (!path.available || kernels.vec_dot == nullptr) continue;
+        EXPECT_EQ(testing::bits_of(kernels.vec_dot(n, w.data(), a.data())), testing::bits_of(expected))
+            << traits.name << " " << path.name << " n_blocks=" << n_blocks;
+      }
+    }
+  }
+}
 
 // Q2_K and Q3_K rows of random bytes: every bit pattern of the 2-bit quants, the hmask and
 // the packed scales, where rows from the quantizer reach only some (a Q3_K sub-block

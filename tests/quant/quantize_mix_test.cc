@@ -23,7 +23,15 @@ TEST(QuantizeMix, NamesAreCaseInsensitiveAndUnknownOnesFail) {
   EXPECT_EQ(find_mix("Q8_0")->base_type, TensorType::kQ8_0);
   EXPECT_FALSE(find_mix("Q4_K_X").has_value());
   EXPECT_FALSE(find_mix("").has_value());
-  EXPECT_EQ(all_mixes().size(), 14u);
+  EXPECT_EQ(all_mixes().size(), 16u);
+  EXPECT_EQ(find_mix("iq4_xs")->llama_file_type, 30u);
+  EXPECT_EQ(find_mix("IQ4_NL")->llama_file_type, 25u);
+}
+
+TEST(QuantizeMix, Iq4XsFallsBackToIq4NlWhere256DoesNotDivideARow) {
+  EXPECT_EQ(choose("IQ4_XS", "blk.0.ffn_gate.weight", 2048).type, TensorType::kIQ4_XS);
+  EXPECT_EQ(choose("IQ4_XS", "blk.0.ffn_gate.weight", 640 + 32).type, TensorType::kIQ4_NL);
+  EXPECT_EQ(choose("IQ4_XS", "output.weight", 2048).type, TensorType::kQ6_K);
 }
 
 TEST(QuantizeMix, LayerIndexFromName) {

@@ -1,0 +1,167 @@
+// The IQ4_NL and IQ4_XS dot products for x86, written once over 256-bit vectors for every
+// x86 set: the including file defines, inside an anonymous namespace,
+//
+//   struct Iq4Dot {
+//     // acc + the sums of four products u[i] * s[i] per 32-bit lane (u unsigned, s signed)
+//     static __m256i dot(__m256i acc, __m256i u, __m256i s);
+//   };
+//
+// (AVX2: vpmaddubsw + vpmaddwd; AVX-512 VNNI: vpdpbusd on 256 bits), then includes this
+// body in that namespace, so each copy has internal linkage.
+//
+// A group of 32 quants: its 16 bytes' low nibbles are elements 0-15 and the high nibbles
+// 16-31, so one vpshufb of the 16 levels (in both 128-bit halves) gives the 32 weights in
+// element order. Weights and activations are signed: |w| times a with w's sign moved onto
+// a (vpsignb) is what the unsigned-by-signed products take, exact as neither is -128.
+//
+// The float steps are the reference's (kernels_ref.h): IQ4_NL fuses block b's exact sum
+// times d_w * d_a into lane b % 8, eight lanes at once here as one vector FMA, the lanes
+// summed pairwise at the end; IQ4_XS fuses each super-block's exact sum into one running
+// sum. So every set gives the reference's bits.
+//
+// Rows are taken kRowTile at a time: a group's weights are unpacked once for them all.
+
+constexpr int kRowTile = 4;
+
+inline __m256i iq4_levels() {
+  return _mm256_setr_epi8(-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113,  //
+                          -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113);
+}
+
+// The 32 weights of the group whose quants are qs[0, 16), in element order.
+inline __m256i iq4_group(const uint8_t* qs, __m256i levels) {
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
+  const __m128i low4 = _mm_set1_epi8(0x0f);
+  const __m256i index = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), low4), _mm_and_si128(q, low4));
+  return _mm256_shuffle_epi8(levels, index);
+}
+
+// Eight int32 partial sums of w[i] * a[i] over the group (w_abs = |w|).
+inline __m256i iq4_partials(__m256i w, __m256i w_abs, const int8_t* a) {
+  const __m256i signed_a = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)), w);
+  return Iq4Dot::dot(_mm256_setzero_si256(), w_abs, signed_a);
+}
+
+// Lane k = the total of p[k] (exact integer adds, so any order).
+inline __m256i iq4_totals8(const __m256i p[8]) {
+  const __m256i h01 = _mm256_hadd_epi32(p[0], p[1]);
+  const __m256i h23 = _mm256_hadd_epi32(p[2], p[3]);
+  const __m256i h45 = _mm256_hadd_epi32(p[4], p[5]);
+  const __m256i h67 = _mm256_hadd_epi32(p[6], p[7]);
+  const __m256i h0123 = _mm256_hadd_epi32(h01, h23);  // [0L 1L 2L 3L | 0H 1H 2H 3H]
+  const __m256i h4567 = _mm256_hadd_epi32(h45, h67);
+  return _mm256_add_epi32(_mm256_permute2x128_si256(h0123, h4567, 0x20),
+                          _mm256_permute2x128_si256(h0123, h4567, 0x31));
+}
+
+inline int32_t iq4_total(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+  return _mm_cvtsi128_si32(s);
+}
+
+inline float iq4_fma(float a, float b, float c) {
+  return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(a), _mm_set_ss(b), _mm_set_ss(c)));
+}
+
+inline float iq4_half(uint16_t h) { return _cvtsh_ss(h); }
+
+template <int R>
+void iq4_nl_tile(int64_t nb, const BlockIQ4_NL* x, const uint8_t* a, size_t a_stride, float* out,
+                 int64_t out_stride) {
+  const __m256i levels = iq4_levels();
+  const BlockQ8_0* y[R];
+  for (int r = 0; r < R; ++r) y[r] = reinterpret_cast<const BlockQ8_0*>(a + static_cast<size_t>(r) * a_stride);
+  __m256 lanes[R];
+  for (int r = 0; r < R; ++r) lanes[r] = _mm256_setzero_ps();
+  int64_t b = 0;
+  for (; b + 8 <= nb; b += 8) {
+    __m256i p[R][8];
+    for (int k = 0; k < 8; ++k) {
+      const __m256i w = iq4_group(x[b + k].qs, levels);
+      const __m256i w_abs = _mm256_abs_epi8(w);
+      for (int r = 0; r < R; ++r) p[r][k] = iq4_partials(w, w_abs, y[r][b + k].qs);
+    }
+    const __m256 dw = _mm256_cvtph_ps(_mm_setr_epi16(
+        static_cast<int16_t>(x[b].d), static_cast<int16_t>(x[b + 1].d), static_cast<int16_t>(x[b + 2].d),
+        static_cast<int16_t>(x[b + 3].d), static_cast<int16_t>(x[b + 4].d), static_cast<int16_t>(x[b + 5].d),
+        static_cast<int16_t>(x[b + 6].d), static_cast<int16_t>(x[b + 7].d)));
+    for (int r = 0; r < R; ++r) {
+      const BlockQ8_0* yr = y[r] + b;
+      const __m256 da = _mm256_cvtph_ps(_mm_setr_epi16(
+          static_cast<int16_t>(yr[0].d), static_cast<int16_t>(yr[1].d), static_cast<int16_t>(yr[2].d),
+          static_cast<int16_t>(yr[3].d), static_cast<int16_t>(yr[4].d), static_cast<int16_t>(yr[5].d),
+          static_cast<int16_t>(yr[6].d), static_cast<int16_t>(yr[7].d)));
+      lanes[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, da), _mm256_cvtepi32_ps(iq4_totals8(p[r])), lanes[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    alignas(32) float l[8];
+    _mm256_store_ps(l, lanes[r]);
+    for (int64_t t = b; t < nb; ++t) {  // t - b < 8: block t's lane is t % 8
+      const __m256i w = iq4_group(x[t].qs, levels);
+      const int32_t isum = iq4_total(iq4_partials(w, _mm256_abs_epi8(w), y[r][t].qs));
+      const float d = iq4_half(x[t].d) * iq4_half(y[r][t].d);
+      l[t % 8] = iq4_fma(d, static_cast<float>(isum), l[t % 8]);
+    }
+    out[r * out_stride] = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+  }
+}
+
+template <int R>
+void iq4_xs_tile(int64_t nb, const BlockIQ4_XS* x, const uint8_t* a, size_t a_stride, float* out,
+                 int64_t out_stride) {
+  const __m256i levels = iq4_levels();
+  const BlockQ8_K* y[R];
+  for (int r = 0; r < R; ++r) y[r] = reinterpret_cast<const BlockQ8_K*>(a + static_cast<size_t>(r) * a_stride);
+  float sums[R] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_si256();
+    for (int g = 0; g < 8; ++g) {
+      const int scale = (((x[b].scales_l[g / 2] >> (4 * (g % 2))) & 0xf) | (((x[b].scales_h >> (2 * g)) & 3) << 4)) - 32;
+      const __m256i w = iq4_group(x[b].qs + 16 * g, levels);
+      const __m256i w_abs = _mm256_abs_epi8(w);
+      const __m256i s = _mm256_set1_epi32(scale);
+      for (int r = 0; r < R; ++r) {
+        acc[r] = _mm256_add_epi32(acc[r], _mm256_mullo_epi32(iq4_partials(w, w_abs, y[r][b].qs + 32 * g), s));
+      }
+    }
+    const float dw = iq4_half(x[b].d);
+    for (int r = 0; r < R; ++r) sums[r] = iq4_fma(dw * y[r][b].d, static_cast<float>(iq4_total(acc[r])), sums[r]);
+  }
+  for (int r = 0; r < R; ++r) out[r * out_stride] = sums[r];
+}
+
+// One weight row against n_a_rows activation rows, kRowTile at a time.
+template <typename Block, template <int> class Tile>
+void iq4_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
+              int64_t out_stride, int64_t block_size) {
+  const int64_t nb = n / block_size;
+  const auto* x = static_cast<const Block*>(w);
+  const auto* rows = static_cast<const uint8_t*>(a);
+  int64_t t = 0;
+  for (; t + kRowTile <= n_a_rows; t += kRowTile) {
+    Tile<kRowTile>::run(nb, x, rows + static_cast<size_t>(t) * a_stride, a_stride, out + t * out_stride, out_stride);
+  }
+  switch (n_a_rows - t) {
+    case 3: Tile<3>::run(nb, x, rows + static_cast<size_t>(t) * a_stride, a_stride, out + t * out_stride, out_stride); break;
+    case 2: Tile<2>::run(nb, x, rows + static_cast<size_t>(t) * a_stride, a_stride, out + t * out_stride, out_stride); break;
+    case 1: Tile<1>::run(nb, x, rows + static_cast<size_t>(t) * a_stride, a_stride, out + t * out_stride, out_stride); break;
+    default: break;
+  }
+}
+
+template <int R>
+struct Iq4NlTile {
+  static void run(int64_t nb, const BlockIQ4_NL* x, const uint8_t* a, size_t a_stride, float* out, int64_t out_stride) {
+    iq4_nl_tile<R>(nb, x, a, a_stride, out, out_stride);
+  }
+};
+template <int R>
+struct Iq4XsTile {
+  static void run(int64_t nb, const BlockIQ4_XS* x, const uint8_t* a, size_t a_stride, float* out, int64_t out_stride) {
+    iq4_xs_tile<R>(nb, x, a, a_stride, out, out_stride);
+  }
+};

@@ -1,0 +1,34 @@
+// The IQ4_NL and IQ4_XS dot products with AVX-512 VNNI: vpdpbusd on 256 bits; the body is iq4_x86-inl.h.
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "quant/blocks.h"
+#include "quant/kernels/simd_kernels.h"
+
+namespace tokenmill::quant::avx512 {
+
+namespace {
+
+struct Iq4Dot {
+  static __m256i dot(__m256i acc, __m256i u, __m256i s) {
+    return _mm256_dpbusd_epi32(acc, u, s);
+  }
+};
+
+#include "quant/kernels/iq4_x86-inl.h"
+
+}  // namespace
+
+void vec_dot_rows_iq4_nl_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                              float* out, int64_t out_stride) {
+  iq4_rows<BlockIQ4_NL, Iq4NlTile>(n, w, a, a_stride, n_a_rows, out, out_stride, kLegacyBlockSize);
+}
+
+void vec_dot_rows_iq4_xs_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                              float* out, int64_t out_stride) {
+  iq4_rows<BlockIQ4_XS, Iq4XsTile>(n, w, a, a_stride, n_a_rows, out, out_stride, kSuperBlockSize);
+}
+
+}  // namespace tokenmill::quant::avx512
