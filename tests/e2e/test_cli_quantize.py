@@ -195,23 +195,28 @@ def test_gptq_bad_calibration_gives_clear_errors_and_leaves_nothing(tokenmill, d
     assert not any(p.name.startswith("out.gguf") for p in tmp_path.iterdir())
 
 
-def test_iq4_xs_files_run_both_ways_with_llama_cpp(tokenmill, default_model, tmp_path):
-    """Our IQ4_XS file (IQ4_NL where 256 does not divide a row) in llama.cpp, and
-    llama-quantize's IQ4_XS file in tokenmill: the same greedy tokens up to near-ties."""
+def llama_quantize(source, out, ftype):
+    """llama.cpp's quantizer (llama-cpp-python's llama_model_quantize); ftype: a llama_ftype."""
     import ctypes
 
     import llama_cpp
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = ftype
+    params.allow_requantize = True  # the default model is Q4_K_M already
+    params.nthread = 2
+    assert llama_cpp.llama_model_quantize(str(source).encode(), str(out).encode(), ctypes.byref(params)) == 0
+
+
+def test_iq4_xs_files_run_both_ways_with_llama_cpp(tokenmill, default_model, tmp_path):
+    """Our IQ4_XS file (IQ4_NL where 256 does not divide a row) in llama.cpp, and
+    llama-quantize's IQ4_XS file in tokenmill: the same greedy tokens up to near-ties."""
     ours = tmp_path / "ours-iq4_xs.gguf"
     result = run([tokenmill, "quantize", default_model, str(ours), "IQ4_XS", "-t", "2"])
     assert result.returncode == 0, result.stderr
     types = set(tensor_types(tokenmill, ours).values())
     assert {"iq4_xs", "iq4_nl"} <= types, types
     theirs = tmp_path / "llama-iq4_xs.gguf"
-    params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype = 30  # LLAMA_FTYPE_MOSTLY_IQ4_XS
-    params.allow_requantize = True
-    params.nthread = 2
-    assert llama_cpp.llama_model_quantize(str(default_model).encode(), str(theirs).encode(), ctypes.byref(params)) == 0
+    llama_quantize(default_model, theirs, 30)  # LLAMA_FTYPE_MOSTLY_IQ4_XS
     assert "iq4_xs" in set(tensor_types(tokenmill, theirs).values())
     for model in (ours, theirs):
         check = run([sys.executable, str(ROOT / "tools/check_llamacpp_interop.py"), str(model), "--bin", tokenmill,
@@ -221,15 +226,8 @@ def test_iq4_xs_files_run_both_ways_with_llama_cpp(tokenmill, default_model, tmp
 
 
 def test_an_i_quant_without_kernels_is_refused_naming_it(tokenmill, default_model, tmp_path):
-    import ctypes
-
-    import llama_cpp
     iq3 = tmp_path / "iq3_s.gguf"
-    params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype = 26  # LLAMA_FTYPE_MOSTLY_IQ3_S
-    params.allow_requantize = True
-    params.nthread = 2
-    assert llama_cpp.llama_model_quantize(str(default_model).encode(), str(iq3).encode(), ctypes.byref(params)) == 0
+    llama_quantize(default_model, iq3, 26)  # LLAMA_FTYPE_MOSTLY_IQ3_S
     assert "iq3_s" in set(tensor_types(tokenmill, iq3).values())  # named by info
     refused = run([tokenmill, "run", "-m", str(iq3), "-p", "Hi", "-n", "2"])
     assert refused.returncode != 0 and "iq3_s" in refused.stderr, refused.stderr

@@ -15,6 +15,7 @@
 
 #include "engine/json_constraint.h"
 #include "engine/json_schema.h"
+#include "engine/schema_corpus.h"
 #include "tokenizer/vocab.h"
 
 namespace tokenmill::engine {
@@ -22,14 +23,7 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-std::vector<json> corpus() {
-  std::ifstream in(std::string(TOKENMILL_FIXTURES_DIR) + "/schema_corpus.jsonl");
-  std::vector<json> out;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) out.push_back(json::parse(line));
-  }
-  return out;
-}
+std::vector<json> corpus() { return testing::schema_corpus(); }
 
 std::vector<std::string> vocabulary() {
   std::vector<std::string> pieces;

@@ -10,20 +10,14 @@
 #include <string>
 
 #include "engine/json_schema.h"
+#include "engine/schema_corpus.h"
 
 namespace tokenmill::engine {
 namespace {
 
 using json = nlohmann::ordered_json;
 
-std::vector<json> corpus() {
-  std::ifstream in(std::string(TOKENMILL_FIXTURES_DIR) + "/schema_corpus.jsonl");
-  std::vector<json> out;
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) out.push_back(json::parse(line));
-  }
-  return out;
-}
+std::vector<json> corpus() { return testing::schema_corpus(); }
 
 TEST(JsonSchemaCorpus, EverySchemaCompilesAndNoWalkReachesADeadEnd) {
   const std::vector<json> entries = corpus();

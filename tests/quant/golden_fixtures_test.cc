@@ -82,17 +82,31 @@ void check_vec_dot(const TypeTraits& traits, const std::string& path, gguf::Tens
               std::string(traits.name).c_str(), n_exact, n_cases);
 }
 
+// A quantize fixture: the input floats and the bytes ggml's reference quantizer made.
+struct QuantizeCase {
+  std::vector<float> x;
+  std::vector<uint8_t> ggml;
+};
+QuantizeCase read_quantize_case(const std::string& path, gguf::TensorType type) {
+  FixtureReader in(read_file(path));
+  EXPECT_TRUE(in.expect_magic("TMQQ")) << path;
+  EXPECT_EQ(in.u32(), static_cast<uint32_t>(type));
+  const uint32_t n = in.u32();
+  const uint32_t n_bytes = in.u32();
+  QuantizeCase c{in.floats(n), in.bytes(n_bytes)};
+  EXPECT_TRUE(in.ok() && in.at_end()) << path;
+  return c;
+}
+
 TEST_P(GoldenFixture, DequantizeIsBitExact) { check_dequantize(traits(), file("dequant"), GetParam()); }
 
 TEST_P(GoldenFixture, QuantizeRefIsBitExact) {
-  FixtureReader in(read_file(file("quantize")));
-  ASSERT_TRUE(in.expect_magic("TMQQ")) << file("quantize");
-  ASSERT_EQ(in.u32(), static_cast<uint32_t>(GetParam()));
-  const uint32_t n = in.u32();
-  const uint32_t n_bytes = in.u32();
-  const std::vector<float> x = in.floats(n);
-  const std::vector<uint8_t> expected = in.bytes(n_bytes);
-  ASSERT_TRUE(in.ok() && in.at_end());
+  const QuantizeCase c = read_quantize_case(file("quantize"), GetParam());
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  const std::vector<float>& x = c.x;
+  const std::vector<uint8_t>& expected = c.ggml;
+  const auto n = static_cast<int64_t>(x.size());
+  const size_t n_bytes = expected.size();
 
   std::vector<uint8_t> ours(n_bytes);
   traits().quantize_row_ref(x.data(), ours.data(), n);
@@ -134,14 +148,12 @@ TEST_P(IQuantFixture, DequantizeIsBitExact) { check_dequantize(traits(), file("d
 TEST_P(IQuantFixture, VecDotRefMatchesGgmlScalarKernel) { check_vec_dot(traits(), file("vec_dot"), GetParam()); }
 
 TEST_P(IQuantFixture, QuantizeFitsAtLeastAsWellAsGgml) {
-  FixtureReader in(read_file(file("quantize")));
-  ASSERT_TRUE(in.expect_magic("TMQQ")) << file("quantize");
-  ASSERT_EQ(in.u32(), static_cast<uint32_t>(GetParam()));
-  const uint32_t n = in.u32();
-  const uint32_t n_bytes = in.u32();
-  const std::vector<float> x = in.floats(n);
-  const std::vector<uint8_t> ggml = in.bytes(n_bytes);
-  ASSERT_TRUE(in.ok() && in.at_end());
+  const QuantizeCase c = read_quantize_case(file("quantize"), GetParam());
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  const std::vector<float>& x = c.x;
+  const std::vector<uint8_t>& ggml = c.ggml;
+  const auto n = static_cast<uint32_t>(x.size());
+  const size_t n_bytes = ggml.size();
   std::vector<uint8_t> ours(n_bytes);
   traits().quantize_row_ref(x.data(), ours.data(), n);
   std::vector<float> ours_values(n), ggml_values(n);
