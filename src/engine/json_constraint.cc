@@ -17,7 +17,7 @@ std::shared_ptr<const TokenTrie> token_trie_of(const tokenizer::Tokenizer& token
 }
 
 bool mask_to_json(const OutputGrammar& grammar, std::span<const float> logits, const tokenizer::Tokenizer& tokenizer,
-                  bool greedy_only, std::vector<float>& masked, const std::shared_ptr<const TokenTrie>& trie) {
+                  bool greedy_only, std::vector<float>& masked, const TokenTrieSource& trie_source) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const auto n = static_cast<int32_t>(logits.size());
   masked.assign(logits.size(), kNegInf);
@@ -71,6 +71,7 @@ bool mask_to_json(const OutputGrammar& grammar, std::span<const float> logits, c
   // Nothing near the top fits: anything that does.
   thread_local std::vector<uint32_t> bits;
   bits.resize(GrammarTokenMasks::words(n));
+  const std::shared_ptr<const TokenTrie> trie = trie_source ? trie_source() : nullptr;
   if (trie != nullptr && trie->n_vocab() == n && grammar.fill_token_mask(trie, bits)) {
     for (int32_t id = 0; id < n; ++id) {
       const bool in_grammar = (bits[static_cast<size_t>(id) / 32] >> (id % 32)) & 1u;

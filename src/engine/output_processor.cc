@@ -27,7 +27,8 @@ Draw OutputProcessor::draw(Sequence& s, std::span<float> logits, int32_t first_m
   if (s.json) {
     // JSON mode: the draw is among the tokens that keep the output valid JSON.
     thread_local std::vector<float> masked;
-    if (!mask_to_json(grammar ? *grammar : *s.json, logits, tokenizer_, sampling.picks_first_max(), masked, token_trie())) {
+    if (!mask_to_json(grammar ? *grammar : *s.json, logits, tokenizer_, sampling.picks_first_max(), masked,
+                      [this] { return token_trie(); })) {
       return d;
     }
     d.token = s.sampler->sample(masked, previous);

@@ -138,7 +138,7 @@ TEST(MaskToJson, FallsBackToTheWholeVocabularyThroughTheMask) {
   logits[1] = 10.0f;  // <eos>: the value is not whole
   const std::shared_ptr<const TokenTrie> trie = token_trie_of(words);
   std::vector<float> by_mask, by_allows;
-  ASSERT_TRUE(mask_to_json(grammar, logits, words, false, by_mask, trie));
+  ASSERT_TRUE(mask_to_json(grammar, logits, words, false, by_mask, [&] { return trie; }));
   ASSERT_TRUE(mask_to_json(grammar, logits, words, false, by_allows, nullptr));
   EXPECT_EQ(by_mask, by_allows);
   int n_allowed = 0;
