@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <thread>
 #include <new>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "engine/engine.h"
 #include "model/model.h"
 #include "server/served_model.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tokenmill::cli {
@@ -78,6 +81,9 @@ void add_chat_engine_options(CLI::App* cmd, ChatEngineOptions& o) {
                   "While interactive requests are about, a step with batch work lasts at most this many one-token "
                   "steps (0: no limit)")
       ->capture_default_str()->check(CLI::Range(0.0, 1000.0));
+  cmd->add_option("--chat-template-file", o.chat_template_file,
+                  "A Jinja chat template to use in place of the model's own (e.g. one that fixes it)")
+      ->check(CLI::ExistingFile);
 }
 
 bool pin_threads(const ChatEngineOptions& options, int n_compute) {
@@ -87,6 +93,14 @@ bool pin_threads(const ChatEngineOptions& options, int n_compute) {
 
 Result<std::unique_ptr<server::LoadedModel>> load_chat_model(const ChatEngineOptions& options, const std::string& path,
                                                              const std::string& name, bool verbose) {
+  std::string chat_template;
+  if (!options.chat_template_file.empty()) {
+    std::ifstream in(options.chat_template_file, std::ios::binary);
+    if (!in) return not_found("cannot read the chat template file '" + options.chat_template_file + "'");
+    chat_template.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    auto parsed = tokenizer::ChatTemplate::parse(chat_template);
+    if (!parsed.ok()) return invalid_argument(options.chat_template_file + ": " + parsed.status().message());
+  }
   model::LoadOptions load = load_options(options.n_threads);
   // The engine's default sequence limit (min(8192, trained)) unless --max-context says.
   load.max_context = options.max_context > 0 ? options.max_context : engine::EngineConfig{}.max_context;
@@ -159,7 +173,8 @@ Result<std::unique_ptr<server::LoadedModel>> load_chat_model(const ChatEngineOpt
   loaded->model = std::move(model).value();
   loaded->draft_model = std::move(draft).value();
   loaded->tokenizer = std::move(tokenizer).value();
-  loaded->served = std::make_unique<server::ServedModel>(path, *loaded->model, *loaded->tokenizer, *loaded->engine, name);
+  loaded->served = std::make_unique<server::ServedModel>(path, *loaded->model, *loaded->tokenizer, *loaded->engine, name,
+                                                         std::move(chat_template));
   return loaded;
 }
 

@@ -37,6 +37,8 @@ struct ChatEngineOptions {
   bool kv_disk_given = false;
   std::string kv_disk_default;
   double kv_disk_gib = 8;
+  // --chat-template-file: a Jinja chat template used in place of each model's own.
+  std::string chat_template_file;
 };
 
 void add_chat_engine_options(CLI::App* cmd, ChatEngineOptions& o);
@@ -45,7 +47,8 @@ void add_chat_engine_options(CLI::App* cmd, ChatEngineOptions& o);
 bool pin_threads(const ChatEngineOptions& options, int n_compute);
 
 // Loads one chat model with the engine the flags describe: its weights, tokenizer, KV
-// cache (refused up front when it cannot fit in memory) and engine thread. verbose
+// cache (refused up front when it cannot fit in memory) and engine thread, and the
+// --chat-template-file template (refused up front when it does not parse). verbose
 // prints the cache and thread lines of the start-up banner.
 Result<std::unique_ptr<server::LoadedModel>> load_chat_model(const ChatEngineOptions& options, const std::string& path,
                                                              const std::string& name, bool verbose);

@@ -52,6 +52,7 @@ struct DistillOptions {
   dataset::FilterConfig filters;
   std::string json_schema;
   std::string summary_json;
+  bool with_reasoning = false;  // a thinking teacher's reasoning goes before each answer
   bool quiet = false;
 };
 
@@ -222,7 +223,7 @@ int run_distill(DistillOptions o) {
       continue;
     }
     ++kept;
-    lines += dataset::training_record(e, *format, with_logprobs).dump(-1, ' ', false, Json::error_handler_t::replace);
+    lines += dataset::training_record(e, *format, with_logprobs, o.with_reasoning).dump(-1, ' ', false, Json::error_handler_t::replace);
     lines += '\n';
   }
   if (Status s = write_file_durably(o.output, lines); !s.ok()) return fail(s.message());
@@ -291,6 +292,9 @@ void register_distill(CLI::App& app) {
   cmd->add_option("--near-dedup", o->filters.near_duplicate,
                   "Drop answers this similar (estimated Jaccard of word 3-grams, e.g. 0.8) to one kept before");
   cmd->add_option("--summary-json", o->summary_json, "Also write the kept / dropped counts here");
+  cmd->add_flag("--with-reasoning", o->with_reasoning,
+                "Keep a thinking teacher's reasoning, before each answer as <think>...</think> (default: the answer "
+                "alone; the filters judge the answer alone either way)");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress while the teacher answers");
   add_chat_engine_options(cmd, o->engine);
   cmd->callback([o] { exit_code() = run_distill(*o); });

@@ -17,6 +17,7 @@ struct Example {
   std::string instruction;
   std::string input;
   std::string answer;
+  std::string reasoning;  // a thinking teacher's reasoning (reasoning_content); "" when none
   std::string finish_reason;  // "stop", "length", ...
   // Per answer token, the teacher's top alternatives: [[{"token", "logprob"}, ...], ...];
   // null when the answer came without logprobs.

@@ -120,6 +120,8 @@ std::vector<Example> examples_from_exchange(const std::string& source, const Jso
       const Json content = choice["message"].value("content", Json());
       if (!content.is_string()) continue;  // a tool call, not an answer
       e.answer = content.get<std::string>();
+      const Json reasoning = choice["message"].value("reasoning_content", Json());
+      if (reasoning.is_string()) e.reasoning = reasoning.get<std::string>();
     } else if (choice.contains("text") && choice["text"].is_string()) {
       e.answer = choice["text"].get<std::string>();
     } else {

@@ -24,7 +24,9 @@ Result<TrainingFormat> parse_training_format(const std::string& name) {
   return invalid_argument("unknown format '" + name + "': alpaca, sharegpt or messages");
 }
 
-Json training_record(const Example& e, TrainingFormat format, bool with_logprobs) {
+Json training_record(const Example& e, TrainingFormat format, bool with_logprobs, bool with_reasoning) {
+  const std::string answer =
+      with_reasoning && !e.reasoning.empty() ? "<think>\n" + e.reasoning + "\n</think>\n\n" + e.answer : e.answer;
   Json record;
   switch (format) {
     case TrainingFormat::kAlpaca: {
@@ -34,7 +36,7 @@ Json training_record(const Example& e, TrainingFormat format, bool with_logprobs
         if (role == "system" || role == "developer") system = text_of(m.value("content", Json()));
         if (e.instruction.empty() && role == "user") instruction = text_of(m.value("content", Json()));
       }
-      record = {{"instruction", instruction}, {"input", e.input}, {"output", e.answer}};
+      record = {{"instruction", instruction}, {"input", e.input}, {"output", answer}};
       if (!system.empty()) record["system"] = system;
       break;
     }
@@ -45,7 +47,7 @@ Json training_record(const Example& e, TrainingFormat format, bool with_logprobs
         const std::string from = role == "assistant" ? "gpt" : role == "user" ? "human" : role == "developer" ? "system" : role;
         turns.push_back({{"from", from}, {"value", text_of(m.value("content", Json()))}});
       }
-      turns.push_back({{"from", "gpt"}, {"value", e.answer}});
+      turns.push_back({{"from", "gpt"}, {"value", answer}});
       record = {{"conversations", std::move(turns)}};
       break;
     }
@@ -54,7 +56,7 @@ Json training_record(const Example& e, TrainingFormat format, bool with_logprobs
       for (const Json& m : e.messages) {
         messages.push_back({{"role", m.value("role", "user")}, {"content", text_of(m.value("content", Json()))}});
       }
-      messages.push_back({{"role", "assistant"}, {"content", e.answer}});
+      messages.push_back({{"role", "assistant"}, {"content", answer}});
       record = {{"messages", std::move(messages)}};
       break;
     }

@@ -16,6 +16,7 @@ namespace tokenmill::engine {
 
 class JsonSchema;     // engine/json_schema.h
 struct ToolCallSpec;  // engine/tool_call_grammar.h
+struct ReasoningSpec;  // engine/reasoning_grammar.h
 
 // Interactive requests are scheduled first; batch requests (the Batches API) fill what
 // capacity they leave, and are preempted first (engine/scheduler.h).
@@ -45,6 +46,9 @@ struct Request {
   // Function calling: every call the model writes is a valid call of one of these tools
   // (engine/tool_call_grammar.h). Takes the place of the two above when set.
   std::shared_ptr<const ToolCallSpec> tool_calls;
+  // A thinking model's reasoning span (engine/reasoning_grammar.h): the grammars above
+  // apply to the answer after it, and its budget, if any, ends it. Null: no span.
+  std::shared_ptr<const ReasoningSpec> reasoning;
   // Whether the engine may speculate on this request's tokens (when it is configured
   // to): the output is the same either way; false only changes its speed.
   bool speculative = true;

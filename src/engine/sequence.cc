@@ -4,6 +4,7 @@
 
 #include "engine/json_grammar.h"
 #include "engine/json_schema.h"
+#include "engine/reasoning_grammar.h"
 #include "engine/tool_call_grammar.h"
 
 namespace tokenmill::engine {
@@ -17,12 +18,17 @@ void init_choice(Sequence& seq, const tokenizer::Tokenizer& tokenizer) {
   seq.sampler = std::make_unique<Sampler>(params);
   seq.decoder = std::make_unique<tokenizer::IncrementalDecoder>(tokenizer);
   seq.stop_filter = std::make_unique<StopStringFilter>(seq.state->request.stop);
-  if (seq.state->request.tool_calls) {
-    seq.json = std::make_unique<ToolCallGrammar>(seq.state->request.tool_calls);
-  } else if (seq.state->request.json_schema) {
-    seq.json = std::make_unique<JsonSchemaGrammar>(seq.state->request.json_schema);
-  } else if (seq.state->request.json_object) {
+  const Request& request = seq.state->request;
+  if (request.tool_calls) {
+    seq.json = std::make_unique<ToolCallGrammar>(request.tool_calls);
+  } else if (request.json_schema) {
+    seq.json = std::make_unique<JsonSchemaGrammar>(request.json_schema);
+  } else if (request.json_object) {
     seq.json = std::make_unique<JsonGrammar>();
+  }
+  // Without a grammar or a budget the span needs nothing from the engine.
+  if (request.reasoning && (seq.json || request.reasoning->budget >= 0)) {
+    seq.json = std::make_unique<ReasoningGrammar>(request.reasoning, std::move(seq.json));
   }
   if (!seq.state->request.prediction.empty()) {
     seq.prediction = std::make_unique<PredictionTracker>(seq.state->request.prediction);

@@ -5,6 +5,7 @@
 #include "engine/json_schema.h"
 #include "server/schema_notes.h"
 #include "server/api_error.h"
+#include "server/chat_prompt.h"
 #include "server/model_set.h"
 #include "server/openai_request.h"
 
@@ -73,6 +74,12 @@ void reject_unsupported(const Fields& f) {
   if (auto s = f.string("suffix"); s && !s->empty()) throw bad_request("'suffix' is not supported", "suffix");
 }
 
+void use_prompt(ChatPrompt prompt, OllamaRequest& out) {
+  out.request.prompt = std::move(prompt.tokens);
+  out.request.reasoning = std::move(prompt.reasoning);
+  out.include_reasoning = prompt.include_reasoning;
+}
+
 }  // namespace
 
 std::string ollama_model_name(const Json& body) {
@@ -113,6 +120,7 @@ OllamaRequest parse_ollama_request(bool chat, const Json& body, const ServedMode
   reject_unsupported(f);
   read_format(f, out.request);
   out.stream = f.boolean("stream").value_or(true);
+  const ReasoningOptions reasoning = read_ollama_reasoning(f);
 
   int64_t num_predict = -1;
   int32_t max_context = model.max_context();
@@ -125,8 +133,7 @@ OllamaRequest parse_ollama_request(bool chat, const Json& body, const ServedMode
       out.load_only = true;
       return out;
     }
-    std::vector<tokenizer::ChatMessage> chat_messages;
-    Json chat_json = Json::array();  // with the tool fields, for chats that have them
+    Json chat_json = Json::array();  // the messages as the template reads them
     bool tool_messages = false;
     for (size_t i = 0; i < messages->size(); ++i) {
       const std::string where = "messages[" + std::to_string(i) + "]";
@@ -135,14 +142,13 @@ OllamaRequest parse_ollama_request(bool chat, const Json& body, const ServedMode
       if (const Json* images = m.array("images"); images && !images->empty()) {
         throw bad_request("this model reads text only; 'images' are not supported", where + ".images");
       }
-      chat_messages.push_back({m.string("role").value_or("user"), m.string("content").value_or("")});
-      Json message = {{"role", chat_messages.back().role}, {"content", chat_messages.back().content}};
+      Json message = {{"role", m.string("role").value_or("user")}, {"content", m.string("content").value_or("")}};
       if (const Json* calls = m.raw("tool_calls")) message["tool_calls"] = *calls;
       tool_messages = tool_messages || message["role"] == "tool" || message.contains("tool_calls");
       chat_json.push_back(std::move(message));
     }
     out.tools = read_tool_request(f);
-    Result<std::vector<int32_t>> prompt = std::vector<int32_t>();
+    ChatPrompt prompt;
     if (out.tools || tool_messages) {
       if (out.tools && (out.request.json_object || out.request.json_schema)) {
         throw bad_request("'format' cannot be combined with 'tools' here", "format");
@@ -151,17 +157,16 @@ OllamaRequest parse_ollama_request(bool chat, const Json& body, const ServedMode
       // opens a call in the built-in syntax.
       out.tool_syntax = tool_syntax_for_template(model.chat_template_source());
       const Json template_tools = out.tools && out.tool_syntax != ToolSyntax::kBuiltin ? *f.array("tools") : Json();
-      prompt = model.chat_prompt(
-          template_messages(chat_json, out.tools ? &*out.tools : nullptr, out.tool_syntax, /*ids_required=*/false),
-          template_tools, "");
+      prompt = render_chat_prompt(
+          model, template_messages(chat_json, out.tools ? &*out.tools : nullptr, out.tool_syntax, /*ids_required=*/false),
+          template_tools, "", reasoning, "messages");
       if (out.tools && out.tool_syntax == ToolSyntax::kBuiltin) {
         out.request.tool_calls = tool_call_spec(*out.tools, out.tool_syntax);
       }
     } else {
-      prompt = model.chat_prompt(chat_messages);
+      prompt = render_chat_prompt(model, chat_json, Json(), "", reasoning, "messages");
     }
-    if (!prompt.ok()) throw bad_request("Cannot apply the chat template: " + prompt.status().message(), "messages");
-    out.request.prompt = std::move(prompt).value();
+    use_prompt(std::move(prompt), out);
   } else {
     const std::string prompt = f.string("prompt").value_or("");
     if (prompt.empty()) {
@@ -171,12 +176,12 @@ OllamaRequest parse_ollama_request(bool chat, const Json& body, const ServedMode
     if (f.boolean("raw").value_or(false)) {
       out.request.prompt = model.text_prompt(prompt);
     } else {
-      std::vector<tokenizer::ChatMessage> messages;
-      if (auto system = f.string("system"); system && !system->empty()) messages.push_back({"system", *system});
-      messages.push_back({"user", prompt});
-      auto tokens = model.chat_prompt(messages);
-      if (!tokens.ok()) throw bad_request("Cannot apply the chat template: " + tokens.status().message(), "prompt");
-      out.request.prompt = std::move(tokens).value();
+      Json messages = Json::array();
+      if (auto system = f.string("system"); system && !system->empty()) {
+        messages.push_back({{"role", "system"}, {"content", *system}});
+      }
+      messages.push_back({{"role", "user"}, {"content", prompt}});
+      use_prompt(render_chat_prompt(model, messages, Json(), "", reasoning, "prompt"), out);
     }
     // "context" from an earlier answer continues that conversation.
     if (const Json* context = f.array("context"); context && !context->empty()) {

@@ -22,6 +22,8 @@ struct OllamaRequest {
   // /api/chat with tools: how to read the calls back out of the answer.
   std::optional<ToolRequest> tools;
   ToolSyntax tool_syntax = ToolSyntax::kBuiltin;
+  // Whether a reasoning span (request.reasoning) is returned as "thinking", or dropped.
+  bool include_reasoning = true;
 };
 
 // The model an Ollama request names ("model", or "name" from older clients). Throws

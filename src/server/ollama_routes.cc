@@ -16,6 +16,7 @@
 #include "server/json_fields.h"
 #include "server/ollama_request.h"
 #include "server/openai_request.h"
+#include "server/reasoning.h"
 #include "server/response_ids.h"
 #include "server/route_context.h"
 #include "store/pull.h"
@@ -39,7 +40,10 @@ class OllamaSink : public EventSink {
         model_name_(model.name()),
         context_(request.request.prompt),
         tools_(request.tools),
-        tool_syntax_(request.tool_syntax) {}
+        tool_syntax_(request.tool_syntax),
+        include_reasoning_(request.include_reasoning) {
+    if (request.request.reasoning) splitter_.emplace(*request.request.reasoning);
+  }
 
   void on_start(Responder& out) override {
     if (stream_) out.begin_stream(200, "application/x-ndjson");
@@ -54,11 +58,25 @@ class OllamaSink : public EventSink {
         done_reason_ = engine::finish_reason_name(*event.finish);
         if (*event.finish == engine::FinishReason::kError) error_ = event.error.empty() ? "generation failed" : event.error;
       }
+      std::string text = event.text;
+      std::string thinking;
+      if (splitter_) {
+        ReasoningSplitter::Parts parts = splitter_->feed(text);
+        if (event.finish) {
+          ReasoningSplitter::Parts rest = splitter_->finish();
+          parts.reasoning += rest.reasoning;
+          parts.content += rest.content;
+        }
+        text = std::move(parts.content);
+        if (include_reasoning_) thinking = std::move(parts.reasoning);
+      }
       if (!stream_ || tools_) {  // with tools, the answer is read whole for its calls
-        text_ += event.text;
-      } else if (!event.text.empty()) {
+        text_ += text;
+        thinking_ += thinking;
+      }
+      if (stream_ && (!thinking.empty() || (!tools_ && !text.empty()))) {
         Json line = envelope();
-        put_text(line, event.text);
+        put_text(line, tools_ ? "" : text, thinking);
         line["done"] = false;
         batch += dump_json(line) + "\n";
       }
@@ -80,6 +98,7 @@ class OllamaSink : public EventSink {
     if (tools_) {
       const ParsedOutput parsed = parse_tool_calls(text_, tool_syntax_, *tools_, /*forced=*/false);
       last["message"] = {{"role", "assistant"}, {"content", parsed.content}};
+      if (!stream_ && !thinking_.empty()) last["message"]["thinking"] = thinking_;
       if (!parsed.calls.empty()) {
         Json calls = Json::array();
         for (const ParsedToolCall& call : parsed.calls) {
@@ -94,7 +113,7 @@ class OllamaSink : public EventSink {
         put_text(last, "");
       }
     } else {
-      put_text(last, stream_ ? "" : text_);
+      put_text(last, stream_ ? "" : text_, stream_ ? "" : thinking_);
     }
     last["done"] = true;
     last["done_reason"] = done_reason_;
@@ -116,11 +135,14 @@ class OllamaSink : public EventSink {
  private:
   Json envelope() const { return {{"model", model_name_}, {"created_at", rfc3339(std::chrono::system_clock::now())}}; }
 
-  void put_text(Json& line, const std::string& text) const {
+  // The answer's text, and its reasoning where there is some ("thinking").
+  void put_text(Json& line, const std::string& text, const std::string& thinking = "") const {
     if (chat_) {
       line["message"] = {{"role", "assistant"}, {"content", text}};
+      if (!thinking.empty()) line["message"]["thinking"] = thinking;
     } else {
       line["response"] = text;
+      if (!thinking.empty()) line["thinking"] = thinking;
     }
   }
 
@@ -128,11 +150,14 @@ class OllamaSink : public EventSink {
   const bool stream_;
   const std::string model_name_;
   std::vector<int32_t> context_;  // prompt and generated tokens, for generate's "context"
-  std::string text_;
+  std::string text_;      // not streamed, or with tools: the answer so far
+  std::string thinking_;  // ... and its reasoning
+  std::optional<ReasoningSplitter> splitter_;  // a model that writes a reasoning span
   std::string done_reason_ = "stop";
   std::string error_;
   const std::optional<ToolRequest> tools_;
   const ToolSyntax tool_syntax_;
+  const bool include_reasoning_;
 };
 
 Json details_json(const std::string& architecture, const std::string& parameter_size,

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "engine/json_schema.h"
+#include "server/chat_prompt.h"
 #include "server/schema_notes.h"
 
 namespace tokenmill::server {
@@ -123,7 +124,7 @@ void check_documented_fields(const Fields& f, bool chat) {
   if (const Json* modalities = f.array("modalities"); modalities && *modalities != Json::array({"text"})) {
     throw bad_request("this model writes text only: 'modalities' must be [\"text\"]", "modalities");
   }
-  for (const char* name : {"audio", "web_search_options", "reasoning_effort", "verbosity"}) {
+  for (const char* name : {"audio", "web_search_options", "verbosity"}) {
     if (f.raw(name) != nullptr) {
       throw bad_request("'" + std::string(name) + "' is not supported by this model", name);
     }
@@ -229,8 +230,7 @@ OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
 
   const Json* messages = f.array("messages");
   if (!messages || messages->empty()) throw bad_request("'messages' must be a non-empty array", "messages");
-  std::vector<tokenizer::ChatMessage> chat;
-  Json chat_json = Json::array();  // the same with the tool fields, for requests that have them
+  Json chat_json = Json::array();  // the messages as the template reads them
   bool tool_messages = false;
   for (size_t i = 0; i < messages->size(); ++i) {
     const Json& m = (*messages)[i];
@@ -239,8 +239,7 @@ OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
     std::string role = Fields(m, where).string("role").value_or("");
     if (role.empty()) throw bad_request("'" + where + ".role' is required", where + ".role");
     if (role == "developer") role = "system";
-    chat.push_back({role, message_content(m, i)});
-    Json message = {{"role", role}, {"content", chat.back().content}};
+    Json message = {{"role", role}, {"content", message_content(m, i)}};
     for (const char* key : {"tool_calls", "tool_call_id", "name"}) {
       if (m.contains(key) && !m[key].is_null()) message[key] = m[key];
     }
@@ -250,6 +249,8 @@ OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
   check_documented_fields(f, /*chat=*/true);
   std::optional<ToolRequest> tools = read_tool_request(f);
   read_response_format(f, request);
+  const ReasoningOptions reasoning = read_openai_reasoning(f);
+  ChatPrompt prompt;
   if (tools || tool_messages) {
     const ToolSyntax syntax = tool_syntax_for_template(model.chat_template_source());
     const bool calls_allowed = tools && tools->choice != ToolRequest::Choice::kNone;
@@ -257,11 +258,9 @@ OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
       throw bad_request("'response_format' cannot be combined with 'tools' here", "response_format");
     }
     const Json template_tools = calls_allowed && syntax != ToolSyntax::kBuiltin ? *f.array("tools") : Json();
-    const std::string suffix = calls_allowed && tools->forced() ? forced_call_opener(syntax) : "";
-    auto prompt = model.chat_prompt(template_messages(chat_json, calls_allowed ? &*tools : nullptr, syntax),
-                                    template_tools, suffix);
-    if (!prompt.ok()) throw bad_request("Cannot apply the chat template: " + prompt.status().message(), "messages");
-    request.prompt = std::move(prompt).value();
+    const std::string opener = calls_allowed && tools->forced() ? forced_call_opener(syntax) : "";
+    prompt = render_chat_prompt(model, template_messages(chat_json, calls_allowed ? &*tools : nullptr, syntax),
+                                template_tools, opener, reasoning, "messages");
     if (calls_allowed) {
       // Forced calls are constrained from the first byte. With "auto" the grammar takes
       // over at the opening tag where that is plain text (the built-in syntax); the other
@@ -271,10 +270,11 @@ OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
       out.tool_syntax = syntax;
     }
   } else {
-    auto prompt = model.chat_prompt(chat);
-    if (!prompt.ok()) throw bad_request("Cannot apply the chat template: " + prompt.status().message(), "messages");
-    request.prompt = std::move(prompt).value();
+    prompt = render_chat_prompt(model, chat_json, Json(), "", reasoning, "messages");
   }
+  request.prompt = std::move(prompt.tokens);
+  request.reasoning = std::move(prompt.reasoning);
+  out.include_reasoning = prompt.include_reasoning;
 
   read_sampling(f, model, request);
   read_prediction(f, model, request);

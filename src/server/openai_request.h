@@ -38,6 +38,9 @@ struct OpenAiRequest {
   // out of each choice's text.
   std::optional<ToolRequest> tools;
   ToolSyntax tool_syntax = ToolSyntax::kBuiltin;
+  // Chat: whether a reasoning span (requests.front().reasoning) is returned as
+  // reasoning_content, or dropped.
+  bool include_reasoning = true;
 };
 
 // Throws ApiError.

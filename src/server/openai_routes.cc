@@ -10,6 +10,7 @@
 #include <random>
 
 #include "server/openai_request.h"
+#include "server/reasoning.h"
 #include "server/schema_notes.h"
 #include "server/response_cache.h"
 #include "server/stored_completions.h"
@@ -60,7 +61,9 @@ class OpenAiSink : public EventSink {
         unenforced_(unenforced_json(request.requests.front())),
         schema_to_check_(request.requests.front().json_schema && !request.requests.front().json_schema->unenforced().empty()
                              ? request.requests.front().json_schema
-                             : nullptr) {
+                             : nullptr),
+        reasoning_(request.requests.front().reasoning),
+        include_reasoning_(request.include_reasoning) {
     // Prompt i's choices are i * n .. i * n + n - 1, each with that prompt's echo.
     for (size_t i = 0; i < request.requests.size(); ++i) {
       const engine::Request& r = request.requests[i];
@@ -71,6 +74,7 @@ class OpenAiSink : public EventSink {
         c.prompt = static_cast<int32_t>(i);
         c.text = prompts_[i].echo_text;
         c.next_offset = static_cast<int64_t>(c.text.size());
+        if (chat && reasoning_) c.splitter.emplace(*reasoning_);
       }
     }
   }
@@ -105,13 +109,20 @@ class OpenAiSink : public EventSink {
         }
       }
       Json logprobs = logprobs_ && !event.logprobs.empty() ? logprobs_json(c, event) : Json();
-      if (schema_to_check_) c.output += event.text;
+      std::string text = std::move(event.text);
+      std::string reasoning;
+      if (c.splitter) take_reasoning(c, event.finish.has_value(), text, reasoning);
+      if (schema_to_check_) c.output += text;
       if (stream_) {
         if (chat_ && !c.role_sent) {
           batch += sse(chunk(event.choice, Json{{"role", "assistant"}, {"content", ""}}, nullptr, nullptr));
           c.role_sent = true;
         }
-        std::string text = std::move(event.text);
+        if (!reasoning.empty()) {  // the tokens' logprobs go with the reasoning when no content came
+          Json carried;
+          if (text.empty()) std::swap(carried, logprobs);
+          batch += sse(chunk(event.choice, Json{{"reasoning_content", reasoning}}, std::move(carried), nullptr));
+        }
         if (tools_) {  // text that may be (the start of) a tool call is held back
           c.text += text;
           text = release_content(c);
@@ -121,7 +132,8 @@ class OpenAiSink : public EventSink {
           batch += sse(chunk(event.choice, std::move(delta), std::move(logprobs), nullptr));
         }
       } else {
-        c.text += event.text;
+        c.reasoning += reasoning;
+        c.text += text;
         if (!logprobs.is_null()) append_logprobs(c, logprobs);
       }
       if (event.finish) {
@@ -180,9 +192,12 @@ class OpenAiSink : public EventSink {
           message["tool_calls"] = tool_calls_json(parsed);
           if (c.finish_reason == "stop") finish_reason = "tool_calls";
         }
+        add_reasoning(message, c);
         choice["message"] = std::move(message);
       } else if (chat_) {
-        choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+        Json message = {{"role", "assistant"}, {"content", c.text}};
+        add_reasoning(message, c);
+        choice["message"] = std::move(message);
       } else {
         choice["text"] = c.text;
       }
@@ -228,10 +243,32 @@ class OpenAiSink : public EventSink {
     std::string output;  // the generated text, kept where it is checked against the schema
     bool role_sent = false;
     bool prompt_logprobs_done = false;
+    std::optional<ReasoningSplitter> splitter;  // chat with a reasoning span
+    std::string reasoning;                      // not streamed: the reasoning so far
     size_t released = 0;  // streams with tools: the bytes of text sent as content
     bool in_call = false;  // ... and a call has begun: the rest is held for the parser
     int64_t next_offset = 0;  // completions: text_offset of the next token
   };
+
+  // An event's text split into its reasoning and content (the end of the choice releases
+  // what the splitter held back); reasoning is empty where the request drops it.
+  void take_reasoning(Choice& c, bool last, std::string& text, std::string& reasoning) const {
+    ReasoningSplitter::Parts parts = c.splitter->feed(text);
+    if (last) {
+      ReasoningSplitter::Parts rest = c.splitter->finish();
+      parts.reasoning += rest.reasoning;
+      parts.content += rest.content;
+    }
+    text = std::move(parts.content);
+    reasoning = include_reasoning_ ? std::move(parts.reasoning) : std::string();
+  }
+
+  // message.reasoning_content where the model writes a span and the request keeps it
+  // (null when there was none).
+  void add_reasoning(Json& message, const Choice& c) const {
+    if (!reasoning_ || !include_reasoning_) return;
+    message["reasoning_content"] = c.reasoning.empty() ? Json() : Json(c.reasoning);
+  }
 
   // How logprobs name a token: its text, or "token_id:N" (OpenAiRequest::tokens_as_ids).
   std::string token_name(int32_t token) const {
@@ -431,6 +468,8 @@ class OpenAiSink : public EventSink {
   // The response format's schema where some of it was not enforced: each finished choice
   // is checked against it.
   const std::shared_ptr<const engine::JsonSchema> schema_to_check_;
+  const std::shared_ptr<const engine::ReasoningSpec> reasoning_;  // null: no span to split off
+  const bool include_reasoning_;
   std::vector<Choice> choices_;
 };
 

@@ -20,9 +20,10 @@ std::string model_name_from_path(const std::string& path) {
 }  // namespace
 
 ServedModel::ServedModel(const std::string& path, model::Model& model, const tokenizer::Tokenizer& tokenizer,
-                         engine::Engine& engine, std::string name)
+                         engine::Engine& engine, std::string name, std::string chat_template_source)
     : path_(path), name_(name.empty() ? model_name_from_path(path) : std::move(name)), model_(&model), tokenizer_(&tokenizer), engine_(&engine) {
-  auto chat_template = tokenizer::chat_template_for_model(model.file());
+  auto chat_template = chat_template_source.empty() ? tokenizer::chat_template_for_model(model.file())
+                                                    : tokenizer::ChatTemplate::parse(std::move(chat_template_source));
   if (chat_template.ok()) {
     chat_template_ = std::move(chat_template).value();
   } else {
@@ -51,31 +52,29 @@ bool ServedModel::answers_to(std::string_view requested) const {
   return name_.ends_with(kLatest) && std::string_view(name_).substr(0, name_.size() - kLatest.size()) == requested;
 }
 
-Result<std::vector<int32_t>> ServedModel::chat_prompt(const std::vector<tokenizer::ChatMessage>& messages) const {
+Result<std::string> ServedModel::chat_text(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                           const nlohmann::ordered_json& variables) const {
   if (!chat_template_) return not_found("this model has no chat template: " + chat_template_error_);
   const auto& vocab = tokenizer_->vocab();
   auto piece = [&](int32_t id) { return id >= 0 ? tokenizer_->token_piece(id, true) : std::string(); };
-  auto text = chat_template_->render(messages, /*add_generation_prompt=*/true, piece(vocab.bos_id), piece(vocab.eos_id));
-  if (!text.ok()) return text.status();
-  return tokenizer_->encode(*text, /*add_special=*/false, /*parse_special=*/true);
-}
-
-Result<std::vector<int32_t>> ServedModel::chat_prompt(const nlohmann::ordered_json& messages,
-                                                      const nlohmann::ordered_json& tools,
-                                                      const std::string& suffix) const {
-  if (!chat_template_) return not_found("this model has no chat template: " + chat_template_error_);
-  const auto& vocab = tokenizer_->vocab();
-  auto piece = [&](int32_t id) { return id >= 0 ? tokenizer_->token_piece(id, true) : std::string(); };
-  tokenizer::jinja::Dict variables{
+  tokenizer::jinja::Dict dict{
       {"messages", tokenizer::jinja::Value::from_json(messages)},
       {"add_generation_prompt", tokenizer::jinja::Value(true)},
       {"bos_token", tokenizer::jinja::Value(piece(vocab.bos_id))},
       {"eos_token", tokenizer::jinja::Value(piece(vocab.eos_id))},
   };
-  if (!tools.is_null()) variables.emplace_back("tools", tokenizer::jinja::Value::from_json(tools));
-  auto text = chat_template_->render_variables(variables);
-  if (!text.ok()) return text.status();
-  return tokenizer_->encode(*text + suffix, /*add_special=*/false, /*parse_special=*/true);
+  if (!tools.is_null()) dict.emplace_back("tools", tokenizer::jinja::Value::from_json(tools));
+  if (variables.is_object()) {
+    for (const auto& [name, value] : variables.items()) {
+      const bool taken = std::any_of(dict.begin(), dict.end(), [&](const auto& entry) { return entry.first == name; });
+      if (!taken) dict.emplace_back(name, tokenizer::jinja::Value::from_json(value));
+    }
+  }
+  return chat_template_->render_variables(dict);
+}
+
+std::vector<int32_t> ServedModel::chat_tokens(std::string_view text) const {
+  return tokenizer_->encode(text, /*add_special=*/false, /*parse_special=*/true);
 }
 
 std::vector<int32_t> ServedModel::text_prompt(std::string_view text) const {

@@ -25,9 +25,10 @@ namespace tokenmill::server {
 class ServedModel {
  public:
   // REQUIRES: model, tokenizer and engine outlive this object. name: what it is called
-  // ("" : the GGUF file's basename without extension).
+  // ("" : the GGUF file's basename without extension). chat_template: a Jinja template
+  // to use in place of the model's own ("": the model's).
   ServedModel(const std::string& path, model::Model& model, const tokenizer::Tokenizer& tokenizer,
-              engine::Engine& engine, std::string name = "");
+              engine::Engine& engine, std::string name = "", std::string chat_template = "");
 
   // The name requests use: a store name ("gemma3:latest"), or the file's basename
   // without extension ("gemma-3-270m-q4_k_m").
@@ -42,16 +43,17 @@ class ServedModel {
   // Prompt plus generated tokens of one sequence.
   int32_t max_context() const { return max_context_; }
 
-  // Messages rendered with the model's chat template (with the assistant's opening
-  // header), tokenized with special tokens parsed and nothing added: the template writes
-  // BOS itself. InvalidArgument if the template rejects the messages; NotFound if the
-  // model has no chat template.
-  Result<std::vector<int32_t>> chat_prompt(const std::vector<tokenizer::ChatMessage>& messages) const;
-  // The same for messages given as JSON (assistant tool_calls, tool messages: whatever
-  // the template reads) and tools (null: none), with `suffix` after the assistant's
-  // opening header (the start of a forced tool call).
-  Result<std::vector<int32_t>> chat_prompt(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
-                                           const std::string& suffix) const;
+  // Messages given as JSON (assistant tool_calls, tool messages: whatever the template
+  // reads) rendered with the model's chat template, with the assistant's opening header;
+  // tools: null for none; variables: an object of more template variables
+  // (chat_template_kwargs, enable_thinking, ...), which never replace the ones set here.
+  // InvalidArgument if the template rejects the messages; NotFound if the model has no
+  // chat template.
+  Result<std::string> chat_text(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
+                                const nlohmann::ordered_json& variables) const;
+  // A rendered chat prompt as tokens: special tokens parsed and nothing added (the
+  // template writes BOS itself).
+  std::vector<int32_t> chat_tokens(std::string_view text) const;
   // Plain text as a prompt: BOS added as the vocabulary asks, special tokens parsed.
   std::vector<int32_t> text_prompt(std::string_view text) const;
 

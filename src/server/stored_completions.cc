@@ -111,10 +111,15 @@ Json completion_from_stream(const std::string& events) {
         choice = {{"index", index}, {"message", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
                   {"finish_reason", nullptr}};
       }
-      if (delta_choice.contains("delta") && delta_choice["delta"].contains("content") &&
-          delta_choice["delta"]["content"].is_string()) {
-        choice["message"]["content"] = choice["message"]["content"].get<std::string>() +
-                                       delta_choice["delta"]["content"].get<std::string>();
+      // The text fields add up; a thinking model's reasoning_content is kept as well.
+      for (const char* field : {"content", "reasoning_content"}) {
+        if (!delta_choice.contains("delta") || !delta_choice["delta"].contains(field) ||
+            !delta_choice["delta"][field].is_string()) {
+          continue;
+        }
+        Json& so_far = choice["message"][field];
+        so_far = (so_far.is_string() ? so_far.get<std::string>() : std::string()) +
+                 delta_choice["delta"][field].get<std::string>();
       }
       if (delta_choice.contains("finish_reason") && !delta_choice["finish_reason"].is_null()) {
         choice["finish_reason"] = delta_choice["finish_reason"];

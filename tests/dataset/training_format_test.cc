@@ -58,6 +58,21 @@ TEST(Exchanges, ChoicesOfChatAndCompletionAnswers) {
   EXPECT_TRUE(examples_from_exchange("e", chat_request, Json::parse(R"({"error": {}})")).empty());
 }
 
+TEST(Exchanges, AThinkingTeachersReasoningIsKeptOnlyWhenAsked) {
+  const Json request = Json::parse(R"({"messages": [{"role": "user", "content": "2+2?"}]})");
+  const Json response = Json::parse(R"({"choices": [{"index": 0, "finish_reason": "stop",
+      "message": {"role": "assistant", "content": "4", "reasoning_content": "Two and two."}}]})");
+  const std::vector<Example> examples = examples_from_exchange("r", request, response);
+  ASSERT_EQ(examples.size(), 1u);
+  EXPECT_EQ(examples[0].answer, "4");
+  EXPECT_EQ(examples[0].reasoning, "Two and two.");
+  EXPECT_EQ(training_record(examples[0], TrainingFormat::kMessages, false)["messages"][1]["content"], "4");
+  EXPECT_EQ(training_record(examples[0], TrainingFormat::kMessages, false, /*with_reasoning=*/true)["messages"][1]["content"],
+            "<think>\nTwo and two.\n</think>\n\n4");
+  EXPECT_EQ(training_record(examples[0], TrainingFormat::kAlpaca, false, true)["output"],
+            "<think>\nTwo and two.\n</think>\n\n4");
+}
+
 TEST(Exchanges, TeacherRequestsAskForTokenIdsWithLogprobs) {
   Prompt p;
   p.messages = Json::parse(R"([{"role": "user", "content": "hi"}])");

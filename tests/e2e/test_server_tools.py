@@ -237,7 +237,7 @@ def test_documented_fields_are_honoured_or_refused_by_name(client, server):
                                            extra_body={"prompt_cache_key": "k", "safety_identifier": "s"})
     assert reply.usage.completion_tokens <= 3
     for field, value in (("audio", {"voice": "alloy", "format": "mp3"}), ("modalities", ["audio"]),
-                         ("reasoning_effort", "low"), ("web_search_options", {}), ("service_tier", "gold"),
+                         ("reasoning_effort", "max"), ("web_search_options", {}), ("service_tier", "gold"),
                          ("verbosity", "low")):
         body = {"model": MODEL, "messages": messages, "max_tokens": 2, field: value}
         response = requests.post(server.url + "/v1/chat/completions", json=body)

@@ -1,0 +1,27 @@
+#include "server/chat_prompt.h"
+
+namespace tokenmill::server {
+
+ChatPrompt render_chat_prompt(const ServedModel& model, const Json& messages, const Json& tools,
+                              const std::string& forced_opener, const ReasoningOptions& options,
+                              const char* messages_param) {
+  auto text = model.chat_text(messages, tools, reasoning_template_variables(options));
+  if (!text.ok()) throw bad_request("Cannot apply the chat template: " + text.status().message(), messages_param);
+  ChatPrompt prompt;
+  prompt.include_reasoning = options.include;
+  std::shared_ptr<engine::ReasoningSpec> spec = reasoning_for_template(model.chat_template_source());
+  if (spec) {
+    spec->opened_by_prompt = prompt_opens_reasoning(*text, *spec);
+    spec->budget = options.budget;
+  }
+  if (!forced_opener.empty()) {
+    if (spec && spec->opened_by_prompt) *text += spec->close + "\n\n";
+    spec = nullptr;
+    *text += forced_opener;
+  }
+  prompt.reasoning = std::move(spec);
+  prompt.tokens = model.chat_tokens(*text);
+  return prompt;
+}
+
+}  // namespace tokenmill::server

@@ -1,0 +1,34 @@
+// A chat request's prompt: its messages (and tools) rendered by the model's chat template
+// with the request's reasoning options, and what the engine and the answer's writer need
+// to know of the reasoning span (server/reasoning.h).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/reasoning_grammar.h"
+#include "server/json_fields.h"
+#include "server/reasoning.h"
+#include "server/served_model.h"
+
+namespace tokenmill::server {
+
+struct ChatPrompt {
+  std::vector<int32_t> tokens;
+  // The span the answer may begin with; null where the model writes none (its template
+  // marks none, or a forced tool call closed it in the prompt).
+  std::shared_ptr<const engine::ReasoningSpec> reasoning;
+  bool include_reasoning = true;  // the reasoning is returned (else dropped)
+};
+
+// messages / tools as ServedModel::chat_text takes them. forced_opener: what the prompt
+// ends with when a tool call is forced ("" otherwise); a reasoning span the prompt opened
+// is then closed before it, so that the call is the answer. Throws ApiError 400 naming
+// messages_param when the template fails.
+ChatPrompt render_chat_prompt(const ServedModel& model, const Json& messages, const Json& tools,
+                              const std::string& forced_opener, const ReasoningOptions& options,
+                              const char* messages_param);
+
+}  // namespace tokenmill::server
