@@ -6,7 +6,7 @@ namespace tokenmill::engine {
 
 GrammarTokenMasks::GrammarTokenMasks(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTrie> trie,
                                      size_t max_states)
-    : grammar_(grammar), trie_(std::move(trie)), stepper_(std::move(grammar)), max_states_(max_states) {}
+    : trie_(std::move(trie)), stepper_(std::move(grammar)), max_states_(max_states) {}
 
 void GrammarTokenMasks::forget_masks() {
   std::fill(mask_of_.begin(), mask_of_.end(), -1);
@@ -35,9 +35,10 @@ int32_t GrammarTokenMasks::intern(GrammarMatcher::StackSet&& state) {
   if (const int32_t known = find(state, hash); known != kUnknown) return known;
   const auto id = static_cast<int32_t>(states_.size());
   ByteSet first;
+  const Grammar& grammar = *stepper_.grammar();
   for (uint32_t end : state.ends) {
     const GrammarMatcher::Frame& top = state.frames[end - 1];
-    first |= grammar_->byte_set(grammar_->alternatives(top.rule)[top.alternative][top.position].id);
+    first |= grammar.byte_set(grammar.alternatives(top.rule)[top.alternative][top.position].id);
   }
   states_.push_back(std::move(state));
   ids_.emplace(hash, id);

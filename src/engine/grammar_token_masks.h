@@ -65,7 +65,6 @@ class GrammarTokenMasks {
   void forget_masks();
   void forget_all();
 
-  std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const TokenTrie> trie_;
   GrammarMatcher stepper_;  // its step() moves between states; its own state is unused
   size_t max_states_;

@@ -221,4 +221,9 @@ struct BlockIQ4_XS {
 };
 static_assert(sizeof(BlockIQ4_XS) == 136);
 
+// s_g of an IQ4_XS block, 0 .. 63 (the stored value; the factor is s_g - 32).
+inline int iq4_xs_scale(const BlockIQ4_XS& block, int g) {
+  return ((block.scales_l[g / 2] >> (4 * (g % 2))) & 0xf) | (((block.scales_h >> (2 * g)) & 3) << 4);
+}
+
 }  // namespace tokenmill::quant

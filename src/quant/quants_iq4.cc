@@ -152,10 +152,6 @@ void quantize_iq4_xs(const float* x, BlockIQ4_XS* blocks, int64_t n, const float
   }
 }
 
-int xs_scale(const BlockIQ4_XS& block, int g) {
-  return ((block.scales_l[g / 2] >> (4 * (g % 2))) & 0xf) | (((block.scales_h >> (2 * g)) & 3) << 4);
-}
-
 // sum_j level[q_j] * a_j over one group of 32 whose quants are packed in qs.
 int32_t group_dot(const uint8_t* qs, const int8_t* a) {
   int32_t sum = 0;
@@ -183,7 +179,7 @@ void dequantize_row_iq4_xs(const void* src, float* dst, int64_t n) {
   for (int64_t b = 0; b < n / kSuperBlockSize; ++b) {
     const float d = f16_to_f32(blocks[b].d);
     for (int g = 0; g < kGroupsPerSuper; ++g, dst += kGroup) {
-      const float dl = d * static_cast<float>(xs_scale(blocks[b], g) - 32);
+      const float dl = d * static_cast<float>(iq4_xs_scale(blocks[b], g) - 32);
       const uint8_t* qs = blocks[b].qs + g * kGroup / 2;
       for (int j = 0; j < kGroup / 2; ++j) {
         dst[j] = dl * static_cast<float>(kIq4Levels[qs[j] & 0xf]);
@@ -228,7 +224,7 @@ float vec_dot_iq4_xs_q8_K(int64_t n, const void* w, const void* a) {
   for (int64_t b = 0; b < n / kSuperBlockSize; ++b) {
     int32_t isum = 0;
     for (int g = 0; g < kGroupsPerSuper; ++g) {
-      isum += (xs_scale(x[b], g) - 32) * group_dot(x[b].qs + g * kGroup / 2, y[b].qs + g * kGroup);
+      isum += (iq4_xs_scale(x[b], g) - 32) * group_dot(x[b].qs + g * kGroup / 2, y[b].qs + g * kGroup);
     }
     sum = std::fma(f16_to_f32(x[b].d) * y[b].d, static_cast<float>(isum), sum);
   }

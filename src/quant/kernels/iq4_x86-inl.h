@@ -120,7 +120,7 @@ void iq4_xs_tile(int64_t nb, const BlockIQ4_XS* x, const uint8_t* a, size_t a_st
     __m256i acc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_si256();
     for (int g = 0; g < 8; ++g) {
-      const int scale = (((x[b].scales_l[g / 2] >> (4 * (g % 2))) & 0xf) | (((x[b].scales_h >> (2 * g)) & 3) << 4)) - 32;
+      const int scale = iq4_xs_scale(x[b], g) - 32;
       const __m256i w = iq4_group(x[b].qs + 16 * g, levels);
       const __m256i w_abs = _mm256_abs_epi8(w);
       const __m256i s = _mm256_set1_epi32(scale);
