@@ -65,9 +65,10 @@ Result<std::string> ServedModel::chat_text(const nlohmann::ordered_json& message
   };
   if (!tools.is_null()) dict.emplace_back("tools", tokenizer::jinja::Value::from_json(tools));
   if (variables.is_object()) {
-    for (const auto& [name, value] : variables.items()) {
+    for (const auto& variable : variables.items()) {
+      const std::string& name = variable.key();
       const bool taken = std::any_of(dict.begin(), dict.end(), [&](const auto& entry) { return entry.first == name; });
-      if (!taken) dict.emplace_back(name, tokenizer::jinja::Value::from_json(value));
+      if (!taken) dict.emplace_back(name, tokenizer::jinja::Value::from_json(variable.value()));
     }
   }
   return chat_template_->render_variables(dict);
