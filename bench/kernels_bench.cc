@@ -20,6 +20,7 @@
 
 #include "base/cpu_features.h"
 #include "quant/kernels/dispatch.h"
+#include "quant/panel_layout.h"
 #include "quant/quant.h"
 #include "quant/type_traits.h"
 
@@ -128,6 +129,32 @@ void bench_matrix(benchmark::State& state, const Shape& shape, VecDotMatrixFn ma
       benchmark::Counter(static_cast<double>(n_tokens), benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The same products on the weights repacked into panels (quant/panel_layout.h), as the
+// engine runs them after loading, through the set's panel kernel.
+void bench_panels(benchmark::State& state, const Shape& shape, VecDotPanelsFn panels, int64_t n_tokens) {
+  const TypeTraits& traits = type_traits(shape.type);
+  const std::vector<uint8_t> rows = make_weights(shape);
+  const size_t row_bytes = row_size(shape.type, shape.n_cols);
+  std::vector<uint8_t> weights(rows.size());
+  pack_panels(shape.type, rows.data(), shape.n_rows, row_bytes, weights.data());
+  const size_t input_row_bytes = row_size(traits.vec_dot_type, shape.n_cols);
+  std::vector<uint8_t> activations(static_cast<size_t>(n_tokens) * input_row_bytes);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const std::vector<float> x = random_floats(static_cast<size_t>(shape.n_cols), 1000 + static_cast<uint32_t>(t));
+    quantize_row_ref(traits.vec_dot_type, x.data(), activations.data() + t * input_row_bytes, shape.n_cols);
+  }
+  std::vector<float> out(static_cast<size_t>(shape.n_rows * n_tokens));
+  for (auto _ : state) {
+    panels(shape.n_cols, weights.data(), shape.n_rows, activations.data(), input_row_bytes, n_tokens, out.data(),
+           shape.n_rows, nullptr);
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(weights.size()));
+  state.counters["tokens/s"] =
+      benchmark::Counter(static_cast<double>(n_tokens), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void bench_quantize(benchmark::State& state, TensorType type, int64_t n, QuantizeRowFn quantize_row) {
   const std::vector<float> x = random_floats(static_cast<size_t>(n), 7);
   std::vector<uint8_t> out(row_size(type, n));
@@ -177,6 +204,22 @@ void register_all() {
       benchmark::RegisterBenchmark(name.c_str(), bench_matrix, shape, path.kernels(traits)->vec_dot_matrix,
                                    kBatchTokens)
           ->Unit(benchmark::kMillisecond);
+    }
+  }
+
+  // Repacked panels, one token (decode) and 16.
+  for (const Shape& shape : kShapes) {
+    const TypeTraits& traits = type_traits(shape.type);
+    if (!has_panel_layout(shape.type) || shape.n_rows % kPanelRows != 0) continue;
+    for (const Path& path : paths) {
+      if (!path.available || path.kernels == nullptr || path.kernels(traits)->vec_dot_panels == nullptr) continue;
+      for (const int64_t n_tokens : {int64_t{1}, kBatchTokens}) {
+        const std::string name = "panels/" + std::string(traits.name) + "/" + std::to_string(shape.n_cols) + "x" +
+                                 std::to_string(shape.n_rows) + "x" + std::to_string(n_tokens) + "tok/" + path.name;
+        benchmark::RegisterBenchmark(name.c_str(), bench_panels, shape, path.kernels(traits)->vec_dot_panels,
+                                     n_tokens)
+            ->Unit(benchmark::kMillisecond);
+      }
     }
   }
 

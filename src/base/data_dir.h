@@ -8,4 +8,8 @@ namespace tokenmill {
 
 std::string user_data_dir();
 
+// Where tokenmill keeps what it can rebuild (the kernel tuner's choices):
+// $XDG_CACHE_HOME/tokenmill, else ~/.cache/tokenmill.
+std::string user_cache_dir();
+
 }  // namespace tokenmill

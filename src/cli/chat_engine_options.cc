@@ -62,6 +62,8 @@ void add_chat_engine_options(CLI::App* cmd, ChatEngineOptions& o) {
   cmd->add_flag("--no-prefix-caching", o.no_prefix_caching, "Do not reuse KV blocks of shared prompt prefixes");
   cmd->add_flag("--no-pin-threads", o.no_pin_threads,
                 "Leave thread placement to the OS (default: with one compute thread per CPU, pin them)");
+  cmd->add_flag("--no-tune", o.no_tune,
+                "Use the default kernel variants (default: chosen for this CPU at load, timed once, then cached)");
   cmd->add_flag("--no-window-kv", o.no_window_kv,
                 "Keep every position in sliding-window layers too (default: only their window, same results)");
   add_kv_type_option(cmd, o.kv_type,
@@ -102,6 +104,7 @@ Result<std::unique_ptr<server::LoadedModel>> load_chat_model(const ChatEngineOpt
     if (!parsed.ok()) return invalid_argument(options.chat_template_file + ": " + parsed.status().message());
   }
   model::LoadOptions load = load_options(options.n_threads);
+  load.tune = !options.no_tune;
   // The engine's default sequence limit (min(8192, trained)) unless --max-context says.
   load.max_context = options.max_context > 0 ? options.max_context : engine::EngineConfig{}.max_context;
   auto model = model::load_model(path, load);

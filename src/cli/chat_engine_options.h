@@ -26,6 +26,7 @@ struct ChatEngineOptions {
   bool no_prefix_caching = false;
   bool no_window_kv = false;
   bool no_pin_threads = false;
+  bool no_tune = false;  // the default kernel variants (no load-time tuning)
   ops::KvType kv_type = ops::KvType::kF16;
   double request_timeout_seconds = 0;
   double batch_latency_factor = 2.0;

@@ -34,6 +34,7 @@ struct RunOptions {
   int32_t ctx_size = 4096;
   int n_threads = 0;
   bool show_prompt_tokens = false;
+  bool no_tune = false;
   engine::SamplingParams sampling;
   long long seed = -1;
   engine::SpeculativeConfig speculative;
@@ -61,7 +62,8 @@ int run_generate(RunOptions options) {
 
   auto path = resolve_model_path(options.model);
   if (!path.ok()) return fail(path.status().message());
-  const model::LoadOptions load = load_options(options.n_threads);
+  model::LoadOptions load = load_options(options.n_threads);
+  load.tune = !options.no_tune;
   auto model = model::load_model(*path, load);
   if (!model.ok()) return fail(model.status().to_string());
   auto tokenizer = tokenizer::Tokenizer::from_gguf((*model)->file());
@@ -146,6 +148,7 @@ void register_run(CLI::App& app) {
   cmd->add_flag("--chat", o->chat, "Wrap the prompt in the model's chat template");
   cmd->add_option("-s,--system", o->system, "System message (with --chat)");
   cmd->add_flag("--show-prompt-tokens", o->show_prompt_tokens, "Print the prompt's token ids to stderr");
+  cmd->add_flag("--no-tune", o->no_tune, "Use the default kernel variants (no load-time tuning)");
   add_spec_options(cmd, o->speculative, o->draft_model);
   cmd->callback([o] { exit_code() = run_generate(*o); });
 }

@@ -5,9 +5,11 @@
 #include <limits>
 
 #include "base/first_max.h"
+#include "base/log.h"
 #include "base/thread_pool.h"
 #include "model/architectures.h"
 #include "ops/cpu/cpu_backend.h"
+#include "ops/cpu/kernel_tuner.h"
 #include "quant/panel_layout.h"
 
 namespace tokenmill::model {
@@ -164,6 +166,10 @@ Result<std::unique_ptr<Model>> load_model(std::shared_ptr<const gguf::File> file
   const int n_threads = options.n_threads > 0 ? options.n_threads : default_thread_count();
   auto backend = options.thread_pool ? std::make_unique<ops::CpuBackend>(options.thread_pool)
                                      : std::make_unique<ops::CpuBackend>(n_threads);
+  if (options.repack && options.tune) {
+    const ops::TuningReport tuning = ops::tune_kernels(*backend, decode_matrices(*weights), /*force_timing=*/false);
+    log_info(tuning.summary());
+  }
   switch (config->architecture) {
     case Architecture::kGemma2:
     case Architecture::kGemma3:

@@ -24,6 +24,9 @@ struct LoadOptions {
   int n_threads = 0;        // 0: every online CPU
   bool prefetch = true;     // read all weights into memory at load
   bool repack = true;       // repack_for_kernels (weights.h); off: the file's layout everywhere
+  // Choose this CPU's kernel variants at load (ops/cpu/kernel_tuner.h: timed once, then
+  // cached); off: the defaults. The same bits either way.
+  bool tune = true;
   // The longest sequence (prompt + generated) this model will run; 0: its trained
   // context. LongRoPE models take their long factors when it exceeds the original context
   // (as llama.cpp decides by its context size).

@@ -111,6 +111,20 @@ int64_t weight_bytes_per_token(const ModelWeights& w) {
   return total;
 }
 
+std::vector<const ops::WeightMatrix*> decode_matrices(const ModelWeights& w) {
+  std::vector<const ops::WeightMatrix*> out;
+  for (const LayerWeights& L : w.layers) {
+    for (const ops::WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down}) {
+      if (m->data != nullptr) out.push_back(m);
+    }
+    for (const auto* experts : {&L.ffn_gate_exps, &L.ffn_up_exps, &L.ffn_down_exps}) {
+      for (const ops::WeightMatrix& m : *experts) out.push_back(&m);
+    }
+  }
+  out.push_back(&w.output);
+  return out;
+}
+
 std::shared_ptr<uint8_t[]> repack_matrix(ops::WeightMatrix& m, const gguf::File& file) {
   if (m.panels || quant::best_panel_kernel(m.type) == nullptr || m.n_rows % quant::kPanelRows != 0) return nullptr;
   const size_t n_bytes = static_cast<size_t>(m.n_bytes());

@@ -66,4 +66,8 @@ void repack_for_kernels(ModelWeights& weights, const gguf::File& file);
 // Bytes of every weight a single decode step reads (for roofline figures).
 int64_t weight_bytes_per_token(const ModelWeights& weights);
 
+// The weight matrices a decode step reads, in the order it reads them (each layer's
+// attention, then its FFN or experts, then the output projection).
+std::vector<const ops::WeightMatrix*> decode_matrices(const ModelWeights& weights);
+
 }  // namespace tokenmill::model

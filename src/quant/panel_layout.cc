@@ -5,6 +5,7 @@
 
 #include "base/half.h"
 #include "quant/blocks.h"
+#include "quant/type_traits.h"
 
 namespace tokenmill::quant {
 
@@ -54,12 +55,63 @@ RowBlock row_block(gguf::TensorType type, const uint8_t* block) {
   }
 }
 
+// The K-quants' layout: a panel super-block is its 16 rows' blocks interleaved dword by
+// dword (whole dwords only; the rest of each block, Q6_K's d, follows row by row).
+size_t k_quant_block_bytes(gguf::TensorType type) {
+  switch (type) {
+    case gguf::TensorType::kQ4_K: return sizeof(BlockQ4_K);
+    case gguf::TensorType::kQ5_K: return sizeof(BlockQ5_K);
+    case gguf::TensorType::kQ6_K: return sizeof(BlockQ6_K);
+    default: return 0;
+  }
+}
+
+// Byte i of row r's block within its interleaved panel block of 16 blocks of `bytes` bytes.
+size_t interleaved_offset(size_t bytes, int64_t r, size_t i) {
+  const size_t whole = bytes / 4 * 4;
+  if (i < whole) return 64 * (i / 4) + 4 * static_cast<size_t>(r) + i % 4;
+  return kPanelRows * whole + (bytes - whole) * static_cast<size_t>(r) + (i - whole);
+}
+
+void pack_interleaved(size_t block_bytes, const uint8_t* rows, int64_t n_rows, size_t row_bytes, uint8_t* dst) {
+  const int64_t n_blocks = static_cast<int64_t>(row_bytes / block_bytes);
+  for (int64_t p = 0; p < n_rows / kPanelRows; ++p) {
+    uint8_t* panel = dst + static_cast<size_t>(p) * kPanelRows * row_bytes;
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      uint8_t* out = panel + static_cast<size_t>(b) * kPanelRows * block_bytes;
+      for (int64_t r = 0; r < kPanelRows; ++r) {
+        const uint8_t* block = rows + static_cast<size_t>(p * kPanelRows + r) * row_bytes + b * block_bytes;
+        for (size_t i = 0; i < block_bytes; ++i) out[interleaved_offset(block_bytes, r, i)] = block[i];
+      }
+    }
+  }
+}
+
+void dequantize_interleaved_row(gguf::TensorType type, size_t block_bytes, const uint8_t* panels, int64_t row,
+                                int64_t n_cols, size_t row_bytes, float* out) {
+  const uint8_t* panel = panels + static_cast<size_t>(row / kPanelRows) * kPanelRows * row_bytes;
+  const int64_t r = row % kPanelRows;
+  uint8_t block[sizeof(BlockQ6_K)];
+  const TypeTraits& traits = type_traits(type);
+  for (int64_t b = 0; b < n_cols / kSuperBlockSize; ++b) {
+    const uint8_t* packed = panel + static_cast<size_t>(b) * kPanelRows * block_bytes;
+    for (size_t i = 0; i < block_bytes; ++i) block[i] = packed[interleaved_offset(block_bytes, r, i)];
+    traits.dequantize_row(block, out + kSuperBlockSize * b, kSuperBlockSize);
+  }
+}
+
 }  // namespace
 
-bool has_panel_layout(gguf::TensorType type) { return layout_of(type).block_bytes != 0; }
+bool has_panel_layout(gguf::TensorType type) {
+  return layout_of(type).block_bytes != 0 || k_quant_block_bytes(type) != 0;
+}
 
 void pack_panels(gguf::TensorType type, const uint8_t* rows, int64_t n_rows, size_t row_bytes, uint8_t* dst) {
   assert(has_panel_layout(type) && n_rows % kPanelRows == 0);
+  if (const size_t block_bytes = k_quant_block_bytes(type); block_bytes != 0) {
+    pack_interleaved(block_bytes, rows, n_rows, row_bytes, dst);
+    return;
+  }
   const Layout layout = layout_of(type);
   assert(layout.scales() + kPanelRows * sizeof(uint16_t) == layout.panel_block());
   const uint8_t flip = type == gguf::TensorType::kQ8_0 ? 0x80 : 0x00;
@@ -84,6 +136,10 @@ void pack_panels(gguf::TensorType type, const uint8_t* rows, int64_t n_rows, siz
 void dequantize_panel_row(gguf::TensorType type, const uint8_t* panels, int64_t row, int64_t n_cols,
                           size_t row_bytes, float* out) {
   assert(has_panel_layout(type));
+  if (const size_t block_bytes = k_quant_block_bytes(type); block_bytes != 0) {
+    dequantize_interleaved_row(type, block_bytes, panels, row, n_cols, row_bytes, out);
+    return;
+  }
   const Layout layout = layout_of(type);
   const uint8_t* panel = panels + static_cast<size_t>(row / kPanelRows) * kPanelRows * row_bytes;
   const int64_t r = row % kPanelRows;

@@ -36,9 +36,10 @@ float dot_by_rows(int64_t n, const void* w, const void* a) {
 }
 
 template <VecDotMatrixFn kMatrix>
-constexpr SimdKernels by_matrix(VecDotPanelsFn panels = nullptr, QuantizeRowFn quantize = nullptr) {
+constexpr SimdKernels by_matrix(VecDotPanelsFn panels = nullptr, QuantizeRowFn quantize = nullptr,
+                                VecDotPanelsFn panels_unprefetched = nullptr) {
   return {.vec_dot = dot_by_matrix<kMatrix>, .vec_dot_rows = rows_by_matrix<kMatrix>, .quantize_row = quantize,
-          .vec_dot_matrix = kMatrix, .vec_dot_panels = panels};
+          .vec_dot_matrix = kMatrix, .vec_dot_panels = panels, .vec_dot_panels_unprefetched = panels_unprefetched};
 }
 template <VecDotRowsFn kRows>
 constexpr SimdKernels by_rows(VecDotMatrixFn matrix = nullptr, VecDotPanelsFn panels = nullptr,
@@ -139,7 +140,8 @@ constexpr std::array<TypeTraits, 17> kTypeTraits = {{
      .dequantize_row = ref::dequantize_row_q4_K, .quantize_row_ref = ref::quantize_row_q4_K,
      .vec_dot_ref = ref::vec_dot_q4_K_q8_K,
      TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_q4_K_q8_K>(avx2::vec_dot_matrix_q4_K_q8_K),
-     .avx512 = by_matrix<avx512::vec_dot_matrix_q4_K_q8_K>())
+     .avx512 = by_matrix<avx512::vec_dot_matrix_q4_K_q8_K>(avx512::vec_dot_panels_q4_K_q8_K, nullptr,
+                                                             avx512::vec_dot_panels_q4_K_q8_K_unprefetched))
      TM_ARM64_KERNELS(.neon = by_rows<neon::vec_dot_rows_q4_K_q8_K>(),
                       .neon_dotprod = by_rows<neon_dotprod::vec_dot_rows_q4_K_q8_K>())},
     {.type = TensorType::kQ5_K, .name = "q5_K", .block_size = kSuperBlockSize, .bytes_per_block = sizeof(BlockQ5_K),
@@ -147,7 +149,8 @@ constexpr std::array<TypeTraits, 17> kTypeTraits = {{
      .dequantize_row = ref::dequantize_row_q5_K, .quantize_row_ref = ref::quantize_row_q5_K,
      .vec_dot_ref = ref::vec_dot_q5_K_q8_K,
      TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_q5_K_q8_K>(avx2::vec_dot_matrix_q5_K_q8_K),
-     .avx512 = by_matrix<avx512::vec_dot_matrix_q5_K_q8_K>())
+     .avx512 = by_matrix<avx512::vec_dot_matrix_q5_K_q8_K>(avx512::vec_dot_panels_q5_K_q8_K, nullptr,
+                                                             avx512::vec_dot_panels_q5_K_q8_K_unprefetched))
      TM_ARM64_KERNELS(.neon = by_rows<neon::vec_dot_rows_q5_K_q8_K>(),
                       .neon_dotprod = by_rows<neon_dotprod::vec_dot_rows_q5_K_q8_K>())},
     {.type = TensorType::kQ6_K, .name = "q6_K", .block_size = kSuperBlockSize, .bytes_per_block = sizeof(BlockQ6_K),
@@ -155,6 +158,8 @@ constexpr std::array<TypeTraits, 17> kTypeTraits = {{
      .dequantize_row = ref::dequantize_row_q6_K, .quantize_row_ref = ref::quantize_row_q6_K,
      .vec_dot_ref = ref::vec_dot_q6_K_q8_K,
      TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_q6_K_q8_K>(avx2::vec_dot_matrix_q6_K_q8_K),
+     // No repacked panels for Q6_K: its single-token panel kernel (vec_dot_panels_q6_K_q8_K,
+     // tested, not chosen) runs slower than the row kernel.
      .avx512 = by_matrix<avx512::vec_dot_matrix_q6_K_q8_K>())
      TM_ARM64_KERNELS(.neon = by_rows<neon::vec_dot_rows_q6_K_q8_K>(),
                       .neon_dotprod = by_rows<neon_dotprod::vec_dot_rows_q6_K_q8_K>())},

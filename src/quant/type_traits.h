@@ -71,7 +71,10 @@ struct SimdKernels {
   // Only for activation types (Q8_0, Q8_K): bit-identical to quantize_row_ref.
   QuantizeRowFn quantize_row = nullptr;
   VecDotMatrixFn vec_dot_matrix = nullptr;  // many weight rows x many activation rows
-  VecDotPanelsFn vec_dot_panels = nullptr;  // the same on repacked panels (AVX-512 Q8_0, Q4_0, Q5_0)
+  VecDotPanelsFn vec_dot_panels = nullptr;  // the same on repacked panels (quant/panel_layout.h)
+  // vec_dot_panels without software prefetch of the weights: a variant the load-time
+  // tuner may choose (quant/kernels/dispatch.h), the same bits.
+  VecDotPanelsFn vec_dot_panels_unprefetched = nullptr;
 };
 
 struct TypeTraits {

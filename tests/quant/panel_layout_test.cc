@@ -1,6 +1,6 @@
-// quant/panel_layout.h: packing Q8_0, Q4_0 and Q5_0 rows into 16-row panels loses
-// nothing, and the AVX2 and AVX-512 kernels that read panels give the row-major kernels'
-// results bit for bit (and, where the CPU has both, each other's).
+// quant/panel_layout.h: packing Q8_0, Q4_0, Q5_0 and Q4_K, Q5_K, Q6_K rows into 16-row
+// panels loses nothing, and the AVX2 and AVX-512 kernels that read panels give the
+// row-major kernels' results bit for bit (and, where the CPU has both, each other's).
 
 #include "quant/panel_layout.h"
 
@@ -43,18 +43,24 @@ Matrix random_matrix(TensorType type, int64_t n_rows, int64_t n_cols, uint32_t s
   return m;
 }
 
-constexpr TensorType kPackedTypes[] = {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0};
+constexpr TensorType kPackedTypes[] = {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0,
+                                       TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K};
 
-TEST(PanelLayout, LegacyZeroTypesOnly) {
+bool is_k_quant(TensorType type) { return type_traits(type).block_size == 256; }
+
+// A row width of a few blocks of `type`: 640 (20 legacy blocks) or 768 (3 super-blocks).
+int64_t some_columns(TensorType type) { return is_k_quant(type) ? 768 : 640; }
+
+TEST(PanelLayout, TypesWithAPanelLayout) {
   for (TensorType type : kPackedTypes) EXPECT_TRUE(has_panel_layout(type));
   EXPECT_FALSE(has_panel_layout(TensorType::kQ4_1));
-  EXPECT_FALSE(has_panel_layout(TensorType::kQ4_K));
+  EXPECT_FALSE(has_panel_layout(TensorType::kQ2_K));
   EXPECT_FALSE(has_panel_layout(TensorType::kF16));
 }
 
 TEST(PanelLayout, PackedRowsDequantizeToTheSameFloats) {
   for (TensorType type : kPackedTypes) {
-    const Matrix m = random_matrix(type, 48, 640, 7);
+    const Matrix m = random_matrix(type, 48, some_columns(type), 7);
     std::vector<uint8_t> packed(m.rows.size());
     pack_panels(type, m.rows.data(), m.n_rows, m.row_bytes, packed.data());
     std::vector<float> expected(m.n_cols), got(m.n_cols);
@@ -82,6 +88,13 @@ VecDotPanelsFn avx_vnni_panels(TensorType type) {
     default: return nullptr;
   }
 }
+// The AVX-512 set with its Q6_K panel kernel, which the dispatch does not choose (slower
+// than the row kernel for decode) but which must give the same bits.
+SimdKernels avx512_kernels(TensorType type) {
+  SimdKernels kernels = type_traits(type).avx512;
+  if (type == TensorType::kQ6_K) kernels.vec_dot_panels = avx512::vec_dot_panels_q6_K_q8_K;
+  return kernels;
+}
 VecDotPanelsFn amx_panels(TensorType type) {
   switch (type) {
     case TensorType::kQ8_0: return amx::vec_dot_panels_q8_0_q8_0;
@@ -103,7 +116,7 @@ std::vector<PanelSet> panel_sets() {
                       return kernels;
                     }});
   }
-  if (cpu.has_avx512_kernels()) sets.push_back({"avx512", [](TensorType t) { return type_traits(t).avx512; }});
+  if (cpu.has_avx512_kernels()) sets.push_back({"avx512", avx512_kernels});
   if (cpu.has_amx_kernels()) {
     sets.push_back({"amx", [](TensorType t) {
                       SimdKernels kernels = type_traits(t).avx512;
@@ -121,24 +134,29 @@ std::vector<PanelSet> panel_sets() {
 TEST(PanelLayout, PanelKernelMatchesRowKernelBitForBit) {
   const std::vector<PanelSet> sets = panel_sets();
   for (TensorType type : kPackedTypes) {
+    const TensorType input_type = type_traits(type).vec_dot_type;
     // 48 rows: an odd number of panels (two at a time, then one); 16 tokens: balanced
     // tiles of two panels (6, 5, 5).
-    for (const auto& [n_rows, n_cols] : {std::pair<int64_t, int64_t>{64, 32}, {64, 640}, {48, 640}, {64, 2048}}) {
+    const std::vector<std::pair<int64_t, int64_t>> shapes =
+        is_k_quant(type) ? std::vector<std::pair<int64_t, int64_t>>{{64, 256}, {48, 768}, {64, 2048}}
+                         : std::vector<std::pair<int64_t, int64_t>>{{64, 32}, {64, 640}, {48, 640}, {64, 2048}};
+    for (const auto& [n_rows, n_cols] : shapes) {
       const Matrix m = random_matrix(type, n_rows, n_cols, 11);
       std::vector<uint8_t> packed(m.rows.size());
       pack_panels(type, m.rows.data(), m.n_rows, m.row_bytes, packed.data());
-      const size_t input_bytes = row_size(TensorType::kQ8_0, n_cols);
+      const size_t input_bytes = row_size(input_type, n_cols);
       // 16, 20, 70: whole AMX tiles of 16 and the rest beside them.
       for (const int64_t n_tokens : {1, 2, 3, 5, 6, 7, 8, 13, 16, 20, 70}) {
         std::vector<uint8_t> input(input_bytes * static_cast<size_t>(n_tokens));
         for (int64_t t = 0; t < n_tokens; ++t) {
           const std::vector<float> x =
               testing::random_normal(static_cast<size_t>(n_cols), 100 + static_cast<uint32_t>(t));
-          quantize_row_ref(TensorType::kQ8_0, x.data(), input.data() + t * input_bytes, n_cols);
+          quantize_row_ref(input_type, x.data(), input.data() + t * input_bytes, n_cols);
         }
         std::vector<float> first_set;
         for (const PanelSet& set : sets) {
           const SimdKernels kernels = set.kernels(type);
+          if (is_k_quant(type) && kernels.vec_dot_panels == nullptr) continue;  // K-quant panels: AVX-512 only
           ASSERT_NE(kernels.vec_dot_panels, nullptr) << set.name << " " << type_traits(type).name;
           std::vector<float> expected(static_cast<size_t>(m.n_rows * n_tokens)), got(expected.size());
           // The set's row-major path: its matrix kernel, else its rows kernel per weight row.
@@ -147,6 +165,13 @@ TEST(PanelLayout, PanelKernelMatchesRowKernelBitForBit) {
                                expected.data(), m.n_rows);
           kernels.vec_dot_panels(n_cols, packed.data(), m.n_rows, input.data(), input_bytes, n_tokens, got.data(),
                                  m.n_rows, nullptr);
+          if (kernels.vec_dot_panels_unprefetched != nullptr) {  // a tuning variant: the same bits
+            std::vector<float> variant(expected.size());
+            kernels.vec_dot_panels_unprefetched(n_cols, packed.data(), m.n_rows, input.data(), input_bytes, n_tokens,
+                                                variant.data(), m.n_rows, nullptr);
+            ASSERT_EQ(std::memcmp(variant.data(), got.data(), got.size() * sizeof(float)), 0)
+                << set.name << " " << type_traits(type).name << " without prefetch, " << n_tokens << " tokens";
+          }
           const std::string where = std::string(set.name) + " " + std::string(type_traits(type).name) + ": " +
                                     std::to_string(n_rows) + " x " + std::to_string(n_cols) + ", " +
                                     std::to_string(n_tokens) + " tokens";
@@ -173,7 +198,9 @@ TEST(PanelLayout, PanelKernelFoldsEachTokensFirstLargestResult) {
   for (const PanelSet& set : panel_sets()) {
   for (TensorType type : kPackedTypes) {
     const VecDotPanelsFn panels = set.kernels(type).vec_dot_panels;
-    const int64_t n_rows = 96, n_cols = 640;
+    if (panels == nullptr) continue;  // K-quant panels: AVX-512 only
+    const TensorType input_type = type_traits(type).vec_dot_type;
+    const int64_t n_rows = 96, n_cols = is_k_quant(type) ? 512 : 640;
     Matrix m = random_matrix(type, n_rows, n_cols, 5);
     // Rows 70 and 90 repeat row 7: whenever row 7 holds a token's largest result, the
     // first of the three equal ones must be named.
@@ -182,7 +209,7 @@ TEST(PanelLayout, PanelKernelFoldsEachTokensFirstLargestResult) {
     }
     std::vector<uint8_t> packed(m.rows.size());
     pack_panels(type, m.rows.data(), m.n_rows, m.row_bytes, packed.data());
-    const size_t input_bytes = row_size(TensorType::kQ8_0, n_cols);
+    const size_t input_bytes = row_size(input_type, n_cols);
     for (const int64_t n_tokens : {1, 6, 16, 37, 70}) {
       std::vector<uint8_t> input(input_bytes * static_cast<size_t>(n_tokens));
       std::vector<float> x0;
@@ -194,7 +221,7 @@ TEST(PanelLayout, PanelKernelFoldsEachTokensFirstLargestResult) {
           type_traits(type).dequantize_row(m.rows.data() + 7 * m.row_bytes, row7.data(), n_cols);
           for (int64_t i = 0; i < n_cols; ++i) x[i] = 0.1f * x[i] + row7[i] * 100.0f;
         }
-        quantize_row_ref(TensorType::kQ8_0, x.data(), input.data() + t * input_bytes, n_cols);
+        quantize_row_ref(input_type, x.data(), input.data() + t * input_bytes, n_cols);
       }
       std::vector<float> out(static_cast<size_t>(n_rows * n_tokens));
       // Two calls over halves of the rows, the second continuing the first's maxima.

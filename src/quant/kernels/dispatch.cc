@@ -1,6 +1,7 @@
 #include "quant/kernels/dispatch.h"
 
 #include <array>
+#include <atomic>
 #include <cassert>
 #include <string_view>
 
@@ -24,7 +25,7 @@ struct ChoiceTable {
   std::array<Choice, kMaxTypes> choices;
 };
 
-ChoiceTable choose_kernels() {
+ChoiceTable choose_kernels(const KernelTuning& tuning) {
   const CpuFeatures& cpu = cpu_features();
   ChoiceTable table;
   const std::span<const TypeTraits> all = all_type_traits();
@@ -50,6 +51,9 @@ ChoiceTable choose_kernels() {
         choice.dot.vec_dot_rows = set.kernels.vec_dot_rows;
         choice.dot.vec_dot_matrix = set.kernels.vec_dot_matrix;
         choice.panels = set.kernels.vec_dot_panels;
+        if (!tuning.prefetch_weights && set.kernels.vec_dot_panels_unprefetched != nullptr) {
+          choice.panels = set.kernels.vec_dot_panels_unprefetched;
+        }
         choice.dot.isa = set.name;
       }
       if (set.kernels.quantize_row != nullptr) choice.quantize = set.kernels.quantize_row;
@@ -80,11 +84,24 @@ ChoiceTable choose_kernels() {
   return table;
 }
 
-const Choice& choice_for(gguf::TensorType type) {
-  static const ChoiceTable table = choose_kernels();
+// One table per tuning (KernelTuning's fields as bits of the index), all chosen once; the
+// tuning only picks which one answers.
+constexpr int kTunings = 2;
+int tuning_index(const KernelTuning& tuning) { return tuning.prefetch_weights ? 0 : 1; }
+KernelTuning tuning_of(int index) { return {.prefetch_weights = index == 0}; }
+std::atomic<int> g_tuning{0};
+
+const Choice& choice_in(int tuning, gguf::TensorType type) {
+  static const std::array<ChoiceTable, kTunings> tables = [] {
+    std::array<ChoiceTable, kTunings> all;
+    for (int i = 0; i < kTunings; ++i) all[i] = choose_kernels(tuning_of(i));
+    return all;
+  }();
   const TypeTraits& traits = type_traits(type);
-  return table.choices[static_cast<size_t>(&traits - all_type_traits().data())];
+  return tables[tuning].choices[static_cast<size_t>(&traits - all_type_traits().data())];
 }
+
+const Choice& choice_for(gguf::TensorType type) { return choice_in(g_tuning.load(std::memory_order_relaxed), type); }
 
 }  // namespace
 
@@ -121,5 +138,20 @@ VecDotFn best_vec_dot(gguf::TensorType weight_type) { return choice_for(weight_t
 QuantizeRowFn best_quantize_activation(gguf::TensorType type) { return choice_for(type).quantize; }
 
 VecDotPanelsFn best_panel_kernel(gguf::TensorType weight_type) { return choice_for(weight_type).panels; }
+
+std::string to_string(const KernelTuning& tuning) {
+  return std::string("prefetch_weights=") + (tuning.prefetch_weights ? "1" : "0");
+}
+
+KernelTuning kernel_tuning() { return tuning_of(g_tuning.load(std::memory_order_relaxed)); }
+
+void set_kernel_tuning(const KernelTuning& tuning) { g_tuning.store(tuning_index(tuning), std::memory_order_relaxed); }
+
+bool tuning_changes_kernels(gguf::TensorType weight_type) {
+  for (int i = 1; i < kTunings; ++i) {
+    if (choice_in(i, weight_type).panels != choice_in(0, weight_type).panels) return true;
+  }
+  return false;
+}
 
 }  // namespace tokenmill::quant

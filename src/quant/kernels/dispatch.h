@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "gguf/tensor_type.h"
 #include "quant/type_traits.h"
@@ -49,6 +50,27 @@ VecDotFn best_vec_dot(gguf::TensorType weight_type);
 // chosen for weight_type has one (AVX-512 Q8_0, Q4_0, Q5_0); nullptr otherwise (keep the
 // file's layout then). Chosen once per process with the others.
 VecDotPanelsFn best_panel_kernel(gguf::TensorType weight_type);
+
+// Kernel variants that give the same bits but whose speed depends on the CPU: the
+// load-time tuner (ops/cpu/kernel_tuner.h) times them on the model's own matrices and
+// picks one per process. Every combination's kernel table is chosen once; the tuning
+// only selects which table answers.
+struct KernelTuning {
+  // Software prefetch of the weight stream in the repacked-panel kernels that have a
+  // variant without it (AVX-512 Q4_K and Q5_K); without it the hardware prefetcher
+  // alone follows the (sequential) panels.
+  bool prefetch_weights = true;
+};
+
+KernelTuning kernel_tuning();
+// "prefetch_weights=1": the tuning's fields as name=value (the tuner's cache and logs).
+std::string to_string(const KernelTuning& tuning);
+// Takes effect for every kernel chosen after it; the kernels of either tuning give the
+// same bits, so a call in flight on another thread is unaffected either way.
+void set_kernel_tuning(const KernelTuning& tuning);
+// Whether the tunings choose different kernels for this weight type (else timing it
+// tells the tuner nothing).
+bool tuning_changes_kernels(gguf::TensorType weight_type);
 
 // The fastest quantizer for rows of `type`, bit-identical to its quantize_row_ref (the
 // reference itself where no instruction set has one). Meant for the activation types

@@ -125,23 +125,53 @@ __m512i byte_pair(__m512i v, int i) {
 }
 
 // ---------------------------------------------------------------------------------------
+// Panels. Many tokens, and every call on a repacked matrix, read 16 rows' super-blocks in
+// quant/panel_layout.h's packed layout: vector i (64 bytes) lane r = dword i of row r's
+// block, then (Q6_K) the 16 rows' d. Repacked matrices are read where they lie; rows in
+// the file's layout are packed into a buffer first (pack_super_block), once per call.
+
+// Super-block b of 16 rows (rows[r] = row r's block) into out (16 * sizeof(Block) bytes).
+template <typename Block>
+__attribute__((always_inline)) inline void pack_super_block(const uint8_t* const* rows, uint8_t* out) {
+  constexpr size_t kWhole = sizeof(Block) / 4 * 4;  // the interleaved dwords' bytes
+  static_assert(kWhole % 32 == 16, "whole 32-byte chunks and one 16-byte chunk");
+  const uint8_t* src[kPanel];
+  __m512i v[8];
+  for (size_t offset = 0; offset < kWhole; offset += 32) {
+    for (int r = 0; r < kPanel; ++r) src[r] = rows[r] + offset;
+    const int n = offset + 32 <= kWhole ? 8 : 4;
+    if (n == 8) {
+      transpose_16x32(src, v);
+    } else {
+      transpose_16x16(src, v);
+    }
+    for (int i = 0; i < n; ++i) _mm512_storeu_si512(out + kPanel * offset + 64 * i, v[i]);
+  }
+  constexpr size_t kRest = sizeof(Block) - kWhole;  // Q6_K's d
+  for (int r = 0; r < kPanel; ++r) std::memcpy(out + kPanel * kWhole + kRest * r, rows[r] + kWhole, kRest);
+}
+
+// ---------------------------------------------------------------------------------------
 // Formats. Each one has
 //   kSubBlocks, kDwords (4-code dwords per sub-block), kPairs, kHasMin
-//   Panel: one super-block of 16 rows, transposed (see Panel below)
-//   transpose(rows, panel): fill it from 16 row pointers at the super-block
+//   Header, header(p): the parts of a packed super-block p used once per token (see
+//     Header below)
+//   code(p, i): packed super-block p's code vector i, lane r = codes 4i .. 4i + 3 of row r
+//     (element order, unsigned bytes)
 //   head(block): a 32-bit word whose f16 halves are d (low) and dmin (high, Q4_K/Q5_K)
 //   RowSums::of(x, y): one row's super-block against one token in place, 16 int32 lanes:
 //     Q4_K / Q5_K [8 lanes summing to T | 8 lanes summing to M], Q6_K 16 summing to T.
 //   token_pairs(y, pairs): the token's int16 pairs that the panel's `pairs` multiply.
 
-// A transposed super-block of 16 rows (kquant_panels.h); scales[j] lane r = sc_j of row r
-// as int32.
-struct Vectors512 {
-  using Int = __m512i;
-  using Float = __m512;
-};
+// A packed super-block's parts besides the codes, lane r for row r: scales[j] = sub-block
+// j's scale as int32, pairs[i] = the int16 pair that the token's pairs[i] multiply (the
+// min terms or Q6_K's -32 offsets), d / dmin = the row's scales as floats.
 template <int kSubBlocks, int kPairs>
-using PanelOf = KQuantPanel<Vectors512, kSubBlocks, kPairs>;
+struct Header {
+  __m512 d, dmin;
+  __m512i scales[kSubBlocks];
+  __m512i pairs[kPairs];
+};
 
 // Q4_K / Q5_K sub-block scales and mins as bytes [sc0 .. sc7, mn0 .. mn7] (the layout of
 // unpack_k4_scales), in vector registers: the 12 packed bytes are read as words
@@ -158,7 +188,7 @@ __m128i unpack_k4_scales_vector(const uint8_t* packed) {
 }
 
 // The same for 16 rows at once: in = the transposed words w0, w1, w2 (lane r = row r's),
-// out = scales[8] and the min pairs (mn_2i, mn_2i+1) of Q4_K / Q5_K's Panel.
+// out = scales[8] and the min pairs (mn_2i, mn_2i+1) of Q4_K / Q5_K's Header.
 void unpack_k4_scales_panel(const __m512i* words, __m512i* scales, __m512i* min_pairs) {
   const __m512i six_bits = _mm512_set1_epi8(0x3f);
   const __m512i low_nibble = _mm512_set1_epi8(0x0f);
@@ -186,32 +216,24 @@ void k4_token_pairs(const BlockQ8_K& y, int32_t* pairs) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(pairs), _mm256_cvtepi32_epi16(sums));
 }
 
-// The transposed head and scales of Q4_K / Q5_K (the first 16 bytes of each row's block:
-// d, dmin, 12 scale bytes).
-template <typename Panel>
-void transpose_k4_head(const uint8_t* const* rows, Panel& panel) {
-  __m512i head[4];  // [d | dmin], w0, w1, w2
-  transpose_16x16(rows, head);
-  panel.d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head[0]));
-  panel.dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head[0], 16)));
-  unpack_k4_scales_panel(head + 1, panel.scales, panel.pairs);
+// Q4_K / Q5_K: the packed head (dword 0: d, dmin) and scales (dwords 1..3).
+__attribute__((always_inline)) inline Header<8, 4> k4_header(const uint8_t* p) {
+  Header<8, 4> h;
+  const __m512i head = load_512(p);
+  h.d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
+  h.dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16)));
+  const __m512i words[3] = {load_512(p + 64), load_512(p + 128), load_512(p + 192)};
+  unpack_k4_scales_panel(words, h.scales, h.pairs);
+  return h;
 }
 
-// Q4_K's 128 nibble bytes at `qs` of 16 rows into its 64 code vectors: chunk m (32
-// bytes) holds sub-block 2m in its low nibbles and 2m + 1 in its high ones.
-template <typename Panel>
-void transpose_k4_nibbles(const uint8_t* const* rows, size_t qs_offset, Panel& panel) {
-  const __m512i low_nibble = _mm512_set1_epi8(0x0f);
-  for (int m = 0; m < 4; ++m) {
-    const uint8_t* src[kPanel];
-    for (int r = 0; r < kPanel; ++r) src[r] = rows[r] + qs_offset + 32 * m;
-    __m512i packed[8];
-    transpose_16x32(src, packed);
-    for (int k = 0; k < 8; ++k) {
-      panel.codes[16 * m + k] = _mm512_and_si512(packed[k], low_nibble);
-      panel.codes[16 * m + 8 + k] = _mm512_and_si512(_mm512_srli_epi32(packed[k], 4), low_nibble);
-    }
-  }
+// Q4_K / Q5_K code vector i (sub-block j = i / 8, dword k = i % 8) from the nibbles at
+// packed dword `qs` on: 32-byte chunk m = j / 2 holds sub-block 2m in its low nibbles and
+// 2m + 1 in its high ones.
+__attribute__((always_inline)) inline __m512i k4_nibbles(const uint8_t* p, int qs, int i) {
+  const int j = i / 8, k = i % 8;
+  const __m512i packed = load_512(p + 64 * (qs + 8 * (j / 2) + k));
+  return _mm512_and_si512(j % 2 == 0 ? packed : _mm512_srli_epi32(packed, 4), _mm512_set1_epi8(0x0f));
 }
 
 // Q4_K. The single-row scheme runs against activation rows whose quants are regrouped
@@ -245,13 +267,12 @@ struct Q4K {
   // those in lanes 8..15 (T_hi): int32 lanes 2j, 2j + 1 hold sub-block j.
   static constexpr int kSubBlockOrder[kSubBlocks] = {0, 1, 2, 3, 4, 5, 6, 7};
   static constexpr int64_t kMinPanelTokens = 4;
-  using Panel = PanelOf<kSubBlocks, kPairs>;
 
   static uint32_t head(const Block& x) { return load_u32(reinterpret_cast<const uint8_t*>(&x.d)); }
   static void token_pairs(const BlockQ8_K& y, int32_t* pairs) { k4_token_pairs(y, pairs); }
-  static void transpose(const uint8_t* const* rows, Panel& panel) {
-    transpose_k4_head(rows, panel);
-    transpose_k4_nibbles(rows, offsetof(Block, qs), panel);
+  __attribute__((always_inline)) static Header<kSubBlocks, kPairs> header(const uint8_t* p) { return k4_header(p); }
+  __attribute__((always_inline)) static __m512i code(const uint8_t* p, int i) {
+    return k4_nibbles(p, offsetof(Block, qs) / 4, i);
   }
 
   struct RowSums {
@@ -323,24 +344,17 @@ struct Q5K {
   static constexpr int64_t kMinPanelTokens = 4;
   // T_lo, then T_hi (see Q4K): bytes 0..31 of step p are sub-blocks 4p, 4p + 1.
   static constexpr int kSubBlockOrder[kSubBlocks] = {0, 1, 4, 5, 2, 3, 6, 7};
-  using Panel = PanelOf<kSubBlocks, kPairs>;
 
   static uint32_t head(const Block& x) { return load_u32(reinterpret_cast<const uint8_t*>(&x.d)); }
   static void token_pairs(const BlockQ8_K& y, int32_t* pairs) { k4_token_pairs(y, pairs); }
-  static void transpose(const uint8_t* const* rows, Panel& panel) {
-    transpose_k4_head(rows, panel);
-    transpose_k4_nibbles(rows, offsetof(Block, qs), panel);
-    const uint8_t* src[kPanel];
-    for (int r = 0; r < kPanel; ++r) src[r] = rows[r] + offsetof(Block, qh);
-    __m512i qh[8];  // lane r of qh[k] = qh bytes 4k .. 4k + 3: the fifth bits of codes dword k of every sub-block
-    transpose_16x32(src, qh);
-    const __m512i ones = _mm512_set1_epi8(1);
-    for (int j = 0; j < 8; ++j) {
-      for (int k = 0; k < 8; ++k) {
-        const __m512i bit = _mm512_and_si512(_mm512_srli_epi32(qh[k], j), ones);
-        panel.codes[8 * j + k] = _mm512_or_si512(panel.codes[8 * j + k], _mm512_slli_epi32(bit, 4));
-      }
-    }
+  __attribute__((always_inline)) static Header<kSubBlocks, kPairs> header(const uint8_t* p) { return k4_header(p); }
+  // Q4_K's nibbles plus 16 where bit j of the qh byte is set: qh dword k holds the fifth
+  // bits of dword k of every sub-block.
+  __attribute__((always_inline)) static __m512i code(const uint8_t* p, int i) {
+    const int j = i / 8, k = i % 8;
+    const __m512i qh = load_512(p + 64 * (offsetof(Block, qh) / 4 + k));
+    const __m512i bit = j < 4 ? _mm512_slli_epi32(qh, 4 - j) : _mm512_srli_epi32(qh, j - 4);  // bit j -> bit 4
+    return _mm512_or_si512(k4_nibbles(p, offsetof(Block, qs) / 4, i), _mm512_and_si512(bit, _mm512_set1_epi8(0x10)));
   }
 
   struct RowSums {
@@ -404,7 +418,6 @@ struct Q6K {
   // T_lo (with every sub-block's -32 term), then T_hi (see Q4K): bytes 0..31 of the
   // 64-quant steps are sub-blocks j with bit 1 of j clear.
   static constexpr int kSubBlockOrder[kSubBlocks] = {0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15};
-  using Panel = PanelOf<kSubBlocks, kPairs>;
 
   // d is the block's last two bytes: read with the two before it, shifted down.
   static uint32_t head(const Block& x) {
@@ -413,48 +426,33 @@ struct Q6K {
   // The token's group sums as they are, pairs (bsums_2i, bsums_2i+1).
   static void token_pairs(const BlockQ8_K& y, int32_t* pairs) { std::memcpy(pairs, y.bsums, sizeof y.bsums); }
 
-  // Element 128h + 32g + 4k .. + 3 (h, g, k < 2, 4, 8) is codes[32h + 8g + k]: its low
+  // Element 128h + 32g + 4k .. + 3 (h, g, k < 2, 4, 8) is code 32h + 8g + k: its low
   // four bits are nibble g / 2 of ql[64h + 32 (g % 2) + 4k ..], its high two bits
   // 2g, 2g + 1 of qh[32h + 4k ..] (blocks.h).
-  static void transpose(const uint8_t* const* rows, Panel& panel) {
-    const __m512i low_nibble = _mm512_set1_epi8(0x0f);
-    const __m512i two_bits = _mm512_set1_epi8(0x03);
-    for (int h = 0; h < 2; ++h) {
-      const uint8_t* src[kPanel];
-      __m512i ql[2][8];
-      __m512i qh[8];
-      for (int c = 0; c < 2; ++c) {
-        for (int r = 0; r < kPanel; ++r) src[r] = rows[r] + offsetof(Block, ql) + 64 * h + 32 * c;
-        transpose_16x32(src, ql[c]);
-      }
-      for (int r = 0; r < kPanel; ++r) src[r] = rows[r] + offsetof(Block, qh) + 32 * h;
-      transpose_16x32(src, qh);
-      for (int g = 0; g < 4; ++g) {
-        for (int k = 0; k < 8; ++k) {
-          const __m512i low = _mm512_and_si512(_mm512_srli_epi32(ql[g % 2][k], 4 * (g / 2)), low_nibble);
-          const __m512i high = _mm512_and_si512(_mm512_srli_epi32(qh[k], 2 * g), two_bits);
-          panel.codes[32 * h + 8 * g + k] = _mm512_or_si512(low, _mm512_slli_epi32(high, 4));
-        }
-      }
-    }
-    const uint8_t* src[kPanel];
-    for (int r = 0; r < kPanel; ++r) src[r] = rows[r] + offsetof(Block, scales);
-    __m512i packed[4];  // lane r of packed[i] = scales 4i .. 4i + 3 of row r
-    transpose_16x16(src, packed);
-    for (int j = 0; j < 16; ++j) {
-      panel.scales[j] = _mm512_srai_epi32(_mm512_slli_epi32(packed[j / 4], 24 - 8 * (j % 4)), 24);
+  __attribute__((always_inline)) static __m512i code(const uint8_t* p, int i) {
+    const int h = i / 32, g = i % 32 / 8, k = i % 8;
+    const __m512i ql = load_512(p + 64 * ((offsetof(Block, ql) + 64 * h + 32 * (g % 2)) / 4 + k));
+    const __m512i qh = load_512(p + 64 * ((offsetof(Block, qh) + 32 * h) / 4 + k));
+    const __m512i low = _mm512_and_si512(g < 2 ? ql : _mm512_srli_epi32(ql, 4), _mm512_set1_epi8(0x0f));
+    const __m512i high = g < 2 ? _mm512_slli_epi32(qh, 4 - 2 * g) : _mm512_srli_epi32(qh, 2 * g - 4);  // bits 2g, 2g+1 -> 4, 5
+    return _mm512_or_si512(low, _mm512_and_si512(high, _mm512_set1_epi8(0x30)));
+  }
+  __attribute__((always_inline)) static Header<kSubBlocks, kPairs> header(const uint8_t* p) {
+    Header<kSubBlocks, kPairs> h;
+    for (int q = 0; q < 4; ++q) {  // lane r of dword q = scales 4q .. 4q + 3 of row r
+      const __m512i packed = load_512(p + 64 * (offsetof(Block, scales) / 4 + q));
+      for (int i = 0; i < 4; ++i) h.scales[4 * q + i] = _mm512_srai_epi32(_mm512_slli_epi32(packed, 24 - 8 * i), 24);
     }
     // The -32 of every level: pairs (-32 sc_2i, -32 sc_2i+1) against the token's bsums.
     for (int i = 0; i < 8; ++i) {
-      const __m512i low = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(panel.scales[2 * i], 5));
-      const __m512i high = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(panel.scales[2 * i + 1], 5));
-      panel.pairs[i] = _mm512_or_si512(_mm512_and_si512(low, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(high, 16));
+      const __m512i low = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(h.scales[2 * i], 5));
+      const __m512i high = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(h.scales[2 * i + 1], 5));
+      h.pairs[i] = _mm512_or_si512(_mm512_and_si512(low, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(high, 16));
     }
-    __m512i heads[4];
-    for (int r = 0; r < kPanel; ++r) src[r] = rows[r] + offsetof(Block, d) - 14;  // the last 16 bytes
-    transpose_16x16(src, heads);
-    panel.d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(heads[3], 16)));
-    panel.dmin = _mm512_setzero_ps();
+    static_assert(offsetof(Block, d) == sizeof(Block) / 4 * 4, "d is the part after the whole dwords");
+    h.d = _mm512_cvtph_ps(load_256(p + kPanel * offsetof(Block, d)));
+    h.dmin = _mm512_setzero_ps();
+    return h;
   }
 
   struct RowSums {
@@ -623,14 +621,18 @@ void dot_group_rows(int64_t n_blocks, const uint8_t* w, size_t w_stride, int64_t
 // prefetcher does not follow well, and prefetches issued in one phase only leave the
 // memory idle in the other.
 
-// out[t * out_stride + r] for the panel's first n_rows rows and kTokens tokens.
+// A packed panel (n_blocks super-blocks) against kTokens tokens: out[t * out_stride + r]
+// for its first n_rows rows (out may be null), and with row_max each token's 16 results
+// folded into row_max[t] as columns first_column ... (whole panels only).
 template <typename Format, int kTokens>
-void dot_panel(int64_t n_blocks, const typename Format::Panel* panel, StagedTokens tokens, int64_t n_rows, float* out,
-               int64_t out_stride, PrefetchCursor& prefetch) {
+void dot_panel(int64_t n_blocks, const uint8_t* panel, StagedTokens tokens, int64_t n_rows, float* out,
+               int64_t out_stride, PrefetchCursor& prefetch, RunningMax* row_max = nullptr, int64_t first_column = 0) {
+  constexpr size_t kBlockBytes = kPanel * sizeof(typename Format::Block);
   Accumulator acc[kTokens];
   for (int64_t b = 0; b < n_blocks; ++b) {
     prefetch.step();
-    const typename Format::Panel& p = panel[b];
+    const uint8_t* block = panel + static_cast<size_t>(b) * kBlockBytes;
+    const auto p = Format::header(block);
     const int8_t* q = tokens.block_quants(b);
     const TokenBlock* meta = tokens.block_meta(b);
     __m512i total[kTokens];
@@ -658,7 +660,7 @@ void dot_panel(int64_t n_blocks, const typename Format::Panel* panel, StagedToke
 #pragma GCC unroll 8
         for (int k = 0; k < Format::kDwords; ++k) {
           const int dword = j * Format::kDwords + k;
-          const __m512i codes = p.codes[dword];
+          const __m512i codes = Format::code(block, dword);
           for (int t = 0; t < kTokens; ++t) {
             isum[t] = _mm512_dpbusd_epi32(
                 isum[t], codes,
@@ -674,14 +676,17 @@ void dot_panel(int64_t n_blocks, const typename Format::Panel* panel, StagedToke
     }
   }
   const __mmask16 keep = static_cast<__mmask16>((1u << n_rows) - 1);
-  for (int t = 0; t < kTokens; ++t) _mm512_mask_storeu_ps(out + t * out_stride, keep, acc[t].sum);
+  for (int t = 0; t < kTokens; ++t) {
+    if (out != nullptr) _mm512_mask_storeu_ps(out + t * out_stride, keep, acc[t].sum);
+    if (row_max != nullptr) fold_running_max(acc[t].sum, first_column, row_max[t]);
+  }
 }
 
 // Every shape goes through here.
 template <typename Format>
 void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a, size_t a_stride,
                 int64_t n_a_rows, float* out, int64_t out_stride) {
-  using Panel = typename Format::Panel;
+  constexpr size_t kBlockBytes = kPanel * sizeof(typename Format::Block);
   const auto* weights = static_cast<const uint8_t*>(w);
   const auto* activations = static_cast<const uint8_t*>(a);
   const int64_t n_blocks = n / kSuperBlockSize;
@@ -728,18 +733,25 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
     std::free(allocated);
     return;
   }
-  auto* panel = static_cast<Panel*>(thread_scratch(ScratchSlot::kPanel, sizeof(Panel) * n_blocks));
+  auto* panel = static_cast<uint8_t*>(thread_scratch(ScratchSlot::kPanel, kBlockBytes * static_cast<size_t>(n_blocks)));
   for (int64_t t0 = 0; t0 < n_a_rows; t0 += kTokenBlock) {
     const int64_t n_tokens = n_a_rows - t0 < kTokenBlock ? n_a_rows - t0 : kTokenBlock;
     const StagedTokens tokens = stage_tokens<Format>(n_blocks, activations + t0 * a_stride, a_stride, n_tokens);
+    const int64_t n_tiles = (n_tokens + kTokenTile - 1) / kTokenTile;
     for (int64_t r0 = 0; r0 < n_w_rows; r0 += kPanel) {
       const int64_t n_rows = n_w_rows - r0 < kPanel ? n_w_rows - r0 : kPanel;
       const int64_t after = n_w_rows - r0 - n_rows;
       const int64_t n_next = after < kPanel ? after : kPanel;
-      const int64_t n_tiles = (n_tokens + kTokenTile - 1) / kTokenTile;
       PrefetchCursor prefetch(weights + (r0 + n_rows) * w_stride, 0, n_next * static_cast<int64_t>(w_stride),
                               n_blocks * (1 + n_tiles));
-      transpose_panel<Format, kPanel>(n_blocks, weights + r0 * w_stride, w_stride, n_rows, panel, prefetch);
+      // Rows past n_rows repeat the last one: their lanes are computed and never stored.
+      const uint8_t* rows[kPanel];
+      for (int r = 0; r < kPanel; ++r) rows[r] = weights + (r0 + (r < n_rows ? r : n_rows - 1)) * w_stride;
+      for (int64_t b = 0; b < n_blocks; ++b) {
+        prefetch.step();
+        pack_super_block<typename Format::Block>(rows, panel + static_cast<size_t>(b) * kBlockBytes);
+        for (int r = 0; r < kPanel; ++r) rows[r] += sizeof(typename Format::Block);
+      }
       for_token_tiles<kTokenTile>(n_tokens, [&](auto tile, int64_t t) {
         dot_panel<Format, decltype(tile)::value>(n_blocks, panel, tokens.from(t), n_rows,
                                                  out + (t0 + t) * out_stride + r0, out_stride, prefetch);
@@ -748,7 +760,60 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
   }
 }
 
+// Repacked panels (quant/panel_layout.h): dot_matrix's panel path without the packing,
+// for every number of tokens (decode too: the matrix is then one sequential stream, with
+// no horizontal sums). kPrefetch: software prefetch of the next panel while this one is
+// computed; whether that beats the hardware prefetcher alone depends on the CPU (the
+// load-time tuner times both; the same bits either way).
+template <typename Format, bool kPrefetch>
+void dot_packed_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride, int64_t n_a_rows,
+                       float* out, int64_t out_stride, RunningMax* row_max) {
+  const auto* weights = static_cast<const uint8_t*>(w);
+  const auto* activations = static_cast<const uint8_t*>(a);
+  const int64_t n_blocks = n / kSuperBlockSize;
+  const int64_t panel_bytes = kPanel * static_cast<int64_t>(sizeof(typename Format::Block)) * n_blocks;
+  for (int64_t t0 = 0; t0 < n_a_rows; t0 += kTokenBlock) {
+    const int64_t n_tokens = n_a_rows - t0 < kTokenBlock ? n_a_rows - t0 : kTokenBlock;
+    const StagedTokens tokens = stage_tokens<Format>(n_blocks, activations + t0 * a_stride, a_stride, n_tokens);
+    const int64_t n_tiles = (n_tokens + kTokenTile - 1) / kTokenTile;
+    for (int64_t r0 = 0; r0 < n_w_rows; r0 += kPanel) {
+      const uint8_t* panel = weights + r0 / kPanel * panel_bytes;
+      PrefetchCursor prefetch(panel + panel_bytes, 0, kPrefetch && r0 + kPanel < n_w_rows ? panel_bytes : 0,
+                              n_blocks * n_tiles);
+      for_token_tiles<kTokenTile>(n_tokens, [&](auto tile, int64_t t) {
+        dot_panel<Format, decltype(tile)::value>(n_blocks, panel, tokens.from(t), kPanel,
+                                                 out != nullptr ? out + (t0 + t) * out_stride + r0 : nullptr,
+                                                 out_stride, prefetch, row_max != nullptr ? row_max + t0 + t : nullptr,
+                                                 r0);
+      });
+    }
+  }
+}
+
 }  // namespace
+
+void vec_dot_panels_q4_K_q8_K(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
+  dot_packed_panels<Q4K, true>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
+}
+void vec_dot_panels_q4_K_q8_K_unprefetched(int64_t n, const void* w, int64_t n_w_rows, const void* a,
+                                          size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride,
+                                          RunningMax* row_max) {
+  dot_packed_panels<Q4K, false>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
+}
+void vec_dot_panels_q5_K_q8_K(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
+  dot_packed_panels<Q5K, true>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
+}
+void vec_dot_panels_q5_K_q8_K_unprefetched(int64_t n, const void* w, int64_t n_w_rows, const void* a,
+                                          size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride,
+                                          RunningMax* row_max) {
+  dot_packed_panels<Q5K, false>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
+}
+void vec_dot_panels_q6_K_q8_K(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
+  dot_packed_panels<Q6K, true>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
+}
 
 void vec_dot_matrix_q4_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {

@@ -111,7 +111,7 @@ void dot_packed_tile(int64_t n_blocks, const uint8_t* codes, const uint8_t* pane
     for (int t = 0; t < kTileTokens; ++t) _mm512_storeu_ps(out + t * out_stride, acc[t]);
   }
   if (row_max != nullptr) {
-    for (int t = 0; t < kTileTokens; ++t) avx512::fold_running_max(acc[t], first_column, row_max[t]);
+    for (int t = 0; t < kTileTokens; ++t) fold_running_max(acc[t], first_column, row_max[t]);
   }
 }
 

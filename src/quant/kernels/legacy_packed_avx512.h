@@ -11,6 +11,7 @@
 
 #include "quant/blocks.h"
 #include "quant/kernels/amx_tiles.h"
+#include "quant/kernels/x86_helpers.h"
 #include "quant/type_traits.h"
 
 namespace tokenmill::quant::avx512 {
@@ -65,23 +66,6 @@ struct PrefetchShare {
     }
   }
 };
-
-namespace {
-
-// Folds 16 results (columns first_column ...) into m (see RunningMax), from registers:
-// one compare while none beats the maximum so far, the common case. (Reloading them
-// after the store cost as much as a later scan of all the logits: a token's results are
-// a row of the output apart, and 16 tokens' lines share one L1 set.)
-__attribute__((always_inline)) inline void fold_running_max(__m512 x, int64_t first_column, RunningMax& m) {
-  const __mmask16 above = _mm512_cmp_ps_mask(x, _mm512_set1_ps(m.value), _CMP_GT_OQ);  // false for NaN
-  if (above == 0) return;
-  const float top = _mm512_mask_reduce_max_ps(above, x);
-  const __mmask16 at_top = _mm512_mask_cmp_ps_mask(above, x, _mm512_set1_ps(top), _CMP_EQ_OQ);
-  m.value = top;
-  m.column = static_cast<int32_t>(first_column + __builtin_ctz(at_top));
-}
-
-}  // namespace
 
 }  // namespace tokenmill::quant::avx512
 

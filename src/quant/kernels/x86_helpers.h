@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "quant/type_traits.h"
+
 namespace tokenmill::quant {
 namespace {
 
@@ -124,6 +126,19 @@ class PrefetchCursor {
 #if defined(__AVX512F__)
 
 inline __m512i load_512(const void* p) { return _mm512_loadu_si512(p); }
+
+// Folds 16 results (columns first_column ...) into m (see RunningMax), from registers: one
+// compare while none beats the maximum so far, the common case. (Reloading them after
+// the store cost as much as a later scan of all the logits: a token's results are a row
+// of the output apart, and 16 tokens' lines share one L1 set.)
+__attribute__((always_inline)) inline void fold_running_max(__m512 x, int64_t first_column, RunningMax& m) {
+  const __mmask16 above = _mm512_cmp_ps_mask(x, _mm512_set1_ps(m.value), _CMP_GT_OQ);  // false for NaN
+  if (above == 0) return;
+  const float top = _mm512_mask_reduce_max_ps(above, x);
+  const __mmask16 at_top = _mm512_mask_cmp_ps_mask(above, x, _mm512_set1_ps(top), _CMP_EQ_OQ);
+  m.value = top;
+  m.column = static_cast<int32_t>(first_column + __builtin_ctz(at_top));
+}
 
 // Two 256-bit halves into one register: lo in lanes 0..7, hi in lanes 8..15.
 inline __m512i combine_256(__m256i lo, __m256i hi) {

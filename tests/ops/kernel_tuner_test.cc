@@ -1,0 +1,134 @@
+// ops/cpu/kernel_tuner.h: the tuner times the variants where a model's matrices have
+// them, caches the choice per CPU, thread count and build, reuses it, and leaves the
+// defaults under TOKENMILL_TUNE=off; every variant gives the same bits.
+
+#include "ops/cpu/kernel_tuner.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/cpu_features.h"
+#include "ops/cpu/cpu_backend.h"
+#include "quant/kernels/dispatch.h"
+#include "quant/panel_layout.h"
+#include "quant/quant.h"
+
+namespace tokenmill::ops {
+namespace {
+
+using gguf::TensorType;
+
+// A Q4_K matrix of random rows, repacked into panels as the model loader does.
+struct PackedMatrix {
+  std::vector<uint8_t> bytes;
+  WeightMatrix w;
+};
+
+PackedMatrix packed_q4_k(int64_t n_rows, int64_t n_cols) {
+  PackedMatrix m;
+  const size_t row_bytes = quant::row_size(TensorType::kQ4_K, n_cols);
+  std::vector<uint8_t> rows(row_bytes * static_cast<size_t>(n_rows));
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n_cols));
+  for (int64_t r = 0; r < n_rows; ++r) {
+    for (float& v : x) v = normal(rng);
+    quant::quantize_row_ref(TensorType::kQ4_K, x.data(), rows.data() + r * row_bytes, n_cols);
+  }
+  m.bytes.resize(rows.size());
+  quant::pack_panels(TensorType::kQ4_K, rows.data(), n_rows, row_bytes, m.bytes.data());
+  m.w = {.type = TensorType::kQ4_K, .data = m.bytes.data(), .n_cols = n_cols, .n_rows = n_rows,
+         .row_bytes = row_bytes, .panels = true};
+  return m;
+}
+
+class KernelTunerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("tokenmill-tuner-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir_);
+    ::setenv("XDG_CACHE_HOME", dir_.c_str(), 1);
+    ::unsetenv("TOKENMILL_TUNE");
+  }
+  void TearDown() override {
+    quant::set_kernel_tuning({});
+    ::unsetenv("XDG_CACHE_HOME");
+    ::unsetenv("TOKENMILL_TUNE");
+    std::filesystem::remove_all(dir_);
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(KernelTunerTest, TimesOnceThenReadsTheCacheAndOffKeepsTheDefaults) {
+  CpuBackend backend(2);
+  PackedMatrix m = packed_q4_k(256, 2048);
+  const std::vector<const WeightMatrix*> matrices = {&m.w};
+  const bool has_variants = quant::best_panel_kernel(TensorType::kQ4_K) != nullptr &&
+                            quant::tuning_changes_kernels(TensorType::kQ4_K);
+  std::printf("[ tuner    ] Q4_K panel variants on this CPU: %s\n", has_variants ? "yes" : "none");
+
+  const TuningReport first = tune_kernels(backend, matrices, /*force_timing=*/false);
+  if (!has_variants) {
+    EXPECT_EQ(first.source, "nothing to tune");
+    EXPECT_FALSE(std::filesystem::exists(first.cache_path));
+    return;
+  }
+  EXPECT_EQ(first.source, "timed");
+  ASSERT_EQ(first.timings.size(), 2u);
+  for (const TuningTiming& t : first.timings) EXPECT_GT(t.seconds, 0) << t.variant;
+  EXPECT_EQ(first.timed_bytes, m.w.n_bytes());
+  EXPECT_EQ(quant::to_string(quant::kernel_tuning()), quant::to_string(first.chosen));
+  EXPECT_EQ(first.cache_path, (dir_ / "tokenmill" / "kernel-tuning.tsv").string());
+  std::ifstream in(first.cache_path);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  EXPECT_EQ(line, first.cache_key + "\t" + quant::to_string(first.chosen));
+  EXPECT_NE(first.cache_key.find("threads=2"), std::string::npos);
+
+  quant::set_kernel_tuning({.prefetch_weights = !first.chosen.prefetch_weights});
+  const TuningReport second = tune_kernels(backend, matrices, /*force_timing=*/false);
+  EXPECT_EQ(second.source, "cache");
+  EXPECT_TRUE(second.timings.empty());
+  EXPECT_EQ(quant::to_string(quant::kernel_tuning()), quant::to_string(first.chosen));
+
+  // Another thread count is another key: timed again, both lines kept.
+  CpuBackend one_thread(1);
+  EXPECT_EQ(tune_kernels(one_thread, matrices, false).source, "timed");
+  std::ifstream again(first.cache_path);
+  int lines = 0;
+  while (std::getline(again, line)) ++lines;
+  EXPECT_EQ(lines, 2);
+
+  ::setenv("TOKENMILL_TUNE", "off", 1);
+  quant::set_kernel_tuning({.prefetch_weights = false});
+  const TuningReport off = tune_kernels(backend, matrices, /*force_timing=*/true);
+  EXPECT_EQ(off.source, "off");
+  EXPECT_TRUE(quant::kernel_tuning().prefetch_weights) << "the defaults";
+}
+
+TEST_F(KernelTunerTest, EveryVariantGivesTheSameBits) {
+  CpuBackend backend(2);
+  PackedMatrix m = packed_q4_k(96, 768);
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (const int64_t n_tokens : {1, 3, 8, 21}) {
+    std::vector<float> x(static_cast<size_t>(n_tokens * m.w.n_cols));
+    for (float& v : x) v = normal(rng);
+    std::vector<float> with(static_cast<size_t>(n_tokens * m.w.n_rows)), without(with.size());
+    quant::set_kernel_tuning({.prefetch_weights = true});
+    backend.matmul(m.w, x.data(), n_tokens, with.data());
+    quant::set_kernel_tuning({.prefetch_weights = false});
+    backend.matmul(m.w, x.data(), n_tokens, without.data());
+    EXPECT_EQ(std::memcmp(with.data(), without.data(), with.size() * sizeof(float)), 0) << n_tokens << " tokens";
+  }
+}
+
+}  // namespace
+}  // namespace tokenmill::ops
