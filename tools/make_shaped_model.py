@@ -40,7 +40,7 @@ with descending scores, so text round-trips through the byte fallback.
 Tensors are generated and written one at a time, so memory stays at the largest tensor
 (the 3.3 GB MoE file needs ~0.5 GB).
 
-Usage: python3 tools/make_shaped_model.py [--shape llama-1b|qwen3moe-30b-a3b-8l]
+Usage: python3 tools/make_shaped_model.py [--shape llama-1b|llama-3b|llama-8b|qwen3moe-30b-a3b-8l]
                                           [--type q4_k_m|q8_0|iq4_xs|all] [--out-dir models] [--seed 0]
 Writes models/<shape>-shaped-<type>.gguf (models/ is ignored by git).
 """
@@ -98,6 +98,16 @@ SHAPES = {
     "llama-1b": Shape("llama-1b", n_embd=2048, n_layers=16, n_heads=32, n_kv_heads=8, n_ff=8192,
                       n_vocab=128256, context_length=131072, rope_freq_base=500000.0, rms_eps=1e-5,
                       llama3_rope_scaling=(32.0, 1.0, 4.0, 8192)),
+    # Llama-3.2-3B (hidden_size 3072, 28 layers, 24/8 heads of 128, intermediate_size 8192,
+    # tied embeddings, rope_theta 500000, llama3 rope scaling factor 32).
+    "llama-3b": Shape("llama-3b", n_embd=3072, n_layers=28, n_heads=24, n_kv_heads=8, n_ff=8192,
+                      n_vocab=128256, context_length=131072, rope_freq_base=500000.0, rms_eps=1e-5,
+                      llama3_rope_scaling=(32.0, 1.0, 4.0, 8192), head_dim=128),
+    # Llama-3.1-8B (4096, 32 layers, 32/8 heads, intermediate_size 14336, untied 128,256
+    # vocabulary, rope_theta 500000, llama3 rope scaling factor 8).
+    "llama-8b": Shape("llama-8b", n_embd=4096, n_layers=32, n_heads=32, n_kv_heads=8, n_ff=14336,
+                      n_vocab=128256, context_length=131072, rope_freq_base=500000.0, rms_eps=1e-5,
+                      llama3_rope_scaling=(8.0, 1.0, 4.0, 8192), tied_embeddings=False),
     # Qwen3-30B-A3B (config.json: hidden_size 2048, intermediate_size 6144, moe_intermediate_size
     # 768, num_experts 128, num_experts_per_tok 8, 32/4 heads, head_dim 128, vocab 151936,
     # max_position_embeddings 40960, rope_theta 1e6, rms_norm_eps 1e-6, untied) with 8 of its 48 layers.
