@@ -43,9 +43,9 @@ constexpr SimdKernels by_matrix(VecDotPanelsFn panels = nullptr, QuantizeRowFn q
 }
 template <VecDotRowsFn kRows>
 constexpr SimdKernels by_rows(VecDotMatrixFn matrix = nullptr, VecDotPanelsFn panels = nullptr,
-                              QuantizeRowFn quantize = nullptr) {
+                              QuantizeRowFn quantize = nullptr, VecDotPanelsFn panels_unprefetched = nullptr) {
   return {.vec_dot = dot_by_rows<kRows>, .vec_dot_rows = kRows, .quantize_row = quantize, .vec_dot_matrix = matrix,
-          .vec_dot_panels = panels};
+          .vec_dot_panels = panels, .vec_dot_panels_unprefetched = panels_unprefetched};
 }
 
 // The x86 and arm64 columns of the table exist only where their kernel files are compiled
@@ -139,7 +139,8 @@ constexpr std::array<TypeTraits, 17> kTypeTraits = {{
      .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
      .dequantize_row = ref::dequantize_row_q4_K, .quantize_row_ref = ref::quantize_row_q4_K,
      .vec_dot_ref = ref::vec_dot_q4_K_q8_K,
-     TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_q4_K_q8_K>(avx2::vec_dot_matrix_q4_K_q8_K),
+     TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_q4_K_q8_K>(avx2::vec_dot_matrix_q4_K_q8_K, avx2::vec_dot_panels_q4_K_q8_K,
+                                                        nullptr, avx2::vec_dot_panels_q4_K_q8_K_unprefetched),
      .avx512 = by_matrix<avx512::vec_dot_matrix_q4_K_q8_K>(avx512::vec_dot_panels_q4_K_q8_K, nullptr,
                                                              avx512::vec_dot_panels_q4_K_q8_K_unprefetched))
      TM_ARM64_KERNELS(.neon = by_rows<neon::vec_dot_rows_q4_K_q8_K>(),
@@ -148,7 +149,8 @@ constexpr std::array<TypeTraits, 17> kTypeTraits = {{
      .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
      .dequantize_row = ref::dequantize_row_q5_K, .quantize_row_ref = ref::quantize_row_q5_K,
      .vec_dot_ref = ref::vec_dot_q5_K_q8_K,
-     TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_q5_K_q8_K>(avx2::vec_dot_matrix_q5_K_q8_K),
+     TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_q5_K_q8_K>(avx2::vec_dot_matrix_q5_K_q8_K, avx2::vec_dot_panels_q5_K_q8_K,
+                                                        nullptr, avx2::vec_dot_panels_q5_K_q8_K_unprefetched),
      .avx512 = by_matrix<avx512::vec_dot_matrix_q5_K_q8_K>(avx512::vec_dot_panels_q5_K_q8_K, nullptr,
                                                              avx512::vec_dot_panels_q5_K_q8_K_unprefetched))
      TM_ARM64_KERNELS(.neon = by_rows<neon::vec_dot_rows_q5_K_q8_K>(),

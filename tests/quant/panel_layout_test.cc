@@ -88,8 +88,13 @@ VecDotPanelsFn avx_vnni_panels(TensorType type) {
     default: return nullptr;
   }
 }
-// The AVX-512 set with its Q6_K panel kernel, which the dispatch does not choose (slower
-// than the row kernel for decode) but which must give the same bits.
+// The AVX2 and AVX-512 sets with their Q6_K panel kernels, which the dispatch does not
+// choose (slower than the row kernels for decode) but which must give the same bits.
+SimdKernels avx2_kernels(TensorType type) {
+  SimdKernels kernels = type_traits(type).avx2;
+  if (type == TensorType::kQ6_K) kernels.vec_dot_panels = avx2::vec_dot_panels_q6_K_q8_K;
+  return kernels;
+}
 SimdKernels avx512_kernels(TensorType type) {
   SimdKernels kernels = type_traits(type).avx512;
   if (type == TensorType::kQ6_K) kernels.vec_dot_panels = avx512::vec_dot_panels_q6_K_q8_K;
@@ -108,7 +113,7 @@ std::vector<PanelSet> panel_sets() {
   std::vector<PanelSet> sets;
 #if defined(__x86_64__)
   const CpuFeatures& cpu = cpu_features();
-  if (cpu.has_avx2_kernels()) sets.push_back({"avx2", [](TensorType t) { return type_traits(t).avx2; }});
+  if (cpu.has_avx2_kernels()) sets.push_back({"avx2", avx2_kernels});
   if (cpu.has_avx_vnni_kernels()) {
     sets.push_back({"avxvnni", [](TensorType t) {
                       SimdKernels kernels = type_traits(t).avx2;
@@ -156,7 +161,7 @@ TEST(PanelLayout, PanelKernelMatchesRowKernelBitForBit) {
         std::vector<float> first_set;
         for (const PanelSet& set : sets) {
           const SimdKernels kernels = set.kernels(type);
-          if (is_k_quant(type) && kernels.vec_dot_panels == nullptr) continue;  // K-quant panels: AVX-512 only
+          if (is_k_quant(type) && kernels.vec_dot_panels == nullptr) continue;  // no K-quant panels: AVX-VNNI, AMX
           ASSERT_NE(kernels.vec_dot_panels, nullptr) << set.name << " " << type_traits(type).name;
           std::vector<float> expected(static_cast<size_t>(m.n_rows * n_tokens)), got(expected.size());
           // The set's row-major path: its matrix kernel, else its rows kernel per weight row.
@@ -198,7 +203,7 @@ TEST(PanelLayout, PanelKernelFoldsEachTokensFirstLargestResult) {
   for (const PanelSet& set : panel_sets()) {
   for (TensorType type : kPackedTypes) {
     const VecDotPanelsFn panels = set.kernels(type).vec_dot_panels;
-    if (panels == nullptr) continue;  // K-quant panels: AVX-512 only
+    if (panels == nullptr) continue;  // no K-quant panels: AVX-VNNI, AMX
     const TensorType input_type = type_traits(type).vec_dot_type;
     const int64_t n_rows = 96, n_cols = is_k_quant(type) ? 512 : 640;
     Matrix m = random_matrix(type, n_rows, n_cols, 5);

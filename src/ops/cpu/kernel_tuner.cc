@@ -42,7 +42,8 @@ std::string cache_key(const Backend& backend) {
   std::string brand = cpu_brand();
   std::replace(brand.begin(), brand.end(), '\t', ' ');
   const std::string build = executable_build_id();
-  return brand + "|threads=" + std::to_string(backend.n_threads()) + "|build=" + (build.empty() ? "unknown" : build);
+  return brand + "|kernels=" + cpu_features().kernel_set() + "|threads=" + std::to_string(backend.n_threads()) +
+         "|build=" + (build.empty() ? "unknown" : build);
 }
 
 // The cache file's lines: "KEY\tVARIANT".

@@ -2,7 +2,7 @@
 // same bits (quant/kernels/dispatch.h's KernelTuning) by timing them on the model's own
 // matrices as decode reads them, and remembers the choice.
 //
-// A choice is cached per CPU model, thread count and build (the executable's build ID) in
+// A choice is cached per CPU model, kernel set (TOKENMILL_ISA can cap it), thread count and build (the executable's build ID) in
 // user_cache_dir()/kernel-tuning.tsv, one line per key; the next start with the same key
 // reads it without timing. TOKENMILL_TUNE=off keeps the defaults and touches no file.
 #pragma once

@@ -1,36 +1,29 @@
 // AVX-512 (VNNI) dot products of Q4_K, Q5_K and Q6_K with Q8_K activation rows, sixteen
 // weight rows at a time: int32 lane r of every vector below belongs to weight row r of a
-// 16-row group (the scheme of legacy_avx512.cc, with the K-quants' sub-block scales).
+// 16-row group. The integers and float steps that define every result are
+// kquant_packed_x86-inl.h's (T_lo, T_hi, M per row, token and super-block); three paths
+// compute them:
 //
-// Per (row, token) and super-block b everything up to the float steps is an exact
-// integer: T = sum_j sc_j * isum_j (isum_j = sum of code * a over sub-block j) split in
-// two halves T_lo, T_hi by sub-block (Format::kSubBlockOrder), and for Q4_K / Q5_K
-// M = sum_j mn_j * (a's sum over sub-block j). Q6_K folds its "- 32" into T_lo. Each fits
-// in int32 (Q6_K, the largest: 16 * 128 * 194,560 < 2^31), so it is the same integer
-// however it was summed. The float steps, per super-block in this order, are
-//   acc = fnmadd(float(M), dmin * y.d, acc)     (Q4_K, Q5_K)
-//   acc = fma(float(T_lo), d * y.d, acc)
-//   acc = fma(float(T_hi), d * y.d, acc)
-// and the result is acc. (Any fixed order gives batch invariance; this one keeps the
-// Gemma 3 golden test against llama.cpp inside its budget: with T unsplit the worst gap
-// change there was 1.51-1.69 against a budget of 1.5.) Two paths compute the integers:
+//   Repacked matrices (quant/panel_layout.h's packed panels), every token count: the
+//   packed body of kquant_packed_x86-inl.h on 16-lane vectors, reading the panels in
+//   place. Per token and sub-block a chain of vpdpbusd against the token's broadcast
+//   quant dwords gives isum_j in every lane at once, one vpmulld + vpaddd applies sc_j;
+//   the min (or -32) terms are vpdpwssd of int16 pairs. No horizontal sums.
 //
-//   Many tokens (prefill, batched decode): each 16-row panel's super-blocks are
-//   transposed once into a buffer (transpose_panel), code vectors with lane r = four
-//   codes of row r, sub-block scales as int32 lanes. Per token and sub-block a chain of
-//   vpdpbusd against the token's broadcast quant dwords gives isum_j in every lane at
-//   once, one vpmulld + vpaddd applies sc_j; the min (or -32) terms are vpdpwssd of
-//   int16 pairs. No horizontal sums.
+//   Rows in the file's layout, many tokens (prefill, batched decode): each 16-row panel
+//   is packed into a buffer once (16 x 16 dword transposes), then the same body.
 //
-//   Up to a few tokens (decode): each row is read once, in order, and multiplied in place
-//   with the single-row scheme (64 quants per step, kquants_avx2.cc's layout), each
-//   super-block unpacked once for all the tokens; its 16 int32 partial sums per
-//   super-block and token are kept, and the 16 rows' partial sums are then added down to
-//   vectors with lane r = row r (reduce_rows).
+//   Rows in the file's layout, up to a few tokens (decode): each row is read once, in
+//   order, and multiplied in place with the single-row scheme (64 quants per step,
+//   kquants_avx2.cc's layout), each super-block unpacked once for all the tokens; its 16
+//   int32 partial sums per super-block and token are kept, and the 16 rows' partial sums
+//   are then added down to vectors with lane r = row r (reduce_rows).
 //
-// Both then run the same float steps on the same integers, so every (row, token) result
-// has the same bits whatever the number of rows or tokens in the call: a token's logits
-// do not depend on its batch.
+// All run the same float steps on the same integers, so every (row, token) result has
+// the same bits whatever the layout or the number of rows or tokens in the call: a
+// token's logits do not depend on its batch. (Any fixed order of the float steps gives
+// batch invariance; the split of T keeps the Gemma 3 golden test against llama.cpp inside
+// its budget: with T unsplit the worst gap change there was 1.51-1.69 against 1.5.)
 
 // GCC 12's AVX-512 headers seed some intrinsics with _mm512_undefined_*(), which
 // -Wuninitialized then reports at every use: a known false positive.
@@ -59,6 +52,41 @@ namespace {
 constexpr int kPanel = 16;       // weight rows per panel: one int32 lane each
 constexpr int kTokenTile = 8;    // tokens whose accumulators stay in registers
 constexpr int kTokenBlock = kKQuantTokenBlock;
+
+// The 16-lane vectors of kquant_packed_x86-inl.h.
+struct V {
+  using I = __m512i;
+  using F = __m512;
+  static constexpr int kLanes = 16;
+  static constexpr int kTokenTile = 8;
+  static I load(const uint8_t* p) { return _mm512_loadu_si512(p); }
+  static F load_f16(const uint8_t* p) { return _mm512_cvtph_ps(load_256(p)); }
+  static F f16_low(I x) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(x)); }
+  static constexpr bool kInt16Sums = false;
+  static I dot4(I part, I u, I s) { return _mm512_dpbusd_epi32(part, u, s); }
+  static I scale_operand(I sc) { return sc; }
+  static I scale_sum(I part, I scale) { return _mm512_mullo_epi32(part, scale); }
+  static I dot2(I acc, I a, I b) { return _mm512_dpwssd_epi32(acc, a, b); }
+  static I and_(I a, I b) { return _mm512_and_si512(a, b); }
+  static I or_(I a, I b) { return _mm512_or_si512(a, b); }
+  static I add(I a, I b) { return _mm512_add_epi32(a, b); }
+  static I sub(I a, I b) { return _mm512_sub_epi32(a, b); }
+  static I srli(I a, int n) { return _mm512_srli_epi32(a, n); }
+  static I slli(I a, int n) { return _mm512_slli_epi32(a, n); }
+  static I srai(I a, int n) { return _mm512_srai_epi32(a, n); }
+  static I set1_8(int8_t v) { return _mm512_set1_epi8(v); }
+  static I set1_32(int32_t v) { return _mm512_set1_epi32(v); }
+  static I zero() { return _mm512_setzero_si512(); }
+  static F cvt(I a) { return _mm512_cvtepi32_ps(a); }
+  static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+  static F fnmadd(F a, F b, F c) { return _mm512_fnmadd_ps(a, b, c); }
+  static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  static F set1_ps(float v) { return _mm512_set1_ps(v); }
+  static void store(float* out, F x, int n) { _mm512_mask_storeu_ps(out, static_cast<__mmask16>((1u << n) - 1), x); }
+  static void fold_max(F x, int64_t first_column, RunningMax& m) { fold_running_max(x, first_column, m); }
+};
+
+#include "quant/kernels/kquant_packed_x86-inl.h"
 // With fewer tokens than Format::kMinPanelTokens a call reads the rows in place, each
 // super-block unpacked once for up to kRowTokens tokens; from there on transposing
 // 16-row panels pays (Q6_K's costlier transposition moves its crossing one token up).
@@ -117,13 +145,6 @@ __attribute__((always_inline)) inline __m512i pack_sums(__m512i total, __m256i m
                           _mm512_shuffle_i64x2(total, mins, _MM_SHUFFLE(1, 1, 3, 1)));
 }
 
-// Bytes i and i + 1 of every int32 lane as an int16 pair (zero-extended).
-__m512i byte_pair(__m512i v, int i) {
-  const __m512i low = _mm512_and_si512(_mm512_srli_epi32(v, 8 * i), _mm512_set1_epi32(0xff));
-  const __m512i high = _mm512_and_si512(_mm512_srli_epi32(v, 8 * i + 8), _mm512_set1_epi32(0xff));
-  return _mm512_or_si512(low, _mm512_slli_epi32(high, 16));
-}
-
 // ---------------------------------------------------------------------------------------
 // Panels. Many tokens, and every call on a repacked matrix, read 16 rows' super-blocks in
 // quant/panel_layout.h's packed layout: vector i (64 bytes) lane r = dword i of row r's
@@ -152,26 +173,11 @@ __attribute__((always_inline)) inline void pack_super_block(const uint8_t* const
 }
 
 // ---------------------------------------------------------------------------------------
-// Formats. Each one has
-//   kSubBlocks, kDwords (4-code dwords per sub-block), kPairs, kHasMin
-//   Header, header(p): the parts of a packed super-block p used once per token (see
-//     Header below)
-//   code(p, i): packed super-block p's code vector i, lane r = codes 4i .. 4i + 3 of row r
-//     (element order, unsigned bytes)
+// Formats: the packed ones of kquant_packed_x86-inl.h (constants, token_pairs, header,
+// code) with the row kernels' parts:
 //   head(block): a 32-bit word whose f16 halves are d (low) and dmin (high, Q4_K/Q5_K)
 //   RowSums::of(x, y): one row's super-block against one token in place, 16 int32 lanes:
 //     Q4_K / Q5_K [8 lanes summing to T | 8 lanes summing to M], Q6_K 16 summing to T.
-//   token_pairs(y, pairs): the token's int16 pairs that the panel's `pairs` multiply.
-
-// A packed super-block's parts besides the codes, lane r for row r: scales[j] = sub-block
-// j's scale as int32, pairs[i] = the int16 pair that the token's pairs[i] multiply (the
-// min terms or Q6_K's -32 offsets), d / dmin = the row's scales as floats.
-template <int kSubBlocks, int kPairs>
-struct Header {
-  __m512 d, dmin;
-  __m512i scales[kSubBlocks];
-  __m512i pairs[kPairs];
-};
 
 // Q4_K / Q5_K sub-block scales and mins as bytes [sc0 .. sc7, mn0 .. mn7] (the layout of
 // unpack_k4_scales), in vector registers: the 12 packed bytes are read as words
@@ -185,55 +191,6 @@ __m128i unpack_k4_scales_vector(const uint8_t* packed) {
   const __m128i high = _mm_srli_epi32(_mm_shuffle_epi32(words, _MM_SHUFFLE(1, 1, 0, 0)), 2);
   return _mm_or_si128(_mm_and_si128(low, _mm_setr_epi32(0x3f3f3f3f, 0x0f0f0f0f, 0x3f3f3f3f, 0x0f0f0f0f)),
                       _mm_and_si128(high, _mm_setr_epi32(0, 0x30303030, 0, 0x30303030)));
-}
-
-// The same for 16 rows at once: in = the transposed words w0, w1, w2 (lane r = row r's),
-// out = scales[8] and the min pairs (mn_2i, mn_2i+1) of Q4_K / Q5_K's Header.
-void unpack_k4_scales_panel(const __m512i* words, __m512i* scales, __m512i* min_pairs) {
-  const __m512i six_bits = _mm512_set1_epi8(0x3f);
-  const __m512i low_nibble = _mm512_set1_epi8(0x0f);
-  const __m512i bits_4_5 = _mm512_set1_epi8(0x30);
-  const __m512i sc_0_3 = _mm512_and_si512(words[0], six_bits);
-  const __m512i mn_0_3 = _mm512_and_si512(words[1], six_bits);
-  const __m512i sc_4_7 = _mm512_or_si512(_mm512_and_si512(words[2], low_nibble),
-                                         _mm512_and_si512(_mm512_srli_epi32(words[0], 2), bits_4_5));
-  const __m512i mn_4_7 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(words[2], 4), low_nibble),
-                                         _mm512_and_si512(_mm512_srli_epi32(words[1], 2), bits_4_5));
-  for (int j = 0; j < 4; ++j) {
-    scales[j] = _mm512_and_si512(_mm512_srli_epi32(sc_0_3, 8 * j), _mm512_set1_epi32(0xff));
-    scales[4 + j] = _mm512_and_si512(_mm512_srli_epi32(sc_4_7, 8 * j), _mm512_set1_epi32(0xff));
-  }
-  min_pairs[0] = byte_pair(mn_0_3, 0);
-  min_pairs[1] = byte_pair(mn_0_3, 2);
-  min_pairs[2] = byte_pair(mn_4_7, 0);
-  min_pairs[3] = byte_pair(mn_4_7, 2);
-}
-
-// Q4_K / Q5_K tokens: pairs[i] = (s_2i, s_2i+1), s_j = the sum of sub-block j's 32 quants
-// (|s_j| <= 32 * 128: an int16).
-void k4_token_pairs(const BlockQ8_K& y, int32_t* pairs) {
-  const __m256i sums = _mm256_madd_epi16(load_256(y.bsums), _mm256_set1_epi16(1));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(pairs), _mm256_cvtepi32_epi16(sums));
-}
-
-// Q4_K / Q5_K: the packed head (dword 0: d, dmin) and scales (dwords 1..3).
-__attribute__((always_inline)) inline Header<8, 4> k4_header(const uint8_t* p) {
-  Header<8, 4> h;
-  const __m512i head = load_512(p);
-  h.d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
-  h.dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(head, 16)));
-  const __m512i words[3] = {load_512(p + 64), load_512(p + 128), load_512(p + 192)};
-  unpack_k4_scales_panel(words, h.scales, h.pairs);
-  return h;
-}
-
-// Q4_K / Q5_K code vector i (sub-block j = i / 8, dword k = i % 8) from the nibbles at
-// packed dword `qs` on: 32-byte chunk m = j / 2 holds sub-block 2m in its low nibbles and
-// 2m + 1 in its high ones.
-__attribute__((always_inline)) inline __m512i k4_nibbles(const uint8_t* p, int qs, int i) {
-  const int j = i / 8, k = i % 8;
-  const __m512i packed = load_512(p + 64 * (qs + 8 * (j / 2) + k));
-  return _mm512_and_si512(j % 2 == 0 ? packed : _mm512_srli_epi32(packed, 4), _mm512_set1_epi8(0x0f));
 }
 
 // Q4_K. The single-row scheme runs against activation rows whose quants are regrouped
@@ -256,24 +213,13 @@ void permute_for_q4_K(const BlockQ8_K* src, BlockQ8_K* dst, int64_t n_blocks) {
   }
 }
 
-struct Q4K {
-  using Block = BlockQ4_K;
-  static constexpr int kSubBlocks = 8;
-  static constexpr int kDwords = 8;
-  static constexpr int kPairs = 4;
-  static constexpr bool kHasMin = true;
+// The single-row scheme leaves sub-block j's sums in int32 lanes 2j, 2j + 1: lanes 0..7
+// are T_lo's sub-blocks and 8..15 T_hi's, kSubBlockOrder {0 .. 7}.
+struct Q4K : PackedQ4K {
   static constexpr bool kRegroupsTokens = true;  // the single-row path reads permute_for_q4_K's layout
-  // The sub-blocks whose sums the single-row scheme leaves in lanes 0..7 (T_lo), then
-  // those in lanes 8..15 (T_hi): int32 lanes 2j, 2j + 1 hold sub-block j.
-  static constexpr int kSubBlockOrder[kSubBlocks] = {0, 1, 2, 3, 4, 5, 6, 7};
   static constexpr int64_t kMinPanelTokens = 4;
 
   static uint32_t head(const Block& x) { return load_u32(reinterpret_cast<const uint8_t*>(&x.d)); }
-  static void token_pairs(const BlockQ8_K& y, int32_t* pairs) { k4_token_pairs(y, pairs); }
-  __attribute__((always_inline)) static Header<kSubBlocks, kPairs> header(const uint8_t* p) { return k4_header(p); }
-  __attribute__((always_inline)) static __m512i code(const uint8_t* p, int i) {
-    return k4_nibbles(p, offsetof(Block, qs) / 4, i);
-  }
 
   struct RowSums {
     __m512i low_nibble = _mm512_set1_epi8(0x0f);
@@ -333,29 +279,14 @@ __m512i split_index(int lo, int hi) {
   return combine_256(_mm256_set1_epi16(static_cast<int16_t>(lo)), _mm256_set1_epi16(static_cast<int16_t>(hi)));
 }
 
-// Q5_K: Q4_K's nibbles plus 16 where bit j of qh[l] is set (element 32j + l).
-struct Q5K {
-  using Block = BlockQ5_K;
-  static constexpr int kSubBlocks = 8;
-  static constexpr int kDwords = 8;
-  static constexpr int kPairs = 4;
-  static constexpr bool kHasMin = true;
+// Q5_K: Q4_K's nibbles plus 16 where bit j of qh[l] is set (element 32j + l). Bytes 0..31
+// of the single-row scheme's step p are sub-blocks 4p, 4p + 1 (T_lo), bytes 32..63 4p + 2,
+// 4p + 3 (T_hi): kSubBlockOrder {0, 1, 4, 5, 2, 3, 6, 7}.
+struct Q5K : PackedQ5K {
   static constexpr bool kRegroupsTokens = false;
   static constexpr int64_t kMinPanelTokens = 4;
-  // T_lo, then T_hi (see Q4K): bytes 0..31 of step p are sub-blocks 4p, 4p + 1.
-  static constexpr int kSubBlockOrder[kSubBlocks] = {0, 1, 4, 5, 2, 3, 6, 7};
 
   static uint32_t head(const Block& x) { return load_u32(reinterpret_cast<const uint8_t*>(&x.d)); }
-  static void token_pairs(const BlockQ8_K& y, int32_t* pairs) { k4_token_pairs(y, pairs); }
-  __attribute__((always_inline)) static Header<kSubBlocks, kPairs> header(const uint8_t* p) { return k4_header(p); }
-  // Q4_K's nibbles plus 16 where bit j of the qh byte is set: qh dword k holds the fifth
-  // bits of dword k of every sub-block.
-  __attribute__((always_inline)) static __m512i code(const uint8_t* p, int i) {
-    const int j = i / 8, k = i % 8;
-    const __m512i qh = load_512(p + 64 * (offsetof(Block, qh) / 4 + k));
-    const __m512i bit = j < 4 ? _mm512_slli_epi32(qh, 4 - j) : _mm512_srli_epi32(qh, j - 4);  // bit j -> bit 4
-    return _mm512_or_si512(k4_nibbles(p, offsetof(Block, qs) / 4, i), _mm512_and_si512(bit, _mm512_set1_epi8(0x10)));
-  }
 
   struct RowSums {
     __m512i low_nibble = _mm512_set1_epi8(0x0f);
@@ -407,52 +338,13 @@ struct Q5K {
 };
 
 // Q6_K: codes q in [0, 63], level q - 32; sixteen int8 scales of 16 quants each.
-struct Q6K {
-  using Block = BlockQ6_K;
-  static constexpr int kSubBlocks = 16;
-  static constexpr int kDwords = 4;
-  static constexpr int kPairs = 8;
-  static constexpr bool kHasMin = false;
+struct Q6K : PackedQ6K {
   static constexpr bool kRegroupsTokens = false;
   static constexpr int64_t kMinPanelTokens = 5;
-  // T_lo (with every sub-block's -32 term), then T_hi (see Q4K): bytes 0..31 of the
-  // 64-quant steps are sub-blocks j with bit 1 of j clear.
-  static constexpr int kSubBlockOrder[kSubBlocks] = {0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15};
 
   // d is the block's last two bytes: read with the two before it, shifted down.
   static uint32_t head(const Block& x) {
     return load_u32(reinterpret_cast<const uint8_t*>(&x.d) - 2) >> 16;
-  }
-  // The token's group sums as they are, pairs (bsums_2i, bsums_2i+1).
-  static void token_pairs(const BlockQ8_K& y, int32_t* pairs) { std::memcpy(pairs, y.bsums, sizeof y.bsums); }
-
-  // Element 128h + 32g + 4k .. + 3 (h, g, k < 2, 4, 8) is code 32h + 8g + k: its low
-  // four bits are nibble g / 2 of ql[64h + 32 (g % 2) + 4k ..], its high two bits
-  // 2g, 2g + 1 of qh[32h + 4k ..] (blocks.h).
-  __attribute__((always_inline)) static __m512i code(const uint8_t* p, int i) {
-    const int h = i / 32, g = i % 32 / 8, k = i % 8;
-    const __m512i ql = load_512(p + 64 * ((offsetof(Block, ql) + 64 * h + 32 * (g % 2)) / 4 + k));
-    const __m512i qh = load_512(p + 64 * ((offsetof(Block, qh) + 32 * h) / 4 + k));
-    const __m512i low = _mm512_and_si512(g < 2 ? ql : _mm512_srli_epi32(ql, 4), _mm512_set1_epi8(0x0f));
-    const __m512i high = g < 2 ? _mm512_slli_epi32(qh, 4 - 2 * g) : _mm512_srli_epi32(qh, 2 * g - 4);  // bits 2g, 2g+1 -> 4, 5
-    return _mm512_or_si512(low, _mm512_and_si512(high, _mm512_set1_epi8(0x30)));
-  }
-  __attribute__((always_inline)) static Header<kSubBlocks, kPairs> header(const uint8_t* p) {
-    Header<kSubBlocks, kPairs> h;
-    for (int q = 0; q < 4; ++q) {  // lane r of dword q = scales 4q .. 4q + 3 of row r
-      const __m512i packed = load_512(p + 64 * (offsetof(Block, scales) / 4 + q));
-      for (int i = 0; i < 4; ++i) h.scales[4 * q + i] = _mm512_srai_epi32(_mm512_slli_epi32(packed, 24 - 8 * i), 24);
-    }
-    // The -32 of every level: pairs (-32 sc_2i, -32 sc_2i+1) against the token's bsums.
-    for (int i = 0; i < 8; ++i) {
-      const __m512i low = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(h.scales[2 * i], 5));
-      const __m512i high = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(h.scales[2 * i + 1], 5));
-      h.pairs[i] = _mm512_or_si512(_mm512_and_si512(low, _mm512_set1_epi32(0xffff)), _mm512_slli_epi32(high, 16));
-    }
-    static_assert(offsetof(Block, d) == sizeof(Block) / 4 * 4, "d is the part after the whole dwords");
-    h.d = _mm512_cvtph_ps(load_256(p + kPanel * offsetof(Block, d)));
-    h.dmin = _mm512_setzero_ps();
-    return h;
   }
 
   struct RowSums {
@@ -511,27 +403,6 @@ struct Q6K {
       return _mm512_sub_epi32(isum, _mm512_zextsi256_si512(_mm256_slli_epi32(offset_products, 5)));
     }
   };
-};
-
-// ---------------------------------------------------------------------------------------
-// The float steps (see the top of the file), shared by both paths: per (row, token) one
-// float sum, and per super-block first its minimum term, then T's two halves.
-
-struct Accumulator {
-  __m512 sum = _mm512_setzero_ps();
-
-  __attribute__((always_inline)) void add_min(__m512i m, __m512 dmin, float token_d) {
-    sum = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(m), _mm512_mul_ps(dmin, _mm512_set1_ps(token_d)), sum);
-  }
-  __attribute__((always_inline)) void add_total(__m512i t_lo, __m512i t_hi, __m512 d, float token_d) {
-    add_half(t_lo, d, token_d);
-    add_half(t_hi, d, token_d);
-  }
-  // One of add_total's two steps, T_lo's first: the panel path takes T_lo's as soon as
-  // T_lo is complete (the same float operations in the same order).
-  __attribute__((always_inline)) void add_half(__m512i t, __m512 d, float token_d) {
-    sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(t), _mm512_mul_ps(d, _mm512_set1_ps(token_d)), sum);
-  }
 };
 
 // ---------------------------------------------------------------------------------------
@@ -621,67 +492,6 @@ void dot_group_rows(int64_t n_blocks, const uint8_t* w, size_t w_stride, int64_t
 // prefetcher does not follow well, and prefetches issued in one phase only leave the
 // memory idle in the other.
 
-// A packed panel (n_blocks super-blocks) against kTokens tokens: out[t * out_stride + r]
-// for its first n_rows rows (out may be null), and with row_max each token's 16 results
-// folded into row_max[t] as columns first_column ... (whole panels only).
-template <typename Format, int kTokens>
-void dot_panel(int64_t n_blocks, const uint8_t* panel, StagedTokens tokens, int64_t n_rows, float* out,
-               int64_t out_stride, PrefetchCursor& prefetch, RunningMax* row_max = nullptr, int64_t first_column = 0) {
-  constexpr size_t kBlockBytes = kPanel * sizeof(typename Format::Block);
-  Accumulator acc[kTokens];
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    prefetch.step();
-    const uint8_t* block = panel + static_cast<size_t>(b) * kBlockBytes;
-    const auto p = Format::header(block);
-    const int8_t* q = tokens.block_quants(b);
-    const TokenBlock* meta = tokens.block_meta(b);
-    __m512i total[kTokens];
-    for (int t = 0; t < kTokens; ++t) total[t] = _mm512_setzero_si512();
-    for (int i = 0; i < Format::kPairs; ++i) {
-      for (int t = 0; t < kTokens; ++t) total[t] = _mm512_dpwssd_epi32(total[t], p.pairs[i], _mm512_set1_epi32(meta[t].pairs[i]));
-    }
-    if constexpr (Format::kHasMin) {  // that was M; T_lo starts from zero (Q6_K: from its -32 terms)
-      for (int t = 0; t < kTokens; ++t) {
-        acc[t].add_min(total[t], p.dmin, meta[t].d);
-        total[t] = _mm512_setzero_si512();
-      }
-    }
-    // T_lo's sub-blocks, then T_hi's; kTokens independent vpdpbusd chains in flight.
-    // (Unrolled: the vpdpbusd chains must stay in registers. T_lo goes into the sums as
-    // soon as it is complete: kept to the end, 8 tokens' totals, sub-block sums, T_lo's
-    // and sums needed all 32 registers, and the sums were spilled to the stack.)
-#pragma GCC unroll 2
-    for (int half = 0; half < 2; ++half) {
-#pragma GCC unroll 8
-      for (int s = 0; s < Format::kSubBlocks / 2; ++s) {
-        const int j = Format::kSubBlockOrder[half * Format::kSubBlocks / 2 + s];
-        __m512i isum[kTokens];
-        for (int t = 0; t < kTokens; ++t) isum[t] = _mm512_setzero_si512();
-#pragma GCC unroll 8
-        for (int k = 0; k < Format::kDwords; ++k) {
-          const int dword = j * Format::kDwords + k;
-          const __m512i codes = Format::code(block, dword);
-          for (int t = 0; t < kTokens; ++t) {
-            isum[t] = _mm512_dpbusd_epi32(
-                isum[t], codes,
-                _mm512_set1_epi32(static_cast<int>(load_u32(reinterpret_cast<const uint8_t*>(q + t * kSuperBlockSize + 4 * dword)))));
-          }
-        }
-        for (int t = 0; t < kTokens; ++t) total[t] = _mm512_add_epi32(total[t], _mm512_mullo_epi32(isum[t], p.scales[j]));
-      }
-      for (int t = 0; t < kTokens; ++t) {
-        acc[t].add_half(total[t], p.d, meta[t].d);
-        total[t] = _mm512_setzero_si512();
-      }
-    }
-  }
-  const __mmask16 keep = static_cast<__mmask16>((1u << n_rows) - 1);
-  for (int t = 0; t < kTokens; ++t) {
-    if (out != nullptr) _mm512_mask_storeu_ps(out + t * out_stride, keep, acc[t].sum);
-    if (row_max != nullptr) fold_running_max(acc[t].sum, first_column, row_max[t]);
-  }
-}
-
 // Every shape goes through here.
 template <typename Format>
 void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a, size_t a_stride,
@@ -753,38 +563,9 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
         for (int r = 0; r < kPanel; ++r) rows[r] += sizeof(typename Format::Block);
       }
       for_token_tiles<kTokenTile>(n_tokens, [&](auto tile, int64_t t) {
-        dot_panel<Format, decltype(tile)::value>(n_blocks, panel, tokens.from(t), n_rows,
-                                                 out + (t0 + t) * out_stride + r0, out_stride, prefetch);
-      });
-    }
-  }
-}
-
-// Repacked panels (quant/panel_layout.h): dot_matrix's panel path without the packing,
-// for every number of tokens (decode too: the matrix is then one sequential stream, with
-// no horizontal sums). kPrefetch: software prefetch of the next panel while this one is
-// computed; whether that beats the hardware prefetcher alone depends on the CPU (the
-// load-time tuner times both; the same bits either way).
-template <typename Format, bool kPrefetch>
-void dot_packed_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride, int64_t n_a_rows,
-                       float* out, int64_t out_stride, RunningMax* row_max) {
-  const auto* weights = static_cast<const uint8_t*>(w);
-  const auto* activations = static_cast<const uint8_t*>(a);
-  const int64_t n_blocks = n / kSuperBlockSize;
-  const int64_t panel_bytes = kPanel * static_cast<int64_t>(sizeof(typename Format::Block)) * n_blocks;
-  for (int64_t t0 = 0; t0 < n_a_rows; t0 += kTokenBlock) {
-    const int64_t n_tokens = n_a_rows - t0 < kTokenBlock ? n_a_rows - t0 : kTokenBlock;
-    const StagedTokens tokens = stage_tokens<Format>(n_blocks, activations + t0 * a_stride, a_stride, n_tokens);
-    const int64_t n_tiles = (n_tokens + kTokenTile - 1) / kTokenTile;
-    for (int64_t r0 = 0; r0 < n_w_rows; r0 += kPanel) {
-      const uint8_t* panel = weights + r0 / kPanel * panel_bytes;
-      PrefetchCursor prefetch(panel + panel_bytes, 0, kPrefetch && r0 + kPanel < n_w_rows ? panel_bytes : 0,
-                              n_blocks * n_tiles);
-      for_token_tiles<kTokenTile>(n_tokens, [&](auto tile, int64_t t) {
-        dot_panel<Format, decltype(tile)::value>(n_blocks, panel, tokens.from(t), kPanel,
-                                                 out != nullptr ? out + (t0 + t) * out_stride + r0 : nullptr,
-                                                 out_stride, prefetch, row_max != nullptr ? row_max + t0 + t : nullptr,
-                                                 r0);
+        dot_packed_panel<Format, decltype(tile)::value>(n_blocks, panel, tokens.from(t), n_rows,
+                                                        out + (t0 + t) * out_stride + r0, out_stride, prefetch,
+                                                        nullptr, 0);
       });
     }
   }
@@ -794,25 +575,25 @@ void dot_packed_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a
 
 void vec_dot_panels_q4_K_q8_K(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
                               int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
-  dot_packed_panels<Q4K, true>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
+  dot_packed_panels<PackedQ4K, true>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
 }
 void vec_dot_panels_q4_K_q8_K_unprefetched(int64_t n, const void* w, int64_t n_w_rows, const void* a,
                                           size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride,
                                           RunningMax* row_max) {
-  dot_packed_panels<Q4K, false>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
+  dot_packed_panels<PackedQ4K, false>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
 }
 void vec_dot_panels_q5_K_q8_K(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
                               int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
-  dot_packed_panels<Q5K, true>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
+  dot_packed_panels<PackedQ5K, true>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
 }
 void vec_dot_panels_q5_K_q8_K_unprefetched(int64_t n, const void* w, int64_t n_w_rows, const void* a,
                                           size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride,
                                           RunningMax* row_max) {
-  dot_packed_panels<Q5K, false>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
+  dot_packed_panels<PackedQ5K, false>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
 }
 void vec_dot_panels_q6_K_q8_K(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
                               int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
-  dot_packed_panels<Q6K, true>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
+  dot_packed_panels<PackedQ6K, true>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
 }
 
 void vec_dot_matrix_q4_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,

@@ -173,20 +173,6 @@ StagedTokens stage_tokens(int64_t n_blocks, const uint8_t* a, size_t a_stride, i
   return {meta, quants, n_tokens};
 }
 
-// Folds 8 results (columns first_column ...) into m in column order: the first of the
-// largest, never NaN (see RunningMax).
-__attribute__((always_inline)) inline void fold_running_max(__m256 x, int64_t first_column, RunningMax& m) {
-  if (_mm256_movemask_ps(_mm256_cmp_ps(x, _mm256_set1_ps(m.value), _CMP_GT_OQ)) == 0) return;
-  alignas(32) float v[kHalf];
-  _mm256_store_ps(v, x);
-  for (int i = 0; i < kHalf; ++i) {
-    if (v[i] > m.value) {
-      m.value = v[i];
-      m.column = static_cast<int32_t>(first_column + i);
-    }
-  }
-}
-
 inline __m256i broadcast_dword(const uint8_t* p) { return _mm256_set1_epi32(static_cast<int>(load_u32(p))); }
 
 // isum[t] of one half of a block for kTokens tokens (q: the block's staged quants).

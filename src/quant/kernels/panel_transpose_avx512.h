@@ -81,38 +81,6 @@ inline void transpose_16x32(const uint8_t* const* src, __m512i* out) {
   }
 }
 
-// Calls tile(n, first token) over n_tokens tokens: tiles of kTile (8), then one of the
-// rest, n as a std::integral_constant (a tile's accumulators live in registers, so its
-// size must be known at compile time).
-template <int kTile, typename Tile>
-void for_token_tiles(int64_t n_tokens, Tile&& tile) {
-  static_assert(kTile == 8, "the remainder cases below are written for tiles of 8");
-  int64_t t = 0;
-  for (; t + kTile <= n_tokens; t += kTile) tile(std::integral_constant<int, kTile>{}, t);
-  switch (n_tokens - t) {
-    case 7: tile(std::integral_constant<int, 7>{}, t); break;
-    case 6: tile(std::integral_constant<int, 6>{}, t); break;
-    case 5: tile(std::integral_constant<int, 5>{}, t); break;
-    case 4: tile(std::integral_constant<int, 4>{}, t); break;
-    case 3: tile(std::integral_constant<int, 3>{}, t); break;
-    case 2: tile(std::integral_constant<int, 2>{}, t); break;
-    case 1: tile(std::integral_constant<int, 1>{}, t); break;
-    default: break;
-  }
-}
-
-// tile(std::integral_constant<int, size>{}, t) for the size (1 .. kSize) given at run time.
-template <int kSize, typename Tile>
-void dispatch_tile_size(int size, int64_t t, Tile& tile) {
-  if constexpr (kSize >= 1) {
-    if (size == kSize) {
-      tile(std::integral_constant<int, kSize>{}, t);
-    } else {
-      dispatch_tile_size<kSize - 1>(size, t, tile);
-    }
-  }
-}
-
 // Calls tile(n, first token) over n_tokens tokens in the fewest tiles of at most kMax,
 // their sizes differing by at most one (16 tokens: 6, 5, 5), n as a
 // std::integral_constant.

@@ -71,6 +71,19 @@ void vec_dot_matrix_q6_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t
 // activations_avx2.cc
 void quantize_row_q8_0(const float* src, void* dst, int64_t n);
 void quantize_row_q8_K(const float* src, void* dst, int64_t n);
+// kquants_packed_avx2.cc (the _unprefetched ones: a tuning variant, the same bits)
+void vec_dot_panels_q4_K_q8_K(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
+void vec_dot_panels_q4_K_q8_K_unprefetched(int64_t n, const void* w, int64_t n_w_rows, const void* a,
+                                          size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride,
+                                          RunningMax* row_max);
+void vec_dot_panels_q5_K_q8_K(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
+void vec_dot_panels_q5_K_q8_K_unprefetched(int64_t n, const void* w, int64_t n_w_rows, const void* a,
+                                          size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride,
+                                          RunningMax* row_max);
+void vec_dot_panels_q6_K_q8_K(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
 }  // namespace avx2
 
 // legacy_panels_avxvnni.cc: avx2::vec_dot_panels_* with AVX-VNNI (compiled with -mavxvnni

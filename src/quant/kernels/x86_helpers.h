@@ -16,11 +16,34 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "quant/type_traits.h"
 
 namespace tokenmill::quant {
 namespace {
+
+// tile(std::integral_constant<int, size>{}, t) for the size (1 .. kSize) given at run time.
+template <int kSize, typename Tile>
+void dispatch_tile_size(int size, int64_t t, Tile& tile) {
+  if constexpr (kSize >= 1) {
+    if (size == kSize) {
+      tile(std::integral_constant<int, kSize>{}, t);
+    } else {
+      dispatch_tile_size<kSize - 1>(size, t, tile);
+    }
+  }
+}
+
+// Calls tile(n, first token) over n_tokens tokens: tiles of kTile, then one of the rest,
+// n as a std::integral_constant (a tile's accumulators live in registers, so its size
+// must be known at compile time).
+template <int kTile, typename Tile>
+void for_token_tiles(int64_t n_tokens, Tile&& tile) {
+  int64_t t = 0;
+  for (; t + kTile <= n_tokens; t += kTile) tile(std::integral_constant<int, kTile>{}, t);
+  if (n_tokens > t) dispatch_tile_size<kTile - 1>(static_cast<int>(n_tokens - t), t, tile);
+}
 
 // IEEE half to float with F16C (exact, as base/half.h's f16_to_f32).
 inline float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
@@ -122,6 +145,20 @@ class PrefetchCursor {
   const char* end_;
   int64_t bytes_per_step_;
 };
+
+// Folds 8 results (columns first_column ...) into m in column order: the first of the
+// largest, never NaN (see RunningMax).
+__attribute__((always_inline)) inline void fold_running_max(__m256 x, int64_t first_column, RunningMax& m) {
+  if (_mm256_movemask_ps(_mm256_cmp_ps(x, _mm256_set1_ps(m.value), _CMP_GT_OQ)) == 0) return;
+  alignas(32) float v[8];
+  _mm256_store_ps(v, x);
+  for (int i = 0; i < 8; ++i) {
+    if (v[i] > m.value) {
+      m.value = v[i];
+      m.column = static_cast<int32_t>(first_column + i);
+    }
+  }
+}
 
 #if defined(__AVX512F__)
 

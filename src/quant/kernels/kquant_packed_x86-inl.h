@@ -1,0 +1,337 @@
+// The Q4_K, Q5_K and Q6_K kernels on packed 16-row panels (quant/panel_layout.h), written
+// once for every x86 vector width. The including file defines, inside an anonymous
+// namespace, the vector type and its primitives:
+//
+//   struct V {
+//     using I = ...; using F = ...;     // integer and float vectors of kLanes 32-bit lanes
+//     static constexpr int kLanes;      // weight rows per pass: 16 (AVX-512) or 8 (AVX2)
+//     static constexpr int kTokenTile;  // tokens whose sums stay in registers together
+//     static I load(const uint8_t* p);  // kLanes dwords
+//     static F load_f16(const uint8_t* p);  // kLanes F16 values as floats
+//     static F f16_low(I x);            // each lane's low 16 bits, an F16, as a float
+//     // Sub-block sums: part = dot4(part, u, s) adds the u8 * s8 products of each lane's
+//     // four bytes to `part`; scale_sum(part, scale_operand(sc)) is sc times the sum of
+//     // `part` as int32 lanes. With kInt16Sums, part holds int16 pairs (vpmaddubsw sums)
+//     // and takes at most Format::kInt16Group dot4s before scale_sum (vpmaddwd against
+//     // (sc, sc)); without, part is int32 (vpdpbusd) and scale_sum a vpmulld.
+//     static constexpr bool kInt16Sums;
+//     static I dot4(I part, I u, I s);
+//     static I scale_operand(I sc);
+//     static I scale_sum(I part, I scale);
+//     static I dot2(I acc, I a, I b);   // acc + the sums of two s16 * s16 products per lane
+//     static void store(float* out, F x, int n);  // the first n lanes
+//     static void fold_max(F x, int64_t first_column, RunningMax& m);  // see RunningMax
+//     ... and the lane-wise and_, or_, add, sub, srli, slli, srai, set1_8, set1_32,
+//     zero, cvt, fma, fnmadd, mul, set1_ps
+//   };
+//
+// then includes this body there, so each copy has internal linkage (x86_helpers.h says
+// why). Every primitive is exact: vpmaddubsw's int16 pair sums cannot saturate (codes are
+// at most 63, activations at least -128: a pair is at most 2 * 63 * 128 in magnitude), and
+// kInt16Group pair sums of a format's codes stay below 2^15.
+//
+// A packed super-block of 16 rows: 64-byte group i, lane r = dword i of row r's block
+// (then, Q6_K, the 16 rows' d). A pass takes kLanes rows: with 8 lanes the first pass
+// reads the first 32 bytes of every group (rows 0-7), the second the last 32 (rows 8-15).
+//
+// Per (row, token) and super-block everything up to the float steps is an exact integer:
+// T = sum_j sc_j * isum_j (isum_j = sum of code * a over sub-block j) split in two halves
+// T_lo, T_hi by sub-block (Format::kSubBlockOrder), and for Q4_K / Q5_K M = sum_j mn_j *
+// (a's sum over sub-block j); Q6_K folds its "- 32" into T_lo. The float steps, per
+// super-block in this order (Accumulator):
+//   acc = fnmadd(float(M), dmin * y.d, acc)     (Q4_K, Q5_K)
+//   acc = fma(float(T_lo), d * y.d, acc)
+//   acc = fma(float(T_hi), d * y.d, acc)
+// Every path of every width computes these integers and steps, so a (row, token) result
+// has the same bits on AVX2 and AVX-512, alone or in any batch.
+
+constexpr int kPackedRows = 16;  // rows of a packed panel
+
+// A packed super-block's parts besides the codes, lane r for row r of the pass: scales[j]
+// = sub-block j's scale as int32 (V::scale_operand makes it what scale_sum takes), pairs[i] = the int16 pair that the token's pairs[i]
+// multiply (the min terms or Q6_K's -32 offsets), d / dmin = the row's scales as floats.
+template <int kSubBlocks, int kPairs>
+struct Header {
+  typename V::F d, dmin;
+  typename V::I scales[kSubBlocks];
+  typename V::I pairs[kPairs];
+};
+
+// The dwords of pass `half` of a packed super-block start at `block + half * kLanes * 4`.
+__attribute__((always_inline)) inline const uint8_t* pass_dwords(const uint8_t* block, int half) {
+  return block + half * V::kLanes * 4;
+}
+
+// Bytes i and i + 1 of every int32 lane as an int16 pair (zero-extended).
+__attribute__((always_inline)) inline typename V::I byte_pair(typename V::I v, int i) {
+  const typename V::I low = V::and_(V::srli(v, 8 * i), V::set1_32(0xff));
+  const typename V::I high = V::and_(V::srli(v, 8 * i + 8), V::set1_32(0xff));
+  return V::or_(low, V::slli(high, 16));
+}
+
+// Q4_K / Q5_K: the packed head (dword 0: d, dmin) and scales (dwords 1..3: words w0 w1
+// w2 of the 12 packed bytes, read as
+//   sc0..3 = w0 & 0x3f..   sc4..7 = (w2 & 0x0f..) | ((w0 >> 2) & 0x30..)
+//   mn0..3 = w1 & 0x3f..   mn4..7 = ((w2 >> 4) & 0x0f..) | ((w1 >> 2) & 0x30..)).
+__attribute__((always_inline)) inline Header<8, 4> k4_header(const uint8_t* p) {
+  using I = typename V::I;
+  Header<8, 4> h;
+  const I head = V::load(p);
+  h.d = V::f16_low(head);
+  h.dmin = V::f16_low(V::srli(head, 16));
+  const I w0 = V::load(p + 64), w1 = V::load(p + 128), w2 = V::load(p + 192);
+  const I six_bits = V::set1_8(0x3f), low_nibble = V::set1_8(0x0f), bits_4_5 = V::set1_8(0x30);
+  const I sc_0_3 = V::and_(w0, six_bits);
+  const I mn_0_3 = V::and_(w1, six_bits);
+  const I sc_4_7 = V::or_(V::and_(w2, low_nibble), V::and_(V::srli(w0, 2), bits_4_5));
+  const I mn_4_7 = V::or_(V::and_(V::srli(w2, 4), low_nibble), V::and_(V::srli(w1, 2), bits_4_5));
+  for (int j = 0; j < 4; ++j) {
+    h.scales[j] = V::and_(V::srli(sc_0_3, 8 * j), V::set1_32(0xff));
+    h.scales[4 + j] = V::and_(V::srli(sc_4_7, 8 * j), V::set1_32(0xff));
+  }
+  h.pairs[0] = byte_pair(mn_0_3, 0);
+  h.pairs[1] = byte_pair(mn_0_3, 2);
+  h.pairs[2] = byte_pair(mn_4_7, 0);
+  h.pairs[3] = byte_pair(mn_4_7, 2);
+  return h;
+}
+
+// Q4_K / Q5_K code vector i (sub-block j = i / 8, dword k = i % 8) from the nibbles at
+// packed dword `qs` on: 32-byte chunk m = j / 2 holds sub-block 2m in its low nibbles and
+// 2m + 1 in its high ones.
+__attribute__((always_inline)) inline typename V::I k4_nibbles(const uint8_t* p, int qs, int i) {
+  const int j = i / 8, k = i % 8;
+  const typename V::I packed = V::load(p + 64 * (qs + 8 * (j / 2) + k));
+  return V::and_(j % 2 == 0 ? packed : V::srli(packed, 4), V::set1_8(0x0f));
+}
+
+// Q4_K / Q5_K tokens: pairs[i] = (s_2i, s_2i+1) as int16, s_j = the sum of sub-block j's
+// 32 quants (|s_j| <= 32 * 128).
+inline void k4_token_pairs(const BlockQ8_K& y, int32_t* pairs) {
+  for (int i = 0; i < 4; ++i) {
+    const int s0 = y.bsums[4 * i] + y.bsums[4 * i + 1], s1 = y.bsums[4 * i + 2] + y.bsums[4 * i + 3];
+    pairs[i] = static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(s0)) |
+                                    (static_cast<uint32_t>(static_cast<uint16_t>(s1)) << 16));
+  }
+}
+
+// Formats: kSubBlocks, kDwords (4-code dwords per sub-block), kPairs, kHasMin,
+// kSubBlockOrder (T_lo's sub-blocks, then T_hi's), token_pairs(y, pairs) (the token's
+// int16 pairs that the header's pairs multiply), header(block, half) and code(block, half,
+// i): pass half's code vector i, lane r = codes 4i .. 4i + 3 of its row r (element order,
+// unsigned bytes).
+
+struct PackedQ4K {
+  using Block = BlockQ4_K;
+  static constexpr int kSubBlocks = 8;
+  static constexpr int kDwords = 8;
+  static constexpr int kPairs = 4;
+  static constexpr bool kHasMin = true;
+  static constexpr int kInt16Group = 8;  // 8 * 2 * 15 * 128 < 2^15
+  static constexpr int kSubBlockOrder[kSubBlocks] = {0, 1, 2, 3, 4, 5, 6, 7};
+
+  static void token_pairs(const BlockQ8_K& y, int32_t* pairs) { k4_token_pairs(y, pairs); }
+  __attribute__((always_inline)) static Header<kSubBlocks, kPairs> header(const uint8_t* block, int half) {
+    return k4_header(pass_dwords(block, half));
+  }
+  __attribute__((always_inline)) static typename V::I code(const uint8_t* block, int half, int i) {
+    return k4_nibbles(pass_dwords(block, half), offsetof(Block, qs) / 4, i);
+  }
+};
+
+// Q5_K: Q4_K's nibbles plus 16 where bit j of the qh byte is set: qh dword k holds the
+// fifth bits of dword k of every sub-block.
+struct PackedQ5K {
+  using Block = BlockQ5_K;
+  static constexpr int kSubBlocks = 8;
+  static constexpr int kDwords = 8;
+  static constexpr int kPairs = 4;
+  static constexpr bool kHasMin = true;
+  static constexpr int kInt16Group = 4;  // 4 * 2 * 31 * 128 < 2^15
+  static constexpr int kSubBlockOrder[kSubBlocks] = {0, 1, 4, 5, 2, 3, 6, 7};
+
+  static void token_pairs(const BlockQ8_K& y, int32_t* pairs) { k4_token_pairs(y, pairs); }
+  __attribute__((always_inline)) static Header<kSubBlocks, kPairs> header(const uint8_t* block, int half) {
+    return k4_header(pass_dwords(block, half));
+  }
+  __attribute__((always_inline)) static typename V::I code(const uint8_t* block, int half, int i) {
+    const uint8_t* p = pass_dwords(block, half);
+    const int j = i / 8, k = i % 8;
+    const typename V::I qh = V::load(p + 64 * (offsetof(Block, qh) / 4 + k));
+    const typename V::I bit = j < 4 ? V::slli(qh, 4 - j) : V::srli(qh, j - 4);  // bit j -> bit 4
+    return V::or_(k4_nibbles(p, offsetof(Block, qs) / 4, i), V::and_(bit, V::set1_8(0x10)));
+  }
+};
+
+// Q6_K: codes q in [0, 63], level q - 32; sixteen int8 scales of 16 quants each.
+struct PackedQ6K {
+  using Block = BlockQ6_K;
+  static constexpr int kSubBlocks = 16;
+  static constexpr int kDwords = 4;
+  static constexpr int kPairs = 8;
+  static constexpr bool kHasMin = false;
+  static constexpr int kInt16Group = 2;  // 2 * 2 * 63 * 128 < 2^15
+  // T_lo (with every sub-block's -32 term), then T_hi: bytes 0..31 of the row kernels'
+  // 64-quant steps are sub-blocks j with bit 1 of j clear.
+  static constexpr int kSubBlockOrder[kSubBlocks] = {0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15};
+
+  // The token's group sums as they are, pairs (bsums_2i, bsums_2i+1).
+  static void token_pairs(const BlockQ8_K& y, int32_t* pairs) { std::memcpy(pairs, y.bsums, sizeof y.bsums); }
+
+  // Element 128h + 32g + 4k .. + 3 (h, g, k < 2, 4, 8) is code 32h + 8g + k: its low four
+  // bits are nibble g / 2 of ql[64h + 32 (g % 2) + 4k ..], its high two bits 2g, 2g + 1
+  // of qh[32h + 4k ..] (blocks.h).
+  __attribute__((always_inline)) static typename V::I code(const uint8_t* block, int half, int i) {
+    const uint8_t* p = pass_dwords(block, half);
+    const int h = i / 32, g = i % 32 / 8, k = i % 8;
+    const typename V::I ql = V::load(p + 64 * ((offsetof(Block, ql) + 64 * h + 32 * (g % 2)) / 4 + k));
+    const typename V::I qh = V::load(p + 64 * ((offsetof(Block, qh) + 32 * h) / 4 + k));
+    const typename V::I low = V::and_(g < 2 ? ql : V::srli(ql, 4), V::set1_8(0x0f));
+    const typename V::I high = g < 2 ? V::slli(qh, 4 - 2 * g) : V::srli(qh, 2 * g - 4);  // bits 2g, 2g+1 -> 4, 5
+    return V::or_(low, V::and_(high, V::set1_8(0x30)));
+  }
+  __attribute__((always_inline)) static Header<kSubBlocks, kPairs> header(const uint8_t* block, int half) {
+    using I = typename V::I;
+    const uint8_t* p = pass_dwords(block, half);
+    Header<kSubBlocks, kPairs> h;
+    for (int q = 0; q < 4; ++q) {  // lane r of dword q = scales 4q .. 4q + 3 of row r
+      const I packed = V::load(p + 64 * (offsetof(Block, scales) / 4 + q));
+      for (int i = 0; i < 4; ++i) h.scales[4 * q + i] = V::srai(V::slli(packed, 24 - 8 * i), 24);
+    }
+    // The -32 of every level: pairs (-32 sc_2i, -32 sc_2i+1) against the token's bsums.
+    for (int i = 0; i < 8; ++i) {
+      const I low = V::sub(V::zero(), V::slli(h.scales[2 * i], 5));
+      const I high = V::sub(V::zero(), V::slli(h.scales[2 * i + 1], 5));
+      h.pairs[i] = V::or_(V::and_(low, V::set1_32(0xffff)), V::slli(high, 16));
+    }
+    static_assert(offsetof(Block, d) == sizeof(Block) / 4 * 4, "d is the part after the whole dwords");
+    h.d = V::load_f16(block + kPackedRows * offsetof(Block, d) + half * V::kLanes * 2);
+    h.dmin = V::set1_ps(0.0f);
+    return h;
+  }
+};
+
+// The float steps (see the top of the file): per (row, token) one float sum, and per
+// super-block first its minimum term, then T's two halves.
+struct Accumulator {
+  typename V::F sum = V::set1_ps(0.0f);
+
+  __attribute__((always_inline)) void add_min(typename V::I m, typename V::F dmin, float token_d) {
+    sum = V::fnmadd(V::cvt(m), V::mul(dmin, V::set1_ps(token_d)), sum);
+  }
+  __attribute__((always_inline)) void add_total(typename V::I t_lo, typename V::I t_hi, typename V::F d,
+                                                float token_d) {
+    add_half(t_lo, d, token_d);
+    add_half(t_hi, d, token_d);
+  }
+  // One of add_total's two steps, T_lo's first: the panel path takes T_lo's as soon as
+  // T_lo is complete (the same float operations in the same order).
+  __attribute__((always_inline)) void add_half(typename V::I t, typename V::F d, float token_d) {
+    sum = V::fma(V::cvt(t), V::mul(d, V::set1_ps(token_d)), sum);
+  }
+};
+
+// A packed panel (n_blocks super-blocks) against kTokens staged tokens: out[t * out_stride
+// + r] for its first n_rows rows (out may be null), and with row_max each token's results
+// folded into row_max[t] as columns first_column ... (whole panels only). One prefetch
+// step per super-block and pass.
+template <typename Format, int kTokens>
+void dot_packed_panel(int64_t n_blocks, const uint8_t* panel, StagedTokens tokens, int64_t n_rows, float* out,
+                      int64_t out_stride, PrefetchCursor& prefetch, RunningMax* row_max, int64_t first_column) {
+  using I = typename V::I;
+  constexpr size_t kBlockBytes = kPackedRows * sizeof(typename Format::Block);
+  for (int half = 0; half < kPackedRows / V::kLanes; ++half) {
+    if (half * V::kLanes >= n_rows) break;
+    Accumulator acc[kTokens];
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      prefetch.step();
+      const uint8_t* block = panel + static_cast<size_t>(b) * kBlockBytes;
+      const auto p = Format::header(block, half);
+      const int8_t* q = tokens.block_quants(b);
+      const TokenBlock* meta = tokens.block_meta(b);
+      I total[kTokens];
+      for (int t = 0; t < kTokens; ++t) total[t] = V::zero();
+      for (int i = 0; i < Format::kPairs; ++i) {
+        for (int t = 0; t < kTokens; ++t) total[t] = V::dot2(total[t], p.pairs[i], V::set1_32(meta[t].pairs[i]));
+      }
+      if constexpr (Format::kHasMin) {  // that was M; T_lo starts from zero (Q6_K: from its -32 terms)
+        for (int t = 0; t < kTokens; ++t) {
+          acc[t].add_min(total[t], p.dmin, meta[t].d);
+          total[t] = V::zero();
+        }
+      }
+      // T_lo's sub-blocks, then T_hi's; kTokens independent dot4 chains in flight.
+      // (Unrolled: the chains must stay in registers. T_lo goes into the sums as soon as it
+      // is complete: kept to the end, 8 tokens' totals, sub-block sums, T_lo's and sums
+      // needed all 32 registers, and the sums were spilled to the stack.)
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 8
+        for (int s = 0; s < Format::kSubBlocks / 2; ++s) {
+          const int j = Format::kSubBlockOrder[h * Format::kSubBlocks / 2 + s];
+          const I scale = V::scale_operand(p.scales[j]);
+          constexpr int kGroup = V::kInt16Sums ? Format::kInt16Group : Format::kDwords;
+          I part[kTokens];
+          for (int t = 0; t < kTokens; ++t) part[t] = V::zero();
+#pragma GCC unroll 8
+          for (int k = 0; k < Format::kDwords; ++k) {
+            const int dword = j * Format::kDwords + k;
+            const I codes = Format::code(block, half, dword);
+            for (int t = 0; t < kTokens; ++t) {
+              int32_t quants;
+              std::memcpy(&quants, q + t * kSuperBlockSize + 4 * dword, sizeof quants);
+              part[t] = V::dot4(part[t], codes, V::set1_32(quants));
+            }
+            if ((k + 1) % kGroup == 0) {
+              for (int t = 0; t < kTokens; ++t) {
+                total[t] = V::add(total[t], V::scale_sum(part[t], scale));
+                part[t] = V::zero();
+              }
+            }
+          }
+        }
+        for (int t = 0; t < kTokens; ++t) {
+          acc[t].add_half(total[t], p.d, meta[t].d);
+          total[t] = V::zero();
+        }
+      }
+    }
+    const int64_t rows = n_rows - half * V::kLanes;
+    for (int t = 0; t < kTokens; ++t) {
+      if (out != nullptr) V::store(out + t * out_stride + half * V::kLanes, acc[t].sum, rows < V::kLanes ? static_cast<int>(rows) : V::kLanes);
+      if (row_max != nullptr) V::fold_max(acc[t].sum, first_column + half * V::kLanes, row_max[t]);
+    }
+  }
+}
+
+// Repacked matrices (n_w_rows a multiple of 16), every number of tokens: tokens staged
+// kKQuantTokenBlock at a time, each panel run against tiles of up to V::kTokenTile of them (decode:
+// the matrix is then one sequential stream, with no horizontal sums). kPrefetch: software
+// prefetch of the next panel while this one is computed; whether that beats the hardware
+// prefetcher alone depends on the CPU (the load-time tuner times both; the same bits).
+template <typename Format, bool kPrefetch>
+void dot_packed_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride, int64_t n_a_rows,
+                       float* out, int64_t out_stride, RunningMax* row_max) {
+  constexpr int kTile = V::kTokenTile;
+  const auto* weights = static_cast<const uint8_t*>(w);
+  const auto* activations = static_cast<const uint8_t*>(a);
+  const int64_t n_blocks = n / kSuperBlockSize;
+  const int64_t panel_bytes = kPackedRows * static_cast<int64_t>(sizeof(typename Format::Block)) * n_blocks;
+  constexpr int kPasses = kPackedRows / V::kLanes;
+  for (int64_t t0 = 0; t0 < n_a_rows; t0 += kKQuantTokenBlock) {
+    const int64_t n_tokens = n_a_rows - t0 < kKQuantTokenBlock ? n_a_rows - t0 : kKQuantTokenBlock;
+    const StagedTokens tokens = stage_tokens<Format>(n_blocks, activations + t0 * a_stride, a_stride, n_tokens);
+    const int64_t n_tiles = (n_tokens + kTile - 1) / kTile;
+    for (int64_t r0 = 0; r0 < n_w_rows; r0 += kPackedRows) {
+      const uint8_t* panel = weights + r0 / kPackedRows * panel_bytes;
+      PrefetchCursor prefetch(panel + panel_bytes, 0, kPrefetch && r0 + kPackedRows < n_w_rows ? panel_bytes : 0,
+                              n_blocks * n_tiles * kPasses);
+      auto tile = [&](auto size, int64_t t) {
+        dot_packed_panel<Format, decltype(size)::value>(
+            n_blocks, panel, tokens.from(t), kPackedRows, out != nullptr ? out + (t0 + t) * out_stride + r0 : nullptr,
+            out_stride, prefetch, row_max != nullptr ? row_max + t0 + t : nullptr, r0);
+      };
+      for_token_tiles<kTile>(n_tokens, tile);
+    }
+  }
+}
