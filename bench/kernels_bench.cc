@@ -79,6 +79,18 @@ std::vector<uint8_t> make_weights(const Shape& shape) {
   return weights;
 }
 
+// n_tokens random activation rows in the type the shape's weights are dotted with.
+std::vector<uint8_t> make_activations(const Shape& shape, int64_t n_tokens) {
+  const TensorType type = type_traits(shape.type).vec_dot_type;
+  const size_t row_bytes = row_size(type, shape.n_cols);
+  std::vector<uint8_t> activations(static_cast<size_t>(n_tokens) * row_bytes);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const std::vector<float> x = random_floats(static_cast<size_t>(shape.n_cols), 1000 + static_cast<uint32_t>(t));
+    quantize_row_ref(type, x.data(), activations.data() + t * row_bytes, shape.n_cols);
+  }
+  return activations;
+}
+
 // One matrix-vector product per iteration: every weight row dotted with one activation
 // row, through the set's matrix kernel when it has one (as the engine runs it), else one
 // vec_dot per row.
@@ -112,11 +124,7 @@ void bench_matrix(benchmark::State& state, const Shape& shape, VecDotMatrixFn ma
   const std::vector<uint8_t> weights = make_weights(shape);
   const size_t row_bytes = row_size(shape.type, shape.n_cols);
   const size_t input_row_bytes = row_size(traits.vec_dot_type, shape.n_cols);
-  std::vector<uint8_t> activations(static_cast<size_t>(n_tokens) * input_row_bytes);
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    const std::vector<float> x = random_floats(static_cast<size_t>(shape.n_cols), 1000 + static_cast<uint32_t>(t));
-    quantize_row_ref(traits.vec_dot_type, x.data(), activations.data() + t * input_row_bytes, shape.n_cols);
-  }
+  const std::vector<uint8_t> activations = make_activations(shape, n_tokens);
   std::vector<float> out(static_cast<size_t>(shape.n_rows * n_tokens));
   for (auto _ : state) {
     matrix(shape.n_cols, weights.data(), row_bytes, shape.n_rows, activations.data(), input_row_bytes, n_tokens,
@@ -138,11 +146,7 @@ void bench_panels(benchmark::State& state, const Shape& shape, VecDotPanelsFn pa
   std::vector<uint8_t> weights(rows.size());
   pack_panels(shape.type, rows.data(), shape.n_rows, row_bytes, weights.data());
   const size_t input_row_bytes = row_size(traits.vec_dot_type, shape.n_cols);
-  std::vector<uint8_t> activations(static_cast<size_t>(n_tokens) * input_row_bytes);
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    const std::vector<float> x = random_floats(static_cast<size_t>(shape.n_cols), 1000 + static_cast<uint32_t>(t));
-    quantize_row_ref(traits.vec_dot_type, x.data(), activations.data() + t * input_row_bytes, shape.n_cols);
-  }
+  const std::vector<uint8_t> activations = make_activations(shape, n_tokens);
   std::vector<float> out(static_cast<size_t>(shape.n_rows * n_tokens));
   for (auto _ : state) {
     panels(shape.n_cols, weights.data(), shape.n_rows, activations.data(), input_row_bytes, n_tokens, out.data(),

@@ -25,7 +25,8 @@ namespace {
 
 using gguf::TensorType;
 
-// A Q4_K matrix of random rows, repacked into panels as the model loader does.
+// A Q4_K matrix of random rows, repacked into panels where the model loader would (this
+// CPU's kernels have a panel kernel for Q4_K), else in the file's layout.
 struct PackedMatrix {
   std::vector<uint8_t> bytes;
   WeightMatrix w;
@@ -42,10 +43,15 @@ PackedMatrix packed_q4_k(int64_t n_rows, int64_t n_cols) {
     for (float& v : x) v = normal(rng);
     quant::quantize_row_ref(TensorType::kQ4_K, x.data(), rows.data() + r * row_bytes, n_cols);
   }
+  const bool panels = quant::best_panel_kernel(TensorType::kQ4_K) != nullptr;
   m.bytes.resize(rows.size());
-  quant::pack_panels(TensorType::kQ4_K, rows.data(), n_rows, row_bytes, m.bytes.data());
+  if (panels) {
+    quant::pack_panels(TensorType::kQ4_K, rows.data(), n_rows, row_bytes, m.bytes.data());
+  } else {
+    m.bytes = rows;
+  }
   m.w = {.type = TensorType::kQ4_K, .data = m.bytes.data(), .n_cols = n_cols, .n_rows = n_rows,
-         .row_bytes = row_bytes, .panels = true};
+         .row_bytes = row_bytes, .panels = panels};
   return m;
 }
 

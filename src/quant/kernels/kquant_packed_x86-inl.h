@@ -121,19 +121,25 @@ inline void k4_token_pairs(const BlockQ8_K& y, int32_t* pairs) {
 // i): pass half's code vector i, lane r = codes 4i .. 4i + 3 of its row r (element order,
 // unsigned bytes).
 
-struct PackedQ4K {
-  using Block = BlockQ4_K;
+// What Q4_K and Q5_K share: eight sub-blocks of 32 with 6-bit scales and minima.
+template <typename BlockType>
+struct K4Format {
+  using Block = BlockType;
   static constexpr int kSubBlocks = 8;
   static constexpr int kDwords = 8;
   static constexpr int kPairs = 4;
   static constexpr bool kHasMin = true;
-  static constexpr int kInt16Group = 8;  // 8 * 2 * 15 * 128 < 2^15
-  static constexpr int kSubBlockOrder[kSubBlocks] = {0, 1, 2, 3, 4, 5, 6, 7};
 
   static void token_pairs(const BlockQ8_K& y, int32_t* pairs) { k4_token_pairs(y, pairs); }
   __attribute__((always_inline)) static Header<kSubBlocks, kPairs> header(const uint8_t* block, int half) {
     return k4_header(pass_dwords(block, half));
   }
+};
+
+struct PackedQ4K : K4Format<BlockQ4_K> {
+  static constexpr int kInt16Group = 8;  // 8 * 2 * 15 * 128 < 2^15
+  static constexpr int kSubBlockOrder[kSubBlocks] = {0, 1, 2, 3, 4, 5, 6, 7};
+
   __attribute__((always_inline)) static typename V::I code(const uint8_t* block, int half, int i) {
     return k4_nibbles(pass_dwords(block, half), offsetof(Block, qs) / 4, i);
   }
@@ -141,19 +147,10 @@ struct PackedQ4K {
 
 // Q5_K: Q4_K's nibbles plus 16 where bit j of the qh byte is set: qh dword k holds the
 // fifth bits of dword k of every sub-block.
-struct PackedQ5K {
-  using Block = BlockQ5_K;
-  static constexpr int kSubBlocks = 8;
-  static constexpr int kDwords = 8;
-  static constexpr int kPairs = 4;
-  static constexpr bool kHasMin = true;
+struct PackedQ5K : K4Format<BlockQ5_K> {
   static constexpr int kInt16Group = 4;  // 4 * 2 * 31 * 128 < 2^15
   static constexpr int kSubBlockOrder[kSubBlocks] = {0, 1, 4, 5, 2, 3, 6, 7};
 
-  static void token_pairs(const BlockQ8_K& y, int32_t* pairs) { k4_token_pairs(y, pairs); }
-  __attribute__((always_inline)) static Header<kSubBlocks, kPairs> header(const uint8_t* block, int half) {
-    return k4_header(pass_dwords(block, half));
-  }
   __attribute__((always_inline)) static typename V::I code(const uint8_t* block, int half, int i) {
     const uint8_t* p = pass_dwords(block, half);
     const int j = i / 8, k = i % 8;
@@ -335,3 +332,17 @@ void dot_packed_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a
     }
   }
 }
+
+// The entry points of simd_kernels.h for one kernel file, outside its anonymous namespace
+// (vec_dot_panels_q6_K_q8_K is tested but not chosen: slower than the row kernels).
+#define TM_PACKED_KQUANT_ENTRY(name, Format, kPrefetch)                                                       \
+  void name(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride, int64_t n_a_rows,     \
+            float* out, int64_t out_stride, RunningMax* row_max) {                                            \
+    dot_packed_panels<Format, kPrefetch>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max); \
+  }
+#define TM_PACKED_KQUANT_ENTRIES()                                                  \
+  TM_PACKED_KQUANT_ENTRY(vec_dot_panels_q4_K_q8_K, PackedQ4K, true)                 \
+  TM_PACKED_KQUANT_ENTRY(vec_dot_panels_q4_K_q8_K_unprefetched, PackedQ4K, false)   \
+  TM_PACKED_KQUANT_ENTRY(vec_dot_panels_q5_K_q8_K, PackedQ5K, true)                 \
+  TM_PACKED_KQUANT_ENTRY(vec_dot_panels_q5_K_q8_K_unprefetched, PackedQ5K, false)   \
+  TM_PACKED_KQUANT_ENTRY(vec_dot_panels_q6_K_q8_K, PackedQ6K, true)

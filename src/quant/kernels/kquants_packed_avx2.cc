@@ -70,27 +70,6 @@ struct V {
 
 }  // namespace
 
-void vec_dot_panels_q4_K_q8_K(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
-                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
-  dot_packed_panels<PackedQ4K, true>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
-}
-void vec_dot_panels_q4_K_q8_K_unprefetched(int64_t n, const void* w, int64_t n_w_rows, const void* a,
-                                          size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride,
-                                          RunningMax* row_max) {
-  dot_packed_panels<PackedQ4K, false>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
-}
-void vec_dot_panels_q5_K_q8_K(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
-                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
-  dot_packed_panels<PackedQ5K, true>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
-}
-void vec_dot_panels_q5_K_q8_K_unprefetched(int64_t n, const void* w, int64_t n_w_rows, const void* a,
-                                          size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride,
-                                          RunningMax* row_max) {
-  dot_packed_panels<PackedQ5K, false>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
-}
-void vec_dot_panels_q6_K_q8_K(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
-                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
-  dot_packed_panels<PackedQ6K, true>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
-}
+TM_PACKED_KQUANT_ENTRIES()
 
 }  // namespace tokenmill::quant::avx2
