@@ -149,21 +149,31 @@ std::vector<std::pair<std::string, ops::OpTime>> by_time(const ops::OpTimes& tim
   return rows;
 }
 
-void print_profile(const char* test, const ops::OpTimes& times, int64_t n_passes) {
+// Matmuls also say how fast they read their weights (GB/s) and, with a measured read
+// bandwidth (--roofline), what share of it that is.
+void print_profile(const char* test, const ops::OpTimes& times, int64_t n_passes, double bandwidth_gbs) {
   const double total = times.total_seconds();
   std::printf("  profile of %s, per forward pass (%.3f ms in back-end operations):\n", test, 1e3 * total / n_passes);
   for (const auto& [label, t] : by_time(times)) {
-    std::printf("    %-34s %6.1f calls  %8.3f ms  %5.1f%%\n", label.c_str(), static_cast<double>(t.calls) / n_passes,
+    std::printf("    %-34s %6.1f calls  %8.3f ms  %5.1f%%", label.c_str(), static_cast<double>(t.calls) / n_passes,
                 1e3 * t.seconds / n_passes, 100.0 * t.seconds / total);
+    if (t.weight_bytes > 0 && t.seconds > 0) {
+      const double gbs = static_cast<double>(t.weight_bytes) / t.seconds / 1e9;
+      std::printf("  %5.1f GB/s", gbs);
+      if (bandwidth_gbs > 0) std::printf(" (%3.0f%% of roofline)", 100.0 * gbs / bandwidth_gbs);
+    }
+    std::printf("\n");
   }
 }
 
 nlohmann::json profile_json(const ops::OpTimes& times, int64_t n_passes) {
   nlohmann::json ops = nlohmann::json::array();
   for (const auto& [label, t] : by_time(times)) {
-    ops.push_back({{"op", label},
-                   {"calls_per_pass", static_cast<double>(t.calls) / n_passes},
-                   {"ms_per_pass", 1e3 * t.seconds / n_passes}});
+    nlohmann::json op = {{"op", label},
+                         {"calls_per_pass", static_cast<double>(t.calls) / n_passes},
+                         {"ms_per_pass", 1e3 * t.seconds / n_passes}};
+    if (t.weight_bytes > 0 && t.seconds > 0) op["weight_gbs"] = static_cast<double>(t.weight_bytes) / t.seconds / 1e9;
+    ops.push_back(op);
   }
   return ops;
 }
@@ -330,7 +340,7 @@ int run_bench(const BenchOptions& o) {
         }
       }
       std::printf("\n");
-      if (o.profile) print_profile(test, times, n_passes);
+      if (o.profile) print_profile(test, times, n_passes, bandwidth);
     }
   };
   emit(("pp" + std::to_string(o.n_prompt)).c_str(), o.n_prompt, 0, pp, pp_times);

@@ -12,10 +12,10 @@ double OpTimes::total_seconds() const {
 }
 
 template <typename Fn>
-void TimingBackend::timed(const std::string& label, Fn&& fn) {
+void TimingBackend::timed(const std::string& label, Fn&& fn, int64_t weight_bytes) {
   Timer timer;
   fn();
-  times_->add(label, timer.seconds());
+  times_->add(label, timer.seconds(), weight_bytes);
 }
 
 namespace {
@@ -29,16 +29,21 @@ std::string matmul_shape(const WeightMatrix& w) {
 }  // namespace
 
 void TimingBackend::matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y) {
-  timed("matmul " + matmul_shape(w), [&] { inner().matmul(w, x, n_tokens, y); });
+  timed("matmul " + matmul_shape(w), [&] { inner().matmul(w, x, n_tokens, y); }, w.n_bytes());
 }
 void TimingBackend::matmul_argmax(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
                                   int32_t* argmax) {
-  timed("matmul " + matmul_shape(w) + " + argmax", [&] { inner().matmul_argmax(w, x, n_tokens, y, argmax); });
+  timed("matmul " + matmul_shape(w) + " + argmax", [&] { inner().matmul_argmax(w, x, n_tokens, y, argmax); },
+        w.n_bytes());
 }
 void TimingBackend::matmul_shared_input(std::span<const MatmulProduct> products, const float* x, int64_t n_tokens) {
   std::string label = "matmul ";
-  for (size_t i = 0; i < products.size(); ++i) label += (i > 0 ? " + " : "") + matmul_shape(*products[i].w);
-  timed(label, [&] { inner().matmul_shared_input(products, x, n_tokens); });
+  int64_t bytes = 0;
+  for (size_t i = 0; i < products.size(); ++i) {
+    label += (i > 0 ? " + " : "") + matmul_shape(*products[i].w);
+    bytes += products[i].w->n_bytes();
+  }
+  timed(label, [&] { inner().matmul_shared_input(products, x, n_tokens); }, bytes);
 }
 void TimingBackend::get_rows(const WeightMatrix& table, std::span<const int32_t> ids, float* out) {
   timed("get_rows", [&] { inner().get_rows(table, ids, out); });

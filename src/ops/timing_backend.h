@@ -19,15 +19,17 @@ namespace tokenmill::ops {
 struct OpTime {
   int64_t calls = 0;
   double seconds = 0;
+  int64_t weight_bytes = 0;  // matmuls: the weight matrices' bytes, once per call
 };
 
 // Label -> totals since the last clear().
 class OpTimes {
  public:
-  void add(const std::string& label, double seconds) {
+  void add(const std::string& label, double seconds, int64_t weight_bytes = 0) {
     OpTime& t = times_[label];
     ++t.calls;
     t.seconds += seconds;
+    t.weight_bytes += weight_bytes;
   }
   void clear() { times_.clear(); }
   const std::map<std::string, OpTime>& times() const { return times_; }
@@ -61,7 +63,7 @@ class TimingBackend final : public ForwardingBackend {
 
  private:
   template <typename Fn>
-  void timed(const std::string& label, Fn&& fn);
+  void timed(const std::string& label, Fn&& fn, int64_t weight_bytes = 0);
 
   OpTimes* times_;
 };

@@ -1,6 +1,8 @@
 """`tokenmill run` and `tokenmill info` as a user runs them."""
 import json
+import os
 import re
+import subprocess
 
 import pytest
 
@@ -99,6 +101,30 @@ def test_bench_roofline_reports_bandwidth_and_the_threads_round_trip(tokenmill, 
     # A cache line between two cores takes tens to hundreds of nanoseconds, never zero or
     # a millisecond.
     assert 1 < row["thread_round_trip_ns"] < 100_000, row
+
+
+def test_bench_tune_prints_the_choice_and_the_profile_reads_weights_in_gb_per_s(tokenmill, default_model, tmp_path):
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    result = subprocess.run([tokenmill, "bench", "-m", default_model, "-p", "0", "-n", "2", "-r", "1", "-t", "2",
+                             "--tune"], capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stderr
+    line = next(l for l in result.stdout.splitlines() if l.startswith("kernel tuning: "))
+    # Timed where the model has matrices whose kernels the variants change (then cached
+    # under the user's cache directory), else said so.
+    if "(timed" in line:
+        assert "prefetch_weights=1" in line and "prefetch_weights=0" in line and " ms" in line, line
+        cache = tmp_path / "tokenmill" / "kernel-tuning.tsv"
+        assert cache.read_text().count("\t") == 1, cache.read_text()
+    else:
+        assert "(nothing to tune)" in line, line
+    off = subprocess.run([tokenmill, "bench", "-m", default_model, "-p", "0", "-n", "2", "-r", "1", "-t", "2",
+                          "--tune", "--profile", "--json"], capture_output=True, text=True, timeout=300,
+                         env={**env, "TOKENMILL_TUNE": "off"})
+    assert off.returncode == 0, off.stderr
+    [row] = json.loads(off.stdout)
+    assert row["kernel_tuning"] == "prefetch_weights=1"  # the default
+    matmuls = [op for op in row["profile"] if op["op"].startswith("matmul ")]
+    assert matmuls and all(op["weight_gbs"] > 0 for op in matmuls), row["profile"]
 
 
 @pytest.mark.parametrize("sampling", [["--temp", "0"], ["--seed", "42"]])

@@ -1,7 +1,7 @@
-// The parts of the K-quant matrix kernels (kquants_avx512.cc: 16-row panels,
-// kquants_panels_avx2.cc: 8-row panels) that do not depend on the vector width: the
-// transposed panel's shape, the activation rows staged block-major, and the walk that
-// transposes a panel super-block by super-block.
+// The parts of the K-quant matrix kernels (kquant_packed_x86-inl.h: 16-row packed panels,
+// kquants_panels_avx2.cc: 8-row transposed panels) that do not depend on the vector width:
+// the activation rows staged block-major, and (AVX2's 8-row panels) the transposed
+// panel's shape and the walk that transposes a panel super-block by super-block.
 //
 // Internal linkage on purpose (an anonymous namespace), as x86_helpers.h: each kernel file
 // compiles its own copy with its own instruction set.

@@ -486,13 +486,13 @@ void dot_group_rows(int64_t n_blocks, const uint8_t* w, size_t w_stride, int64_t
 // ---------------------------------------------------------------------------------------
 // Many tokens.
 
-// The next panel's rows (contiguous) are prefetched in order (PrefetchCursor) while this
-// one is computed, an equal share with every super-block transposed and every
-// super-block of every tile: 16 rows side by side are 16 streams, which the hardware
-// prefetcher does not follow well, and prefetches issued in one phase only leave the
-// memory idle in the other.
+// Rows in the file's layout: the next panel's rows (contiguous) are prefetched in order
+// (PrefetchCursor) while this one is computed, an equal share with every super-block
+// packed and every super-block of every tile: 16 rows side by side are 16 streams, which
+// the hardware prefetcher does not follow well, and prefetches issued in one phase only
+// leave the memory idle in the other.
 
-// Every shape goes through here.
+// Every shape of rows in the file's layout goes through here.
 template <typename Format>
 void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a, size_t a_stride,
                 int64_t n_a_rows, float* out, int64_t out_stride) {
