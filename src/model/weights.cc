@@ -99,13 +99,11 @@ Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& c) 
 int64_t weight_bytes_per_token(const ModelWeights& w) {
   int64_t total = w.output.n_bytes();  // the embedding table itself is only gathered, one row per token
   for (const LayerWeights& L : w.layers) {
-    total += L.wq.n_bytes() + L.wk.n_bytes() + L.wv.n_bytes() + L.wo.n_bytes() + L.ffn_gate.n_bytes() +
-             L.ffn_up.n_bytes() + L.ffn_down.n_bytes();
+    for (const ops::WeightMatrix* m : dense_matrices(L)) total += m->n_bytes();
     if (!L.ffn_gate_exps.empty()) {
       // A token reads the router and the experts it is routed to: n_expert_used of them.
-      const int64_t n_used = w.n_expert_used;
-      total += L.ffn_gate_inp.n_bytes() +
-               n_used * (L.ffn_gate_exps[0].n_bytes() + L.ffn_up_exps[0].n_bytes() + L.ffn_down_exps[0].n_bytes());
+      total += L.ffn_gate_inp.n_bytes();
+      for (const auto* experts : expert_matrices(L)) total += w.n_expert_used * (*experts)[0].n_bytes();
     }
   }
   return total;
@@ -114,10 +112,10 @@ int64_t weight_bytes_per_token(const ModelWeights& w) {
 std::vector<const ops::WeightMatrix*> decode_matrices(const ModelWeights& w) {
   std::vector<const ops::WeightMatrix*> out;
   for (const LayerWeights& L : w.layers) {
-    for (const ops::WeightMatrix* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down}) {
+    for (const ops::WeightMatrix* m : dense_matrices(L)) {
       if (m->data != nullptr) out.push_back(m);
     }
-    for (const auto* experts : {&L.ffn_gate_exps, &L.ffn_up_exps, &L.ffn_down_exps}) {
+    for (const auto* experts : expert_matrices(L)) {
       for (const ops::WeightMatrix& m : *experts) out.push_back(&m);
     }
   }
@@ -157,11 +155,10 @@ void repack_for_kernels(ModelWeights& weights, const gguf::File& file) {
     repack(weights.output);
   }
   for (LayerWeights& layer : weights.layers) {
-    for (ops::WeightMatrix* m : {&layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.ffn_gate, &layer.ffn_up,
-                                 &layer.ffn_down}) {
+    for (ops::WeightMatrix* m : dense_matrices(layer)) {
       if (m->data != nullptr) repack(*m);
     }
-    for (auto* experts : {&layer.ffn_gate_exps, &layer.ffn_up_exps, &layer.ffn_down_exps}) {
+    for (auto* experts : expert_matrices(layer)) {
       for (ops::WeightMatrix& m : *experts) repack(m);
     }
   }

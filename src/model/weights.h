@@ -2,6 +2,7 @@
 // They point into the file's memory map: the File must outlive the weights.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <vector>
 
@@ -36,6 +37,18 @@ struct LayerWeights {
   std::vector<ops::WeightMatrix> ffn_down_exps;   // n_expert x [n_embd, n_ff_expert]
 };
 
+// A layer's dense matrices in the order a decode step reads them (an absent one has null
+// data: the FFN of a mixture-of-experts layer), and its per-expert matrices. Templates
+// so that a const layer gives const pointers.
+template <typename Layer>
+auto dense_matrices(Layer& L) {
+  return std::array{&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down};
+}
+template <typename Layer>
+auto expert_matrices(Layer& L) {
+  return std::array{&L.ffn_gate_exps, &L.ffn_up_exps, &L.ffn_down_exps};
+}
+
 struct ModelWeights {
   ops::WeightMatrix token_embd;  // [n_vocab, n_embd]
   const float* output_norm = nullptr;  // [n_embd]
@@ -58,7 +71,8 @@ Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& con
 std::shared_ptr<uint8_t[]> repack_matrix(ops::WeightMatrix& m, const gguf::File& file);
 
 // Moves every matrix that the CPU's kernels read faster in quant/panel_layout.h's layout
-// (AVX-512 Q8_0, Q4_0 and Q5_0 with a multiple of 16 rows) into that layout, in buffers owned by
+// (Q8_0, Q4_0, Q5_0, Q4_K and Q5_K with a multiple of 16 rows, where the kernel set has a
+// panel kernel for the type) into that layout, in buffers owned by
 // `weights`, and drops the file's pages of the originals (the same bytes, never resident
 // twice). A tied output matrix is repacked once. Results are bit-identical either way.
 void repack_for_kernels(ModelWeights& weights, const gguf::File& file);

@@ -66,11 +66,14 @@ size_t k_quant_block_bytes(gguf::TensorType type) {
   }
 }
 
-// Byte i of row r's block within its interleaved panel block of 16 blocks of `bytes` bytes.
-size_t interleaved_offset(size_t bytes, int64_t r, size_t i) {
-  const size_t whole = bytes / 4 * 4;
-  if (i < whole) return 64 * (i / 4) + 4 * static_cast<size_t>(r) + i % 4;
-  return kPanelRows * whole + (bytes - whole) * static_cast<size_t>(r) + (i - whole);
+// Where row r's block lies in a panel super-block of 16 blocks of `bytes` bytes: calls
+// piece(block_offset, panel_offset, n) for each run of n bytes: its whole dwords 64 bytes
+// apart from byte 4r on, then its tail (the bytes past them) at 16 * whole + tail * r.
+template <typename Piece>
+void for_each_piece(size_t bytes, int64_t r, Piece piece) {
+  const size_t whole = bytes / 4 * 4, tail = bytes - whole;
+  for (size_t i = 0; i < whole; i += 4) piece(i, 16 * i + 4 * static_cast<size_t>(r), size_t{4});
+  if (tail != 0) piece(whole, kPanelRows * whole + tail * static_cast<size_t>(r), tail);
 }
 
 void pack_interleaved(size_t block_bytes, const uint8_t* rows, int64_t n_rows, size_t row_bytes, uint8_t* dst) {
@@ -81,7 +84,7 @@ void pack_interleaved(size_t block_bytes, const uint8_t* rows, int64_t n_rows, s
       uint8_t* out = panel + static_cast<size_t>(b) * kPanelRows * block_bytes;
       for (int64_t r = 0; r < kPanelRows; ++r) {
         const uint8_t* block = rows + static_cast<size_t>(p * kPanelRows + r) * row_bytes + b * block_bytes;
-        for (size_t i = 0; i < block_bytes; ++i) out[interleaved_offset(block_bytes, r, i)] = block[i];
+        for_each_piece(block_bytes, r, [&](size_t from, size_t to, size_t n) { std::memcpy(out + to, block + from, n); });
       }
     }
   }
@@ -95,7 +98,7 @@ void dequantize_interleaved_row(gguf::TensorType type, size_t block_bytes, const
   const TypeTraits& traits = type_traits(type);
   for (int64_t b = 0; b < n_cols / kSuperBlockSize; ++b) {
     const uint8_t* packed = panel + static_cast<size_t>(b) * kPanelRows * block_bytes;
-    for (size_t i = 0; i < block_bytes; ++i) block[i] = packed[interleaved_offset(block_bytes, r, i)];
+    for_each_piece(block_bytes, r, [&](size_t to, size_t from, size_t n) { std::memcpy(block + to, packed + from, n); });
     traits.dequantize_row(block, out + kSuperBlockSize * b, kSuperBlockSize);
   }
 }

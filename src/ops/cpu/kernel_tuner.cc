@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <random>
 #include <sstream>
 #include <string_view>
@@ -25,18 +26,6 @@ constexpr double kBudgetSeconds = 2.0;
 constexpr int kMinRounds = 3;
 constexpr int kMaxRounds = 7;
 constexpr int64_t kMaxPassBytes = int64_t{1} << 30;
-
-const quant::KernelTuning kVariants[] = {{.prefetch_weights = true}, {.prefetch_weights = false}};
-
-bool parse_variant(std::string_view text, quant::KernelTuning& out) {
-  for (const quant::KernelTuning& v : kVariants) {
-    if (text == quant::to_string(v)) {
-      out = v;
-      return true;
-    }
-  }
-  return false;
-}
 
 std::string cache_key(const Backend& backend) {
   std::string brand = cpu_brand();
@@ -88,6 +77,7 @@ std::string TuningReport::summary() const {
   s << "kernel tuning: " << quant::to_string(chosen) << " (" << source;
   if (!timings.empty()) {
     s << " in " << static_cast<int>(seconds * 1000 + 0.5) << " ms over " << timed_bytes / (1 << 20) << " MiB:";
+    s << std::fixed << std::setprecision(2);
     for (const TuningTiming& t : timings) s << " " << t.variant << " " << t.seconds * 1000 << " ms";
   }
   s << ")";
@@ -120,7 +110,7 @@ TuningReport tune_kernels(Backend& backend, std::span<const WeightMatrix* const>
   if (!force_timing) {
     for (const auto& [key, value] : read_cache(report.cache_path)) {
       quant::KernelTuning cached;
-      if (key == report.cache_key && parse_variant(value, cached)) {
+      if (key == report.cache_key && quant::parse_kernel_tuning(value, cached)) {
         quant::set_kernel_tuning(cached);
         report.chosen = cached;
         report.source = "cache";
@@ -144,20 +134,21 @@ TuningReport tune_kernels(Backend& backend, std::span<const WeightMatrix* const>
     for (const WeightMatrix* m : timed) backend.matmul(*m, x.data(), 1, y.data());
     return t.seconds();
   };
-  constexpr size_t kN = std::size(kVariants);
-  std::vector<std::vector<double>> samples(kN);
-  for (const quant::KernelTuning& v : kVariants) pass(v);  // warm-up: page tables, caches
+  const std::span<const quant::KernelTuning> variants = quant::kernel_tunings();
+  const size_t n_variants = variants.size();
+  std::vector<std::vector<double>> samples(n_variants);
+  for (const quant::KernelTuning& v : variants) pass(v);  // warm-up: page tables, caches
   // Rounds alternate the variants, so that drift on a shared machine hits them alike.
   for (int round = 0; round < kMaxRounds; ++round) {
     if (round >= kMinRounds && total.seconds() > kBudgetSeconds) break;
-    for (size_t i = 0; i < kN; ++i) samples[i].push_back(pass(kVariants[i]));
+    for (size_t i = 0; i < n_variants; ++i) samples[i].push_back(pass(variants[i]));
   }
   size_t best = 0;
-  for (size_t i = 0; i < kN; ++i) {
-    report.timings.push_back({quant::to_string(kVariants[i]), median(samples[i])});
+  for (size_t i = 0; i < n_variants; ++i) {
+    report.timings.push_back({quant::to_string(variants[i]), median(samples[i])});
     if (report.timings[i].seconds < report.timings[best].seconds) best = i;
   }
-  report.chosen = kVariants[best];
+  report.chosen = variants[best];
   quant::set_kernel_tuning(report.chosen);
   report.source = "timed";
   write_cache(report.cache_path, report.cache_key, quant::to_string(report.chosen));

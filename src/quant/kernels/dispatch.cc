@@ -86,9 +86,15 @@ ChoiceTable choose_kernels(const KernelTuning& tuning) {
 
 // One table per tuning (KernelTuning's fields as bits of the index), all chosen once; the
 // tuning only picks which one answers.
-constexpr int kTunings = 2;
-int tuning_index(const KernelTuning& tuning) { return tuning.prefetch_weights ? 0 : 1; }
-KernelTuning tuning_of(int index) { return {.prefetch_weights = index == 0}; }
+constexpr KernelTuning kAllTunings[] = {{.prefetch_weights = true}, {.prefetch_weights = false}};
+constexpr int kTunings = static_cast<int>(std::size(kAllTunings));
+int tuning_index(const KernelTuning& tuning) {
+  for (int i = 0; i < kTunings; ++i) {
+    if (kAllTunings[i].prefetch_weights == tuning.prefetch_weights) return i;
+  }
+  return 0;
+}
+KernelTuning tuning_of(int index) { return kAllTunings[index]; }
 std::atomic<int> g_tuning{0};
 
 const Choice& choice_in(int tuning, gguf::TensorType type) {
@@ -141,6 +147,18 @@ VecDotPanelsFn best_panel_kernel(gguf::TensorType weight_type) { return choice_f
 
 std::string to_string(const KernelTuning& tuning) {
   return std::string("prefetch_weights=") + (tuning.prefetch_weights ? "1" : "0");
+}
+
+std::span<const KernelTuning> kernel_tunings() { return kAllTunings; }
+
+bool parse_kernel_tuning(std::string_view text, KernelTuning& out) {
+  for (const KernelTuning& tuning : kAllTunings) {
+    if (text == to_string(tuning)) {
+      out = tuning;
+      return true;
+    }
+  }
+  return false;
 }
 
 KernelTuning kernel_tuning() { return tuning_of(g_tuning.load(std::memory_order_relaxed)); }

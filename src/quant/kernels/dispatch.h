@@ -12,7 +12,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "gguf/tensor_type.h"
 #include "quant/type_traits.h"
@@ -47,7 +49,8 @@ const DotKernel& best_dot_kernel(gguf::TensorType weight_type);
 VecDotFn best_vec_dot(gguf::TensorType weight_type);
 
 // The matrix kernel for weights in quant/panel_layout.h's layout, where the kernel set
-// chosen for weight_type has one (AVX-512 Q8_0, Q4_0, Q5_0); nullptr otherwise (keep the
+// chosen for weight_type has one (AVX-512 Q8_0, Q4_0, Q5_0; AVX2 and AVX-512 Q4_K, Q5_K);
+// nullptr otherwise (keep the
 // file's layout then). Chosen once per process with the others.
 VecDotPanelsFn best_panel_kernel(gguf::TensorType weight_type);
 
@@ -62,9 +65,13 @@ struct KernelTuning {
   bool prefetch_weights = true;
 };
 
+// Every tuning the dispatcher has a table for, the default first.
+std::span<const KernelTuning> kernel_tunings();
 KernelTuning kernel_tuning();
 // "prefetch_weights=1": the tuning's fields as name=value (the tuner's cache and logs).
 std::string to_string(const KernelTuning& tuning);
+// The inverse of to_string over kernel_tunings(); false (out untouched) for anything else.
+bool parse_kernel_tuning(std::string_view text, KernelTuning& out);
 // Takes effect for every kernel chosen after it; the kernels of either tuning give the
 // same bits, so a call in flight on another thread is unaffected either way.
 void set_kernel_tuning(const KernelTuning& tuning);

@@ -25,8 +25,8 @@
 //     zero, cvt, fma, fnmadd, mul, set1_ps
 //   };
 //
-// then includes this body there, so each copy has internal linkage (x86_helpers.h says
-// why). Every primitive is exact: vpmaddubsw's int16 pair sums cannot saturate (codes are
+// (and includes quant/panel_layout.h), then includes this body there, so each copy has
+// internal linkage (x86_helpers.h says why). Every primitive is exact: vpmaddubsw's int16 pair sums cannot saturate (codes are
 // at most 63, activations at least -128: a pair is at most 2 * 63 * 128 in magnitude), and
 // kInt16Group pair sums of a format's codes stay below 2^15.
 //
@@ -45,7 +45,6 @@
 // Every path of every width computes these integers and steps, so a (row, token) result
 // has the same bits on AVX2 and AVX-512, alone or in any batch.
 
-constexpr int kPackedRows = 16;  // rows of a packed panel
 
 // A packed super-block's parts besides the codes, lane r for row r of the pass: scales[j]
 // = sub-block j's scale as int32 (V::scale_operand makes it what scale_sum takes), pairs[i] = the int16 pair that the token's pairs[i]
@@ -202,7 +201,7 @@ struct PackedQ6K {
       h.pairs[i] = V::or_(V::and_(low, V::set1_32(0xffff)), V::slli(high, 16));
     }
     static_assert(offsetof(Block, d) == sizeof(Block) / 4 * 4, "d is the part after the whole dwords");
-    h.d = V::load_f16(block + kPackedRows * offsetof(Block, d) + half * V::kLanes * 2);
+    h.d = V::load_f16(block + kPanelRows * offsetof(Block, d) + half * V::kLanes * 2);
     h.dmin = V::set1_ps(0.0f);
     return h;
   }
@@ -236,8 +235,8 @@ template <typename Format, int kTokens>
 void dot_packed_panel(int64_t n_blocks, const uint8_t* panel, StagedTokens tokens, int64_t n_rows, float* out,
                       int64_t out_stride, PrefetchCursor& prefetch, RunningMax* row_max, int64_t first_column) {
   using I = typename V::I;
-  constexpr size_t kBlockBytes = kPackedRows * sizeof(typename Format::Block);
-  for (int half = 0; half < kPackedRows / V::kLanes; ++half) {
+  constexpr size_t kBlockBytes = kPanelRows * sizeof(typename Format::Block);
+  for (int half = 0; half < kPanelRows / V::kLanes; ++half) {
     if (half * V::kLanes >= n_rows) break;
     Accumulator acc[kTokens];
     for (int64_t b = 0; b < n_blocks; ++b) {
@@ -313,19 +312,19 @@ void dot_packed_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a
   const auto* weights = static_cast<const uint8_t*>(w);
   const auto* activations = static_cast<const uint8_t*>(a);
   const int64_t n_blocks = n / kSuperBlockSize;
-  const int64_t panel_bytes = kPackedRows * static_cast<int64_t>(sizeof(typename Format::Block)) * n_blocks;
-  constexpr int kPasses = kPackedRows / V::kLanes;
+  const int64_t panel_bytes = kPanelRows * static_cast<int64_t>(sizeof(typename Format::Block)) * n_blocks;
+  constexpr int kPasses = kPanelRows / V::kLanes;
   for (int64_t t0 = 0; t0 < n_a_rows; t0 += kKQuantTokenBlock) {
     const int64_t n_tokens = n_a_rows - t0 < kKQuantTokenBlock ? n_a_rows - t0 : kKQuantTokenBlock;
     const StagedTokens tokens = stage_tokens<Format>(n_blocks, activations + t0 * a_stride, a_stride, n_tokens);
     const int64_t n_tiles = (n_tokens + kTile - 1) / kTile;
-    for (int64_t r0 = 0; r0 < n_w_rows; r0 += kPackedRows) {
-      const uint8_t* panel = weights + r0 / kPackedRows * panel_bytes;
-      PrefetchCursor prefetch(panel + panel_bytes, 0, kPrefetch && r0 + kPackedRows < n_w_rows ? panel_bytes : 0,
+    for (int64_t r0 = 0; r0 < n_w_rows; r0 += kPanelRows) {
+      const uint8_t* panel = weights + r0 / kPanelRows * panel_bytes;
+      PrefetchCursor prefetch(panel + panel_bytes, 0, kPrefetch && r0 + kPanelRows < n_w_rows ? panel_bytes : 0,
                               n_blocks * n_tiles * kPasses);
       auto tile = [&](auto size, int64_t t) {
         dot_packed_panel<Format, decltype(size)::value>(
-            n_blocks, panel, tokens.from(t), kPackedRows, out != nullptr ? out + (t0 + t) * out_stride + r0 : nullptr,
+            n_blocks, panel, tokens.from(t), kPanelRows, out != nullptr ? out + (t0 + t) * out_stride + r0 : nullptr,
             out_stride, prefetch, row_max != nullptr ? row_max + t0 + t : nullptr, r0);
       };
       for_token_tiles<kTile>(n_tokens, tile);

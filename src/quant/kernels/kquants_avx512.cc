@@ -40,6 +40,7 @@
 
 #include "quant/blocks.h"
 #include "quant/kernels/kquant_panels.h"
+#include "quant/panel_layout.h"
 #include "quant/kernels/scratch.h"
 #include "quant/kernels/simd_kernels.h"
 #include "quant/kernels/panel_transpose_avx512.h"

@@ -14,6 +14,7 @@
 
 #include "quant/blocks.h"
 #include "quant/kernels/kquant_panels.h"
+#include "quant/panel_layout.h"
 #include "quant/kernels/simd_kernels.h"
 #include "quant/kernels/x86_helpers.h"
 
