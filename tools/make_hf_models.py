@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/fixtures/hf_models/<name>/: tiny random-weight Hugging Face models with reference outputs.
 
-Twelve models, each a complete Hugging Face model directory (config.json, model.safetensors
+Fifteen models, each a complete Hugging Face model directory (config.json, model.safetensors
 in bfloat16, tokenizer.json, tokenizer_config.json, generation_config.json; the Gemma models
 tokenizer.model too) plus the reference outputs the C++ tests compare against, so the tests
 need neither torch nor transformers:
@@ -30,8 +30,14 @@ need neither torch nor transformers:
               context 16 so that the prompts run on the long factors)
     phi3_partial   as phi3, rope over 3/4 of each head (partial_rotary_factor  Llama-3 style tokenizer
               0.75, as microsoft/Phi-4-mini-instruct): 24 of 32 values rotate
+    smollm3   SmolLM3Config,  4 heads x 32, 2 kv heads, 4 layers, the fourth   Llama-3 style tokenizer
+              without rotary embedding (NoPE, no_rope_layer_interval 4), tied
+    olmo2     Olmo2Config,    4 heads x 32, 2 kv heads, norms after attention  Llama-3 style tokenizer
+              and FFN only, q/k norms over all heads together
+    granite   GraniteConfig,  2 heads x 64, 1 kv head, embedding, residual,    Llama-3 style tokenizer
+              attention and logit multipliers (2, 1.5, 0.2, 1/0.5), tied
 
-All but the Gemma models have 3 layers, hidden size 128, max_position_embeddings 256 and a 640-token
+All but the Gemma models and SmolLM3 (4) have 3 layers, hidden size 128, max_position_embeddings 256 and a 640-token
 vocabulary; the Gemma models hidden size 128, max_position_embeddings 256, a 768-token vocabulary,
 query_pre_attn_scalar = head_dim = 64, gelu_pytorch_tanh, RMSNorms (post-attention and
 post-feed-forward ones too) that scale by 1 + weight, embeddings scaled by sqrt(hidden_size).
@@ -139,7 +145,8 @@ import transformers  # noqa: E402
 from safetensors import safe_open  # noqa: E402
 from tokenizers import (AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers,  # noqa: E402
                         processors, trainers)
-from transformers import (AutoModelForCausalLM, AutoTokenizer, Gemma2Config, Gemma3TextConfig,  # noqa: E402
+from transformers import (AutoModelForCausalLM, AutoTokenizer, Gemma2Config, Gemma3TextConfig, GraniteConfig,
+                          Olmo2Config, SmolLM3Config,  # noqa: E402
                           GemmaTokenizer, GenerationConfig, LlamaConfig, MistralConfig, MixtralConfig, Phi3Config,
                           Qwen2Config, Qwen3Config, Qwen3MoeConfig)
 
@@ -423,6 +430,45 @@ MODELS = {
             original_max_position_embeddings=16,
             rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 1.0,
                              "short_factor": LONGROPE_SHORT, "long_factor": LONGROPE_LONG},
+            pad_token_id=None, bos_token_id=ids["<|begin_of_text|>"],
+            eos_token_id=[ids["<|end_of_text|>"], ids["<|eot_id|>"]]),
+    },
+    # SmolLM3: Llama's block, but every fourth layer (here layer 3) without rotary embedding (NoPE),
+    # as HuggingFaceTB/SmolLM3-3B's no_rope_layer_interval 4; tied embeddings.
+    "smollm3": {
+        "seed": 10000, "tokenizer": "llama3", "config_style": "v5",
+        "config": lambda ids: SmolLM3Config(
+            **{**COMMON, "num_hidden_layers": 4}, num_attention_heads=4, head_dim=32, num_key_value_heads=2,
+            intermediate_size=256, rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False,
+            use_sliding_window=False, sliding_window=None, no_rope_layer_interval=4,
+            rope_parameters={"rope_type": "default", "rope_theta": 2000000.0},
+            pad_token_id=None, bos_token_id=ids["<|begin_of_text|>"],
+            eos_token_id=[ids["<|end_of_text|>"], ids["<|eot_id|>"]]),
+    },
+    # OLMo 2: no norms before attention and FFN, RMSNorms after each (before the residual add), and
+    # q/k RMSNorms over the whole q and k projections (all heads together), untied.
+    "olmo2": {
+        "seed": 11000, "tokenizer": "llama3", "config_style": "v5",
+        "config": lambda ids: Olmo2Config(
+            **COMMON, num_attention_heads=4, num_key_value_heads=2, intermediate_size=256, rms_norm_eps=1e-6,
+            tie_word_embeddings=False, attention_bias=False,
+            rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
+            pad_token_id=None, bos_token_id=ids["<|begin_of_text|>"],
+            eos_token_id=[ids["<|end_of_text|>"], ids["<|eot_id|>"]]),
+    },
+    # Granite 3: Llama's block with four multipliers: input embeddings times embedding_multiplier, each
+    # block's attention and FFN output times residual_multiplier before the residual add, attention
+    # scores scaled by attention_multiplier (in place of 1/sqrt(head_dim)), logits divided by
+    # logits_scaling. Chosen apart from the neutral values (1, and 1/sqrt(64) = 0.125 for attention) so
+    # that dropping any one shows; logits_scaling below 1 (Granite 3's is 8 or 16) keeps the tiny
+    # model's logits sharp enough for distinct greedy tokens.
+    "granite": {
+        "seed": 12000, "tokenizer": "llama3", "config_style": "v5",
+        "config": lambda ids: GraniteConfig(
+            **COMMON, num_attention_heads=2, num_key_value_heads=1, intermediate_size=256, rms_norm_eps=1e-5,
+            tie_word_embeddings=True, attention_bias=False, mlp_bias=False,
+            embedding_multiplier=2.0, residual_multiplier=1.5, attention_multiplier=0.2, logits_scaling=0.5,
+            rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
             pad_token_id=None, bos_token_id=ids["<|begin_of_text|>"],
             eos_token_id=[ids["<|end_of_text|>"], ids["<|eot_id|>"]]),
     },
@@ -757,6 +803,13 @@ def init_weights(model: torch.nn.Module, seed: int, gemma: bool = False) -> None
                     raise ValueError(f"no initializer for {name}")
                 value = init_std[kind] * randn(p.shape)
             p.copy_(value.to(torch.bfloat16).to(torch.float32))
+
+
+def with_config(model, config):
+    """model's weights under another configuration (eager attention, float32)."""
+    other = AutoModelForCausalLM.from_config(config, attn_implementation="eager", dtype=torch.float32).eval()
+    other.load_state_dict(model.state_dict())
+    return other
 
 
 def all_logits(model, prompts: list[list[int]]) -> list[torch.Tensor]:
@@ -1194,6 +1247,24 @@ def build(name: str, spec: dict, tok: Tokenizer, texts: list[str], config_style:
         other = AutoModelForCausalLM.from_config(whole, attn_implementation="eager", dtype=torch.float32).eval()
         other.load_state_dict(model.state_dict())
         reference["partial_rotary_sensitivity"] = round(max_diff(logits, all_logits(other, prompts)), 5)
+    if name == "smollm3":
+        every = copy.deepcopy(config)
+        every.no_rope_layers = [1] * config.num_hidden_layers
+        reference["no_rope_layers"] = list(config.no_rope_layers)
+        reference["nope_sensitivity"] = round(max_diff(logits, all_logits(with_config(model, every), prompts)), 5)
+    if name == "olmo2":
+        other = copy.deepcopy(model)
+        with torch.no_grad():
+            for pname, p in other.named_parameters():
+                if pname.endswith(("q_norm.weight", "k_norm.weight")):
+                    p.fill_(1.0)
+        reference["qk_norm_sensitivity"] = round(max_diff(logits, all_logits(other, prompts)), 5)
+    if name == "granite":
+        for key in ("embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling"):
+            plain = copy.deepcopy(config)
+            default = (config.hidden_size // config.num_attention_heads) ** -0.5 if key == "attention_multiplier" else 1.0
+            setattr(plain, key, default)
+            reference[key + "_sensitivity"] = round(max_diff(logits, all_logits(with_config(model, plain), prompts)), 5)
     if config.model_type == "phi3":
         # LlamaForCausalLM has no LongRoPE and rotates whole heads.
         if config.rope_parameters["rope_type"] == "default" and config.rope_parameters.get("partial_rotary_factor", 1.0) == 1.0:
@@ -1270,6 +1341,8 @@ def build(name: str, spec: dict, tok: Tokenizer, texts: list[str], config_style:
           f"greedy margin min {min(margins):.4f} median {float(np.median(margins)):.3f}, "
           f"distinct greedy tokens {[len(set(r[0])) for r in runs]}, reload diff {reload_diff}")
     for key in ("rope_scaling_sensitivity", "qk_norm_sensitivity", *GEMMA_SENSITIVITIES, "fused_order_sensitivity",
+                "nope_sensitivity", "embedding_multiplier_sensitivity", "residual_multiplier_sensitivity",
+                "attention_multiplier_sensitivity", "logits_scaling_sensitivity",
                 "long_factor_sensitivity", "attention_factor_sensitivity",
                 "n_expert", "n_expert_used",
                 "min_router_gap", "min_router_gap_greedy", "min_router_logit_gap", "routing_sensitivity",

@@ -33,6 +33,23 @@ constexpr HfArchitecture kArchitectures[] = {
     {.model_type = "gemma3_text", .gguf_arch = "gemma3", .qk_norm = true, .gemma = true,
      .activation = "gelu_pytorch_tanh"},
     {.model_type = "bert", .gguf_arch = "bert", .activation = "gelu", .encoder = true},
+    {.model_type = "smollm3", .gguf_arch = "smollm3", .permute_qk = true, .nope_every_fourth = true},
+    {.model_type = "olmo2", .gguf_arch = "olmo2", .qk_norm = true, .post_norms_only = true},
+    {.model_type = "granite", .gguf_arch = "granite", .permute_qk = true, .multipliers = true},
+};
+
+// OLMo 2's two norms of a block, both after their half.
+constexpr NamePair kPostNorms[] = {
+    {"post_attention_layernorm.weight", "post_attention_norm.weight"},
+    {"post_feedforward_layernorm.weight", "post_ffw_norm.weight"},
+};
+
+// Granite's config.json multipliers and the GGUF keys (after "<arch>.") they become.
+constexpr NamePair kGraniteMultipliers[] = {
+    {"embedding_multiplier", "embedding_scale"},
+    {"residual_multiplier", "residual_scale"},
+    {"attention_multiplier", "attention.scale"},
+    {"logits_scaling", "logit_scale"},
 };
 
 // Gemma's four norms of a block (the others' post_attention_layernorm is their FFN norm).
@@ -122,7 +139,7 @@ std::vector<ExpectedTensor> expected_tensors(const HfArchitecture& arch, const H
   if (!c.tie_word_embeddings) out.push_back({"output.weight", {c.hidden_size, c.vocab_size}});
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
-    out.push_back({p + "attn_norm.weight", {c.hidden_size}});
+    if (!arch.post_norms_only) out.push_back({p + "attn_norm.weight", {c.hidden_size}});
     if (arch.fused) {
       out.push_back({p + "attn_qkv.weight", {c.hidden_size, q_dim + 2 * kv_dim}});
     } else {
@@ -136,12 +153,12 @@ std::vector<ExpectedTensor> expected_tensors(const HfArchitecture& arch, const H
       out.push_back({p + "attn_v.bias", {kv_dim}});
     }
     if (arch.qk_norm) {
-      out.push_back({p + "attn_q_norm.weight", {c.head_dim}});
-      out.push_back({p + "attn_k_norm.weight", {c.head_dim}});
+      out.push_back({p + "attn_q_norm.weight", {arch.post_norms_only ? q_dim : c.head_dim}});
+      out.push_back({p + "attn_k_norm.weight", {arch.post_norms_only ? kv_dim : c.head_dim}});
     }
     out.push_back({p + "attn_output.weight", {q_dim, c.hidden_size}});
-    out.push_back({p + "ffn_norm.weight", {c.hidden_size}});
-    if (arch.gemma) {
+    if (!arch.post_norms_only) out.push_back({p + "ffn_norm.weight", {c.hidden_size}});
+    if (arch.gemma || arch.post_norms_only) {
       out.push_back({p + "post_attention_norm.weight", {c.hidden_size}});
       out.push_back({p + "post_ffw_norm.weight", {c.hidden_size}});
     }
@@ -184,6 +201,11 @@ Result<std::optional<TensorPlace>> gguf_tensor_place(const HfArchitecture& arch,
     const bool moe = arch.moe != MoeLayout::kNone;
     if (arch.gemma) {
       for (const NamePair& n : kGemmaNorms) {
+        if (suffix == n.hf) return Place(TensorPlace{blk + n.gguf});
+      }
+    }
+    if (arch.post_norms_only) {
+      for (const NamePair& n : kPostNorms) {
         if (suffix == n.hf) return Place(TensorPlace{blk + n.gguf});
       }
     }
@@ -268,6 +290,30 @@ Status check_hf_config(const HfArchitecture& arch, const HfConfig& c) {
     return unsupported(std::string("config.json: a sliding window (use_sliding_window) is not supported for ") +
                        arch.model_type);
   }
+  if (arch.nope_every_fourth) {
+    // transformers' default: no_rope_layers[l] = 1 unless (l + 1) % no_rope_layer_interval == 0.
+    const int64_t interval = raw.value("no_rope_layer_interval", int64_t{4});
+    const auto it = raw.find("no_rope_layers");
+    bool fits = interval == 4;
+    if (it != raw.end() && !it->is_null()) {
+      fits = it->is_array() && it->size() == static_cast<size_t>(c.n_layers);
+      for (int64_t l = 0; fits && l < c.n_layers; ++l) {
+        const nlohmann::json& v = (*it)[static_cast<size_t>(l)];
+        fits = v.is_number_integer() && v.get<int64_t>() == ((l + 1) % 4 != 0 ? 1 : 0);
+      }
+    }
+    if (!fits) {
+      return unsupported("config.json: no_rope_layers other than every fourth layer without RoPE is not supported "
+                         "(GGUF has no key for another pattern)");
+    }
+  }
+  if (arch.multipliers) {
+    for (const NamePair& m : kGraniteMultipliers) {
+      if (raw.contains(m.hf) && !(raw[m.hf].is_number() && raw[m.hf].get<double>() > 0)) {
+        return invalid_argument(std::string("config.json: ") + m.hf + " must be a positive number");
+      }
+    }
+  }
   if (arch.moe == MoeLayout::kNone && c.n_expert > 0) {
     return unsupported(std::string("config.json: a ") + arch.model_type + " model with experts is not supported");
   }
@@ -325,6 +371,11 @@ void write_architecture_metadata(const HfArchitecture& arch, const HfConfig& c, 
         w.set_u32(a + ".attention.sliding_window_pattern", static_cast<uint32_t>(period));
       }
       w.set_f32(a + ".rope.freq_base_swa", static_cast<float>(c.rope_theta_local > 0 ? c.rope_theta_local : 10000.0));
+    }
+  }
+  if (arch.multipliers) {  // transformers' defaults are 1 for all four
+    for (const NamePair& m : kGraniteMultipliers) {
+      w.set_f32(a + "." + m.gguf, static_cast<float>(c.raw.contains(m.hf) ? c.raw[m.hf].get<double>() : 1.0));
     }
   }
   if (arch.sliding_window && c.sliding_window > 0) {

@@ -43,6 +43,15 @@ struct HfArchitecture {
   bool sliding_window = false;
   // A BERT encoder (hf_bert.h): its own tensors and bert.* metadata.
   bool encoder = false;
+  // OLMo 2: RMSNorms after attention and after the FFN (before each residual add) and
+  // none before them; q/k norms over all heads together (weights of q_dim and kv_dim).
+  bool post_norms_only = false;
+  // SmolLM3: every fourth layer without rotary embedding, which GGUF readers assume for
+  // the architecture (no key says it): config.json's no_rope_layers must be that pattern.
+  bool nope_every_fourth = false;
+  // Granite: embedding, residual, attention and logit multipliers, written as
+  // <arch>.embedding_scale, .residual_scale, .attention.scale and .logit_scale.
+  bool multipliers = false;
 };
 
 Result<HfArchitecture> find_hf_architecture(const std::string& model_type);

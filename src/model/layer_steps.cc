@@ -33,16 +33,21 @@ void attention_step(ops::Backend& backend, const ModelConfig& c, const LayerWeig
   if (w.bq) backend.add_bias(s.q.data(), w.bq, n, c.q_dim());
   if (w.bk) backend.add_bias(s.k.data(), w.bk, n, c.kv_dim());
   if (w.bv) backend.add_bias(s.v.data(), w.bv, n, c.kv_dim());
-  // Gemma 3 normalizes every head of q and k on its own.
-  if (w.q_norm) backend.rms_norm(s.q.data(), w.q_norm, n * c.n_heads, c.head_dim, c.rms_eps, s.q.data());
-  if (w.k_norm) backend.rms_norm(s.k.data(), w.k_norm, n * c.n_kv_heads, c.head_dim, c.rms_eps, s.k.data());
+  // Gemma 3 and Qwen 3 normalize every head of q and k on its own, OLMo 2 each token's
+  // whole q and k.
+  const int32_t q_width = c.qk_norm_whole ? c.q_dim() : c.head_dim;
+  const int32_t k_width = c.qk_norm_whole ? c.kv_dim() : c.head_dim;
+  if (w.q_norm) backend.rms_norm(s.q.data(), w.q_norm, n * c.q_dim() / q_width, q_width, c.rms_eps, s.q.data());
+  if (w.k_norm) backend.rms_norm(s.k.data(), w.k_norm, n * c.kv_dim() / k_width, k_width, c.rms_eps, s.k.data());
 
   const bool sliding = c.layer_is_sliding[layer];
   const float freq_base = sliding ? c.rope_freq_base_local : c.rope_freq_base;
-  backend.rope(s.q.data(), batch.positions, c.n_heads, c.head_dim, c.n_rot, freq_base, c.rope_freq_scale,
-               c.rope_style, rope_freqs);
-  backend.rope(s.k.data(), batch.positions, c.n_kv_heads, c.head_dim, c.n_rot, freq_base, c.rope_freq_scale,
-               c.rope_style, rope_freqs);
+  if (c.layer_has_rope[layer]) {
+    backend.rope(s.q.data(), batch.positions, c.n_heads, c.head_dim, c.n_rot, freq_base, c.rope_freq_scale,
+                 c.rope_style, rope_freqs);
+    backend.rope(s.k.data(), batch.positions, c.n_kv_heads, c.head_dim, c.n_rot, freq_base, c.rope_freq_scale,
+                 c.rope_style, rope_freqs);
+  }
 
   ops::AttentionBatch ab{batch.positions, batch.sequence_of_token, batch.block_tables};
   backend.store_kv(kv, layer, ab, s.k.data(), s.v.data());

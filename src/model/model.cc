@@ -14,6 +14,21 @@
 
 namespace tokenmill::model {
 
+namespace {
+
+// Granite's logit scale (a multiply by its inverse, as llama.cpp), then Gemma's soft-cap.
+void transform_logits(const ModelConfig& c, std::vector<float>& logits) {
+  if (c.logit_scale != 1.0f) {
+    const float inverse = 1.0f / c.logit_scale;
+    for (float& v : logits) v *= inverse;
+  }
+  if (c.final_logit_softcap > 0.0f) {
+    for (float& v : logits) v = c.final_logit_softcap * std::tanh(v / c.final_logit_softcap);
+  }
+}
+
+}  // namespace
+
 ops::KvShape Model::kv_shape(int32_t n_blocks, int32_t block_size, ops::KvType type) const {
   ops::KvShape shape;
   shape.type = type;
@@ -74,15 +89,13 @@ Status Model::forward(const Batch& batch, ops::KvStorage& kv, std::vector<float>
   }
   backend_->rms_norm(selected.data(), weights_.output_norm, n_out, c.n_embd, c.rms_eps, selected.data());
   if (batch.abandon != nullptr) return project_in_slices(batch, selected.data(), n_out, logits, argmax, argmax_only);
-  if (argmax != nullptr && c.final_logit_softcap == 0.0f) {
+  if (argmax != nullptr && !c.transforms_logits()) {
     backend_->matmul_argmax(weights_.output, selected.data(), n_out, argmax_only ? nullptr : logits.data(),
                             argmax->data());
     return {};
   }
   backend_->matmul(weights_.output, selected.data(), n_out, logits.data());
-  if (c.final_logit_softcap > 0.0f) {
-    for (float& v : logits) v = c.final_logit_softcap * std::tanh(v / c.final_logit_softcap);
-  }
+  transform_logits(c, logits);
   // After the cap (tanh can round distinct logits to one value: the first of them wins).
   if (argmax != nullptr) first_max_index_rows(logits.data(), n_out, c.n_vocab, argmax->data());
   return {};
@@ -92,7 +105,7 @@ Status Model::project_in_slices(const Batch& batch, const float* selected, int64
                                 std::vector<int32_t>* argmax, bool argmax_only) {
   const ops::WeightMatrix& w = weights_.output;
   const int64_t n_vocab = w.n_rows;
-  const bool fold = argmax != nullptr && config_.final_logit_softcap == 0.0f;
+  const bool fold = argmax != nullptr && !config_.transforms_logits();
   // Slices start on panel boundaries, so that a panel-packed matrix is cut between panels.
   const int64_t slice_rows =
       std::max<int64_t>(1, (n_vocab / kOutputSlices + quant::kPanelRows - 1) / quant::kPanelRows) * quant::kPanelRows;
@@ -122,10 +135,7 @@ Status Model::project_in_slices(const Batch& batch, const float* selected, int64
     }
   }
   if (fold) return {};
-  const float cap = config_.final_logit_softcap;
-  if (cap > 0.0f) {
-    for (float& v : logits) v = cap * std::tanh(v / cap);
-  }
+  transform_logits(config_, logits);
   if (argmax != nullptr) first_max_index_rows(logits.data(), n_out, n_vocab, argmax->data());
   return {};
 }
@@ -179,6 +189,9 @@ Result<std::unique_ptr<Model>> load_model(std::shared_ptr<const gguf::File> file
     case Architecture::kQwen3:
     case Architecture::kQwen3Moe:
     case Architecture::kPhi3:
+    case Architecture::kSmolLM3:
+    case Architecture::kOlmo2:
+    case Architecture::kGranite:
       return make_llama(std::move(file), std::move(config).value(), std::move(weights).value(), std::move(backend));
   }
   return internal_error("unreachable architecture");

@@ -2,6 +2,9 @@
 
 #include <climits>
 #include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string_view>
 
 namespace tokenmill::model {
 
@@ -31,6 +34,107 @@ Status read_uniform_window(const gguf::File& file, const std::string& arch, Mode
   return {};
 }
 
+// The metadata keys (after "<arch>.") that change a model's arithmetic beyond the sizes,
+// norms' epsilon, rope base, dimension count and scaling, and experts that every
+// architecture reads; and the value at which each changes nothing (NaN: any value does).
+struct ArithmeticKey {
+  const char* suffix;
+  double neutral;
+  double other_neutral;  // a second neutral value (NaN: none)
+};
+constexpr double kNone = std::numeric_limits<double>::quiet_NaN();
+constexpr ArithmeticKey kArithmeticKeys[] = {
+    {"attention.sliding_window", 0, kNone},
+    {"attention.sliding_window_pattern", kNone, kNone},
+    {"rope.freq_base_swa", kNone, kNone},
+    {"final_logit_softcapping", 0, kNone},
+    {"attn_logit_softcapping", 0, kNone},
+    {"embedding_scale", 1, kNone},
+    {"residual_scale", 1, kNone},
+    {"attention.scale", 0, kNone},  // 0: 1/sqrt(head size), as llama.cpp reads it
+    {"logit_scale", 1, kNone},
+    {"attention.clamp_kqv", 0, kNone},
+    {"attention.causal", 1, kNone},
+    {"rope.dimension_sections", kNone, kNone},
+    {"expert_shared_count", 0, kNone},
+    {"expert_gating_func", 0, 1},  // 0: unset, 1: softmax (what the routers here compute)
+    {"expert_weights_scale", 0, 1},
+    {"leading_dense_block_count", 0, kNone},
+    {"interleave_moe_layer_step", 0, 1},
+};
+
+// One entry per architecture: its general.architecture name, its rotary pair layout,
+// and which of kArithmeticKeys it honours (space-separated suffixes). `ignored` lists
+// such keys that llama.cpp does not read for the architecture either, so that a file
+// carrying them computes the same without them (Qwen's configs name a sliding window
+// that use_sliding_window leaves off).
+struct ArchitectureSpec {
+  const char* name;
+  Architecture architecture;
+  ops::RopeStyle rope_style;
+  std::string_view honoured;
+  std::string_view ignored = "";
+};
+constexpr ArchitectureSpec kArchitectures[] = {
+    {"gemma2", Architecture::kGemma2, ops::RopeStyle::kNeox,
+     "attention.sliding_window final_logit_softcapping attn_logit_softcapping"},
+    {"gemma3", Architecture::kGemma3, ops::RopeStyle::kNeox,
+     "attention.sliding_window attention.sliding_window_pattern rope.freq_base_swa final_logit_softcapping"},
+    {"granite", Architecture::kGranite, ops::RopeStyle::kNormal,
+     "embedding_scale residual_scale attention.scale logit_scale"},
+    // Mistral 7B v0.1's window on every layer (which llama.cpp ignores).
+    {"llama", Architecture::kLlama, ops::RopeStyle::kNormal, "attention.sliding_window"},
+    {"olmo2", Architecture::kOlmo2, ops::RopeStyle::kNeox, ""},
+    // Phi-3-mini's window of 2047.
+    {"phi3", Architecture::kPhi3, ops::RopeStyle::kNeox, "attention.sliding_window"},
+    {"qwen2", Architecture::kQwen2, ops::RopeStyle::kNeox, "", "attention.sliding_window"},
+    {"qwen3", Architecture::kQwen3, ops::RopeStyle::kNeox, "", "attention.sliding_window"},
+    {"qwen3moe", Architecture::kQwen3Moe, ops::RopeStyle::kNeox, "", "attention.sliding_window"},
+    {"smollm3", Architecture::kSmolLM3, ops::RopeStyle::kNormal, "", "attention.sliding_window"},
+};
+
+std::string number_text(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
+bool lists(std::string_view words, std::string_view word) {
+  while (!words.empty()) {
+    const size_t space = words.find(' ');
+    if (words.substr(0, space) == word) return true;
+    if (space == std::string_view::npos) break;
+    words.remove_prefix(space + 1);
+  }
+  return false;
+}
+
+const ArchitectureSpec* find_architecture(std::string_view name) {
+  for (const ArchitectureSpec& spec : kArchitectures) {
+    if (name == spec.name) return &spec;
+  }
+  return nullptr;
+}
+
+// Refuses a key of kArithmeticKeys that the architecture neither honours nor may ignore,
+// unless its value changes nothing.
+Status refuse_unhonoured_keys(const gguf::File& file, const ArchitectureSpec& spec) {
+  for (const ArithmeticKey& k : kArithmeticKeys) {
+    if (lists(spec.honoured, k.suffix) || lists(spec.ignored, k.suffix)) continue;
+    const std::string key = std::string(spec.name) + "." + k.suffix;
+    const gguf::Value* value = file.find(key);
+    if (value == nullptr) continue;
+    auto number = file.get_double(key);
+    if (!number.ok()) {
+      if (auto flag = file.get_bool(key); flag.ok()) number = *flag ? 1.0 : 0.0;
+    }
+    if (number.ok() && (*number == k.neutral || *number == k.other_neutral)) continue;
+    return unsupported("metadata '" + key + "' = " + (number.ok() ? number_text(*number) : std::string("(not a number)")) +
+                       " changes the arithmetic in a way tokenmill does not implement for " + spec.name);
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<ModelConfig> read_model_config(const gguf::File& file) {
@@ -39,28 +143,18 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
   if (!arch.ok()) return arch.status();
   c.architecture_name = *arch;
   const std::string& a = c.architecture_name;
-  if (a == "gemma3") {
-    c.architecture = Architecture::kGemma3;
-  } else if (a == "gemma2") {
-    c.architecture = Architecture::kGemma2;
-  } else if (a == "llama") {
-    c.architecture = Architecture::kLlama;
-  } else if (a == "qwen2") {
-    c.architecture = Architecture::kQwen2;
-  } else if (a == "qwen3") {
-    c.architecture = Architecture::kQwen3;
-  } else if (a == "qwen3moe") {
-    c.architecture = Architecture::kQwen3Moe;
-  } else if (a == "phi3") {
-    c.architecture = Architecture::kPhi3;
-  } else if (a == "bert") {
+  if (a == "bert") {
     return unsupported("'" + file.get_string_or("general.name", a) +
                        "' is an embedding model (architecture 'bert'): it has no text to generate; serve it with "
                        "`tokenmill serve -m FILE` (or --embedding-model beside a chat model) for /v1/embeddings and /api/embed");
-  } else {
-    return unsupported("model architecture '" + a +
-                       "' is not supported (supported: gemma2, gemma3, llama, phi3, qwen2, qwen3, qwen3moe)");
   }
+  const ArchitectureSpec* spec = find_architecture(a);
+  if (spec == nullptr) {
+    return unsupported("model architecture '" + a + "' is not supported (supported: " + supported_architectures() + ")");
+  }
+  c.architecture = spec->architecture;
+  c.rope_style = spec->rope_style;
+  TM_RETURN_IF_ERROR(refuse_unhonoured_keys(file, *spec));
   c.name = file.get_string_or("general.name", a);
 
   TM_RETURN_IF_ERROR(read_positive(file, a, "embedding_length", c.n_embd));
@@ -152,9 +246,9 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
   c.attention_scale = static_cast<float>(longrope_attn_factor * longrope_attn_factor) /
                       std::sqrt(static_cast<float>(c.head_dim));
 
+  c.layer_has_rope.assign(c.n_layers, true);
   switch (c.architecture) {
     case Architecture::kGemma2: {
-      c.rope_style = ops::RopeStyle::kNeox;
       // As Gemma 3: 1/sqrt(head_dim), but 1/sqrt(n_embd / n_heads) for the 27B (46 layers).
       if (c.n_layers == 46) c.attention_scale = 1.0f / std::sqrt(static_cast<float>(c.n_embd / c.n_heads));
       c.embedding_scale = std::sqrt(static_cast<float>(c.n_embd));
@@ -167,7 +261,6 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
       break;
     }
     case Architecture::kGemma3: {
-      c.rope_style = ops::RopeStyle::kNeox;
       // Gemma scales queries by 1/sqrt(head_dim) for all sizes but 27B, which uses
       // 1/sqrt(n_embd / n_heads).
       if (c.n_layers == 62) c.attention_scale = 1.0f / std::sqrt(static_cast<float>(c.n_embd / c.n_heads));
@@ -183,20 +276,40 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
       }
       break;
     }
+    case Architecture::kGranite: {
+      // The four multipliers (llama.cpp requires them too; a missing one is the neutral value here).
+      const double embedding = file.get_double_or(a + ".embedding_scale", 1.0);
+      const double residual = file.get_double_or(a + ".residual_scale", 1.0);
+      const double attention = file.get_double_or(a + ".attention.scale", 0.0);
+      const double logit = file.get_double_or(a + ".logit_scale", 1.0);
+      for (const double v : {embedding, residual, logit}) {
+        if (!(std::isfinite(v) && v > 0 && v < 1e6)) return corrupt_data("a granite multiplier is out of range");
+      }
+      if (!(std::isfinite(attention) && attention >= 0 && attention < 1e6)) {
+        return corrupt_data("granite attention.scale is out of range");
+      }
+      c.embedding_scale = static_cast<float>(embedding);
+      c.residual_scale = static_cast<float>(residual);
+      if (attention > 0) c.attention_scale = static_cast<float>(attention);
+      c.logit_scale = static_cast<float>(logit);
+      break;
+    }
     case Architecture::kLlama:
-      c.rope_style = ops::RopeStyle::kNormal;
-      // Mistral 7B v0.1: a sliding window on every layer, where the file has one.
+    case Architecture::kPhi3:
+      // Mistral 7B v0.1's and Phi-3-mini's window on every layer, where the file has one.
       TM_RETURN_IF_ERROR(read_uniform_window(file, a, c));
+      break;
+    case Architecture::kOlmo2:
+      c.qk_norm_whole = true;
+      break;
+    case Architecture::kSmolLM3:
+      // Every fourth layer has no rotary embedding (NoPE); GGUF has no key for the
+      // interval, which llama.cpp fixes at 4 as SmolLM3's configs do.
+      for (int32_t l = 0; l < c.n_layers; ++l) c.layer_has_rope[l] = (l + 1) % 4 != 0;
       break;
     case Architecture::kQwen2:
     case Architecture::kQwen3:
     case Architecture::kQwen3Moe:
-      c.rope_style = ops::RopeStyle::kNeox;
-      break;
-    case Architecture::kPhi3:
-      c.rope_style = ops::RopeStyle::kNeox;
-      // Phi-3-mini's 2047, where the file has one.
-      TM_RETURN_IF_ERROR(read_uniform_window(file, a, c));
       break;
   }
   if (c.longrope && (c.architecture == Architecture::kGemma2 || c.architecture == Architecture::kGemma3)) {
@@ -223,6 +336,27 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
   }
   c.n_vocab = static_cast<int32_t>(embd->shape[1]);
   return c;
+}
+
+std::string supported_architectures() {
+  std::string names;
+  for (const ArchitectureSpec& spec : kArchitectures) names += (names.empty() ? "" : ", ") + std::string(spec.name);
+  return names;
+}
+
+std::vector<std::string> honoured_arithmetic_keys(const std::string& architecture) {
+  std::vector<std::string> keys;
+  const ArchitectureSpec* spec = find_architecture(architecture);
+  for (const ArithmeticKey& k : kArithmeticKeys) {
+    if (spec != nullptr && lists(spec->honoured, k.suffix)) keys.emplace_back(k.suffix);
+  }
+  return keys;
+}
+
+std::vector<std::string> all_arithmetic_keys() {
+  std::vector<std::string> keys;
+  for (const ArithmeticKey& k : kArithmeticKeys) keys.emplace_back(k.suffix);
+  return keys;
 }
 
 }  // namespace tokenmill::model

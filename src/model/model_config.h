@@ -11,7 +11,7 @@
 
 namespace tokenmill::model {
 
-enum class Architecture { kGemma2, kGemma3, kLlama, kPhi3, kQwen2, kQwen3, kQwen3Moe };
+enum class Architecture { kGemma2, kGemma3, kGranite, kLlama, kOlmo2, kPhi3, kQwen2, kQwen3, kQwen3Moe, kSmolLM3 };
 
 struct ModelConfig {
   Architecture architecture = Architecture::kLlama;
@@ -39,7 +39,13 @@ struct ModelConfig {
   int32_t rope_original_context = 0;
   int32_t sliding_window = 0;             // 0: none
   std::vector<bool> layer_is_sliding;     // [n_layers]
+  std::vector<bool> layer_has_rope;       // [n_layers]; false: no rotary embedding (SmolLM3's NoPE layers)
   float attention_scale = 1.0f;           // multiplies q·k
+  // OLMo 2: the q and k norms normalize each token's whole q and k (all heads together),
+  // with weights of q_dim and kv_dim; otherwise (Qwen 3, Gemma 3) each head on its own.
+  bool qk_norm_whole = false;
+  float residual_scale = 1.0f;            // Granite: multiplies attention and FFN outputs before the residual add
+  float logit_scale = 1.0f;               // Granite: logits are divided by this
   float final_logit_softcap = 0.0f;       // 0: off
   float attn_logit_softcap = 0.0f;        // 0: off; else q·k scores = cap * tanh(scores / cap) (Gemma 2)
   float embedding_scale = 1.0f;           // input embeddings are multiplied by this
@@ -51,9 +57,19 @@ struct ModelConfig {
   int32_t n_ff_expert = 0;
 
   int32_t q_dim() const { return n_heads * head_dim; }
+  // Whether logits get a final transform (soft-cap, scale) that a fused argmax must come after.
+  bool transforms_logits() const { return final_logit_softcap > 0.0f || logit_scale != 1.0f; }
   int32_t kv_dim() const { return n_kv_heads * head_dim; }
 };
 
 Result<ModelConfig> read_model_config(const gguf::File& file);
+
+// The general.architecture names read_model_config accepts, comma-separated.
+std::string supported_architectures();
+// The <arch>.* metadata keys (suffixes after "<arch>.") that change a model's arithmetic
+// and that an architecture honours; every other such key in a file is refused at load
+// unless its value is the neutral one (model_config.cc lists both).
+std::vector<std::string> honoured_arithmetic_keys(const std::string& architecture);
+std::vector<std::string> all_arithmetic_keys();
 
 }  // namespace tokenmill::model

@@ -41,12 +41,13 @@ Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& c) 
     TM_RETURN_IF_ERROR(b.vector(factors, c.n_rot / 2, w.rope_freqs));
   }
   const bool gemma = c.architecture == Architecture::kGemma2 || c.architecture == Architecture::kGemma3;
+  const bool olmo2 = c.architecture == Architecture::kOlmo2;  // norms after attention and FFN only
   w.layers.resize(c.n_layers);
   w.n_expert_used = c.n_expert_used;
   for (int32_t l = 0; l < c.n_layers; ++l) {
     LayerWeights& L = w.layers[l];
     const std::string p = "blk." + std::to_string(l) + ".";
-    TM_RETURN_IF_ERROR(b.vector(p + "attn_norm.weight", c.n_embd, L.attn_norm));
+    if (!olmo2) TM_RETURN_IF_ERROR(b.vector(p + "attn_norm.weight", c.n_embd, L.attn_norm));
     const bool fused = c.architecture == Architecture::kPhi3;  // attn_qkv, and ffn_up holding gate and up
     if (fused) {
       ops::WeightMatrix qkv;
@@ -66,15 +67,15 @@ Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& c) 
       TM_RETURN_IF_ERROR(b.vector(p + "attn_v.bias", c.kv_dim(), L.bv));
     }
     if (c.architecture == Architecture::kGemma3 || c.architecture == Architecture::kQwen3 ||
-        c.architecture == Architecture::kQwen3Moe) {
-      TM_RETURN_IF_ERROR(b.vector(p + "attn_q_norm.weight", c.head_dim, L.q_norm));
-      TM_RETURN_IF_ERROR(b.vector(p + "attn_k_norm.weight", c.head_dim, L.k_norm));
+        c.architecture == Architecture::kQwen3Moe || olmo2) {
+      TM_RETURN_IF_ERROR(b.vector(p + "attn_q_norm.weight", c.qk_norm_whole ? c.q_dim() : c.head_dim, L.q_norm));
+      TM_RETURN_IF_ERROR(b.vector(p + "attn_k_norm.weight", c.qk_norm_whole ? c.kv_dim() : c.head_dim, L.k_norm));
     }
-    if (gemma) {
+    if (gemma || olmo2) {
       TM_RETURN_IF_ERROR(b.vector(p + "post_attention_norm.weight", c.n_embd, L.post_attn_norm));
       TM_RETURN_IF_ERROR(b.vector(p + "post_ffw_norm.weight", c.n_embd, L.post_ffn_norm));
     }
-    TM_RETURN_IF_ERROR(b.vector(p + "ffn_norm.weight", c.n_embd, L.ffn_norm));
+    if (!olmo2) TM_RETURN_IF_ERROR(b.vector(p + "ffn_norm.weight", c.n_embd, L.ffn_norm));
     if (c.n_expert > 0) {
       TM_RETURN_IF_ERROR(b.matrix(p + "ffn_gate_inp.weight", c.n_expert, c.n_embd, L.ffn_gate_inp));
       TM_RETURN_IF_ERROR(b.experts(p + "ffn_gate_exps.weight", c.n_expert, c.n_ff_expert, c.n_embd, L.ffn_gate_exps));

@@ -14,7 +14,7 @@
 namespace tokenmill::model {
 
 struct LayerWeights {
-  const float* attn_norm = nullptr;       // [n_embd]
+  const float* attn_norm = nullptr;       // [n_embd] (none in OLMo 2)
   ops::WeightMatrix wq;                   // [q_dim, n_embd]   (rows x cols)
   ops::WeightMatrix wk;                   // [kv_dim, n_embd]
   ops::WeightMatrix wv;                   // [kv_dim, n_embd]
@@ -22,14 +22,14 @@ struct LayerWeights {
   const float* bq = nullptr;              // [q_dim]  (Qwen 2 only)
   const float* bk = nullptr;              // [kv_dim]
   const float* bv = nullptr;              // [kv_dim]
-  const float* q_norm = nullptr;          // [head_dim] (Gemma 3)
-  const float* k_norm = nullptr;          // [head_dim]
-  const float* post_attn_norm = nullptr;  // [n_embd]   (Gemma 3)
-  const float* ffn_norm = nullptr;        // [n_embd]
+  const float* q_norm = nullptr;          // [head_dim] (Gemma 3, Qwen 3); [q_dim] (OLMo 2)
+  const float* k_norm = nullptr;          // [head_dim];                     [kv_dim] (OLMo 2)
+  const float* post_attn_norm = nullptr;  // [n_embd]   (Gemma, OLMo 2)
+  const float* ffn_norm = nullptr;        // [n_embd]   (none in OLMo 2)
   ops::WeightMatrix ffn_gate;             // [n_ff, n_embd]
   ops::WeightMatrix ffn_up;               // [n_ff, n_embd]
   ops::WeightMatrix ffn_down;             // [n_embd, n_ff]
-  const float* post_ffn_norm = nullptr;   // [n_embd]   (Gemma 3)
+  const float* post_ffn_norm = nullptr;   // [n_embd]   (Gemma, OLMo 2)
   // Mixture of experts, in place of ffn_gate/up/down: the router and one matrix per expert.
   ops::WeightMatrix ffn_gate_inp;                 // [n_expert, n_embd]
   std::vector<ops::WeightMatrix> ffn_gate_exps;   // n_expert x [n_ff_expert, n_embd]

@@ -154,6 +154,8 @@ Result<std::vector<uint8_t>> build_tiny_gguf(const TinyModelSpec& s) {
     w.set_f32(a + ".rope.freq_base_swa", s.rope_freq_base_swa);
   }
   if (s.final_logit_softcap > 0.0f) w.set_f32(a + ".final_logit_softcapping", s.final_logit_softcap);
+  for (const auto& [suffix, value] : s.extra_f32) w.set_f32(a + "." + suffix, value);
+  for (const auto& [suffix, value] : s.extra_u32) w.set_u32(a + "." + suffix, value);
 
   const bool gemma = a == "gemma3";
   const bool qwen = a == "qwen2";

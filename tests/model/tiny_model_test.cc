@@ -726,6 +726,52 @@ TEST(TinyModelLoad, RopeDimensionCountIsReadOrRefused) {
   }
 }
 
+// Every architecture, every metadata key that changes the arithmetic: a value we do not
+// implement is refused at load, naming the key (read_model_config sees only metadata and
+// the embedding table, so the llama-shaped tensors serve every architecture here); the
+// neutral value and the keys an architecture honours load.
+TEST(TinyModelLoad, ArithmeticKeysAnArchitectureDoesNotHonourAreRefused) {
+  const std::string names = model::supported_architectures();
+  int checked = 0, refused = 0;
+  for (size_t begin = 0; begin < names.size();) {
+    const size_t comma = names.find(", ", begin);
+    const std::string arch = names.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+    begin = comma == std::string::npos ? names.size() : comma + 2;
+    const std::vector<std::string> honoured = model::honoured_arithmetic_keys(arch);
+    for (const std::string& key : model::all_arithmetic_keys()) {
+      TinyModelSpec spec = testing::tiny_llama_spec();
+      spec.architecture = arch;
+      spec.extra_f32[key] = 3.0f;  // neutral for none of them
+      if (arch == "qwen3moe") spec.extra_u32 = {{"expert_count", 4}, {"expert_used_count", 2}};
+      auto bytes = testing::build_tiny_gguf(spec);
+      ASSERT_TRUE(bytes.ok());
+      auto file = testing::parse_owned(std::move(bytes).value());
+      ASSERT_TRUE(file.ok());
+      auto config = model::read_model_config(**file);
+      ++checked;
+      if (std::find(honoured.begin(), honoured.end(), key) != honoured.end()) {
+        EXPECT_TRUE(config.ok()) << arch << "." << key << ": " << config.status().message();
+        continue;
+      }
+      if (config.ok()) {  // only the keys llama.cpp ignores for the architecture too
+        EXPECT_EQ(key, "attention.sliding_window") << arch;
+        EXPECT_TRUE(arch.starts_with("qwen") || arch == "smollm3") << arch << "." << key;
+        continue;
+      }
+      ++refused;
+      EXPECT_EQ(config.status().code(), ErrorCode::kUnsupported);
+      EXPECT_NE(config.status().message().find("'" + arch + "." + key + "' = 3"), std::string::npos)
+          << config.status().message();
+    }
+  }
+  EXPECT_EQ(checked, 10 * static_cast<int>(model::all_arithmetic_keys().size()));
+  EXPECT_GT(refused, checked / 2);
+  // Neutral values load.
+  TinyModelSpec spec = testing::tiny_llama_spec();
+  spec.extra_f32 = {{"logit_scale", 1.0f}, {"final_logit_softcapping", 0.0f}, {"expert_gating_func", 1.0f}};
+  EXPECT_TRUE(testing::load_tiny_model(spec).ok());
+}
+
 TEST(TinyModelLoad, UnsupportedArchitecture) {
   TinyModelSpec spec = testing::tiny_llama_spec();
   spec.architecture = "mamba";
