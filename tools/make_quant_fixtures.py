@@ -12,11 +12,12 @@ Rerunnable and deterministic (fixed seed). Two independent references are used:
 
 The script asserts that both references agree wherever both implement an operation.
 
-For the i-quants (IQ4_NL, IQ4_XS) our quantizer is our own search, so quantize_<type>.bin
+For the i-quants (IQ4_NL, IQ4_XS) and MXFP4 our quantizer is our own search, so quantize_<type>.bin
 holds ggml's bytes as a yardstick of fit, not as the expected output; and
 iquant_many_blocks.txt records, per type, the FNV-1a 64 hash of gguf-py's dequantization
 of 10,000 blocks drawn from a SplitMix64 byte stream (every scale bit pattern but inf/NaN:
-subnormals, zero and 65504 included), which the C++ test draws again.
+subnormals, zero and 65504 included; every E8M0 exponent for MXFP4), which the C++ test
+draws again.
 
 Files (all little-endian):
   dequant_<type>.bin   "TMQD" u32 type_id u32 n_elements u32 n_bytes | bytes | f32[n_elements]
@@ -51,7 +52,7 @@ TYPES = [T.F32, T.F16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q8_1,
          T.Q2_K, T.Q3_K, T.Q4_K, T.Q5_K, T.Q6_K, T.Q8_K, T.BF16]
 
 # The i-quants, after the others so that the others' random draws stay as they were.
-IQ_TYPES = [T.IQ4_NL, T.IQ4_XS]
+IQ_TYPES = [T.IQ4_NL, T.IQ4_XS, T.MXFP4]
 MANY_BLOCKS = 10_000
 
 # Byte offsets of the f16 scale fields of each block ("d", "dmin"/"m", ...). Random blocks
@@ -59,14 +60,14 @@ MANY_BLOCKS = 10_000
 F16_FIELDS = {
     T.Q4_0: [0], T.Q4_1: [0, 2], T.Q5_0: [0], T.Q5_1: [0, 2], T.Q8_0: [0], T.Q8_1: [0, 2],
     T.Q2_K: [80, 82], T.Q3_K: [108], T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208],
-    T.IQ4_NL: [0], T.IQ4_XS: [0],
+    T.IQ4_NL: [0], T.IQ4_XS: [0], T.MXFP4: [],  # MXFP4's E8M0 exponent: every byte is valid
 }
 
 # Activation type of each weight type's dot product (ggml x86 CPU backend).
 VEC_DOT_TYPE = {
     T.Q4_0: T.Q8_0, T.Q4_1: T.Q8_1, T.Q5_0: T.Q8_0, T.Q5_1: T.Q8_1, T.Q8_0: T.Q8_0,
     T.Q2_K: T.Q8_K, T.Q3_K: T.Q8_K, T.Q4_K: T.Q8_K, T.Q5_K: T.Q8_K, T.Q6_K: T.Q8_K,
-    T.IQ4_NL: T.Q8_0, T.IQ4_XS: T.Q8_K,
+    T.IQ4_NL: T.Q8_0, T.IQ4_XS: T.Q8_K, T.MXFP4: T.Q8_0,
 }
 
 # gguf-py (0.19) lists Q8_1 as 40 bytes, a leftover of an older layout with f32 d and s;
@@ -146,6 +147,8 @@ def random_blocks(rng: np.random.Generator, t: T, n_blocks: int) -> bytes:
         d = (rng.uniform(1e-4, 1e-1, n_blocks) * rng.choice([-1, 1], n_blocks)).astype(np.float32)
         raw[:, 0:4] = d.view(np.uint8).reshape(n_blocks, 4)
         return raw.tobytes()
+    if t == T.MXFP4:  # exponents of 2^-10 .. 2^2, as weights have
+        raw[:, 0] = rng.integers(118, 131, n_blocks)
     for offset in F16_FIELDS[t]:
         scale = rng.uniform(1e-3, 2.0, n_blocks) * rng.choice([-1, 1], n_blocks)
         raw[:, offset:offset + 2] = scale.astype(np.float16).view(np.uint8).reshape(n_blocks, 2)
@@ -305,7 +308,8 @@ def main() -> None:
         bs, _ = GGML_QUANT_SIZES[t]
         data = many_blocks(t)
         values = dequantize_reference(ggml, t, data, MANY_BLOCKS * bs)
-        assert np.all(np.isfinite(values))
+        # MXFP4's largest exponents overflow to infinity (2^127 * 12): ggml gives the same.
+        assert t == T.MXFP4 or np.all(np.isfinite(values))
         lines.append(f"{ggml_name(t)} {MANY_BLOCKS} {fnv1a64(values.tobytes()):016x}\n")
     write("iquant_many_blocks.txt", "".join(lines).encode())
 

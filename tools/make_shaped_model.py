@@ -27,6 +27,8 @@ Types:
              and norms F32. (8-expert models such as Mixtral get other types: not made here.)
   iq4_xs     every matrix IQ4_XS (the shapes' rows are multiples of 256), the output
              projection (a tied embedding) Q6_K, an untied token_embd IQ4_XS
+  mxfp4      every layer matrix (experts included) MXFP4, as gpt-oss ships its experts;
+             the embeddings and output projection Q8_0
 
 Quantized blocks are written directly as random bytes with small, fixed F16 scales
 rather than by quantizing random floats: every bit pattern of the level and sub-scale
@@ -41,7 +43,7 @@ Tensors are generated and written one at a time, so memory stays at the largest 
 (the 3.3 GB MoE file needs ~0.5 GB).
 
 Usage: python3 tools/make_shaped_model.py [--shape llama-1b|llama-3b|llama-8b|qwen3moe-30b-a3b-8l]
-                                          [--type q4_k_m|q8_0|iq4_xs|all] [--out-dir models] [--seed 0]
+                                          [--type q4_k_m|q8_0|iq4_xs|mxfp4|all] [--out-dir models] [--seed 0]
 Writes models/<shape>-shaped-<type>.gguf (models/ is ignored by git).
 """
 
@@ -118,7 +120,7 @@ SHAPES = {
 }
 
 # general.file_type values (llama_ftype).
-FILE_TYPE = {"q8_0": 7, "q4_k_m": 15, "iq4_xs": 30}
+FILE_TYPE = {"q8_0": 7, "q4_k_m": 15, "iq4_xs": 30, "mxfp4": 38}
 
 # Bytes per block, elements per block, and the byte offsets of the F16 scale fields
 # with the value each is set to (small enough that the model's activations stay finite).
@@ -127,7 +129,9 @@ BLOCK = {
     Q.Q4_K: (144, 256, [(0, 4e-5), (2, 4e-5)]),      # d | dmin | scales[12] | qs[128]
     Q.Q6_K: (210, 256, [(208, 1e-5)]),               # ql[128] | qh[64] | scales[16] int8 | d
     Q.IQ4_XS: (136, 256, [(0, 1e-5)]),               # d | scales_h | scales_l[4] | qs[128]
+    Q.MXFP4: (17, 32, []),                           # e (E8M0, set in random_blocks) | qs[16]
 }
+MXFP4_EXPONENT = 116  # 2^(116 - 128): levels up to 12 * 2^-12, about 3e-3
 
 
 def row_bytes(qtype: Q, n_cols: int) -> int:
@@ -145,6 +149,8 @@ def random_blocks(rng: np.random.Generator, qtype: Q, n_rows: int, n_cols: int) 
     if qtype == Q.Q8_0:
         levels = blocks[:, 2:].view(np.int8)
         np.maximum(levels, -127, out=levels)
+    if qtype == Q.MXFP4:
+        blocks[:, 0] = MXFP4_EXPONENT
     if qtype == Q.Q6_K:
         sub_scales = blocks[:, 192:208].view(np.int8)
         np.maximum(sub_scales, -127, out=sub_scales)
@@ -167,6 +173,8 @@ def tensor_types(shape: Shape, kind: str, layer: int) -> dict[str, Q]:
         return {n: Q.Q8_0 for n in names}
     if kind == "iq4_xs":
         return {n: Q.IQ4_XS for n in names}
+    if kind == "mxfp4":
+        return {n: Q.MXFP4 for n in names}
     # llama-quant.cpp gives models of exactly 8 experts Q8_0 attn_k/attn_v and Q5_K
     # attn_output; any other expert count (Qwen3-MoE's 128) takes the dense rules below.
     assert shape.n_expert != 8, "8-expert models get other Q4_K_M types: not made here"
@@ -182,7 +190,7 @@ def tensor_types(shape: Shape, kind: str, layer: int) -> dict[str, Q]:
 def embedding_types(shape: Shape, kind: str) -> tuple[Q, Q | None]:
     """(token_embd, output.weight or None when tied). Q4_K_M: the output projection Q6_K
     (a tied embedding is it); an untied token_embd keeps the file's default type, Q4_K."""
-    if kind == "q8_0":
+    if kind in ("q8_0", "mxfp4"):
         return Q.Q8_0, None if shape.tied_embeddings else Q.Q8_0
     if kind == "iq4_xs":
         return (Q.Q6_K, None) if shape.tied_embeddings else (Q.IQ4_XS, Q.Q6_K)
@@ -344,7 +352,7 @@ def write_model(shape: Shape, kind: str, out_dir: Path, seed: int) -> Path:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shape", choices=list(SHAPES), default="llama-1b")
-    parser.add_argument("--type", choices=["q4_k_m", "q8_0", "iq4_xs", "all"], default="all")
+    parser.add_argument("--type", choices=["q4_k_m", "q8_0", "iq4_xs", "mxfp4", "all"], default="all")
     parser.add_argument("--out-dir", type=Path, default=ROOT / "models")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()

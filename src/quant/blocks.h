@@ -11,6 +11,7 @@
 // "lo"/"hi" are the low/high nibble (or bit field) of a byte.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 
 namespace tokenmill::quant {
@@ -224,6 +225,27 @@ static_assert(sizeof(BlockIQ4_XS) == 136);
 // s_g of an IQ4_XS block, 0 .. 63 (the stored value; the factor is s_g - 32).
 inline int iq4_xs_scale(const BlockIQ4_XS& block, int g) {
   return ((block.scales_l[g / 2] >> (4 * (g % 2))) & 0xf) | (((block.scales_h >> (2 * g)) & 3) << 4);
+}
+
+// ---------------------------------------------------------------------------------------
+// MXFP4 (the OCP microscaling format of gpt-oss's experts), 17 bytes: 32 E2M1 codes under
+// one E8M0 exponent e, x = 2^(e - 128) * kMxfp4Levels[q]: the E2M1 values doubled, so
+// that they are the integers 0, 1, 2, 3, 4, 6, 8, 12 and their negatives, and the
+// scale halved to match. Quants laid out as in Q4_0.
+//   +------+-------------------------------------------+
+//   | e:1  | qs[16]: lo = q[j], hi = q[j+16]           |
+//   +------+-------------------------------------------+
+struct BlockMXFP4 {
+  uint8_t e;
+  uint8_t qs[kLegacyBlockSize / 2];
+};
+static_assert(sizeof(BlockMXFP4) == 17);
+
+// 2^(e - 128) as a float, exactly (e = 0 and 1 give subnormals; e = 255 is 2^127: no
+// NaN, as GGUF readers decode it).
+inline float mxfp4_scale(uint8_t e) {
+  const uint32_t bits = e < 2 ? uint32_t{0x00200000} << e : static_cast<uint32_t>(e - 1) << 23;
+  return std::bit_cast<float>(bits);
 }
 
 }  // namespace tokenmill::quant

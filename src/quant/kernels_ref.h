@@ -62,6 +62,13 @@ float vec_dot_iq4_xs_q8_K(int64_t n, const void* w, const void* a);
 extern const int8_t kIq4Levels[16];
 inline constexpr int kIq4NlLanes = 8;  // IQ4_NL sums: block b goes to lane b % 8
 
+// quants_mxfp4.cc: MXFP4 (blocks.h), with IQ4_NL's float steps in its dot product.
+void dequantize_row_mxfp4(const void* src, float* dst, int64_t n);
+void quantize_row_mxfp4(const float* src, void* dst, int64_t n);
+void quantize_row_mxfp4_weighted(const float* src, void* dst, int64_t n, const float* importance);
+float vec_dot_mxfp4_q8_0(int64_t n, const void* w, const void* a);
+extern const int8_t kMxfp4Levels[16];
+
 // vec_dot_ref.cc: weight type x activation type.
 float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* a);
 float vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* a);

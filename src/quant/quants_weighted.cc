@@ -203,6 +203,7 @@ bool supports_weighted_quantization(gguf::TensorType type) {
     case TensorType::kQ6_K:
     case TensorType::kIQ4_NL:
     case TensorType::kIQ4_XS:
+    case TensorType::kMXFP4:
       return true;
     default:
       return false;
@@ -227,6 +228,7 @@ void quantize_row_weighted(gguf::TensorType type, const float* src, void* dst, i
     case TensorType::kQ6_K: quantize_q6_K(src, static_cast<BlockQ6_K*>(dst), n, importance, sigma2); break;
     case TensorType::kIQ4_NL: ref::quantize_row_iq4_nl_weighted(src, dst, n, importance); break;
     case TensorType::kIQ4_XS: ref::quantize_row_iq4_xs_weighted(src, dst, n, importance); break;
+    case TensorType::kMXFP4: ref::quantize_row_mxfp4_weighted(src, dst, n, importance); break;
     default: break;
   }
 }

@@ -66,10 +66,10 @@ constexpr SimdKernels by_rows(VecDotMatrixFn matrix = nullptr, VecDotPanelsFn pa
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
 // Ordered by ggml type id. vec_dot_type follows ggml's x86 CPU backend: legacy _0 types,
-// IQ4_NL and Q8_0 multiply against Q8_0, _1 types against Q8_1 (whose stored sum pays for
+// IQ4_NL, MXFP4 and Q8_0 multiply against Q8_0, _1 types against Q8_1 (whose stored sum pays for
 // the weight's minimum), every K-quant and IQ4_XS against Q8_K; float types keep their
 // own format.
-constexpr std::array<TypeTraits, 17> kTypeTraits = {{
+constexpr std::array<TypeTraits, 18> kTypeTraits = {{
     {.type = TensorType::kF32, .name = "f32", .block_size = 1, .bytes_per_block = sizeof(float),
      .is_quantized = false, .vec_dot_type = TensorType::kF32,
      .dequantize_row = ref::dequantize_row_f32, .quantize_row_ref = ref::quantize_row_f32,
@@ -188,6 +188,12 @@ constexpr std::array<TypeTraits, 17> kTypeTraits = {{
      .vec_dot_ref = ref::vec_dot_bf16,
      TM_X86_KERNELS(.avx2 = {.vec_dot = avx2::vec_dot_bf16}, .avx512 = {.vec_dot = avx512::vec_dot_bf16})
      TM_ARM64_KERNELS(.neon = {.vec_dot = neon::vec_dot_bf16})},
+    {.type = TensorType::kMXFP4, .name = "mxfp4", .block_size = kLegacyBlockSize,
+     .bytes_per_block = sizeof(BlockMXFP4), .is_quantized = true, .vec_dot_type = TensorType::kQ8_0,
+     .dequantize_row = ref::dequantize_row_mxfp4, .quantize_row_ref = ref::quantize_row_mxfp4,
+     .vec_dot_ref = ref::vec_dot_mxfp4_q8_0,
+     TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_mxfp4_q8_0>(),
+                    .avx512 = by_rows<avx512::vec_dot_rows_mxfp4_q8_0>())},
 }};
 #pragma GCC diagnostic pop
 

@@ -271,8 +271,9 @@ TEST_P(KernelVecDot, MatrixMatchesSingleRowKernelOnLargeShapes) {
 // steps on every instruction set: where the CPU has several, their matrix kernels (the
 // many-token tiles and the few-token rows) give the same bits.
 TEST(Kernels, InstructionSetsAgreeBitForBit) {
-  const TensorType kTypes[] = {TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ8_0,  TensorType::kQ4_K,
-                               TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kIQ4_NL, TensorType::kIQ4_XS};
+  const TensorType kTypes[] = {TensorType::kQ4_0,  TensorType::kQ5_0,   TensorType::kQ8_0,
+                               TensorType::kQ4_K,  TensorType::kQ5_K,   TensorType::kQ6_K,
+                               TensorType::kIQ4_NL, TensorType::kIQ4_XS, TensorType::kMXFP4};
   std::vector<const IsaPath*> paths;
   for (const IsaPath& path : isa_paths()) {
     if (path.available) paths.push_back(&path);
@@ -324,8 +325,9 @@ TEST(Kernels, InstructionSetsAgreeBitForBit) {
 // against the AVX-512 and AVX2 ones; on x86 it checks the quantizers and kernels did not
 // drift.
 TEST(Kernels, DispatchedKernelsGiveTheRecordedBitsOnEveryTarget) {
-  const TensorType kTypes[] = {TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ8_0,  TensorType::kQ4_K,
-                               TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kIQ4_NL, TensorType::kIQ4_XS};
+  const TensorType kTypes[] = {TensorType::kQ4_0,  TensorType::kQ5_0,   TensorType::kQ8_0,
+                               TensorType::kQ4_K,  TensorType::kQ5_K,   TensorType::kQ6_K,
+                               TensorType::kIQ4_NL, TensorType::kIQ4_XS, TensorType::kMXFP4};
   std::string lines, compared;
   std::vector<std::string> vector_types;  // "name " of each type a vector body ran
   for (TensorType type : kTypes) {
@@ -354,9 +356,10 @@ TEST(Kernels, DispatchedKernelsGiveTheRecordedBitsOnEveryTarget) {
     lines += line;
     // The scalar reference sums in ggml's order, not the vector bodies': not under the
     // contract (only a CPU with no vector set, or TOKENMILL_ISA=scalar, dispatches to it)
-    // but for the IQ4 types, whose kernels repeat the reference's float steps (on arm64,
-    // with no NEON IQ4 kernel yet, the reference is what runs).
-    const bool reference_in_contract = type == TensorType::kIQ4_NL || type == TensorType::kIQ4_XS;
+    // but for the IQ4 types and MXFP4, whose kernels repeat the reference's float steps (on
+    // arm64, with no NEON kernel for them yet, the reference is what runs).
+    const bool reference_in_contract =
+        type == TensorType::kIQ4_NL || type == TensorType::kIQ4_XS || type == TensorType::kMXFP4;
     if (reference_in_contract || std::string_view(best_dot_kernel(type).isa) != "scalar") {
       compared += line;
       vector_types.push_back(std::string(traits.name) + " ");
@@ -386,13 +389,13 @@ INSTANTIATE_TEST_SUITE_P(WeightTypes, KernelVecDot,
                                            TensorType::kQ6_K, TensorType::kQ4_1, TensorType::kQ5_1, TensorType::kQ5_K,
                                            TensorType::kQ3_K, TensorType::kQ2_K, TensorType::kF16,
                                            TensorType::kBF16, TensorType::kF32, TensorType::kIQ4_NL,
-                                           TensorType::kIQ4_XS),
+                                           TensorType::kIQ4_XS, TensorType::kMXFP4),
                          type_name);
 
 // The i-quant kernels repeat the reference's float steps (kernels_ref.h), so every set
 // gives the reference's bits, on rows of random bytes (every level, every 6-bit scale).
 TEST(Kernels, IQuantKernelsGiveTheReferenceBits) {
-  for (TensorType type : {TensorType::kIQ4_NL, TensorType::kIQ4_XS}) {
+  for (TensorType type : {TensorType::kIQ4_NL, TensorType::kIQ4_XS, TensorType::kMXFP4}) {
     const TypeTraits& traits = type_traits(type);
     for (int64_t n_blocks : {1, 7, 8, 9, 17, 40}) {
       const int64_t n = n_blocks * traits.block_size;
@@ -404,7 +407,11 @@ TEST(Kernels, IQuantKernelsGiveTheReferenceBits) {
         h ^= h << 5;
         byte = static_cast<uint8_t>(h >> 24);
       }
-      for (size_t b = 0; b < static_cast<size_t>(n_blocks); ++b) {  // a sane f16 scale d at offset 0
+      for (size_t b = 0; b < static_cast<size_t>(n_blocks); ++b) {  // a sane scale at offset 0
+        if (type == TensorType::kMXFP4) {  // E8M0 exponents 2^-12 .. 2^0, and 0 and 1 (subnormal)
+          w[b * traits.bytes_per_block] = static_cast<uint8_t>(b % 5 == 4 ? b % 2 : 116 + b % 13);
+          continue;
+        }
         const uint16_t d = f32_to_f16(0.001f * static_cast<float>(b % 13 + 1) * (b % 2 ? -1.0f : 1.0f));
         std::memcpy(w.data() + b * traits.bytes_per_block, &d, sizeof d);
       }

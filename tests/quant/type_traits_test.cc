@@ -36,6 +36,7 @@ TEST(TypeTraits, VecDotTypesMatchGgmlCpuBackend) {
       {TensorType::kQ4_K, TensorType::kQ8_K}, {TensorType::kQ5_K, TensorType::kQ8_K},
       {TensorType::kQ6_K, TensorType::kQ8_K},
       {TensorType::kIQ4_NL, TensorType::kQ8_0}, {TensorType::kIQ4_XS, TensorType::kQ8_K},
+      {TensorType::kMXFP4, TensorType::kQ8_0},
   };
   for (const Expected& e : expected) {
     const TypeTraits& traits = type_traits(e.weight);
@@ -47,11 +48,11 @@ TEST(TypeTraits, VecDotTypesMatchGgmlCpuBackend) {
   EXPECT_EQ(type_traits(TensorType::kQ8_K).vec_dot_ref, nullptr);
 }
 
-TEST(TypeTraits, CoversExactlyTheSeventeenTypes) {
-  EXPECT_EQ(all_type_traits().size(), 17u);
+TEST(TypeTraits, CoversExactlyTheEighteenTypes) {
+  EXPECT_EQ(all_type_traits().size(), 18u);
   EXPECT_EQ(find_type_traits(TensorType::kI8), nullptr);
   EXPECT_EQ(find_type_traits(TensorType::kIQ2_XXS), nullptr);  // sized by gguf/, not implemented here
-  EXPECT_EQ(find_type_traits(TensorType::kMXFP4), nullptr);
+  EXPECT_EQ(find_type_traits(TensorType::kTQ2_0), nullptr);
   EXPECT_EQ(find_type_traits(TensorType::kF64), nullptr);
   EXPECT_TRUE(type_traits(TensorType::kQ4_K).is_quantized);
   EXPECT_FALSE(type_traits(TensorType::kBF16).is_quantized);

@@ -1,4 +1,4 @@
-// The IQ4_NL and IQ4_XS dot products for x86, written once over 256-bit vectors for every
+// The IQ4_NL, IQ4_XS and MXFP4 dot products for x86, written once over 256-bit vectors for every
 // x86 set: the including file defines, inside an anonymous namespace,
 //
 //   struct Iq4Dot {
@@ -14,7 +14,7 @@
 // element order. Weights and activations are signed: |w| times a with w's sign moved onto
 // a (vpsignb) is what the unsigned-by-signed products take, exact as neither is -128.
 //
-// The float steps are the reference's (kernels_ref.h): IQ4_NL fuses block b's exact sum
+// The float steps are the reference's (kernels_ref.h): IQ4_NL and MXFP4 fuse block b's exact sum
 // times d_w * d_a into lane b % 8, eight lanes at once here as one vector FMA, the lanes
 // summed pairwise at the end; IQ4_XS fuses each super-block's exact sum into one running
 // sum. So every set gives the reference's bits.
@@ -67,10 +67,41 @@ inline float iq4_fma(float a, float b, float c) {
 
 inline float iq4_half(uint16_t h) { return _cvtsh_ss(h); }
 
-template <int R>
-void iq4_nl_tile(int64_t nb, const BlockIQ4_NL* x, const uint8_t* a, size_t a_stride, float* out,
-                 int64_t out_stride) {
-  const __m256i levels = iq4_levels();
+// The 32-element formats with a table of 16 levels and one scale per block: IQ4_NL (an
+// F16 scale) and MXFP4 (a power of two, blocks.h). levels(): the table in both 128-bit
+// halves; scales8(x): the first eight blocks' scales as floats.
+struct Iq4NlFormat {
+  using Block = BlockIQ4_NL;
+  static __m256i levels() { return iq4_levels(); }
+  static float scale(const Block& x) { return iq4_half(x.d); }
+  static __m256 scales8(const Block* x) {
+    return _mm256_cvtph_ps(_mm_setr_epi16(
+        static_cast<int16_t>(x[0].d), static_cast<int16_t>(x[1].d), static_cast<int16_t>(x[2].d),
+        static_cast<int16_t>(x[3].d), static_cast<int16_t>(x[4].d), static_cast<int16_t>(x[5].d),
+        static_cast<int16_t>(x[6].d), static_cast<int16_t>(x[7].d)));
+  }
+};
+struct Mxfp4Format {
+  using Block = BlockMXFP4;
+  static __m256i levels() {
+    return _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12,  //
+                            0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+  }
+  static float scale(const Block& x) { return mxfp4_scale(x.e); }
+  static __m256 scales8(const Block* x) {
+    // 2^(e - 128) for e >= 2 is (e - 1) << 23; the rare e < 2 (subnormal) from the table.
+    const __m256i e = _mm256_setr_epi32(x[0].e, x[1].e, x[2].e, x[3].e, x[4].e, x[5].e, x[6].e, x[7].e);
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i small = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    const __m256i is_small = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
+    return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, small, is_small));
+  }
+};
+
+template <typename Format, int R>
+void nibble_table_tile(int64_t nb, const typename Format::Block* x, const uint8_t* a, size_t a_stride, float* out,
+                       int64_t out_stride) {
+  const __m256i levels = Format::levels();
   const BlockQ8_0* y[R];
   for (int r = 0; r < R; ++r) y[r] = reinterpret_cast<const BlockQ8_0*>(a + static_cast<size_t>(r) * a_stride);
   __m256 lanes[R];
@@ -83,10 +114,7 @@ void iq4_nl_tile(int64_t nb, const BlockIQ4_NL* x, const uint8_t* a, size_t a_st
       const __m256i w_abs = _mm256_abs_epi8(w);
       for (int r = 0; r < R; ++r) p[r][k] = iq4_partials(w, w_abs, y[r][b + k].qs);
     }
-    const __m256 dw = _mm256_cvtph_ps(_mm_setr_epi16(
-        static_cast<int16_t>(x[b].d), static_cast<int16_t>(x[b + 1].d), static_cast<int16_t>(x[b + 2].d),
-        static_cast<int16_t>(x[b + 3].d), static_cast<int16_t>(x[b + 4].d), static_cast<int16_t>(x[b + 5].d),
-        static_cast<int16_t>(x[b + 6].d), static_cast<int16_t>(x[b + 7].d)));
+    const __m256 dw = Format::scales8(x + b);
     for (int r = 0; r < R; ++r) {
       const BlockQ8_0* yr = y[r] + b;
       const __m256 da = _mm256_cvtph_ps(_mm_setr_epi16(
@@ -102,7 +130,7 @@ void iq4_nl_tile(int64_t nb, const BlockIQ4_NL* x, const uint8_t* a, size_t a_st
     for (int64_t t = b; t < nb; ++t) {  // t - b < 8: block t's lane is t % 8
       const __m256i w = iq4_group(x[t].qs, levels);
       const int32_t isum = iq4_total(iq4_partials(w, _mm256_abs_epi8(w), y[r][t].qs));
-      const float d = iq4_half(x[t].d) * iq4_half(y[r][t].d);
+      const float d = Format::scale(x[t]) * iq4_half(y[r][t].d);
       l[t % 8] = iq4_fma(d, static_cast<float>(isum), l[t % 8]);
     }
     out[r * out_stride] = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
@@ -156,7 +184,13 @@ void iq4_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t 
 template <int R>
 struct Iq4NlTile {
   static void run(int64_t nb, const BlockIQ4_NL* x, const uint8_t* a, size_t a_stride, float* out, int64_t out_stride) {
-    iq4_nl_tile<R>(nb, x, a, a_stride, out, out_stride);
+    nibble_table_tile<Iq4NlFormat, R>(nb, x, a, a_stride, out, out_stride);
+  }
+};
+template <int R>
+struct Mxfp4Tile {
+  static void run(int64_t nb, const BlockMXFP4* x, const uint8_t* a, size_t a_stride, float* out, int64_t out_stride) {
+    nibble_table_tile<Mxfp4Format, R>(nb, x, a, a_stride, out, out_stride);
   }
 };
 template <int R>

@@ -1,4 +1,4 @@
-// The IQ4_NL and IQ4_XS dot products with AVX2: vpmaddubsw (two products per 16 bits, at most 2 * 127 * 127) then vpmaddwd; the body is iq4_x86-inl.h.
+// The IQ4_NL, IQ4_XS and MXFP4 dot products with AVX2: vpmaddubsw (two products per 16 bits, at most 2 * 127 * 127) then vpmaddwd; the body is iq4_x86-inl.h.
 #include <immintrin.h>
 
 #include <cstddef>
@@ -30,6 +30,11 @@ void vec_dot_rows_iq4_nl_q8_0(int64_t n, const void* w, const void* a, size_t a_
 void vec_dot_rows_iq4_xs_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
                               float* out, int64_t out_stride) {
   iq4_rows<BlockIQ4_XS, Iq4XsTile>(n, w, a, a_stride, n_a_rows, out, out_stride, kSuperBlockSize);
+}
+
+void vec_dot_rows_mxfp4_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                             float* out, int64_t out_stride) {
+  iq4_rows<BlockMXFP4, Mxfp4Tile>(n, w, a, a_stride, n_a_rows, out, out_stride, kLegacyBlockSize);
 }
 
 }  // namespace tokenmill::quant::avx2

@@ -22,11 +22,14 @@ namespace tokenmill::quant {
 // function types.
 
 namespace avx2 {
-// iquants_avx2.cc (body iq4_x86-inl.h): one weight row, activation rows in tiles of 4.
+// iquants_avx2.cc (body iq4_x86-inl.h, IQ4_NL, IQ4_XS and MXFP4): one weight row,
+// activation rows in tiles of 4.
 void vec_dot_rows_iq4_nl_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
                               float* out, int64_t out_stride);
 void vec_dot_rows_iq4_xs_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
                               float* out, int64_t out_stride);
+void vec_dot_rows_mxfp4_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                             float* out, int64_t out_stride);
 // floats_avx2.cc
 float vec_dot_f32(int64_t n, const void* w, const void* a);
 float vec_dot_f16(int64_t n, const void* w, const void* a);
@@ -99,11 +102,14 @@ void vec_dot_panels_q8_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const 
 
 // Every AVX-512 dot product is a matrix kernel (its one-row forms are one-row matrices).
 namespace avx512 {
-// iquants_avx512.cc (body iq4_x86-inl.h): one weight row, activation rows in tiles of 4.
+// iquants_avx512.cc (body iq4_x86-inl.h, IQ4_NL, IQ4_XS and MXFP4): one weight row,
+// activation rows in tiles of 4.
 void vec_dot_rows_iq4_nl_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
                               float* out, int64_t out_stride);
 void vec_dot_rows_iq4_xs_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
                               float* out, int64_t out_stride);
+void vec_dot_rows_mxfp4_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                             float* out, int64_t out_stride);
 // floats_avx512.cc
 float vec_dot_f32(int64_t n, const void* w, const void* a);
 float vec_dot_f16(int64_t n, const void* w, const void* a);
