@@ -2,9 +2,11 @@
 
 #include <cassert>
 #include <cstring>
+#include <vector>
 
 #include "base/half.h"
 #include "quant/blocks.h"
+#include "quant/kernels_ref.h"
 #include "quant/type_traits.h"
 
 namespace tokenmill::quant {
@@ -103,14 +105,51 @@ void dequantize_interleaved_row(gguf::TensorType type, size_t block_bytes, const
   }
 }
 
+// MXFP4: each row on its own, its blocks in groups of 8 (see the header).
+constexpr int kMxGroupBlocks = 8;
+
+void pack_mxfp4_row(const uint8_t* src, size_t row_bytes, uint8_t* dst) {
+  const auto* blocks = reinterpret_cast<const BlockMXFP4*>(src);
+  const size_t n_blocks = row_bytes / sizeof(BlockMXFP4), full = n_blocks / kMxGroupBlocks;
+  for (size_t g = 0; g < full; ++g) {
+    uint8_t* group = dst + g * kMxGroupBlocks * sizeof(BlockMXFP4);
+    for (int k = 0; k < kMxGroupBlocks; ++k) {
+      const BlockMXFP4& block = blocks[g * kMxGroupBlocks + k];
+      for (int i = 0; i < 4; ++i) std::memcpy(group + 32 * i + 4 * k, block.qs + 4 * i, 4);
+      group[128 + k] = block.e;
+    }
+  }
+  const size_t done = full * kMxGroupBlocks * sizeof(BlockMXFP4);
+  std::memcpy(dst + done, src + done, row_bytes - done);
+}
+
+void unpack_mxfp4_row(const uint8_t* src, size_t row_bytes, uint8_t* dst) {
+  auto* blocks = reinterpret_cast<BlockMXFP4*>(dst);
+  const size_t n_blocks = row_bytes / sizeof(BlockMXFP4), full = n_blocks / kMxGroupBlocks;
+  for (size_t g = 0; g < full; ++g) {
+    const uint8_t* group = src + g * kMxGroupBlocks * sizeof(BlockMXFP4);
+    for (int k = 0; k < kMxGroupBlocks; ++k) {
+      BlockMXFP4& block = blocks[g * kMxGroupBlocks + k];
+      for (int i = 0; i < 4; ++i) std::memcpy(block.qs + 4 * i, group + 32 * i + 4 * k, 4);
+      block.e = group[128 + k];
+    }
+  }
+  const size_t done = full * kMxGroupBlocks * sizeof(BlockMXFP4);
+  std::memcpy(dst + done, src + done, row_bytes - done);
+}
+
 }  // namespace
 
 bool has_panel_layout(gguf::TensorType type) {
-  return layout_of(type).block_bytes != 0 || k_quant_block_bytes(type) != 0;
+  return layout_of(type).block_bytes != 0 || k_quant_block_bytes(type) != 0 || type == gguf::TensorType::kMXFP4;
 }
 
 void pack_panels(gguf::TensorType type, const uint8_t* rows, int64_t n_rows, size_t row_bytes, uint8_t* dst) {
   assert(has_panel_layout(type) && n_rows % kPanelRows == 0);
+  if (type == gguf::TensorType::kMXFP4) {
+    for (int64_t r = 0; r < n_rows; ++r) pack_mxfp4_row(rows + r * row_bytes, row_bytes, dst + r * row_bytes);
+    return;
+  }
   if (const size_t block_bytes = k_quant_block_bytes(type); block_bytes != 0) {
     pack_interleaved(block_bytes, rows, n_rows, row_bytes, dst);
     return;
@@ -139,6 +178,12 @@ void pack_panels(gguf::TensorType type, const uint8_t* rows, int64_t n_rows, siz
 void dequantize_panel_row(gguf::TensorType type, const uint8_t* panels, int64_t row, int64_t n_cols,
                           size_t row_bytes, float* out) {
   assert(has_panel_layout(type));
+  if (type == gguf::TensorType::kMXFP4) {
+    std::vector<uint8_t> plain(row_bytes);
+    unpack_mxfp4_row(panels + static_cast<size_t>(row) * row_bytes, row_bytes, plain.data());
+    ref::dequantize_row_mxfp4(plain.data(), out, n_cols);
+    return;
+  }
   if (const size_t block_bytes = k_quant_block_bytes(type); block_bytes != 0) {
     dequantize_interleaved_row(type, block_bytes, panels, row, n_cols, row_bytes, out);
     return;

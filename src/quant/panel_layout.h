@@ -17,6 +17,10 @@
 //   bytes (d) of the 16 rows, row r at 16 * 208 + 2r.
 // A 64-byte group is then one vector with lane r = row r, as a 16 x 16 dword transpose of
 // the rows would give it.
+// MXFP4 (its AVX-512 kernel's layout, the file's size): each row on its own, its blocks in
+// groups of 8 (136 bytes): 32-byte chunk i (i < 4), bytes 4k .. 4k + 3 = qs bytes 4i ..
+// 4i + 3 of the group's block k; then the 8 blocks' exponents. The row's last
+// n_blocks % 8 blocks follow as in the file.
 // The kernels' results on this layout are bit-identical to theirs on the file's rows.
 #pragma once
 

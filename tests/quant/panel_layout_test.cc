@@ -43,8 +43,13 @@ Matrix random_matrix(TensorType type, int64_t n_rows, int64_t n_cols, uint32_t s
   return m;
 }
 
-constexpr TensorType kPackedTypes[] = {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0,
-                                       TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K};
+constexpr TensorType kPackedTypes[] = {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ4_K,
+                                       TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kMXFP4};
+
+// Every panel kernel set has the legacy _0 types; the others only some sets.
+bool every_set_has(TensorType type) {
+  return type == TensorType::kQ8_0 || type == TensorType::kQ4_0 || type == TensorType::kQ5_0;
+}
 
 bool is_k_quant(TensorType type) { return type_traits(type).block_size == 256; }
 
@@ -161,7 +166,7 @@ TEST(PanelLayout, PanelKernelMatchesRowKernelBitForBit) {
         std::vector<float> first_set;
         for (const PanelSet& set : sets) {
           const SimdKernels kernels = set.kernels(type);
-          if (is_k_quant(type) && kernels.vec_dot_panels == nullptr) continue;  // no K-quant panels: AVX-VNNI, AMX
+          if (!every_set_has(type) && kernels.vec_dot_panels == nullptr) continue;  // e.g. AVX-VNNI, AMX
           ASSERT_NE(kernels.vec_dot_panels, nullptr) << set.name << " " << type_traits(type).name;
           std::vector<float> expected(static_cast<size_t>(m.n_rows * n_tokens)), got(expected.size());
           // The set's row-major path: its matrix kernel, else its rows kernel per weight row.
@@ -203,7 +208,7 @@ TEST(PanelLayout, PanelKernelFoldsEachTokensFirstLargestResult) {
   for (const PanelSet& set : panel_sets()) {
   for (TensorType type : kPackedTypes) {
     const VecDotPanelsFn panels = set.kernels(type).vec_dot_panels;
-    if (panels == nullptr) continue;  // no K-quant panels: AVX-VNNI, AMX
+    if (panels == nullptr) continue;  // e.g. no K-quant panels: AVX-VNNI, AMX
     const TensorType input_type = type_traits(type).vec_dot_type;
     const int64_t n_rows = 96, n_cols = is_k_quant(type) ? 512 : 640;
     Matrix m = random_matrix(type, n_rows, n_cols, 5);

@@ -143,6 +143,9 @@ void vec_dot_matrix_q5_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
 void vec_dot_matrix_q6_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
+// iquants_avx512.cc: MXFP4 on its repacked rows (quant/panel_layout.h).
+void vec_dot_panels_mxfp4_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                               int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
 void vec_dot_panels_q4_K_q8_K(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
                               int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
 void vec_dot_panels_q5_K_q8_K(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
