@@ -192,7 +192,7 @@ constexpr std::array<TypeTraits, 18> kTypeTraits = {{
      .bytes_per_block = sizeof(BlockMXFP4), .is_quantized = true, .vec_dot_type = TensorType::kQ8_0,
      .dequantize_row = ref::dequantize_row_mxfp4, .quantize_row_ref = ref::quantize_row_mxfp4,
      .vec_dot_ref = ref::vec_dot_mxfp4_q8_0,
-     TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_mxfp4_q8_0>(),
+     TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_mxfp4_q8_0>(nullptr, avx2::vec_dot_panels_mxfp4_q8_0),
                     .avx512 = by_rows<avx512::vec_dot_rows_mxfp4_q8_0>(nullptr, avx512::vec_dot_panels_mxfp4_q8_0))},
 }};
 #pragma GCC diagnostic pop

@@ -7,7 +7,8 @@
 //   };
 //
 // (AVX2: vpmaddubsw + vpmaddwd; AVX-512 VNNI: vpdpbusd on 256 bits), then includes this
-// body in that namespace, so each copy has internal linkage.
+// body in that namespace (after <algorithm>, <cstring>, quant/blocks.h and
+// quant/kernels/scratch.h), so each copy has internal linkage.
 //
 // A group of 32 quants: its 16 bytes' low nibbles are elements 0-15 and the high nibbles
 // 16-31, so one vpshufb of the 16 levels (in both 128-bit halves) gives the 32 weights in
@@ -160,6 +161,138 @@ void iq4_xs_tile(int64_t nb, const BlockIQ4_XS* x, const uint8_t* a, size_t a_st
     for (int r = 0; r < R; ++r) sums[r] = iq4_fma(dw * y[r][b].d, static_cast<float>(iq4_total(acc[r])), sums[r]);
   }
   for (int r = 0; r < R; ++r) out[r * out_stride] = sums[r];
+}
+
+// MXFP4 on its repacked layout (quant/panel_layout.h): each row's blocks in groups of 8,
+// chunk i of a group (32 bytes) holding the packed nibbles of dword i of its 8 blocks, lane
+// k for block k, then the 8 exponents; the last n_blocks % 8 blocks as in the file. A
+// group's weights are then 8 vectors W[j], lane k = 4 weights of block k (j < 4: elements
+// 4j..4j+3, low nibbles; j >= 4: elements 16 + 4(j - 4).., high nibbles), looked up as
+// level + 12 (unsigned, as Iq4Dot::dot wants them: at most 24, so AVX2's int16 pair sums
+// cannot saturate). Tokens are staged to match: A[j] lane k =
+// dword j of block k's quants, so that 8 Iq4Dot::dot leave block k's exact sum of (level + 12)
+// * a in lane k, and 12 * (block k's activation sum) comes off it: the reference's integer
+// per block, already in the lane the reference fuses it into (block b in lane b % 8, float
+// steps of kernels_ref.h). So the bits are the reference's, as in the row kernel.
+constexpr int kMxGroupBlocks = 8;
+constexpr size_t kMxGroupBytes = kMxGroupBlocks * sizeof(BlockMXFP4);
+constexpr int kMxTokenChunk = 64;  // tokens staged at once
+
+struct StagedMxGroup {  // one token, one group of 8 blocks
+  __m256i a[8];
+  __m256i offset;  // lane k: 12 * the sum of block k's activations
+  __m256 d;        // lane k: block k's activation scale
+};
+
+void stage_mx_tokens(int64_t n_groups, const uint8_t* a, size_t a_stride, int64_t n_tokens, StagedMxGroup* out) {
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const auto* y = reinterpret_cast<const BlockQ8_0*>(a + static_cast<size_t>(t) * a_stride);
+    for (int64_t g = 0; g < n_groups; ++g) {
+      StagedMxGroup& s = out[t * n_groups + g];
+      alignas(32) int32_t dwords[8][8];
+      alignas(32) int32_t offset[8];
+      alignas(32) float d[8];
+      for (int k = 0; k < kMxGroupBlocks; ++k) {
+        const BlockQ8_0& block = y[g * kMxGroupBlocks + k];
+        int32_t sum = 0;
+        for (int j = 0; j < 8; ++j) std::memcpy(&dwords[j][k], block.qs + 4 * j, 4);
+        for (int i = 0; i < kLegacyBlockSize; ++i) sum += block.qs[i];
+        offset[k] = 12 * sum;
+        d[k] = iq4_half(block.d);
+      }
+      for (int j = 0; j < 8; ++j) s.a[j] = _mm256_load_si256(reinterpret_cast<const __m256i*>(dwords[j]));
+      s.offset = _mm256_load_si256(reinterpret_cast<const __m256i*>(offset));
+      s.d = _mm256_load_ps(d);
+    }
+  }
+}
+
+// One weight row (repacked) against kTokens staged tokens: each token's result, as the
+// reference sums it.
+template <int kTokens>
+void mx_row_tile(int64_t nb, const uint8_t* row, const StagedMxGroup* staged, int64_t n_groups,
+                 const uint8_t* a, size_t a_stride, float* results) {
+  const __m256i levels = _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0,  //
+                                          12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  __m256 lanes[kTokens];
+  for (int t = 0; t < kTokens; ++t) lanes[t] = _mm256_setzero_ps();
+  const int64_t full = nb / kMxGroupBlocks;
+  for (int64_t g = 0; g < full; ++g) {
+    const uint8_t* group = row + static_cast<size_t>(g) * kMxGroupBytes;
+    __m256i w[8];
+    for (int i = 0; i < 4; ++i) {
+      const __m256i packed = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(group + 32 * i));
+      w[i] = _mm256_shuffle_epi8(levels, _mm256_and_si256(packed, low4));
+      w[4 + i] = _mm256_shuffle_epi8(levels, _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4));
+    }
+    // 2^(e - 128): (e - 1) << 23, or the subnormal 0x00200000 << e for e < 2.
+    const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(group + 128)));
+    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+    const __m256i small = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+    const __m256 dw = _mm256_castsi256_ps(_mm256_blendv_epi8(normal, small, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
+    for (int t = 0; t < kTokens; ++t) {
+      const StagedMxGroup& s = staged[t * n_groups + g];
+      __m256i acc = Iq4Dot::dot(_mm256_setzero_si256(), w[0], s.a[0]);
+      for (int j = 1; j < 8; ++j) acc = Iq4Dot::dot(acc, w[j], s.a[j]);
+      const __m256i isum = _mm256_sub_epi32(acc, s.offset);
+      lanes[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, s.d), _mm256_cvtepi32_ps(isum), lanes[t]);
+    }
+  }
+  const auto* tail = reinterpret_cast<const BlockMXFP4*>(row + static_cast<size_t>(full) * kMxGroupBytes);
+  const __m256i signed_levels = Mxfp4Format::levels();
+  for (int t = 0; t < kTokens; ++t) {
+    alignas(32) float l[8];
+    _mm256_store_ps(l, lanes[t]);
+    const auto* y = reinterpret_cast<const BlockQ8_0*>(a + static_cast<size_t>(t) * a_stride);
+    for (int64_t b = full * kMxGroupBlocks; b < nb; ++b) {  // block b's lane is b % 8
+      const BlockMXFP4& x = tail[b - full * kMxGroupBlocks];
+      const __m256i w = iq4_group(x.qs, signed_levels);
+      const int32_t isum = iq4_total(iq4_partials(w, _mm256_abs_epi8(w), y[b].qs));
+      l[b % 8] = iq4_fma(mxfp4_scale(x.e) * iq4_half(y[b].d), static_cast<float>(isum), l[b % 8]);
+    }
+    results[t] = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+  }
+}
+
+// The panel kernel's entry (simd_kernels.h's contract), kTokenTile tokens per unpacking of
+// a group's weights (registers: 8 weight vectors and kTokenTile sums).
+template <int kTokenTile>
+void mx_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride, int64_t n_a_rows,
+               float* out, int64_t out_stride, RunningMax* row_max) {
+  const int64_t nb = n / kLegacyBlockSize;
+  const int64_t n_groups = nb / kMxGroupBlocks;
+  const size_t row_bytes = static_cast<size_t>(nb) * sizeof(BlockMXFP4);
+  const auto* weights = static_cast<const uint8_t*>(w);
+  const auto* activations = static_cast<const uint8_t*>(a);
+  auto* staged = static_cast<StagedMxGroup*>(thread_scratch(
+      ScratchSlot::kStagedQuants, sizeof(StagedMxGroup) * static_cast<size_t>(std::max<int64_t>(n_groups, 1)) * kMxTokenChunk));
+  for (int64_t t0 = 0; t0 < n_a_rows; t0 += kMxTokenChunk) {
+    const int64_t n_tokens = std::min<int64_t>(kMxTokenChunk, n_a_rows - t0);
+    const uint8_t* chunk = activations + static_cast<size_t>(t0) * a_stride;
+    stage_mx_tokens(n_groups, chunk, a_stride, n_tokens, staged);
+    for (int64_t r = 0; r < n_w_rows; ++r) {
+      const uint8_t* row = weights + static_cast<size_t>(r) * row_bytes;
+      for (int64_t t = 0; t < n_tokens; t += kTokenTile) {
+        float results[kTokenTile];
+        const StagedMxGroup* s = staged + t * n_groups;
+        const uint8_t* y = chunk + static_cast<size_t>(t) * a_stride;
+        const int64_t tile = std::min<int64_t>(kTokenTile, n_tokens - t);
+        if (tile == kTokenTile) {
+          mx_row_tile<kTokenTile>(nb, row, s, n_groups, y, a_stride, results);
+        } else {
+          for (int64_t i = 0; i < tile; ++i) {  // the same steps, a token at a time
+            mx_row_tile<1>(nb, row, s + i * n_groups, n_groups, y + static_cast<size_t>(i) * a_stride, a_stride, results + i);
+          }
+        }
+        for (int64_t i = 0; i < tile; ++i) {
+          const float v = results[i];
+          if (out != nullptr) out[(t0 + t + i) * out_stride + r] = v;
+          if (row_max != nullptr && v > row_max[t0 + t + i].value) row_max[t0 + t + i] = {v, static_cast<int32_t>(r)};
+        }
+      }
+    }
+  }
 }
 
 // One weight row against n_a_rows activation rows, kRowTile at a time.

@@ -1,10 +1,13 @@
 // The IQ4_NL, IQ4_XS and MXFP4 dot products with AVX2: vpmaddubsw (two products per 16 bits, at most 2 * 127 * 127) then vpmaddwd; the body is iq4_x86-inl.h.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "quant/blocks.h"
+#include "quant/kernels/scratch.h"
 #include "quant/kernels/simd_kernels.h"
 
 namespace tokenmill::quant::avx2 {
@@ -35,6 +38,11 @@ void vec_dot_rows_iq4_xs_q8_K(int64_t n, const void* w, const void* a, size_t a_
 void vec_dot_rows_mxfp4_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
                              float* out, int64_t out_stride) {
   iq4_rows<BlockMXFP4, Mxfp4Tile>(n, w, a, a_stride, n_a_rows, out, out_stride, kLegacyBlockSize);
+}
+
+void vec_dot_panels_mxfp4_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                               int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
+  mx_panels<4>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
 }
 
 }  // namespace tokenmill::quant::avx2

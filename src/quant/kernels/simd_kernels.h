@@ -30,6 +30,8 @@ void vec_dot_rows_iq4_xs_q8_K(int64_t n, const void* w, const void* a, size_t a_
                               float* out, int64_t out_stride);
 void vec_dot_rows_mxfp4_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
                              float* out, int64_t out_stride);
+void vec_dot_panels_mxfp4_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                               int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
 // floats_avx2.cc
 float vec_dot_f32(int64_t n, const void* w, const void* a);
 float vec_dot_f16(int64_t n, const void* w, const void* a);
@@ -110,6 +112,8 @@ void vec_dot_rows_iq4_xs_q8_K(int64_t n, const void* w, const void* a, size_t a_
                               float* out, int64_t out_stride);
 void vec_dot_rows_mxfp4_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
                              float* out, int64_t out_stride);
+void vec_dot_panels_mxfp4_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                               int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
 // floats_avx512.cc
 float vec_dot_f32(int64_t n, const void* w, const void* a);
 float vec_dot_f16(int64_t n, const void* w, const void* a);
@@ -143,9 +147,6 @@ void vec_dot_matrix_q5_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
 void vec_dot_matrix_q6_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride);
-// iquants_avx512.cc: MXFP4 on its repacked rows (quant/panel_layout.h).
-void vec_dot_panels_mxfp4_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
-                               int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
 void vec_dot_panels_q4_K_q8_K(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
                               int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
 void vec_dot_panels_q5_K_q8_K(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
