@@ -25,6 +25,10 @@ struct AttentionParams {
   float scale = 1.0f;     // applied to q·k before the softmax
   int32_t window = 0;     // 0: attend to every earlier position; else only p - j < window
   float softcap = 0.0f;   // 0: off; else scores = softcap * tanh(scores / softcap)
+  // Attention sinks (gpt-oss): per query head a learned logit that joins the softmax as
+  // one more term, compared with the scaled (and capped) scores, and takes no value: it
+  // lowers every key's probability. [n_heads]; null: none.
+  const float* sinks = nullptr;
 };
 
 }  // namespace tokenmill::ops

@@ -353,12 +353,20 @@ struct AttentionCase {
   int32_t head_dim;
   int32_t window;
   float softcap;
+  bool sinks = false;  // a sink logit per head (gpt-oss), from -2 to 2
 };
 
 std::string describe(const AttentionCase& c) {
   return std::to_string(c.n_heads) + "/" + std::to_string(c.n_kv_heads) + " heads, head_dim " +
          std::to_string(c.head_dim) + ", window " + std::to_string(c.window) + ", softcap " +
-         std::to_string(c.softcap);
+         std::to_string(c.softcap) + (c.sinks ? ", sinks" : "");
+}
+
+// Sink logits from -2 to 2 over the heads: some below every score, some above.
+std::vector<float> sink_logits(int32_t n_heads) {
+  std::vector<float> sinks(static_cast<size_t>(n_heads));
+  for (int32_t h = 0; h < n_heads; ++h) sinks[h] = n_heads > 1 ? -2.0f + 4.0f * static_cast<float>(h) / static_cast<float>(n_heads - 1) : 1.0f;
+  return sinks;
 }
 
 // Two sequences (13 and 6 tokens) stored into shuffled blocks of a cache full of stale
@@ -404,6 +412,7 @@ class AttentionFixture {
     // What the cache holds of k and v: F16-rounded, or Q8_0 blocks dequantized.
     k_stored_ = stored(k_);
     v_stored_ = stored(v_);
+    sinks_ = sink_logits(c.n_heads);
   }
 
   static KvShape shape(const AttentionCase& c, KvType type) {
@@ -422,6 +431,7 @@ class AttentionFixture {
     p.scale = 1.0f / std::sqrt(static_cast<float>(c_.head_dim));
     p.window = c_.window;
     p.softcap = c_.softcap;
+    p.sinks = c_.sinks ? sinks_.data() : nullptr;
     return p;
   }
 
@@ -459,8 +469,9 @@ class AttentionFixture {
           keys.push_back(j);
           scores.push_back(s);
         }
-        const double max_score = *std::max_element(scores.begin(), scores.end());
-        double sum = 0.0;
+        double max_score = *std::max_element(scores.begin(), scores.end());
+        if (c_.sinks) max_score = std::max(max_score, double(sinks_[h]));
+        double sum = c_.sinks ? std::exp(double(sinks_[h]) - max_score) : 0.0;
         for (double& s : scores) sum += (s = std::exp(s - max_score));
         for (size_t i = 0; i < keys.size(); ++i) {
           for (int32_t d = 0; d < hd; ++d) {
@@ -508,6 +519,7 @@ class AttentionFixture {
   std::vector<int32_t> sequence_of_token_;
   std::vector<float> q_, k_, v_;  // [n, q_row], [n, kv_row], [n, kv_row]
   std::vector<float> k_stored_, v_stored_;
+  std::vector<float> sinks_;  // [n_heads], used when c_.sinks
 };
 
 const AttentionCase kAttentionCases[] = {
@@ -516,6 +528,8 @@ const AttentionCase kAttentionCases[] = {
     {6, 2, 16, 5, 0.0f},   // window across block boundaries
     {4, 4, 8, 0, 5.0f},    // multi-head with a score softcap
     {2, 1, 64, 13, 0.0f},  // window exactly the longest sequence
+    {8, 2, 16, 0, 0.0f, true},  // attention sinks (gpt-oss), full causal
+    {4, 2, 32, 3, 0.0f, true},  // sinks with a sliding window
 };
 
 TEST(CpuAttention, MatchesReferenceOnF16RoundedInputs) {
@@ -529,6 +543,19 @@ TEST(CpuAttention, MatchesReferenceOnF16RoundedInputs) {
       ASSERT_NEAR(out[i], expected[i], tolerance) << describe(c) << ", token " << i / f.q_row();
     }
   }
+}
+
+// The sink term is no rounding matter: the same case without sinks gives outputs far
+// apart (every probability scaled down by sum / (sum + e^sink)).
+TEST(CpuAttention, SinksChangeTheOutputAsTheReferenceSays) {
+  CpuBackend backend(kThreads);
+  AttentionCase with = {8, 2, 16, 0, 0.0f, true}, without = with;
+  without.sinks = false;
+  AttentionFixture a(with), b(without);
+  const std::vector<float> out_with = a.run(backend), out_without = b.run(backend);
+  double largest = 0.0;
+  for (size_t i = 0; i < out_with.size(); ++i) largest = std::max(largest, double(std::fabs(out_with[i] - out_without[i])));
+  EXPECT_GT(largest, 50 * kAttentionTolerance * a.max_abs_v());
 }
 
 TEST(CpuAttention, MatchesFloatReference) {
@@ -675,7 +702,8 @@ TEST(CpuAttentionKernels, EveryVectorKernelMatchesTheReference) {
     const KvRows rows(type, k, v, kKeys, kHeadDim);
     const std::vector<const uint8_t*>& keys = rows.keys;
     const std::vector<const uint8_t*>& values = rows.values;
-    for (float softcap : {0.0f, 5.0f}) {
+    const std::vector<float> sinks = sink_logits(kHeads);
+    for (const auto& [softcap, with_sinks] : {std::pair{0.0f, false}, {5.0f, false}, {0.0f, true}, {5.0f, true}}) {
       auto run = [&](void (*kernel)(const cpu::HeadGroupAttention&)) {
         std::vector<float> out(kHeads * kHeadDim), scratch_q(kHeads * kHeadDim), scratch_scores(kHeads * kKeys);
         cpu::HeadGroupAttention a;
@@ -688,6 +716,7 @@ TEST(CpuAttentionKernels, EveryVectorKernelMatchesTheReference) {
         a.n_keys = kKeys;
         a.scale = 0.125f;
         a.softcap = softcap;
+        a.sinks = with_sinks ? sinks.data() : nullptr;
         a.out = out.data();
         a.scratch_q = scratch_q.data();
         a.scratch_scores = scratch_scores.data();
@@ -700,7 +729,8 @@ TEST(CpuAttentionKernels, EveryVectorKernelMatchesTheReference) {
         const std::vector<float> out = run(kernel.attend);
         for (size_t i = 0; i < out.size(); ++i) {
           ASSERT_NEAR(out[i], expected[i], kAttentionTolerance * 4.0)  // |v| < 4 here
-              << kernel.isa << " " << kv_type_name(type) << " softcap " << softcap << " element " << i;
+              << kernel.isa << " " << kv_type_name(type) << " softcap " << softcap << " sinks " << with_sinks
+              << " element " << i;
         }
       }
     }
@@ -734,7 +764,8 @@ TEST(CpuAttentionKernels, EveryWidthGivesTheSameBits) {
     const std::vector<const uint8_t*>& values = rows.values;
     for (int32_t n_heads : {1, 2, 3, 4, 6}) {
       for (int32_t n_keys : {1, 7, 16, 37, 100, 2000}) {
-        for (float scale : {0.0625f, 2.0f}) {
+        for (const auto& [scale, with_sinks] : {std::pair{0.0625f, false}, {2.0f, false}, {0.0625f, true}, {2.0f, true}}) {
+          const std::vector<float> sinks = sink_logits(n_heads);
           auto run = [&](void (*kernel)(const cpu::HeadGroupAttention&)) {
             std::vector<float> out(n_heads * kHeadDim), scratch_q(n_heads * kHeadDim), scratch_scores(n_heads * n_keys);
             cpu::HeadGroupAttention a;
@@ -746,6 +777,7 @@ TEST(CpuAttentionKernels, EveryWidthGivesTheSameBits) {
             a.kv_type = type;
             a.n_keys = n_keys;
             a.scale = scale;
+            a.sinks = with_sinks ? sinks.data() : nullptr;
             a.out = out.data();
             a.scratch_q = scratch_q.data();
             a.scratch_scores = scratch_scores.data();
@@ -757,7 +789,7 @@ TEST(CpuAttentionKernels, EveryWidthGivesTheSameBits) {
             const std::vector<float> other = run(kernels[k].attend);
             ASSERT_EQ(std::memcmp(widest.data(), other.data(), widest.size() * sizeof(float)), 0)
                 << kernels[k].isa << " vs " << kernels[0].isa << ": " << kv_type_name(type) << ", " << n_heads
-                << " heads, " << n_keys << " keys, scale " << scale;
+                << " heads, " << n_keys << " keys, scale " << scale << (with_sinks ? ", sinks" : "");
           }
           ++n_compared;
         }

@@ -26,6 +26,7 @@ struct HeadGroupAttention {
   int32_t n_keys = 0;                 // >= 1
   float scale = 1.0f;                 // applied to q·k before the softcap and softmax
   float softcap = 0.0f;               // 0: off; else s = softcap * tanh(s / softcap)
+  const float* sinks = nullptr;       // [n_heads] the group's sink logits (AttentionParams), or null
   float* out = nullptr;               // [n_heads, head_dim]
   float* scratch_q = nullptr;         // [n_heads * head_dim]
   float* scratch_scores = nullptr;    // [n_heads * n_keys]

@@ -43,11 +43,13 @@ void attend_head_group_ref(const HeadGroupAttention& a) {
       scores[j] = s;
       max_score = std::max(max_score, s);
     }
+    if (a.sinks != nullptr) max_score = std::max(max_score, a.sinks[h]);
     double sum = 0.0;
     for (int32_t j = 0; j < a.n_keys; ++j) {
       scores[j] = std::exp(scores[j] - max_score);
       sum += scores[j];
     }
+    if (a.sinks != nullptr) sum += std::exp(static_cast<double>(a.sinks[h]) - max_score);
     const float inv_sum = static_cast<float>(1.0 / sum);
     float* o = a.out + static_cast<int64_t>(h) * hd;
     std::fill(o, o + hd, 0.0f);

@@ -190,10 +190,11 @@ void value_heads(const HeadGroupAttention& a, const float* probabilities, float*
   }
 }
 
-// scores (raw dots) -> F16-rounded probabilities, in place, for one head. The order of
-// every sum depends only on the number of keys, so a token's probabilities do not depend
-// on its batch.
-void softmax(const HeadGroupAttention& a, float* scores) {
+// scores (raw dots) -> F16-rounded probabilities, in place, for one head (sink: its sink
+// logit, or null). The order of every sum depends only on the number of keys, so a
+// token's probabilities do not depend on its batch; a sink's term is added last, through
+// the same e^x as the scores'.
+void softmax(const HeadGroupAttention& a, float* scores, const float* sink) {
   const int32_t n = a.n_keys;
   const F scale = Simd::set1(a.scale);
   F max_v = Simd::set1(-INFINITY);
@@ -208,7 +209,9 @@ void softmax(const HeadGroupAttention& a, float* scores) {
     Simd::store_first(scores + j, n - j, v);
     max_v = Simd::max_first(max_v, v, n - j);
   }
-  const F max_score = Simd::set1(Simd::reduce_max(max_v));
+  const float scores_max = Simd::reduce_max(max_v);
+  const float max_scalar = sink != nullptr && *sink > scores_max ? *sink : scores_max;
+  const F max_score = Simd::set1(max_scalar);
   Simd::DoubleSums16 sums;
   for (int32_t j = 0; j < n; j += kLanes) {
     // Lanes past the end read 0 and give e^(-max); they are zeroed before the sum.
@@ -216,7 +219,13 @@ void softmax(const HeadGroupAttention& a, float* scores) {
     Simd::store_first(scores + j, n - j, e);
     sums.add(e, j);
   }
-  const F inv_sum = Simd::set1(static_cast<float>(1.0 / sums.total()));
+  double total = sums.total();
+  if (sink != nullptr) {
+    float e[kLanes];
+    Simd::store(e, Simd::exp_nonpositive(Simd::set1(*sink - max_scalar)));
+    total += e[0];
+  }
+  const F inv_sum = Simd::set1(static_cast<float>(1.0 / total));
   for (int32_t j = 0; j < n; j += kLanes) {
     Simd::store_first(scores + j, n - j, Simd::round_f16(Simd::mul(Simd::load_first(scores + j, n - j), inv_sum)));
   }
@@ -247,7 +256,9 @@ void attend(const HeadGroupAttention& a) {
     if (n == 2) score_heads<Rows, 2>(part, q16);
     if (n == 1) score_heads<Rows, 1>(part, q16);
   });
-  for (int32_t h = 0; h < a.n_heads; ++h) softmax(a, a.scratch_scores + static_cast<int64_t>(h) * a.n_keys);
+  for (int32_t h = 0; h < a.n_heads; ++h) {
+    softmax(a, a.scratch_scores + static_cast<int64_t>(h) * a.n_keys, a.sinks != nullptr ? a.sinks + h : nullptr);
+  }
   for_head_chunks(a.n_heads, [&](int32_t h, int32_t n) {
     const float* p = a.scratch_scores + static_cast<int64_t>(h) * a.n_keys;
     float* out = a.out + static_cast<int64_t>(h) * hd;

@@ -457,6 +457,7 @@ void CpuBackend::attention(const KvStorage& kv, const AttentionBatch& batch, con
       a.n_keys = n_keys;
       a.scale = params.scale;
       a.softcap = params.softcap;
+      a.sinks = params.sinks != nullptr ? params.sinks + first_head : nullptr;
       a.out = out + t * q_row + static_cast<int64_t>(first_head) * head_dim;
       a.scratch_q = scratch.q.data();
       a.scratch_scores = scratch.scores.data();
