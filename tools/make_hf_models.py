@@ -303,6 +303,13 @@ GEMMA_COMMON = dict(vocab_size=GEMMA_SPM_TRAINER["vocab_size"], hidden_size=128,
                     hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6, query_pre_attn_scalar=64,
                     sliding_window=8, tie_word_embeddings=True, attention_bias=False, dtype="bfloat16")
 
+def llama3_special_ids(ids: dict) -> dict:
+    """The Llama-3 style tokenizer's BOS and EOS ids, and no pad token (Phi3Config's default
+    pad id, 32000, is past the vocabulary)."""
+    return dict(pad_token_id=None, bos_token_id=ids["<|begin_of_text|>"],
+                eos_token_id=[ids["<|end_of_text|>"], ids["<|eot_id|>"]])
+
+
 MODELS = {
     "llama3": {
         "seed": 1000, "tokenizer": "llama3", "config_style": "legacy",
@@ -401,8 +408,7 @@ MODELS = {
             tie_word_embeddings=False, sliding_window=None, attention_bias=False,
             original_max_position_embeddings=256,
             rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 1.0},
-            pad_token_id=None, bos_token_id=ids["<|begin_of_text|>"],
-            eos_token_id=[ids["<|end_of_text|>"], ids["<|eot_id|>"]]),
+            **llama3_special_ids(ids)),
     },
     # Phi-3 rotating 3/4 of each head (partial_rotary_factor 0.75, top level in the legacy config as
     # microsoft/Phi-4-mini-instruct has it): the rotary pairs are values [0, 12) with [12, 24); 24..31
@@ -414,8 +420,7 @@ MODELS = {
             tie_word_embeddings=False, sliding_window=None, attention_bias=False,
             original_max_position_embeddings=256,
             rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.75},
-            pad_token_id=None, bos_token_id=ids["<|begin_of_text|>"],
-            eos_token_id=[ids["<|end_of_text|>"], ids["<|eot_id|>"]]),
+            **llama3_special_ids(ids)),
     },
     # Phi-3 with LongRoPE (as microsoft/Phi-3.5-mini-instruct: rope_scaling longrope with short and
     # long factors per rotary pair, original_max_position_embeddings top level), the original context
@@ -430,8 +435,7 @@ MODELS = {
             original_max_position_embeddings=16,
             rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 1.0,
                              "short_factor": LONGROPE_SHORT, "long_factor": LONGROPE_LONG},
-            pad_token_id=None, bos_token_id=ids["<|begin_of_text|>"],
-            eos_token_id=[ids["<|end_of_text|>"], ids["<|eot_id|>"]]),
+            **llama3_special_ids(ids)),
     },
     # SmolLM3: Llama's block, but every fourth layer (here layer 3) without rotary embedding (NoPE),
     # as HuggingFaceTB/SmolLM3-3B's no_rope_layer_interval 4; tied embeddings.
@@ -442,8 +446,7 @@ MODELS = {
             intermediate_size=256, rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False,
             use_sliding_window=False, sliding_window=None, no_rope_layer_interval=4,
             rope_parameters={"rope_type": "default", "rope_theta": 2000000.0},
-            pad_token_id=None, bos_token_id=ids["<|begin_of_text|>"],
-            eos_token_id=[ids["<|end_of_text|>"], ids["<|eot_id|>"]]),
+            **llama3_special_ids(ids)),
     },
     # OLMo 2: no norms before attention and FFN, RMSNorms after each (before the residual add), and
     # q/k RMSNorms over the whole q and k projections (all heads together), untied.
@@ -453,8 +456,7 @@ MODELS = {
             **COMMON, num_attention_heads=4, num_key_value_heads=2, intermediate_size=256, rms_norm_eps=1e-6,
             tie_word_embeddings=False, attention_bias=False,
             rope_parameters={"rope_type": "default", "rope_theta": 500000.0},
-            pad_token_id=None, bos_token_id=ids["<|begin_of_text|>"],
-            eos_token_id=[ids["<|end_of_text|>"], ids["<|eot_id|>"]]),
+            **llama3_special_ids(ids)),
     },
     # Granite 3: Llama's block with four multipliers: input embeddings times embedding_multiplier, each
     # block's attention and FFN output times residual_multiplier before the residual add, attention
@@ -469,8 +471,7 @@ MODELS = {
             tie_word_embeddings=True, attention_bias=False, mlp_bias=False,
             embedding_multiplier=2.0, residual_multiplier=1.5, attention_multiplier=0.2, logits_scaling=0.5,
             rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
-            pad_token_id=None, bos_token_id=ids["<|begin_of_text|>"],
-            eos_token_id=[ids["<|end_of_text|>"], ids["<|eot_id|>"]]),
+            **llama3_special_ids(ids)),
     },
 }
 GEMMA_LAYER_TYPES = {

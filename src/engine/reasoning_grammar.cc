@@ -1,5 +1,6 @@
 #include "engine/reasoning_grammar.h"
 
+#include <string_view>
 #include <utility>
 
 namespace tokenmill::engine {
@@ -7,6 +8,16 @@ namespace tokenmill::engine {
 namespace {
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+// Whether needle occurs in the concatenation of a and b, without building it (allows()
+// runs once per vocabulary entry when a mask is computed).
+bool contains_across(std::string_view a, std::string_view b, std::string_view needle) {
+  if (a.find(needle) != std::string_view::npos || b.find(needle) != std::string_view::npos) return true;
+  for (size_t k = 1; k < needle.size(); ++k) {  // needle's first k bytes end a, the rest start b
+    if (a.ends_with(needle.substr(0, k)) && b.starts_with(needle.substr(k))) return true;
+  }
+  return false;
+}
 
 }  // namespace
 
@@ -93,10 +104,8 @@ bool ReasoningGrammar::scan(State& state, std::string_view text, size_t& answer_
 
 bool ReasoningGrammar::allows(std::string_view text) const {
   if (state_.phase == Phase::kAnswer) return !answer_ || answer_->allows(text);
-  if (state_.phase == Phase::kReasoning) {
-    std::string window = state_.held;
-    window.append(text);
-    if (window.find(spec_->close) == std::string::npos) return true;  // the span goes on
+  if (state_.phase == Phase::kReasoning && !contains_across(state_.held, text, spec_->close)) {
+    return true;  // the span goes on
   }
   State state = state_;
   size_t answer_from = 0;

@@ -61,6 +61,10 @@ float vec_dot_iq4_xs_q8_K(int64_t n, const void* w, const void* a);
 // The 16 levels, and a dot product's float steps, shared with the SIMD kernels.
 extern const int8_t kIq4Levels[16];
 inline constexpr int kIq4NlLanes = 8;  // IQ4_NL sums: block b goes to lane b % 8
+// The IQ4_NL lanes' total, pairwise, as every kernel ends.
+inline float sum_iq4_nl_lanes(const float* l) {
+  return ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+}
 
 // quants_mxfp4.cc: MXFP4 (blocks.h), with IQ4_NL's float steps in its dot product.
 void dequantize_row_mxfp4(const void* src, float* dst, int64_t n);

@@ -212,7 +212,7 @@ float vec_dot_iq4_nl_q8_0(int64_t n, const void* w, const void* a) {
     const float d = f16_to_f32(x[b].d) * f16_to_f32(y[b].d);
     lanes[b % kIq4NlLanes] = std::fma(d, static_cast<float>(group_dot(x[b].qs, y[b].qs)), lanes[b % kIq4NlLanes]);
   }
-  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+  return sum_iq4_nl_lanes(lanes);
 }
 
 // Per super-block: sum_g (s_g - 32) * group sum, exact in int32 (|.| <= 8 * 32 * 32 * 127 * 127),

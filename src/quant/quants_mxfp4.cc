@@ -112,7 +112,7 @@ float vec_dot_mxfp4_q8_0(int64_t n, const void* w, const void* a) {
     const float d = mxfp4_scale(x[b].e) * f16_to_f32(y[b].d);
     lanes[b % kIq4NlLanes] = std::fma(d, static_cast<float>(isum), lanes[b % kIq4NlLanes]);
   }
-  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+  return sum_iq4_nl_lanes(lanes);
 }
 
 }  // namespace tokenmill::quant::ref

@@ -432,7 +432,8 @@ void add_ollama_routes(Router& router, const RouteContext& context) {
     const std::string name = ollama_model_name(parse_json_object(request.body));
     const ModelLease pinned = context.models.pinned();
     if (pinned && pinned->answers_to(name)) {
-      Json show = show_json(pinned->model().file(), pinned->path(), pinned->chat_template_source(), details_json(*pinned));
+      Json show = show_json(pinned->model().file(), pinned->path(), std::string(pinned->chat_template_source()),
+                            details_json(*pinned));
       show["modified_at"] = rfc3339(std::chrono::system_clock::from_time_t(pinned->modified_unix()));
       out->send(200, "application/json", dump_json(show));
       return;

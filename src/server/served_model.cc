@@ -82,7 +82,9 @@ std::vector<int32_t> ServedModel::text_prompt(std::string_view text) const {
   return tokenizer_->encode(text, /*add_special=*/true, /*parse_special=*/true);
 }
 
-std::string ServedModel::chat_template_source() const { return chat_template_ ? chat_template_->source() : ""; }
+std::string_view ServedModel::chat_template_source() const {
+  return chat_template_ ? std::string_view(chat_template_->source()) : std::string_view();
+}
 
 std::string ServedModel::parameter_size() const { return gguf::parameter_size_text(parameter_count_); }
 

@@ -57,8 +57,8 @@ class ServedModel {
   // Plain text as a prompt: BOS added as the vocabulary asks, special tokens parsed.
   std::vector<int32_t> text_prompt(std::string_view text) const;
 
-  // The chat template's source ("" if none).
-  std::string chat_template_source() const;
+  // The chat template's source ("" if none), valid as long as this object.
+  std::string_view chat_template_source() const;
 
   // Descriptions.
   const std::string& path() const { return path_; }

@@ -7,8 +7,8 @@
 //   };
 //
 // (AVX2: vpmaddubsw + vpmaddwd; AVX-512 VNNI: vpdpbusd on 256 bits), then includes this
-// body in that namespace (after <algorithm>, <cstring>, quant/blocks.h and
-// quant/kernels/scratch.h), so each copy has internal linkage.
+// body in that namespace (after <algorithm>, <cstring>, quant/blocks.h, quant/kernels_ref.h
+// and quant/kernels/scratch.h), so each copy has internal linkage.
 //
 // A group of 32 quants: its 16 bytes' low nibbles are elements 0-15 and the high nibbles
 // 16-31, so one vpshufb of the 16 levels (in both 128-bit halves) gives the 32 weights in
@@ -134,7 +134,7 @@ void nibble_table_tile(int64_t nb, const typename Format::Block* x, const uint8_
       const float d = Format::scale(x[t]) * iq4_half(y[r][t].d);
       l[t % 8] = iq4_fma(d, static_cast<float>(isum), l[t % 8]);
     }
-    out[r * out_stride] = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+    out[r * out_stride] = ref::sum_iq4_nl_lanes(l);
   }
 }
 
@@ -251,7 +251,7 @@ void mx_row_tile(int64_t nb, const uint8_t* row, const StagedMxGroup* staged, in
       const int32_t isum = iq4_total(iq4_partials(w, _mm256_abs_epi8(w), y[b].qs));
       l[b % 8] = iq4_fma(mxfp4_scale(x.e) * iq4_half(y[b].d), static_cast<float>(isum), l[b % 8]);
     }
-    results[t] = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+    results[t] = ref::sum_iq4_nl_lanes(l);
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "quant/blocks.h"
 #include "quant/kernels/scratch.h"
+#include "quant/kernels_ref.h"
 #include "quant/kernels/simd_kernels.h"
 
 namespace tokenmill::quant::avx2 {
