@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/fixtures/hf_models/<name>/: tiny random-weight Hugging Face models with reference outputs.
 
-Fifteen models, each a complete Hugging Face model directory (config.json, model.safetensors
+Sixteen models, each a complete Hugging Face model directory (config.json, model.safetensors
 in bfloat16, tokenizer.json, tokenizer_config.json, generation_config.json; the Gemma models
 tokenizer.model too) plus the reference outputs the C++ tests compare against, so the tests
 need neither torch nor transformers:
@@ -30,6 +30,8 @@ need neither torch nor transformers:
               context 16 so that the prompts run on the long factors)
     phi3_partial   as phi3, rope over 3/4 of each head (partial_rotary_factor  Llama-3 style tokenizer
               0.75, as microsoft/Phi-4-mini-instruct): 24 of 32 values rotate
+    qwen3_yarn  as qwen3, with YaRN rope scaling (factor 4 over an original    Qwen-2 style tokenizer
+              context of 16, rope base 1e4)
     smollm3   SmolLM3Config,  4 heads x 32, 2 kv heads, 4 layers, the fourth   Llama-3 style tokenizer
               without rotary embedding (NoPE, no_rope_layer_interval 4), tied
     olmo2     Olmo2Config,    4 heads x 32, 2 kv heads, norms after attention  Llama-3 style tokenizer
@@ -351,6 +353,19 @@ MODELS = {
             **COMMON, num_attention_heads=4, head_dim=64, num_key_value_heads=2, intermediate_size=256,
             rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False, use_sliding_window=False,
             sliding_window=None, rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+            bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"]),
+    },
+    # Qwen 3 with YaRN (as Qwen's long-context configs: rope_type yarn, factor 4), the original
+    # context shrunk to 16 and the base to 1e4 so that the prompts' positions reach the
+    # interpolated pairs; q and k scaled by 1 + 0.1 ln 4 (transformers' default attention factor).
+    "qwen3_yarn": {
+        "seed": 4100, "tokenizer": "qwen2", "config_style": "v5",
+        "config": lambda ids: Qwen3Config(
+            **COMMON, num_attention_heads=4, head_dim=64, num_key_value_heads=2, intermediate_size=256,
+            rms_norm_eps=1e-6, tie_word_embeddings=True, attention_bias=False, use_sliding_window=False,
+            sliding_window=None,
+            rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0,
+                             "original_max_position_embeddings": 16},
             bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"]),
     },
     # Mixture of experts: every layer sparse, 8 experts, 2 per token.
@@ -1248,6 +1263,10 @@ def build(name: str, spec: dict, tok: Tokenizer, texts: list[str], config_style:
         other = AutoModelForCausalLM.from_config(whole, attn_implementation="eager", dtype=torch.float32).eval()
         other.load_state_dict(model.state_dict())
         reference["partial_rotary_sensitivity"] = round(max_diff(logits, all_logits(other, prompts)), 5)
+    if name == "qwen3_yarn":
+        plain = copy.deepcopy(config)
+        plain.rope_parameters = {"rope_type": "default", "rope_theta": config.rope_parameters["rope_theta"]}
+        reference["yarn_sensitivity"] = round(max_diff(logits, all_logits(with_config(model, plain), prompts)), 5)
     if name == "smollm3":
         every = copy.deepcopy(config)
         every.no_rope_layers = [1] * config.num_hidden_layers
@@ -1342,7 +1361,7 @@ def build(name: str, spec: dict, tok: Tokenizer, texts: list[str], config_style:
           f"greedy margin min {min(margins):.4f} median {float(np.median(margins)):.3f}, "
           f"distinct greedy tokens {[len(set(r[0])) for r in runs]}, reload diff {reload_diff}")
     for key in ("rope_scaling_sensitivity", "qk_norm_sensitivity", *GEMMA_SENSITIVITIES, "fused_order_sensitivity",
-                "nope_sensitivity", "embedding_multiplier_sensitivity", "residual_multiplier_sensitivity",
+                "nope_sensitivity", "yarn_sensitivity", "embedding_multiplier_sensitivity", "residual_multiplier_sensitivity",
                 "attention_multiplier_sensitivity", "logits_scaling_sensitivity",
                 "long_factor_sensitivity", "attention_factor_sensitivity",
                 "n_expert", "n_expert_used",

@@ -278,6 +278,10 @@ Status check_hf_config(const HfArchitecture& arch, const HfConfig& c) {
     return unsupported(std::string("config.json: partial_rotary_factor other than 1 is supported for phi3 only, not ") +
                        arch.model_type);
   }
+  if (c.yarn && (arch.fused || arch.gemma || c.rotary_dim != c.head_dim)) {
+    return unsupported(std::string("config.json: YaRN is not supported for ") + arch.model_type +
+                       (c.rotary_dim != c.head_dim ? " with partial rotary" : ""));
+  }
   if (arch.fused) {
     if (c.llama3_rope || c.linear_rope_factor > 0) {
       return unsupported("config.json: Phi-3 with rope scaling other than LongRoPE is not supported");
@@ -385,6 +389,13 @@ void write_architecture_metadata(const HfArchitecture& arch, const HfConfig& c, 
     w.set_f32(a + ".rope.scaling.attn_factor", static_cast<float>(c.longrope->attention_factor));
     w.set_u32(a + ".rope.scaling.original_context_length",
               static_cast<uint32_t>(c.longrope->original_max_position_embeddings));
+  }
+  if (c.yarn) {  // as llama.cpp's converter writes it; beta_fast/slow only where not 32/1
+    w.set_string(a + ".rope.scaling.type", "yarn");
+    w.set_f32(a + ".rope.scaling.factor", static_cast<float>(c.yarn->factor));
+    w.set_u32(a + ".rope.scaling.original_context_length", static_cast<uint32_t>(c.yarn->original_max_position_embeddings));
+    if (c.yarn->beta_fast != 32.0) w.set_f32(a + ".rope.scaling.yarn_beta_fast", static_cast<float>(c.yarn->beta_fast));
+    if (c.yarn->beta_slow != 1.0) w.set_f32(a + ".rope.scaling.yarn_beta_slow", static_cast<float>(c.yarn->beta_slow));
   }
   if (c.linear_rope_factor > 0) {
     w.set_string(a + ".rope.scaling.type", "linear");

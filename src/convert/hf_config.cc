@@ -144,13 +144,39 @@ Status read_rope_scaling(const json& c, const std::string& label, HfConfig& conf
   if (type == "longrope" || type == "su") {
     return read_longrope(c, r, where, config);
   }
+  if (type == "yarn") {
+    YarnScaling s;
+    TM_RETURN_IF_ERROR(read_positive_number(r, where, "factor", s.factor));
+    double original = 0;
+    if (r.contains("original_max_position_embeddings")) {
+      TM_RETURN_IF_ERROR(read_positive_number(r, where, "original_max_position_embeddings", original));
+    } else {
+      TM_RETURN_IF_ERROR(read_positive_number(c, label, "max_position_embeddings", original));
+    }
+    if (original < 2) return field_error(where, "original_max_position_embeddings", "is missing");
+    s.original_max_position_embeddings = static_cast<int64_t>(original);
+    if (r.contains("beta_fast")) TM_RETURN_IF_ERROR(read_positive_number(r, where, "beta_fast", s.beta_fast));
+    if (r.contains("beta_slow")) TM_RETURN_IF_ERROR(read_positive_number(r, where, "beta_slow", s.beta_slow));
+    // Variants GGUF readers do not compute: another attention factor, DeepSeek's mscale
+    // pair, frequencies without the rounded ramp ends.
+    for (const char* other : {"attention_factor", "mscale", "mscale_all_dim"}) {
+      if (r.contains(other) && !r[other].is_null()) {
+        return unsupported(where + ": YaRN with '" + other + "' is not supported");
+      }
+    }
+    if (r.contains("truncate") && r["truncate"] == false) {
+      return unsupported(where + ": YaRN with truncate false is not supported");
+    }
+    config.yarn = s;
+    return {};
+  }
   if (type == "linear") {
     double factor = 1.0;
     TM_RETURN_IF_ERROR(read_positive_number(r, where, "factor", factor));
     config.linear_rope_factor = factor;
     return {};
   }
-  return unsupported(where + ": type '" + type + "' is not supported (supported: default, linear, llama3, longrope)");
+  return unsupported(where + ": type '" + type + "' is not supported (supported: default, linear, llama3, longrope, yarn)");
 }
 
 }  // namespace

@@ -31,6 +31,17 @@ struct LongRopeScaling {
   double attention_factor = 1.0;
 };
 
+// YaRN (rope_type "yarn": Qwen 2.5 and Qwen 3 long-context, gpt-oss): frequencies
+// blended between interpolated (divided by factor) and extrapolated by a ramp over the
+// rotary pairs between beta_fast and beta_slow rotations in the original context, and q·k
+// scaled by (1 + 0.1 ln factor)^2.
+struct YarnScaling {
+  double factor = 1.0;
+  int64_t original_max_position_embeddings = 0;
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+};
+
 struct HfConfig {
   std::string model_type;
   int64_t hidden_size = 0;
@@ -52,6 +63,7 @@ struct HfConfig {
   std::optional<Llama3RopeScaling> llama3_rope;
   std::optional<LongRopeScaling> longrope;
   double linear_rope_factor = 0;  // rope_scaling {"rope_type": "linear"}: positions divided by it
+  std::optional<YarnScaling> yarn;
   int64_t sliding_window = 0;     // 0: none
   // Mixture of experts (num_experts or num_local_experts; 0: dense), the experts each
   // token uses, and each expert's FFN width (moe_intermediate_size, else intermediate_size).

@@ -1,10 +1,12 @@
 #include "model/model_config.h"
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 #include <string_view>
+#include <tuple>
 
 namespace tokenmill::model {
 
@@ -135,7 +137,59 @@ Status refuse_unhonoured_keys(const gguf::File& file, const ArchitectureSpec& sp
   return {};
 }
 
+// YaRN's metadata (llama.cpp's keys). The variants GGUF readers also know (another
+// extrapolation mix, attention factor or DeepSeek's log multiplier) are refused unless
+// neutral, and so is YaRN over part of each head (its q and k scale would then miss the
+// unrotated values).
+Status read_yarn(const gguf::File& file, const std::string& a, double factor, ModelConfig& c) {
+  if (!(factor < 1e4)) return corrupt_data(a + ".rope.scaling.factor " + number_text(factor) + " is out of range");
+  const int64_t original = file.get_int_or(a + ".rope.scaling.original_context_length", 0);
+  if (original < 2 || original > INT32_MAX) {
+    return corrupt_data("YaRN needs " + a + ".rope.scaling.original_context_length (it is " + std::to_string(original) + ")");
+  }
+  if (c.n_rot != c.head_dim) return unsupported("YaRN over part of each head (rope.dimension_count) is not supported");
+  for (const auto& [suffix, neutral, other] : {std::tuple{"rope.scaling.yarn_ext_factor", 1.0, -1.0},
+                                               {"rope.scaling.yarn_attn_factor", 1.0, 1.0},
+                                               {"rope.scaling.attn_factor", 1.0, 1.0},
+                                               {"rope.scaling.yarn_log_multiplier", 0.0, 0.0}}) {
+    const std::string key = a + "." + suffix;
+    if (!file.find(key)) continue;
+    const double v = file.get_double_or(key, neutral);
+    if (v != neutral && v != other) {
+      return unsupported("metadata '" + key + "' = " + number_text(v) + ": this YaRN variant is not supported");
+    }
+  }
+  YarnRope y;
+  y.factor = static_cast<float>(factor);
+  y.original_context = static_cast<int32_t>(original);
+  y.beta_fast = static_cast<float>(file.get_double_or(a + ".rope.scaling.yarn_beta_fast", 32.0));
+  y.beta_slow = static_cast<float>(file.get_double_or(a + ".rope.scaling.yarn_beta_slow", 1.0));
+  if (!(y.beta_fast > 0 && y.beta_slow > 0 && y.beta_fast < 1e6 && y.beta_slow < 1e6)) {
+    return corrupt_data("YaRN beta_fast / beta_slow out of range");
+  }
+  c.yarn = y;
+  return {};
+}
+
 }  // namespace
+
+std::vector<float> yarn_rope_divisors(const ModelConfig& c) {
+  // The pair whose wavelength turns `rotations` times within the original context.
+  const double n = c.n_rot, base = c.rope_freq_base, two_pi = 2.0 * 3.14159265358979323846;
+  auto pair_of = [&](double rotations) {
+    return n * std::log(c.yarn->original_context / (rotations * two_pi)) / (2.0 * std::log(base));
+  };
+  const double low = std::max(0.0, std::floor(pair_of(c.yarn->beta_fast)));
+  const double high = std::min(n - 1, std::ceil(pair_of(c.yarn->beta_slow)));
+  std::vector<float> divisors(static_cast<size_t>(c.n_rot / 2));
+  for (size_t i = 0; i < divisors.size(); ++i) {
+    // extrapolate: 1 for the fast pairs (below low), 0 for the slow ones (above high).
+    const double ramp = std::clamp((static_cast<double>(i) - low) / std::max(0.001, high - low), 0.0, 1.0);
+    const double extrapolate = 1.0 - ramp;
+    divisors[i] = static_cast<float>(1.0 / ((1.0 - extrapolate) / c.yarn->factor + extrapolate));
+  }
+  return divisors;
+}
 
 Result<ModelConfig> read_model_config(const gguf::File& file) {
   ModelConfig c;
@@ -238,6 +292,8 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
   const std::string rope_type = file.get_string_or(a + ".rope.scaling.type", "none");
   if (rope_type == "linear" && rope_factor > 0) {
     c.rope_freq_scale = static_cast<float>(1.0 / rope_factor);
+  } else if (rope_type == "yarn" && rope_factor > 1.0) {
+    TM_RETURN_IF_ERROR(read_yarn(file, a, rope_factor, c));
   } else if (rope_type != "none" && rope_factor != 1.0) {
     return unsupported("rope scaling type '" + rope_type + "' is not supported");
   }
@@ -314,6 +370,15 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
   }
   if (c.longrope && (c.architecture == Architecture::kGemma2 || c.architecture == Architecture::kGemma3)) {
     return unsupported("LongRoPE is not supported for " + a);
+  }
+  if (c.yarn) {
+    // Gemma's per-layer bases and Granite's own attention scale are not combined with it.
+    if (c.longrope || c.architecture == Architecture::kGemma2 || c.architecture == Architecture::kGemma3 ||
+        c.architecture == Architecture::kGranite) {
+      return unsupported("YaRN rope scaling is not supported for " + a + (c.longrope ? " with LongRoPE" : ""));
+    }
+    const float mscale = 1.0f + 0.1f * std::log(c.yarn->factor);
+    c.attention_scale *= mscale * mscale;
   }
   if (c.architecture == Architecture::kQwen3Moe || file.find(a + ".expert_count")) {
     TM_RETURN_IF_ERROR(read_positive(file, a, "expert_count", c.n_expert));

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,17 @@
 namespace tokenmill::model {
 
 enum class Architecture { kGemma2, kGemma3, kGranite, kLlama, kOlmo2, kPhi3, kQwen2, kQwen3, kQwen3Moe, kSmolLM3 };
+
+// YaRN rope scaling (rope.scaling.type "yarn"): each rotary pair's frequency blended between
+// interpolated (divided by factor) and extrapolated by a ramp over the pairs that turn
+// between beta_fast and beta_slow times within the original context; the rotated q and k
+// scaled by 1 + 0.1 ln(factor) (folded into attention_scale).
+struct YarnRope {
+  float factor = 1.0f;
+  int32_t original_context = 0;
+  float beta_fast = 32.0f;
+  float beta_slow = 1.0f;
+};
 
 struct ModelConfig {
   Architecture architecture = Architecture::kLlama;
@@ -30,6 +42,7 @@ struct ModelConfig {
   float rope_freq_base = 10000.0f;
   float rope_freq_base_local = 10000.0f;  // sliding-window layers (Gemma 3)
   float rope_freq_scale = 1.0f;
+  std::optional<YarnRope> yarn;
   ops::RopeStyle rope_style = ops::RopeStyle::kNormal;
   // LongRoPE (Phi-3 128k, Phi-3.5): per-pair divisors from rope_factors_short.weight, or
   // rope_factors_long.weight when a sequence may grow past rope_original_context (chosen
@@ -63,6 +76,10 @@ struct ModelConfig {
 };
 
 Result<ModelConfig> read_model_config(const gguf::File& file);
+
+// YaRN's per-pair divisors of the rotary frequencies ([n_rot / 2], as rope_freqs.weight's
+// are applied). REQUIRES: config.yarn.
+std::vector<float> yarn_rope_divisors(const ModelConfig& config);
 
 // The general.architecture names read_model_config accepts, comma-separated.
 std::string supported_architectures();

@@ -35,6 +35,11 @@ Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& c) 
     w.tied_output = true;
   }
   if (b.has("rope_freqs.weight")) TM_RETURN_IF_ERROR(b.vector("rope_freqs.weight", c.n_rot / 2, w.rope_freqs));
+  if (c.yarn) {
+    if (w.rope_freqs) return corrupt_data("a model with both rope_freqs.weight and YaRN scaling");
+    w.computed_rope_freqs = yarn_rope_divisors(c);
+    w.rope_freqs = w.computed_rope_freqs.data();
+  }
   if (c.longrope) {
     if (w.rope_freqs) return corrupt_data("a model with both rope_freqs.weight and LongRoPE factors");
     const char* factors = c.rope_long_factors ? "rope_factors_long.weight" : "rope_factors_short.weight";

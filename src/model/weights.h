@@ -57,6 +57,9 @@ struct ModelWeights {
   // [head_dim / 2] divisors of the rotary frequencies (Llama 3.1+'s rope scaling, baked
   // into the tensor rope_freqs.weight by the converter); null when the file has none.
   const float* rope_freqs = nullptr;
+  // Divisors computed at load (YaRN); rope_freqs then points into this vector, which
+  // ModelWeights only ever moves (a move keeps the buffer).
+  std::vector<float> computed_rope_freqs;
   std::vector<LayerWeights> layers;
   int32_t n_expert_used = 0;  // experts a token reads per layer (0: dense)
   // Buffers of matrices repacked at load (repack_for_kernels); the matrices point into them.

@@ -322,7 +322,7 @@ TEST(LongRope, LongFactorsOnlyWhenSequencesMayPassTheOriginalContext) {
   std::filesystem::remove(path);
 }
 
-INSTANTIATE_TEST_SUITE_P(Architectures, HfReference, ::testing::Values("llama3", "mistral", "mistral_swa", "qwen2", "qwen3", "qwen3moe", "mixtral", "gemma2", "gemma3", "phi3", "phi3_longrope", "phi3_partial", "smollm3", "olmo2", "granite"),
+INSTANTIATE_TEST_SUITE_P(Architectures, HfReference, ::testing::Values("llama3", "mistral", "mistral_swa", "qwen2", "qwen3", "qwen3moe", "mixtral", "gemma2", "gemma3", "phi3", "phi3_longrope", "phi3_partial", "smollm3", "olmo2", "granite", "qwen3_yarn"),
                          [](const auto& info) { return std::string(info.param); });
 
 }  // namespace

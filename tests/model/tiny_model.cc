@@ -156,6 +156,7 @@ Result<std::vector<uint8_t>> build_tiny_gguf(const TinyModelSpec& s) {
   if (s.final_logit_softcap > 0.0f) w.set_f32(a + ".final_logit_softcapping", s.final_logit_softcap);
   for (const auto& [suffix, value] : s.extra_f32) w.set_f32(a + "." + suffix, value);
   for (const auto& [suffix, value] : s.extra_u32) w.set_u32(a + "." + suffix, value);
+  for (const auto& [suffix, value] : s.extra_strings) w.set_string(a + "." + suffix, value);
 
   const bool gemma = a == "gemma3";
   const bool qwen = a == "qwen2";

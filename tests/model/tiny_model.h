@@ -42,9 +42,10 @@ struct TinyModelSpec {
   bool rope_freqs = false;   // a rope_freqs.weight tensor (Llama 3.1+'s rope scaling)
   int32_t rope_dimension_count = 0;  // > 0: written as rope.dimension_count (partial rotary)
 
-  // More metadata: "<architecture>.<suffix>" = value (F32 or U32), after the keys above.
+  // More metadata: "<architecture>.<suffix>" = value (F32, U32 or string), after the keys above.
   std::map<std::string, float> extra_f32;
   std::map<std::string, uint32_t> extra_u32;
+  std::map<std::string, std::string> extra_strings;
 
   std::vector<gguf::TensorType> matrix_types = {gguf::TensorType::kF32};
   uint32_t seed = 1;

@@ -772,6 +772,31 @@ TEST(TinyModelLoad, ArithmeticKeysAnArchitectureDoesNotHonourAreRefused) {
   EXPECT_TRUE(testing::load_tiny_model(spec).ok());
 }
 
+// YaRN: read from llama.cpp's keys; its variants that are not implemented are refused.
+TEST(TinyModelLoad, YarnIsReadAndItsOtherVariantsRefused) {
+  TinyModelSpec spec = testing::tiny_llama_spec();
+  spec.extra_f32 = {{"rope.scaling.factor", 4.0f}};
+  spec.extra_u32 = {{"rope.scaling.original_context_length", 64}};
+  spec.extra_strings = {{"rope.scaling.type", "yarn"}};
+  auto model = testing::load_tiny_model(spec);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  const model::ModelConfig& c = (*model)->config();
+  ASSERT_TRUE(c.yarn.has_value());
+  EXPECT_EQ(c.yarn->original_context, 64);
+  const float mscale = 1.0f + 0.1f * std::log(4.0f);
+  EXPECT_FLOAT_EQ(c.attention_scale, mscale * mscale / std::sqrt(static_cast<float>(spec.head_dim)));
+  // Fast pairs keep their frequency (divisor 1), slow ones are interpolated (divisor 4).
+  const float* divisors = (*model)->weights().rope_freqs;
+  ASSERT_NE(divisors, nullptr);
+  EXPECT_FLOAT_EQ(divisors[0], 1.0f);
+  EXPECT_FLOAT_EQ(divisors[spec.head_dim / 2 - 1], 4.0f);
+  spec.extra_f32["rope.scaling.yarn_attn_factor"] = 2.0f;
+  expect_load_error(spec, ErrorCode::kUnsupported, "'llama.rope.scaling.yarn_attn_factor' = 2");
+  spec.extra_f32.erase("rope.scaling.yarn_attn_factor");
+  spec.extra_u32.clear();
+  expect_load_error(spec, ErrorCode::kCorruptData, "YaRN needs llama.rope.scaling.original_context_length");
+}
+
 TEST(TinyModelLoad, UnsupportedArchitecture) {
   TinyModelSpec spec = testing::tiny_llama_spec();
   spec.architecture = "mamba";
