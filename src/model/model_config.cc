@@ -38,7 +38,8 @@ Status read_uniform_window(const gguf::File& file, const std::string& arch, Mode
 
 // The metadata keys (after "<arch>.") that change a model's arithmetic beyond the sizes,
 // norms' epsilon, rope base, dimension count and scaling, and experts that every
-// architecture reads; and the value at which each changes nothing (NaN: any value does).
+// architecture reads; and the values at which each changes nothing (NaN: none, so any
+// value is refused where the key is not honoured).
 struct ArithmeticKey {
   const char* suffix;
   double neutral;
