@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <limits>
 #include <string_view>
-#include <tuple>
 
 namespace tokenmill::model {
 
@@ -119,21 +118,28 @@ const ArchitectureSpec* find_architecture(std::string_view name) {
   return nullptr;
 }
 
+// OK where "<arch>.<k.suffix>" is absent or holds one of k's neutral values; else an
+// unsupported error naming the key and its value, then `why`.
+Status refuse_unless_neutral(const gguf::File& file, const std::string& arch, const ArithmeticKey& k,
+                             const std::string& why) {
+  const std::string key = arch + "." + k.suffix;
+  if (file.find(key) == nullptr) return {};
+  auto number = file.get_double(key);
+  if (!number.ok()) {
+    if (auto flag = file.get_bool(key); flag.ok()) number = *flag ? 1.0 : 0.0;
+  }
+  if (number.ok() && (*number == k.neutral || *number == k.other_neutral)) return {};
+  return unsupported("metadata '" + key + "' = " + (number.ok() ? number_text(*number) : std::string("(not a number)")) +
+                     why);
+}
+
 // Refuses a key of kArithmeticKeys that the architecture neither honours nor may ignore,
 // unless its value changes nothing.
 Status refuse_unhonoured_keys(const gguf::File& file, const ArchitectureSpec& spec) {
   for (const ArithmeticKey& k : kArithmeticKeys) {
     if (lists(spec.honoured, k.suffix) || lists(spec.ignored, k.suffix)) continue;
-    const std::string key = std::string(spec.name) + "." + k.suffix;
-    const gguf::Value* value = file.find(key);
-    if (value == nullptr) continue;
-    auto number = file.get_double(key);
-    if (!number.ok()) {
-      if (auto flag = file.get_bool(key); flag.ok()) number = *flag ? 1.0 : 0.0;
-    }
-    if (number.ok() && (*number == k.neutral || *number == k.other_neutral)) continue;
-    return unsupported("metadata '" + key + "' = " + (number.ok() ? number_text(*number) : std::string("(not a number)")) +
-                       " changes the arithmetic in a way tokenmill does not implement for " + spec.name);
+    TM_RETURN_IF_ERROR(refuse_unless_neutral(
+        file, spec.name, k, std::string(" changes the arithmetic in a way tokenmill does not implement for ") + spec.name));
   }
   return {};
 }
@@ -149,16 +155,12 @@ Status read_yarn(const gguf::File& file, const std::string& a, double factor, Mo
     return corrupt_data("YaRN needs " + a + ".rope.scaling.original_context_length (it is " + std::to_string(original) + ")");
   }
   if (c.n_rot != c.head_dim) return unsupported("YaRN over part of each head (rope.dimension_count) is not supported");
-  for (const auto& [suffix, neutral, other] : {std::tuple{"rope.scaling.yarn_ext_factor", 1.0, -1.0},
-                                               {"rope.scaling.yarn_attn_factor", 1.0, 1.0},
-                                               {"rope.scaling.attn_factor", 1.0, 1.0},
-                                               {"rope.scaling.yarn_log_multiplier", 0.0, 0.0}}) {
-    const std::string key = a + "." + suffix;
-    if (!file.find(key)) continue;
-    const double v = file.get_double_or(key, neutral);
-    if (v != neutral && v != other) {
-      return unsupported("metadata '" + key + "' = " + number_text(v) + ": this YaRN variant is not supported");
-    }
+  constexpr ArithmeticKey kVariantKeys[] = {{"rope.scaling.yarn_ext_factor", 1, -1},  // -1: llama.cpp's "unset"
+                                            {"rope.scaling.yarn_attn_factor", 1, kNone},
+                                            {"rope.scaling.attn_factor", 1, kNone},
+                                            {"rope.scaling.yarn_log_multiplier", 0, kNone}};
+  for (const ArithmeticKey& k : kVariantKeys) {
+    TM_RETURN_IF_ERROR(refuse_unless_neutral(file, a, k, ": this YaRN variant is not supported"));
   }
   YarnRope y;
   y.factor = static_cast<float>(factor);

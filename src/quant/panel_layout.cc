@@ -105,8 +105,8 @@ void dequantize_interleaved_row(gguf::TensorType type, size_t block_bytes, const
   }
 }
 
-// MXFP4: each row on its own, its blocks in groups of 8 (see the header).
-constexpr int kMxGroupBlocks = 8;
+// MXFP4: each row on its own, its blocks in groups of kMxfp4GroupBlocks (see the header).
+constexpr int kMxGroupBlocks = kMxfp4GroupBlocks;
 
 void pack_mxfp4_row(const uint8_t* src, size_t row_bytes, uint8_t* dst) {
   const auto* blocks = reinterpret_cast<const BlockMXFP4*>(src);

@@ -32,6 +32,7 @@
 namespace tokenmill::quant {
 
 inline constexpr int64_t kPanelRows = 16;
+inline constexpr int kMxfp4GroupBlocks = 8;  // MXFP4: blocks regrouped together (see above)
 
 // Whether `type` has a panel layout (and n_rows must still be a multiple of kPanelRows).
 bool has_panel_layout(gguf::TensorType type);

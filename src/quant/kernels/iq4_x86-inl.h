@@ -7,8 +7,8 @@
 //   };
 //
 // (AVX2: vpmaddubsw + vpmaddwd; AVX-512 VNNI: vpdpbusd on 256 bits), then includes this
-// body in that namespace (after <algorithm>, <cstring>, quant/blocks.h, quant/kernels_ref.h
-// and quant/kernels/scratch.h), so each copy has internal linkage.
+// body in that namespace (after <algorithm>, <cstring>, quant/blocks.h, quant/kernels_ref.h,
+// quant/panel_layout.h and quant/kernels/scratch.h), so each copy has internal linkage.
 //
 // A group of 32 quants: its 16 bytes' low nibbles are elements 0-15 and the high nibbles
 // 16-31, so one vpshufb of the 16 levels (in both 128-bit halves) gives the 32 weights in
@@ -82,6 +82,14 @@ struct Iq4NlFormat {
         static_cast<int16_t>(x[6].d), static_cast<int16_t>(x[7].d)));
   }
 };
+// 2^(e - 128) for eight E8M0 exponents as int32 lanes: (e - 1) << 23, or the subnormal
+// 0x00200000 << e for e < 2 (mxfp4_scale's bits).
+inline __m256 mxfp4_scales8(__m256i e) {
+  const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
+  const __m256i small = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
+  return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, small, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
+}
+
 struct Mxfp4Format {
   using Block = BlockMXFP4;
   static __m256i levels() {
@@ -90,14 +98,21 @@ struct Mxfp4Format {
   }
   static float scale(const Block& x) { return mxfp4_scale(x.e); }
   static __m256 scales8(const Block* x) {
-    // 2^(e - 128) for e >= 2 is (e - 1) << 23; the rare e < 2 (subnormal) from the table.
-    const __m256i e = _mm256_setr_epi32(x[0].e, x[1].e, x[2].e, x[3].e, x[4].e, x[5].e, x[6].e, x[7].e);
-    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
-    const __m256i small = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
-    const __m256i is_small = _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e);
-    return _mm256_castsi256_ps(_mm256_blendv_epi8(normal, small, is_small));
+    return mxfp4_scales8(_mm256_setr_epi32(x[0].e, x[1].e, x[2].e, x[3].e, x[4].e, x[5].e, x[6].e, x[7].e));
   }
 };
+
+// Blocks first .. nb - 1 of one weight row (fewer than 8, after a multiple of 8; tail[i] is
+// block first + i) against one token, each fused into its lane l[b % 8] as the reference does.
+template <typename Format>
+void fuse_tail_blocks(int64_t first, int64_t nb, const typename Format::Block* tail, const BlockQ8_0* y,
+                      __m256i levels, float* l) {
+  for (int64_t b = first; b < nb; ++b) {
+    const __m256i w = iq4_group(tail[b - first].qs, levels);
+    const int32_t isum = iq4_total(iq4_partials(w, _mm256_abs_epi8(w), y[b].qs));
+    l[b % 8] = iq4_fma(Format::scale(tail[b - first]) * iq4_half(y[b].d), static_cast<float>(isum), l[b % 8]);
+  }
+}
 
 template <typename Format, int R>
 void nibble_table_tile(int64_t nb, const typename Format::Block* x, const uint8_t* a, size_t a_stride, float* out,
@@ -128,12 +143,7 @@ void nibble_table_tile(int64_t nb, const typename Format::Block* x, const uint8_
   for (int r = 0; r < R; ++r) {
     alignas(32) float l[8];
     _mm256_store_ps(l, lanes[r]);
-    for (int64_t t = b; t < nb; ++t) {  // t - b < 8: block t's lane is t % 8
-      const __m256i w = iq4_group(x[t].qs, levels);
-      const int32_t isum = iq4_total(iq4_partials(w, _mm256_abs_epi8(w), y[r][t].qs));
-      const float d = Format::scale(x[t]) * iq4_half(y[r][t].d);
-      l[t % 8] = iq4_fma(d, static_cast<float>(isum), l[t % 8]);
-    }
+    fuse_tail_blocks<Format>(b, nb, x + b, y[r], levels, l);
     out[r * out_stride] = ref::sum_iq4_nl_lanes(l);
   }
 }
@@ -174,7 +184,7 @@ void iq4_xs_tile(int64_t nb, const BlockIQ4_XS* x, const uint8_t* a, size_t a_st
 // * a in lane k, and 12 * (block k's activation sum) comes off it: the reference's integer
 // per block, already in the lane the reference fuses it into (block b in lane b % 8, float
 // steps of kernels_ref.h). So the bits are the reference's, as in the row kernel.
-constexpr int kMxGroupBlocks = 8;
+constexpr int kMxGroupBlocks = kMxfp4GroupBlocks;
 constexpr size_t kMxGroupBytes = kMxGroupBlocks * sizeof(BlockMXFP4);
 constexpr int kMxTokenChunk = 64;  // tokens staged at once
 
@@ -212,8 +222,8 @@ void stage_mx_tokens(int64_t n_groups, const uint8_t* a, size_t a_stride, int64_
 template <int kTokens>
 void mx_row_tile(int64_t nb, const uint8_t* row, const StagedMxGroup* staged, int64_t n_groups,
                  const uint8_t* a, size_t a_stride, float* results) {
-  const __m256i levels = _mm256_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0,  //
-                                          12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0);
+  const __m256i signed_levels = Mxfp4Format::levels();
+  const __m256i levels = _mm256_add_epi8(signed_levels, _mm256_set1_epi8(12));
   const __m256i low4 = _mm256_set1_epi8(0x0f);
   __m256 lanes[kTokens];
   for (int t = 0; t < kTokens; ++t) lanes[t] = _mm256_setzero_ps();
@@ -226,11 +236,8 @@ void mx_row_tile(int64_t nb, const uint8_t* row, const StagedMxGroup* staged, in
       w[i] = _mm256_shuffle_epi8(levels, _mm256_and_si256(packed, low4));
       w[4 + i] = _mm256_shuffle_epi8(levels, _mm256_and_si256(_mm256_srli_epi16(packed, 4), low4));
     }
-    // 2^(e - 128): (e - 1) << 23, or the subnormal 0x00200000 << e for e < 2.
-    const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(group + 128)));
-    const __m256i normal = _mm256_slli_epi32(_mm256_sub_epi32(e, _mm256_set1_epi32(1)), 23);
-    const __m256i small = _mm256_sllv_epi32(_mm256_set1_epi32(0x00200000), e);
-    const __m256 dw = _mm256_castsi256_ps(_mm256_blendv_epi8(normal, small, _mm256_cmpgt_epi32(_mm256_set1_epi32(2), e)));
+    const __m256 dw =
+        mxfp4_scales8(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(group + 128))));
     for (int t = 0; t < kTokens; ++t) {
       const StagedMxGroup& s = staged[t * n_groups + g];
       __m256i acc = Iq4Dot::dot(_mm256_setzero_si256(), w[0], s.a[0]);
@@ -239,18 +246,13 @@ void mx_row_tile(int64_t nb, const uint8_t* row, const StagedMxGroup* staged, in
       lanes[t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, s.d), _mm256_cvtepi32_ps(isum), lanes[t]);
     }
   }
+  const int64_t first = full * kMxGroupBlocks;  // the tail blocks lie as in the file
   const auto* tail = reinterpret_cast<const BlockMXFP4*>(row + static_cast<size_t>(full) * kMxGroupBytes);
-  const __m256i signed_levels = Mxfp4Format::levels();
   for (int t = 0; t < kTokens; ++t) {
     alignas(32) float l[8];
     _mm256_store_ps(l, lanes[t]);
-    const auto* y = reinterpret_cast<const BlockQ8_0*>(a + static_cast<size_t>(t) * a_stride);
-    for (int64_t b = full * kMxGroupBlocks; b < nb; ++b) {  // block b's lane is b % 8
-      const BlockMXFP4& x = tail[b - full * kMxGroupBlocks];
-      const __m256i w = iq4_group(x.qs, signed_levels);
-      const int32_t isum = iq4_total(iq4_partials(w, _mm256_abs_epi8(w), y[b].qs));
-      l[b % 8] = iq4_fma(mxfp4_scale(x.e) * iq4_half(y[b].d), static_cast<float>(isum), l[b % 8]);
-    }
+    fuse_tail_blocks<Mxfp4Format>(first, nb, tail, reinterpret_cast<const BlockQ8_0*>(a + static_cast<size_t>(t) * a_stride),
+                                  signed_levels, l);
     results[t] = ref::sum_iq4_nl_lanes(l);
   }
 }

@@ -8,8 +8,9 @@
 
 #include "quant/blocks.h"
 #include "quant/kernels/scratch.h"
-#include "quant/kernels_ref.h"
 #include "quant/kernels/simd_kernels.h"
+#include "quant/kernels_ref.h"
+#include "quant/panel_layout.h"
 
 namespace tokenmill::quant::avx512 {
 
