@@ -38,6 +38,11 @@ need neither torch nor transformers:
               and FFN only, q/k norms over all heads together
     granite   GraniteConfig,  2 heads x 64, 1 kv head, embedding, residual,    Llama-3 style tokenizer
               attention and logit multipliers (2, 1.5, 0.2, 1/0.5), tied
+    gpt_oss   GptOssConfig,   4 heads x 64, 2 kv heads, 4 layers alternating  Qwen-2 style tokenizer
+              sliding (window 8) and full, attention sinks, q/k/v/o biases,
+              YaRN as openai/gpt-oss (factor 32 over 4096, truncate false),
+              8 experts (ff 64, biases, clamped SwiGLU), 2 per token; the
+              experts in MXFP4 as the Hub stores them (see write_hub_mxfp4)
 
 All but the Gemma models and SmolLM3 (4) have 3 layers, hidden size 128, max_position_embeddings 256 and a 640-token
 vocabulary; the Gemma models hidden size 128, max_position_embeddings 256, a 768-token vocabulary,
@@ -148,7 +153,7 @@ from safetensors import safe_open  # noqa: E402
 from tokenizers import (AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers,  # noqa: E402
                         processors, trainers)
 from transformers import (AutoModelForCausalLM, AutoTokenizer, Gemma2Config, Gemma3TextConfig, GraniteConfig,
-                          Olmo2Config, SmolLM3Config,  # noqa: E402
+                          GptOssConfig, Olmo2Config, SmolLM3Config,  # noqa: E402
                           GemmaTokenizer, GenerationConfig, LlamaConfig, MistralConfig, MixtralConfig, Phi3Config,
                           Qwen2Config, Qwen3Config, Qwen3MoeConfig)
 
@@ -479,6 +484,19 @@ MODELS = {
     # logits_scaling. Chosen apart from the neutral values (1, and 1/sqrt(64) = 0.125 for attention) so
     # that dropping any one shows; logits_scaling below 1 (Granite 3's is 8 or 16) keeps the tiny
     # model's logits sharp enough for distinct greedy tokens.
+    # gpt-oss (openai/gpt-oss-20b's structure, shrunk): YaRN with its rope values, the window shrunk
+    # to 8 so that the prompts slide; gate_up's weights wide enough that the clamp at 7 acts.
+    "gpt_oss": {
+        "seed": 13000, "tokenizer": "qwen2", "config_style": "v5", "moe": True,
+        "init_std": {"experts.gate_up_proj": 0.3},
+        "config": lambda ids: GptOssConfig(
+            **{**COMMON, "num_hidden_layers": 4, "max_position_embeddings": 131072}, num_attention_heads=4,
+            head_dim=64, num_key_value_heads=2, intermediate_size=64, num_local_experts=8, num_experts_per_tok=2,
+            rms_norm_eps=1e-5, tie_word_embeddings=False, attention_bias=True, sliding_window=8, swiglu_limit=7.0,
+            rope_parameters={"rope_type": "yarn", "rope_theta": 150000.0, "factor": 32.0, "beta_fast": 32.0,
+                             "beta_slow": 1.0, "truncate": False, "original_max_position_embeddings": 4096},
+            bos_token_id=ids["<|endoftext|>"], eos_token_id=ids["<|im_end|>"]),
+    },
     "granite": {
         "seed": 12000, "tokenizer": "llama3", "config_style": "v5",
         "config": lambda ids: GraniteConfig(
@@ -758,6 +776,10 @@ INIT_STD = {
     # matters, yet the second expert's weight is rarely negligible. (Much sharper routers put the
     # k-th and (k+1)-th probabilities both near 0, so some routing gap is always tiny; see build.)
     "gate.weight": 0.2, "experts.gate_up_proj": 0.08, "experts.down_proj": 0.3,
+    # gpt-oss: its router (with a bias), the experts' biases, the output projection's bias and the
+    # attention sinks (one logit per head, the size of the scaled scores).
+    "router.weight": 0.2, "router.bias": 0.5, "experts.gate_up_proj_bias": 0.5, "experts.down_proj_bias": 0.3,
+    "o_proj.bias": 0.3, "self_attn.sinks": 1.0,
 }
 MIN_ROUTER_GAP = 1e-3  # wanted smallest k-th minus (k+1)-th router probability (see build)
 
@@ -792,10 +814,11 @@ def fused_qkv_std(config, init_std: dict) -> torch.Tensor:
                       torch.full((kv,), init_std["v_proj.weight"])])
 
 
-def init_weights(model: torch.nn.Module, seed: int, gemma: bool = False) -> None:
-    """Sharp random weights, rounded to bfloat16 (kept in float32)."""
+def init_weights(model: torch.nn.Module, seed: int, gemma: bool = False, extra_std: dict | None = None) -> None:
+    """Sharp random weights, rounded to bfloat16 (kept in float32); gpt-oss's experts then rounded
+    to MXFP4 values (see mxfp4_quantize)."""
     gen = torch.Generator().manual_seed(seed)
-    init_std = GEMMA_INIT_STD if gemma else INIT_STD
+    init_std = {**(GEMMA_INIT_STD if gemma else INIT_STD), **(extra_std or {})}
 
     def randn(shape):
         return torch.randn(shape, generator=gen, dtype=torch.float32)
@@ -819,6 +842,69 @@ def init_weights(model: torch.nn.Module, seed: int, gemma: bool = False) -> None
                     raise ValueError(f"no initializer for {name}")
                 value = init_std[kind] * randn(p.shape)
             p.copy_(value.to(torch.bfloat16).to(torch.float32))
+        if model.config.model_type == "gpt_oss":
+            for layer in model.model.layers:
+                for p in (layer.mlp.experts.gate_up_proj, layer.mlp.experts.down_proj):
+                    rows = p.transpose(1, 2)  # by output, as the Hub stores them
+                    p.copy_(mxfp4_dequantize(*mxfp4_quantize(rows)).transpose(1, 2))
+
+
+# ----------------------------------------------------------------------------- MXFP4 (gpt-oss)
+#
+# As openai/gpt-oss-* store their experts: each output row in blocks of 32 values, every block an
+# E8M0 exponent byte (value 2^(byte - 127)) and 16 bytes of E2M1 codes, element 2j in the low nibble
+# of byte j and 2j + 1 in the high one (transformers' convert_moe_packed_tensors reads them so).
+
+FP4_VALUES = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0])
+
+
+def mxfp4_quantize(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """rows [..., n] (n a multiple of 32) -> (blocks uint8 [..., n / 32, 16], scales uint8 [..., n / 32]):
+    per block the smallest exponent that fits the largest magnitude in 6, each value to the nearest code."""
+    x = rows.detach().float().reshape(*rows.shape[:-1], -1, 32)
+    amax = x.abs().amax(dim=-1)
+    e = torch.where(amax > 0, torch.ceil(torch.log2(amax / 6.0)), torch.full_like(amax, -127.0)).clamp(-127, 127)
+    scaled = x / torch.pow(2.0, e)[..., None]
+    magnitude = (scaled.abs()[..., None] - FP4_VALUES[:8]).abs().argmin(dim=-1)
+    codes = (magnitude + 8 * (scaled < 0)).to(torch.uint8)
+    blocks = codes[..., 0::2] | (codes[..., 1::2] << 4)
+    return blocks.to(torch.uint8).contiguous(), (e + 127).to(torch.uint8).contiguous()
+
+
+def mxfp4_dequantize(blocks: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    codes = torch.stack([blocks & 0x0F, blocks >> 4], dim=-1).reshape(*blocks.shape[:-1], 32).long()
+    values = FP4_VALUES[codes] * torch.pow(2.0, scales.float() - 127)[..., None]
+    return values.reshape(*blocks.shape[:-2], -1)
+
+
+def write_hub_mxfp4(path: pathlib.Path, model) -> None:
+    """Rewrites the experts of a gpt_oss safetensors file as the Hub stores them:
+    mlp.experts.{gate_up,down}_proj_{blocks,scales} (MXFP4 by output row) and the biases in bfloat16;
+    the other tensors unchanged. The values are exactly the float32 reference's (init_weights rounded
+    them to MXFP4)."""
+    from safetensors.torch import save_file
+    with safe_open(path, "pt") as f:
+        saved = {k: f.get_tensor(k) for k in f.keys() if ".mlp.experts." not in k}
+        metadata = f.metadata()
+    for i, layer in enumerate(model.model.layers):
+        experts = layer.mlp.experts
+        prefix = f"model.layers.{i}.mlp.experts."
+        for name, p in (("gate_up_proj", experts.gate_up_proj), ("down_proj", experts.down_proj)):
+            rows = p.detach().transpose(1, 2)
+            blocks, scales = mxfp4_quantize(rows)
+            assert torch.equal(mxfp4_dequantize(blocks, scales), rows), name  # exact: already MXFP4 values
+            saved[prefix + name + "_blocks"] = blocks
+            saved[prefix + name + "_scales"] = scales
+            saved[prefix + name + "_bias"] = getattr(experts, name + "_bias").detach().to(torch.bfloat16).contiguous()
+    save_file(saved, str(path), metadata=metadata)
+
+
+def mark_mxfp4_config(path: pathlib.Path) -> None:
+    """config.json's quantization_config as openai/gpt-oss-20b has it."""
+    data = json.loads(path.read_text())
+    data["quantization_config"] = {"quant_method": "mxfp4", "modules_to_not_convert": [
+        "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"]}
+    write_pretty_json(path, data)
 
 
 def with_config(model, config):
@@ -856,7 +942,7 @@ def max_diff(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
 # always for Mixtral) weight the experts' outputs.
 
 def moe_gates(model) -> list[torch.nn.Module]:
-    return [layer.mlp.gate for layer in model.model.layers]
+    return [layer.mlp.router if model.config.model_type == "gpt_oss" else layer.mlp.gate for layer in model.model.layers]
 
 
 def router_gaps(model, seqs: list[list[int]]) -> tuple[float, float]:
@@ -906,7 +992,7 @@ def variant_router_forward(mode: str):
     as they are."""
     def forward(self, hidden_states):
         hidden_states = hidden_states.reshape(-1, self.hidden_dim)
-        router_logits = torch.nn.functional.linear(hidden_states, self.weight)
+        router_logits = torch.nn.functional.linear(hidden_states, self.weight, getattr(self, "bias", None))
         probs = torch.nn.functional.softmax(router_logits, dtype=torch.float, dim=-1)
         values, indices = torch.topk(probs, self.top_k + (mode == "top_k_plus_1"), dim=-1)
         if mode == "uniform":
@@ -1186,6 +1272,10 @@ def build(name: str, spec: dict, tok: Tokenizer, texts: list[str], config_style:
     # leaves seeds with poor greedy margins.
     moe = spec.get("moe", False)
     gemma = spec.get("gemma", False)
+    gpt_oss = config.model_type == "gpt_oss"
+
+    def init_weights(model, seed, gemma):  # noqa: F811 - the module's, with this model's std overrides
+        globals()["init_weights"](model, seed, gemma, spec.get("init_std"))
     seeds = list(range(spec["seed"], spec["seed"] + N_SEEDS))
     if moe:
         gaps = []
@@ -1272,6 +1362,21 @@ def build(name: str, spec: dict, tok: Tokenizer, texts: list[str], config_style:
         every.no_rope_layers = [1] * config.num_hidden_layers
         reference["no_rope_layers"] = list(config.no_rope_layers)
         reference["nope_sensitivity"] = round(max_diff(logits, all_logits(with_config(model, every), prompts)), 5)
+    if gpt_oss:
+        changes = {"sliding_window_sensitivity": {"sliding_window": 4096},
+                   "swiglu_limit_sensitivity": {"swiglu_limit": 1e9},
+                   "yarn_sensitivity": {"rope_parameters": {"rope_type": "default", "rope_theta": 150000.0}},
+                   "yarn_truncate_sensitivity": {"rope_parameters": {**config.rope_parameters, "truncate": True}}}
+        for key, change in changes.items():
+            plain = copy.deepcopy(config)
+            for attr, value in change.items():
+                setattr(plain, attr, value)
+            reference[key] = round(max_diff(logits, all_logits(with_config(model, plain), prompts)), 5)
+        no_sinks = copy.deepcopy(model)
+        with torch.no_grad():
+            for layer in no_sinks.model.layers:
+                layer.self_attn.sinks.fill_(-1e4)
+        reference["sinks_sensitivity"] = round(max_diff(logits, all_logits(no_sinks, prompts)), 5)
     if name == "granite":
         for key in ("embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling"):
             plain = copy.deepcopy(config)
@@ -1286,8 +1391,9 @@ def build(name: str, spec: dict, tok: Tokenizer, texts: list[str], config_style:
             print(f"{name}: as LlamaForCausalLM (fused tensors split q, k, v and gate, up): max logit diff {split_diff}")
         reference["fused_order_sensitivity"] = round(max_diff(logits, all_logits(gate_up_swapped(model), prompts)), 5)
     if moe:
-        # variant_router_forward("top_k") is transformers' router to the bit (see the comment above it)
-        assert max_diff(logits, variant_logits(model, prompts, "top_k")) == 0.0
+        # variant_router_forward("top_k") is transformers' router to the bit (see the comment above it);
+        # gpt-oss's takes the softmax of the top-k logits, the same weights rounded otherwise.
+        assert max_diff(logits, variant_logits(model, prompts, "top_k")) <= (1e-4 if gpt_oss else 0.0)
         reference["n_expert"] = moe_gates(model)[0].num_experts
         reference["n_expert_used"] = moe_gates(model)[0].top_k
         gap, logit_gap = router_gaps(model, prompts)
@@ -1322,7 +1428,10 @@ def build(name: str, spec: dict, tok: Tokenizer, texts: list[str], config_style:
     (directory / "model.safetensors").chmod(0o644)  # written 0600
     if config.model_type == "phi3":
         check_phi3_safetensors(directory / "model.safetensors", model)
-    if moe:
+    if gpt_oss:
+        write_hub_mxfp4(directory / "model.safetensors", model)
+        mark_mxfp4_config(directory / "config.json")
+    elif moe:
         rewritten = ensure_hub_moe_layout(directory / "model.safetensors", model)
         print(f"{name}: experts as the Hub has them, {'rewritten' if rewritten else 'as save_pretrained wrote them'}")
     if config_style == "legacy":
@@ -1334,8 +1443,11 @@ def build(name: str, spec: dict, tok: Tokenizer, texts: list[str], config_style:
     assert [back_tok(t)["input_ids"] for t in PROMPT_TEXTS] == prompts[:3]
     check_tokenizer(style, tok, back_tok, texts)
     assert back_tok.apply_chat_template(PROMPT_CHAT, tokenize=False, add_generation_prompt=True) == prompt_texts[-1]
+    # gpt-oss's MXFP4 experts are dequantized on load (transformers' own reading of the Hub format).
     back = AutoModelForCausalLM.from_pretrained(directory, dtype=torch.float32, attn_implementation="eager",
-                                                **({"experts_implementation": "eager"} if moe else {})).eval()
+                                                **({"experts_implementation": "eager"} if moe else {}),
+                                                **({"quantization_config": transformers.Mxfp4Config(dequantize=True)}
+                                                   if gpt_oss else {})).eval()
     if name == "llama3":
         assert back.config.rope_parameters["rope_type"] == "llama3", back.config.rope_parameters
     reload_diff = max_diff(logits, all_logits(back, prompts))
@@ -1354,7 +1466,8 @@ def build(name: str, spec: dict, tok: Tokenizer, texts: list[str], config_style:
           f"greedy margin min {min(margins):.4f} median {float(np.median(margins)):.3f}, "
           f"distinct greedy tokens {[len(set(r[0])) for r in runs]}, reload diff {reload_diff}")
     for key in ("rope_scaling_sensitivity", "qk_norm_sensitivity", *GEMMA_SENSITIVITIES, "fused_order_sensitivity",
-                "nope_sensitivity", "yarn_sensitivity", "embedding_multiplier_sensitivity", "residual_multiplier_sensitivity",
+                "nope_sensitivity", "yarn_sensitivity", "yarn_truncate_sensitivity", "sinks_sensitivity",
+                "swiglu_limit_sensitivity", "sliding_window_sensitivity", "embedding_multiplier_sensitivity", "residual_multiplier_sensitivity",
                 "attention_multiplier_sensitivity", "logits_scaling_sensitivity",
                 "long_factor_sensitivity", "attention_factor_sensitivity",
                 "n_expert", "n_expert_used",

@@ -16,6 +16,12 @@ Shapes:
              151,936 vocabulary, untied output.weight, NeoX rope base 1e6, rms eps 1e-6,
              context 40,960. The router (ffn_gate_inp, F32) is N(0, 1), so that tokens
              spread over all experts as in a real model
+  gpt-oss-20b-8l
+             gpt-oss-20b with 8 of its 24 layers (architecture gpt-oss): 2880 hidden,
+             64/8 heads of 64 with q/k/v/o biases and attention sinks, even layers
+             sliding over 128 tokens, 32 experts of FFN width 2880 (with biases), 4 used
+             per token, 201,088 vocabulary, untied, YaRN (factor 32 over 4096), NeoX rope
+             base 150000, context 131,072; the router (with a bias) F32 N(0, 1)
 
 Types:
   q8_0       every matrix Q8_0 (as `llama-quantize ... Q8_0`); the MoE router stays F32
@@ -28,7 +34,8 @@ Types:
   iq4_xs     every matrix IQ4_XS (the shapes' rows are multiples of 256), the output
              projection (a tied embedding) Q6_K, an untied token_embd IQ4_XS
   mxfp4      every layer matrix (experts included) MXFP4, as gpt-oss ships its experts;
-             the embeddings and output projection Q8_0
+             the embeddings and output projection Q8_0 (gpt-oss: the experts MXFP4 and
+             every other matrix Q8_0, as ggml-org's gpt-oss-20b-mxfp4.gguf)
 
 Quantized blocks are written directly as random bytes with small, fixed F16 scales
 rather than by quantizing random floats: every bit pattern of the level and sub-scale
@@ -42,7 +49,7 @@ with descending scores, so text round-trips through the byte fallback.
 Tensors are generated and written one at a time, so memory stays at the largest tensor
 (the 3.3 GB MoE file needs ~0.5 GB).
 
-Usage: python3 tools/make_shaped_model.py [--shape llama-1b|llama-3b|llama-8b|qwen3moe-30b-a3b-8l]
+Usage: python3 tools/make_shaped_model.py [--shape llama-1b|llama-3b|llama-8b|qwen3moe-30b-a3b-8l|gpt-oss-20b-8l]
                                           [--type q4_k_m|q8_0|iq4_xs|mxfp4|all] [--out-dir models] [--seed 0]
 Writes models/<shape>-shaped-<type>.gguf (models/ is ignored by git).
 """
@@ -90,6 +97,11 @@ class Shape:
     n_expert: int = 0
     n_expert_used: int = 0
     n_ff_expert: int = 0
+    # gpt-oss: attention biases and sinks, alternating sliding window, router and expert
+    # biases, YaRN (factor, original context).
+    gpt_oss: bool = False
+    sliding_window: int = 0
+    yarn: tuple[float, int] | None = None
 
     @property
     def n_embd_head(self) -> int:
@@ -117,6 +129,13 @@ SHAPES = {
                                  n_ff=6144, n_vocab=151936, context_length=40960, rope_freq_base=1000000.0,
                                  rms_eps=1e-6, arch="qwen3moe", head_dim=128, tied_embeddings=False,
                                  qk_norm=True, n_expert=128, n_expert_used=8, n_ff_expert=768),
+    # gpt-oss-20b (config.json: hidden_size 2880, 24 layers, 64/8 heads of head_dim 64, intermediate_size
+    # 2880, num_local_experts 32, num_experts_per_tok 4, vocab 201088, sliding_window 128, rope_theta
+    # 150000, yarn factor 32 over 4096, rms_norm_eps 1e-5) with 8 of its 24 layers.
+    "gpt-oss-20b-8l": Shape("gpt-oss-20b-8l", n_embd=2880, n_layers=8, n_heads=64, n_kv_heads=8, n_ff=2880,
+                            n_vocab=201088, context_length=131072, rope_freq_base=150000.0, rms_eps=1e-5,
+                            arch="gpt-oss", head_dim=64, tied_embeddings=False, n_expert=32, n_expert_used=4,
+                            n_ff_expert=2880, gpt_oss=True, sliding_window=128, yarn=(32.0, 4096)),
 }
 
 # general.file_type values (llama_ftype).
@@ -174,6 +193,8 @@ def tensor_types(shape: Shape, kind: str, layer: int) -> dict[str, Q]:
     if kind == "iq4_xs":
         return {n: Q.IQ4_XS for n in names}
     if kind == "mxfp4":
+        if shape.gpt_oss:
+            return {n: Q.MXFP4 if n.startswith("ffn") else Q.Q8_0 for n in names}
         return {n: Q.MXFP4 for n in names}
     # llama-quant.cpp gives models of exactly 8 experts Q8_0 attn_k/attn_v and Q5_K
     # attn_output; any other expert count (Qwen3-MoE's 128) takes the dense rules below.
@@ -268,6 +289,12 @@ def write_model(shape: Shape, kind: str, out_dir: Path, seed: int) -> Path:
         w.add_expert_count(shape.n_expert)
         w.add_expert_used_count(shape.n_expert_used)
         w.add_expert_feed_forward_length(shape.n_ff_expert)
+    if shape.sliding_window:
+        w.add_sliding_window(shape.sliding_window)
+    if shape.yarn:
+        w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        w.add_rope_scaling_factor(shape.yarn[0])
+        w.add_rope_scaling_orig_ctx_len(shape.yarn[1])
     w.add_vocab_size(shape.n_vocab)
 
     tokens, scores, types = vocabulary(shape.n_vocab)
@@ -322,15 +349,24 @@ def write_model(shape: Shape, kind: str, out_dir: Path, seed: int) -> Path:
         matrix(p + "attn_k.weight", t["attn_k"], kv_dim, shape.n_embd)
         matrix(p + "attn_v.weight", t["attn_v"], kv_dim, shape.n_embd)
         matrix(p + "attn_output.weight", t["attn_output"], shape.n_embd, q_dim)
+        if shape.gpt_oss:
+            for name, n in (("attn_q.bias", q_dim), ("attn_k.bias", kv_dim), ("attn_v.bias", kv_dim),
+                            ("attn_output.bias", shape.n_embd), ("attn_sinks.weight", shape.n_heads)):
+                floats(p + name, np.zeros(n, dtype=np.float32), (n,))
         if shape.qk_norm:
             floats(p + "attn_q_norm.weight", head_ones, head_ones.shape)
             floats(p + "attn_k_norm.weight", head_ones, head_ones.shape)
-        floats(p + "ffn_norm.weight", ones, ones.shape)
+        floats(p + ("post_attention_norm.weight" if shape.gpt_oss else "ffn_norm.weight"), ones, ones.shape)
         if shape.n_expert:
             # The router: N(0, 1) logits weights, so every expert is someone's top choice.
             floats(p + "ffn_gate_inp.weight",
                    lambda: rng.standard_normal((shape.n_expert, shape.n_embd), dtype=np.float32),
                    (shape.n_expert, shape.n_embd))
+            if shape.gpt_oss:
+                floats(p + "ffn_gate_inp.bias", np.zeros(shape.n_expert, dtype=np.float32), (shape.n_expert,))
+                for name, n in (("ffn_gate_exps.bias", shape.n_ff_expert), ("ffn_up_exps.bias", shape.n_ff_expert),
+                                ("ffn_down_exps.bias", shape.n_embd)):
+                    floats(p + name, np.zeros((shape.n_expert, n), dtype=np.float32), (shape.n_expert, n))
             matrix(p + "ffn_gate_exps.weight", t["ffn_gate"], shape.n_ff_expert, shape.n_embd, shape.n_expert)
             matrix(p + "ffn_up_exps.weight", t["ffn_up"], shape.n_ff_expert, shape.n_embd, shape.n_expert)
             matrix(p + "ffn_down_exps.weight", t["ffn_down"], shape.n_embd, shape.n_ff_expert, shape.n_expert)

@@ -11,6 +11,7 @@
 #include "convert/hf_architectures.h"
 #include "convert/hf_bert.h"
 #include "convert/hf_config.h"
+#include "convert/hf_gpt_oss.h"
 #include "convert/hf_tokenizer.h"
 #include "convert/safetensors.h"
 #include "gguf/gguf_file.h"
@@ -110,6 +111,8 @@ Result<ConvertSummary> convert_hf_model(const std::string& dir, const std::strin
     }
   }
 
+  if (arch->gpt_oss) TM_RETURN_IF_ERROR(check_gpt_oss_experts(*model, *config));
+
   gguf::Writer writer;
   if (arch->encoder) {
     TM_RETURN_IF_ERROR(write_bert_metadata(dir, *config, writer));
@@ -175,6 +178,16 @@ Result<ConvertSummary> convert_hf_model(const std::string& dir, const std::strin
     };
     TM_RETURN_IF_ERROR(writer.add_tensor_produced(e.gguf_name, gguf::TensorType::kF32, e.shape, produce));
     ++summary.n_tensors;
+  }
+
+  if (arch->gpt_oss) {
+    // MXFP4 experts stay MXFP4 in a quantized file (quantize_model keeps them too); a
+    // float file asked for floats.
+    const quant::Mix mix = options.outtype.mix;
+    const bool keep_mxfp4 = mix != quant::Mix::kF32 && mix != quant::Mix::kF16 && mix != quant::Mix::kBF16;
+    auto added = add_gpt_oss_experts(*model, *config, keep_mxfp4, writer, summary.n_parameters);
+    if (!added.ok()) return added.status();
+    summary.n_tensors += *added;
   }
 
   if (options.outtype.mix == quant::Mix::kF32) {

@@ -5,6 +5,7 @@
 #include <span>
 
 #include "convert/hf_bert.h"
+#include "convert/hf_gpt_oss.h"
 
 namespace tokenmill::convert {
 
@@ -36,6 +37,16 @@ constexpr HfArchitecture kArchitectures[] = {
     {.model_type = "smollm3", .gguf_arch = "smollm3", .permute_qk = true, .nope_every_fourth = true},
     {.model_type = "olmo2", .gguf_arch = "olmo2", .qk_norm = true, .post_norms_only = true},
     {.model_type = "granite", .gguf_arch = "granite", .permute_qk = true, .multipliers = true},
+    {.model_type = "gpt_oss", .gguf_arch = "gpt-oss", .qkv_bias = true, .moe = MoeLayout::kGptOss, .gpt_oss = true},
+};
+
+// gpt-oss's tensors beside the common ones (after "model.layers.N." and "blk.N.").
+constexpr NamePair kGptOssNames[] = {
+    {"self_attn.o_proj.bias", "attn_output.bias"},
+    {"self_attn.sinks", "attn_sinks.weight"},
+    {"post_attention_layernorm.weight", "post_attention_norm.weight"},
+    {"mlp.router.weight", "ffn_gate_inp.weight"},
+    {"mlp.router.bias", "ffn_gate_inp.bias"},
 };
 
 // OLMo 2's two norms of a block, both after their half.
@@ -157,6 +168,15 @@ std::vector<ExpectedTensor> expected_tensors(const HfArchitecture& arch, const H
       out.push_back({p + "attn_k_norm.weight", {arch.post_norms_only ? kv_dim : c.head_dim}});
     }
     out.push_back({p + "attn_output.weight", {q_dim, c.hidden_size}});
+    if (arch.gpt_oss) {
+      // The experts are hf_gpt_oss.h's to check and write.
+      out.push_back({p + "attn_output.bias", {c.hidden_size}});
+      out.push_back({p + "attn_sinks.weight", {c.n_heads}});
+      out.push_back({p + "post_attention_norm.weight", {c.hidden_size}});
+      out.push_back({p + "ffn_gate_inp.weight", {c.hidden_size, c.n_expert}});
+      out.push_back({p + "ffn_gate_inp.bias", {c.n_expert}});
+      continue;
+    }
     if (!arch.post_norms_only) out.push_back({p + "ffn_norm.weight", {c.hidden_size}});
     if (arch.gemma || arch.post_norms_only) {
       out.push_back({p + "post_attention_norm.weight", {c.hidden_size}});
@@ -208,6 +228,12 @@ Result<std::optional<TensorPlace>> gguf_tensor_place(const HfArchitecture& arch,
       for (const NamePair& n : kPostNorms) {
         if (suffix == n.hf) return Place(TensorPlace{blk + n.gguf});
       }
+    }
+    if (arch.gpt_oss) {
+      for (const NamePair& n : kGptOssNames) {
+        if (suffix == n.hf) return Place(TensorPlace{blk + n.gguf});
+      }
+      if (is_gpt_oss_expert_tensor(suffix)) return Place();  // written by add_gpt_oss_experts
     }
     if (arch.fused) {
       if (suffix == "self_attn.qkv_proj.weight") return Place(TensorPlace{blk + "attn_qkv.weight"});
@@ -278,6 +304,21 @@ Status check_hf_config(const HfArchitecture& arch, const HfConfig& c) {
     return unsupported(std::string("config.json: partial_rotary_factor other than 1 is supported for phi3 only, not ") +
                        arch.model_type);
   }
+  if (c.yarn && !c.yarn->truncate && !arch.gpt_oss) {
+    return unsupported(std::string("config.json: YaRN with truncate false is not supported for ") + arch.model_type);
+  }
+  if (arch.gpt_oss) {
+    if (raw.contains("swiglu_limit") && !(raw["swiglu_limit"].is_number() && raw["swiglu_limit"].get<double>() == 7.0)) {
+      return unsupported("config.json: swiglu_limit other than 7 is not supported (GGUF has no key for it)");
+    }
+    if (raw.contains("layer_types") && sliding_period(c) != 2) {
+      return unsupported("config.json: layer_types do not follow gpt-oss's pattern (every other layer sliding, "
+                         "from the first)");
+    }
+    if (!raw.value("attention_bias", true)) {
+      return unsupported("config.json: gpt_oss without attention biases is not supported");
+    }
+  }
   if (c.yarn && (arch.fused || arch.gemma || c.rotary_dim != c.head_dim)) {
     return unsupported(std::string("config.json: YaRN is not supported for ") + arch.model_type +
                        (c.rotary_dim != c.head_dim ? " with partial rotary" : ""));
@@ -289,7 +330,7 @@ Status check_hf_config(const HfArchitecture& arch, const HfConfig& c) {
   } else if (c.longrope) {
     return unsupported(std::string("config.json: LongRoPE is supported for phi3 only, not ") + arch.model_type);
   }
-  if (c.sliding_window > 0 && !arch.gemma && !arch.sliding_window) {
+  if (c.sliding_window > 0 && !arch.gemma && !arch.sliding_window && !arch.gpt_oss) {
     // Qwen 2/3 slide only from max_window_layers on, a pattern GGUF has no key for.
     return unsupported(std::string("config.json: a sliding window (use_sliding_window) is not supported for ") +
                        arch.model_type);
@@ -382,7 +423,7 @@ void write_architecture_metadata(const HfArchitecture& arch, const HfConfig& c, 
       w.set_f32(a + "." + m.gguf, static_cast<float>(c.raw.contains(m.hf) ? c.raw[m.hf].get<double>() : 1.0));
     }
   }
-  if (arch.sliding_window && c.sliding_window > 0) {
+  if ((arch.sliding_window || arch.gpt_oss) && c.sliding_window > 0) {
     w.set_u32(a + ".attention.sliding_window", static_cast<uint32_t>(c.sliding_window));
   }
   if (c.longrope) {  // the factors themselves are the rope_factors_{short,long}.weight tensors

@@ -20,6 +20,7 @@ enum class MoeLayout {
   kNone,
   kQwen,     // mlp.gate, mlp.experts.E.{gate,up,down}_proj
   kMixtral,  // block_sparse_moe.gate, block_sparse_moe.experts.E.{w1,w3,w2}
+  kGptOss,   // mlp.router (with bias), mlp.experts.* stacks (hf_gpt_oss.h)
 };
 
 struct HfArchitecture {
@@ -52,6 +53,10 @@ struct HfArchitecture {
   // Granite: embedding, residual, attention and logit multipliers, written as
   // <arch>.embedding_scale, .residual_scale, .attention.scale and .logit_scale.
   bool multipliers = false;
+  // gpt-oss: q/k/v/o biases, per-head attention sinks, the FFN norm written as
+  // post_attention_norm, every other layer sliding (from the first), YaRN whose ramp ends
+  // are not rounded (GGUF readers round them), experts per hf_gpt_oss.h.
+  bool gpt_oss = false;
 };
 
 Result<HfArchitecture> find_hf_architecture(const std::string& model_type);

@@ -158,15 +158,13 @@ Status read_rope_scaling(const json& c, const std::string& label, HfConfig& conf
     if (r.contains("beta_fast")) TM_RETURN_IF_ERROR(read_positive_number(r, where, "beta_fast", s.beta_fast));
     if (r.contains("beta_slow")) TM_RETURN_IF_ERROR(read_positive_number(r, where, "beta_slow", s.beta_slow));
     // Variants GGUF readers do not compute: another attention factor, DeepSeek's mscale
-    // pair, frequencies without the rounded ramp ends.
+    // pair (truncate false is the architecture's to judge: check_hf_config).
     for (const char* other : {"attention_factor", "mscale", "mscale_all_dim"}) {
       if (r.contains(other) && !r[other].is_null()) {
         return unsupported(where + ": YaRN with '" + other + "' is not supported");
       }
     }
-    if (r.contains("truncate") && r["truncate"] == false) {
-      return unsupported(where + ": YaRN with truncate false is not supported");
-    }
+    if (r.contains("truncate") && r["truncate"] == false) s.truncate = false;
     config.yarn = s;
     return {};
   }

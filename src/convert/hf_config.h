@@ -40,6 +40,9 @@ struct YarnScaling {
   int64_t original_max_position_embeddings = 0;
   double beta_fast = 32.0;
   double beta_slow = 1.0;
+  // false: the ramp's ends left fractional (gpt-oss's configs). GGUF has no key for it and
+  // its readers round them, as tokenmill does (check_hf_config accepts it for gpt_oss only).
+  bool truncate = true;
 };
 
 struct HfConfig {

@@ -59,8 +59,10 @@ void attention_step(ops::Backend& backend, const ModelConfig& c, const LayerWeig
   params.scale = c.attention_scale;
   params.softcap = c.attn_logit_softcap;
   params.window = sliding ? c.sliding_window : 0;
+  params.sinks = w.attn_sinks;
   backend.attention(kv, ab, params, s.q.data(), s.attn.data());
   backend.matmul(w.wo, s.attn.data(), n, s.out.data());
+  if (w.bo) backend.add_bias(s.out.data(), w.bo, n, c.n_embd);
 }
 
 void gated_ffn_step(ops::Backend& backend, const ModelConfig& c, const LayerWeights& w, FfnActivation activation,
@@ -99,9 +101,18 @@ void route_tokens(const float* logits, int64_t n, int32_t n_expert, int32_t n_us
   }
 }
 
+void clamped_swiglu(const float* gate, const float* up, int64_t n, float limit, float* y) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], limit);
+    const float u = std::clamp(up[i], -limit, limit);
+    y[i] = g / (1.0f + std::exp(-ModelConfig::kClampedSwigluAlpha * g)) * (u + 1.0f);
+  }
+}
+
 int64_t moe_ffn_step(ops::Backend& backend, const ModelConfig& c, const LayerWeights& w, int64_t n, LayerScratch& s) {
   int64_t bytes_read = w.ffn_gate_inp.n_bytes();
   backend.matmul(w.ffn_gate_inp, s.normed.data(), n, s.router.data());
+  if (w.ffn_gate_inp_bias) backend.add_bias(s.router.data(), w.ffn_gate_inp_bias, n, c.n_expert);
   const int32_t n_used = c.n_expert_used;
   std::vector<int32_t>& ids = s.routed_ids;
   std::vector<float>& weights = s.routed_weights;
@@ -127,8 +138,18 @@ int64_t moe_ffn_step(ops::Backend& backend, const ModelConfig& c, const LayerWei
     const ops::MatmulProduct gate_up[] = {{&w.ffn_gate_exps[e], s.expert_gate.data()},
                                           {&w.ffn_up_exps[e], s.expert_up.data()}};
     backend.matmul_shared_input(gate_up, s.expert_in.data(), m);
-    backend.swiglu(s.expert_gate.data(), s.expert_up.data(), m * c.n_ff_expert, s.expert_gate.data());
+    const int64_t ff = c.n_ff_expert;
+    if (w.ffn_gate_exps_bias) {
+      backend.add_bias(s.expert_gate.data(), w.ffn_gate_exps_bias + e * ff, m, ff);
+      backend.add_bias(s.expert_up.data(), w.ffn_up_exps_bias + e * ff, m, ff);
+    }
+    if (c.swiglu_limit > 0) {
+      clamped_swiglu(s.expert_gate.data(), s.expert_up.data(), m * ff, c.swiglu_limit, s.expert_gate.data());
+    } else {
+      backend.swiglu(s.expert_gate.data(), s.expert_up.data(), m * ff, s.expert_gate.data());
+    }
     backend.matmul(w.ffn_down_exps[e], s.expert_gate.data(), m, s.expert_out.data());
+    if (w.ffn_down_exps_bias) backend.add_bias(s.expert_out.data(), w.ffn_down_exps_bias + int64_t{e} * c.n_embd, m, c.n_embd);
     bytes_read += w.ffn_gate_exps[e].n_bytes() + w.ffn_up_exps[e].n_bytes() + w.ffn_down_exps[e].n_bytes();
     for (int64_t i = 0; i < m; ++i) {
       float* out = s.out.data() + s.expert_rows[i] * c.n_embd;

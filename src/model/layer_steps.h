@@ -56,9 +56,13 @@ void gated_ffn_step(ops::Backend& backend, const ModelConfig& config, const Laye
 void route_tokens(const float* router_logits, int64_t n_tokens, int32_t n_expert, int32_t n_expert_used,
                   int32_t* expert_ids, float* expert_weights);
 
+// gpt-oss's activation, ModelConfig::swiglu_limit's formula, over n values (y may alias gate).
+void clamped_swiglu(const float* gate, const float* up, int64_t n, float limit, float* y);
+
 // scratch.normed -> scratch.out, mixture of experts: each token's output is the weighted
-// sum of its experts' SiLU-gated FFNs. The tokens routed to an expert are gathered and
-// multiplied together, so each expert's weights are read once per step however many
+// sum of its experts' SiLU-gated FFNs (with gpt-oss's router and expert biases and clamped
+// SwiGLU where the weights and config have them). The tokens routed to an expert are
+// gathered and multiplied together, so each expert's weights are read once per step however many
 // tokens chose it, and experts no token chose are not read at all.
 // Returns the bytes of weights it read (the router and each chosen expert once).
 int64_t moe_ffn_step(ops::Backend& backend, const ModelConfig& config, const LayerWeights& weights, int64_t n_tokens,

@@ -192,6 +192,7 @@ Result<std::unique_ptr<Model>> load_model(std::shared_ptr<const gguf::File> file
     case Architecture::kSmolLM3:
     case Architecture::kOlmo2:
     case Architecture::kGranite:
+    case Architecture::kGptOss:
       return make_llama(std::move(file), std::move(config).value(), std::move(weights).value(), std::move(backend));
   }
   return internal_error("unreachable architecture");

@@ -82,6 +82,8 @@ constexpr ArchitectureSpec kArchitectures[] = {
      "attention.sliding_window final_logit_softcapping attn_logit_softcapping"},
     {"gemma3", Architecture::kGemma3, ops::RopeStyle::kNeox,
      "attention.sliding_window attention.sliding_window_pattern rope.freq_base_swa final_logit_softcapping"},
+    // Even layers slide over attention.sliding_window tokens, odd layers see everything.
+    {"gpt-oss", Architecture::kGptOss, ops::RopeStyle::kNeox, "attention.sliding_window"},
     {"granite", Architecture::kGranite, ops::RopeStyle::kNormal,
      "embedding_scale residual_scale attention.scale logit_scale"},
     // Mistral 7B v0.1's window on every layer (which llama.cpp ignores).
@@ -182,8 +184,9 @@ std::vector<float> yarn_rope_divisors(const ModelConfig& c) {
   auto pair_of = [&](double rotations) {
     return n * std::log(c.yarn->original_context / (rotations * two_pi)) / (2.0 * std::log(base));
   };
-  const double low = std::max(0.0, std::floor(pair_of(c.yarn->beta_fast)));
-  const double high = std::min(n - 1, std::ceil(pair_of(c.yarn->beta_slow)));
+  const bool round = c.yarn->round_ramp_ends;
+  const double low = std::max(0.0, round ? std::floor(pair_of(c.yarn->beta_fast)) : pair_of(c.yarn->beta_fast));
+  const double high = std::min(n - 1, round ? std::ceil(pair_of(c.yarn->beta_slow)) : pair_of(c.yarn->beta_slow));
   std::vector<float> divisors(static_cast<size_t>(c.n_rot / 2));
   for (size_t i = 0; i < divisors.size(); ++i) {
     // extrapolate: 1 for the fast pairs (below low), 0 for the slow ones (above high).
@@ -335,6 +338,14 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
       }
       break;
     }
+    case Architecture::kGptOss: {
+      TM_RETURN_IF_ERROR(read_uniform_window(file, a, c));
+      for (int32_t l = 0; l < c.n_layers; ++l) c.layer_is_sliding[l] = c.sliding_window > 0 && l % 2 == 0;
+      // GGUF has no key for the clamp: gpt-oss's configs all use 7, which llama.cpp fixes.
+      c.swiglu_limit = 7.0f;
+      if (c.yarn) c.yarn->round_ramp_ends = false;
+      break;
+    }
     case Architecture::kGranite: {
       // The four multipliers (llama.cpp requires them too; a missing one is the neutral value here).
       const double embedding = file.get_double_or(a + ".embedding_scale", 1.0);
@@ -383,7 +394,8 @@ Result<ModelConfig> read_model_config(const gguf::File& file) {
     const float mscale = 1.0f + 0.1f * std::log(c.yarn->factor);
     c.attention_scale *= mscale * mscale;
   }
-  if (c.architecture == Architecture::kQwen3Moe || file.find(a + ".expert_count")) {
+  if (c.architecture == Architecture::kQwen3Moe || c.architecture == Architecture::kGptOss ||
+      file.find(a + ".expert_count")) {
     TM_RETURN_IF_ERROR(read_positive(file, a, "expert_count", c.n_expert));
     TM_RETURN_IF_ERROR(read_positive(file, a, "expert_used_count", c.n_expert_used));
     if (c.n_expert > 1024 || c.n_expert_used > c.n_expert) {

@@ -12,7 +12,9 @@
 
 namespace tokenmill::model {
 
-enum class Architecture { kGemma2, kGemma3, kGranite, kLlama, kOlmo2, kPhi3, kQwen2, kQwen3, kQwen3Moe, kSmolLM3 };
+enum class Architecture {
+  kGemma2, kGemma3, kGptOss, kGranite, kLlama, kOlmo2, kPhi3, kQwen2, kQwen3, kQwen3Moe, kSmolLM3
+};
 
 // YaRN rope scaling (rope.scaling.type "yarn"): each rotary pair's frequency blended between
 // interpolated (divided by factor) and extrapolated by a ramp over the pairs that turn
@@ -23,6 +25,10 @@ struct YarnRope {
   int32_t original_context = 0;
   float beta_fast = 32.0f;
   float beta_slow = 1.0f;
+  // Whether the ramp's end pairs are rounded outwards to whole pairs, as llama.cpp does for
+  // every model; gpt-oss was trained without (its configs' truncate false), so for that
+  // architecture tokenmill computes them as trained, as transformers does. GGUF has no key.
+  bool round_ramp_ends = true;
 };
 
 struct ModelConfig {
@@ -68,6 +74,11 @@ struct ModelConfig {
   int32_t n_expert = 0;
   int32_t n_expert_used = 0;
   int32_t n_ff_expert = 0;
+  // gpt-oss: the experts' SwiGLU clamps the gate from above and up from both sides at this
+  // limit, sharpens the gate's sigmoid by kClampedSwigluAlpha and adds 1 to up:
+  // min(g, L) * sigmoid(1.702 min(g, L)) * (clamp(u, -L, L) + 1). 0: plain SwiGLU.
+  float swiglu_limit = 0.0f;
+  static constexpr float kClampedSwigluAlpha = 1.702f;
 
   int32_t q_dim() const { return n_heads * head_dim; }
   // Whether logits get a final transform (soft-cap, scale) that a fused argmax must come after.

@@ -25,7 +25,8 @@ class TensorBinder {
   // n_experts]) as one view per expert, each as matrix() would bind it.
   Status experts(const std::string& name, int64_t n_experts, int64_t n_rows, int64_t n_cols,
                  std::vector<ops::WeightMatrix>& out);
-  // An F32 vector of n values.
+  // An F32 tensor of n values, whatever its shape (a stack of per-expert biases is one
+  // contiguous [n_expert, width] array).
   Status vector(const std::string& name, int64_t n, const float*& out);
   bool has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }
 

@@ -47,6 +47,7 @@ Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& c) 
   }
   const bool gemma = c.architecture == Architecture::kGemma2 || c.architecture == Architecture::kGemma3;
   const bool olmo2 = c.architecture == Architecture::kOlmo2;  // norms after attention and FFN only
+  const bool gpt_oss = c.architecture == Architecture::kGptOss;
   w.layers.resize(c.n_layers);
   w.n_expert_used = c.n_expert_used;
   for (int32_t l = 0; l < c.n_layers; ++l) {
@@ -66,10 +67,14 @@ Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& c) 
       TM_RETURN_IF_ERROR(b.matrix(p + "attn_v.weight", c.kv_dim(), c.n_embd, L.wv));
     }
     TM_RETURN_IF_ERROR(b.matrix(p + "attn_output.weight", c.n_embd, c.q_dim(), L.wo));
-    if (c.architecture == Architecture::kQwen2) {
+    if (c.architecture == Architecture::kQwen2 || gpt_oss) {
       TM_RETURN_IF_ERROR(b.vector(p + "attn_q.bias", c.q_dim(), L.bq));
       TM_RETURN_IF_ERROR(b.vector(p + "attn_k.bias", c.kv_dim(), L.bk));
       TM_RETURN_IF_ERROR(b.vector(p + "attn_v.bias", c.kv_dim(), L.bv));
+    }
+    if (gpt_oss) {
+      TM_RETURN_IF_ERROR(b.vector(p + "attn_output.bias", c.n_embd, L.bo));
+      TM_RETURN_IF_ERROR(b.vector(p + "attn_sinks.weight", c.n_heads, L.attn_sinks));
     }
     if (c.architecture == Architecture::kGemma3 || c.architecture == Architecture::kQwen3 ||
         c.architecture == Architecture::kQwen3Moe || olmo2) {
@@ -80,12 +85,22 @@ Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& c) 
       TM_RETURN_IF_ERROR(b.vector(p + "post_attention_norm.weight", c.n_embd, L.post_attn_norm));
       TM_RETURN_IF_ERROR(b.vector(p + "post_ffw_norm.weight", c.n_embd, L.post_ffn_norm));
     }
-    if (!olmo2) TM_RETURN_IF_ERROR(b.vector(p + "ffn_norm.weight", c.n_embd, L.ffn_norm));
+    // gpt-oss names its FFN norm after the attention it follows.
+    if (!olmo2) {
+      TM_RETURN_IF_ERROR(b.vector(p + (gpt_oss ? "post_attention_norm.weight" : "ffn_norm.weight"), c.n_embd, L.ffn_norm));
+    }
     if (c.n_expert > 0) {
       TM_RETURN_IF_ERROR(b.matrix(p + "ffn_gate_inp.weight", c.n_expert, c.n_embd, L.ffn_gate_inp));
       TM_RETURN_IF_ERROR(b.experts(p + "ffn_gate_exps.weight", c.n_expert, c.n_ff_expert, c.n_embd, L.ffn_gate_exps));
       TM_RETURN_IF_ERROR(b.experts(p + "ffn_up_exps.weight", c.n_expert, c.n_ff_expert, c.n_embd, L.ffn_up_exps));
       TM_RETURN_IF_ERROR(b.experts(p + "ffn_down_exps.weight", c.n_expert, c.n_embd, c.n_ff_expert, L.ffn_down_exps));
+      if (gpt_oss) {
+        TM_RETURN_IF_ERROR(b.vector(p + "ffn_gate_inp.bias", c.n_expert, L.ffn_gate_inp_bias));
+        const int64_t n_ff_all = int64_t{c.n_expert} * c.n_ff_expert;
+        TM_RETURN_IF_ERROR(b.vector(p + "ffn_gate_exps.bias", n_ff_all, L.ffn_gate_exps_bias));
+        TM_RETURN_IF_ERROR(b.vector(p + "ffn_up_exps.bias", n_ff_all, L.ffn_up_exps_bias));
+        TM_RETURN_IF_ERROR(b.vector(p + "ffn_down_exps.bias", int64_t{c.n_expert} * c.n_embd, L.ffn_down_exps_bias));
+      }
       continue;
     }
     if (fused) {

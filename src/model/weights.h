@@ -19,9 +19,11 @@ struct LayerWeights {
   ops::WeightMatrix wk;                   // [kv_dim, n_embd]
   ops::WeightMatrix wv;                   // [kv_dim, n_embd]
   ops::WeightMatrix wo;                   // [n_embd, q_dim]
-  const float* bq = nullptr;              // [q_dim]  (Qwen 2 only)
+  const float* bq = nullptr;              // [q_dim]  (Qwen 2, gpt-oss)
   const float* bk = nullptr;              // [kv_dim]
   const float* bv = nullptr;              // [kv_dim]
+  const float* bo = nullptr;              // [n_embd] (gpt-oss)
+  const float* attn_sinks = nullptr;      // [n_heads] (gpt-oss): see ops::AttentionParams::sinks
   const float* q_norm = nullptr;          // [head_dim] (Gemma 3, Qwen 3); [q_dim] (OLMo 2)
   const float* k_norm = nullptr;          // [head_dim];                     [kv_dim] (OLMo 2)
   const float* post_attn_norm = nullptr;  // [n_embd]   (Gemma, OLMo 2)
@@ -35,6 +37,12 @@ struct LayerWeights {
   std::vector<ops::WeightMatrix> ffn_gate_exps;   // n_expert x [n_ff_expert, n_embd]
   std::vector<ops::WeightMatrix> ffn_up_exps;     // n_expert x [n_ff_expert, n_embd]
   std::vector<ops::WeightMatrix> ffn_down_exps;   // n_expert x [n_embd, n_ff_expert]
+  // gpt-oss: biases of the router and of every expert's projections, expert by expert
+  // (expert e's gate bias is ffn_gate_exps_bias + e * n_ff_expert); null: none.
+  const float* ffn_gate_inp_bias = nullptr;   // [n_expert]
+  const float* ffn_gate_exps_bias = nullptr;  // [n_expert, n_ff_expert]
+  const float* ffn_up_exps_bias = nullptr;    // [n_expert, n_ff_expert]
+  const float* ffn_down_exps_bias = nullptr;  // [n_expert, n_embd]
 };
 
 // A layer's dense matrices in the order a decode step reads them (an absent one has null

@@ -213,6 +213,9 @@ Result<QuantizeSummary> quantize_model(const gguf::File& source, const std::stri
     summary.n_parameters += info.n_elements();
     const bool carried_over = !find_type_traits(info.type) && !choice.quantized_weight;
     if (carried_over) choice.type = info.type;  // an integer tensor or similar that is not a weight matrix
+    // MXFP4 weights (gpt-oss's experts as published) are kept: that is the precision they
+    // were trained in, and any other type could only add error.
+    if (info.type == gguf::TensorType::kMXFP4 && choice.quantized_weight) choice.type = choice.wanted = info.type;
     if (choice.type != choice.wanted) ++summary.n_fallbacks;
 
     auto produce = [&, i, choice, carried_over](std::vector<uint8_t>& out) -> Status {

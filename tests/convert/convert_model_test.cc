@@ -1,5 +1,6 @@
 // tokenmill convert on broken inputs (one clear line, nothing at OUT) and to quantized
-// types, starting from a copy of the Qwen 3 fixture (tests/fixtures/hf_models/qwen3).
+// types, starting from a copy of the Qwen 3 fixture (tests/fixtures/hf_models/qwen3), and
+// gpt-oss's MXFP4 experts from a copy of its fixture.
 #include "convert/convert_model.h"
 
 #include <gtest/gtest.h>
@@ -7,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cstring>
 #include <functional>
 #include <sstream>
 
@@ -14,7 +16,9 @@
 
 #include "convert/safetensors.h"
 #include "convert/safetensors_bytes.h"
+#include "gguf/gguf_file.h"
 #include "model/model.h"
+#include "quant/type_traits.h"
 
 namespace tokenmill::convert {
 namespace {
@@ -28,12 +32,13 @@ class ConvertModel : public ::testing::Test {
   void SetUp() override {
     root_ = fs::temp_directory_path() / ("tm_convert_" + std::to_string(getpid()));
     fs::remove_all(root_);
-    dir_ = root_ / "qwen3";
+    dir_ = root_ / fixture();
     out_dir_ = root_ / "out";
     fs::create_directories(out_dir_);
-    fs::copy(std::string(TOKENMILL_FIXTURES_DIR) + "/hf_models/qwen3", dir_);
+    fs::copy(std::string(TOKENMILL_FIXTURES_DIR) + "/hf_models/" + fixture(), dir_);
   }
   void TearDown() override { fs::remove_all(root_); }
+  virtual std::string fixture() const { return "qwen3"; }
 
   json config() {
     std::ifstream in(dir_ / "config.json");
@@ -195,6 +200,75 @@ TEST_F(ConvertModel, QuantizedTypesLoadAndStayCloseToF32) {
     std::printf("%s: max |logit - F32 logit| / max |logit| = %.3f\n", type, error / scale);
     EXPECT_LT(error / scale, std::string(type) == "Q8_0" ? 0.05 : 0.5) << type;
   }
+}
+
+// gpt-oss's experts as the Hub stores them (MXFP4 blocks and scales).
+class ConvertGptOss : public ConvertModel {
+ protected:
+  std::string fixture() const override { return "gpt_oss"; }
+};
+
+// A quantized file keeps the experts in MXFP4 with the published values (whatever its
+// mix gives the other matrices); a float file holds the same values as floats.
+TEST_F(ConvertGptOss, QuantizedFilesKeepTheMxfp4ExpertsFloatFilesHoldTheirValues) {
+  ASSERT_TRUE(convert("F32").ok());
+  const std::string f32_path = (out_dir_ / "f32.gguf").string();
+  fs::rename(out_path(), f32_path);
+  auto converted = convert("Q8_0");
+  ASSERT_TRUE(converted.ok()) << converted.status().message();
+  auto f32 = gguf::File::open(f32_path);
+  auto q8 = gguf::File::open(out_path());
+  ASSERT_TRUE(f32.ok() && q8.ok());
+  const quant::TypeTraits& mxfp4 = quant::type_traits(gguf::TensorType::kMXFP4);
+  for (const char* name : {"blk.0.ffn_gate_exps.weight", "blk.1.ffn_up_exps.weight", "blk.3.ffn_down_exps.weight"}) {
+    const gguf::TensorInfo* packed = q8->find_tensor(name);
+    const gguf::TensorInfo* floats = f32->find_tensor(name);
+    ASSERT_TRUE(packed && floats) << name;
+    EXPECT_EQ(packed->type, gguf::TensorType::kMXFP4) << name;
+    EXPECT_EQ(floats->type, gguf::TensorType::kF32) << name;
+    ASSERT_EQ(packed->shape, floats->shape) << name;
+    const int64_t n_cols = packed->shape[0];
+    const int64_t n_rows = packed->n_elements() / n_cols;
+    const size_t row_bytes = static_cast<size_t>(n_cols / 32) * 17;
+    const auto* expected = reinterpret_cast<const float*>(f32->tensor_data(*floats).data());
+    std::vector<float> row(static_cast<size_t>(n_cols));
+    for (int64_t r = 0; r < n_rows; ++r) {
+      mxfp4.dequantize_row(q8->tensor_data(*packed).data() + r * row_bytes, row.data(), n_cols);
+      ASSERT_EQ(std::memcmp(row.data(), expected + r * n_cols, row.size() * sizeof(float)), 0) << name << " row " << r;
+    }
+  }
+  EXPECT_EQ(q8->find_tensor("blk.0.attn_q.weight")->type, gguf::TensorType::kQ8_0);
+  EXPECT_EQ(q8->find_tensor("blk.0.attn_sinks.weight")->type, gguf::TensorType::kF32);
+  EXPECT_EQ(q8->find_tensor("blk.0.ffn_gate_exps.bias")->type, gguf::TensorType::kF32);
+  // The quantized file runs.
+  auto model = model::load_model(out_path(), model::LoadOptions{});
+  ASSERT_TRUE(model.ok()) << model.status().message();
+}
+
+TEST_F(ConvertGptOss, Mxfp4BlocksOfTheWrongShapeAreRefused) {
+  std::vector<TensorBytes> t = tensors();
+  for (TensorBytes& x : t) {
+    if (x.name != "model.layers.2.mlp.experts.down_proj_blocks") continue;
+    x.shape[2] -= 1;  // one 32-value block short per row
+    x.data.resize(x.data.size() / (x.shape[2] + 1) * x.shape[2]);
+  }
+  set_tensors(t);
+  expect_refused("tensor 'model.layers.2.mlp.experts.down_proj_blocks' has shape [8, 128, 1, 16], but config.json "
+                 "makes it [8, 128, 2, 16]");
+}
+
+TEST_F(ConvertGptOss, MissingScalesAreNamed) {
+  std::vector<TensorBytes> t = tensors();
+  std::erase_if(t, [](const TensorBytes& x) { return x.name == "model.layers.1.mlp.experts.gate_up_proj_scales"; });
+  set_tensors(t);
+  expect_refused("tensor 'model.layers.1.mlp.experts.gate_up_proj_scales' of the gpt_oss architecture is missing");
+}
+
+TEST_F(ConvertGptOss, AnotherSwigluLimitIsRefused) {
+  json c = config();
+  c["swiglu_limit"] = 5.0;
+  set_config(c);
+  expect_refused("swiglu_limit other than 7 is not supported");
 }
 
 }  // namespace

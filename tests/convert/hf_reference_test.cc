@@ -36,7 +36,9 @@ constexpr double kMaxRelativeError = 5e-3;
 // 8.1e-3 with an F16 cache and 7.7e-6 with an F32 one; dropping the factor or the long
 // factors moves the logits by 12 and 19. So do the granite fixture's multipliers (residual
 // 1.5, logits doubled): llama.cpp is at 5.6e-3 with an F16 cache and 1.8e-5 with an F32
-// one; dropping any multiplier moves the logits by 12 to 21.
+// one; dropping any multiplier moves the logits by 12 to 21. So do gpt-oss's sinks and
+// YaRN factor (scores times 1.81): transformers itself moves by 8.4e-3 when its keys and
+// values are rounded to F16 as the cache stores them.
 constexpr double kMaxRelativeErrorAmplified = 3e-2;
 // Two tokens whose logits are closer than this (relative to the largest |logit|) are a
 // near-tie that summation order may decide either way.
@@ -180,7 +182,8 @@ TEST_P(HfReference, LogitsAtEveryPositionMatchTransformers) {
   std::printf("%s: %d positions, max |logit error| / max |logit| = %.2e (%d positions at a router near-tie excused)\n",
               name_.c_str(), n_positions, worst, n_excused);
   EXPECT_LE(n_excused, 2) << name_;
-  const bool amplified = name_.starts_with("gemma") || name_ == "phi3_longrope" || name_ == "granite";
+  const bool amplified = name_.starts_with("gemma") || name_ == "phi3_longrope" || name_ == "granite" ||
+                         name_ == "gpt_oss";
   EXPECT_LT(worst, amplified ? kMaxRelativeErrorAmplified : kMaxRelativeError) << name_;
 }
 
@@ -322,7 +325,7 @@ TEST(LongRope, LongFactorsOnlyWhenSequencesMayPassTheOriginalContext) {
   std::filesystem::remove(path);
 }
 
-INSTANTIATE_TEST_SUITE_P(Architectures, HfReference, ::testing::Values("llama3", "mistral", "mistral_swa", "qwen2", "qwen3", "qwen3moe", "mixtral", "gemma2", "gemma3", "phi3", "phi3_longrope", "phi3_partial", "smollm3", "olmo2", "granite", "qwen3_yarn"),
+INSTANTIATE_TEST_SUITE_P(Architectures, HfReference, ::testing::Values("llama3", "mistral", "mistral_swa", "qwen2", "qwen3", "qwen3moe", "mixtral", "gemma2", "gemma3", "phi3", "phi3_longrope", "phi3_partial", "smollm3", "olmo2", "granite", "qwen3_yarn", "gpt_oss"),
                          [](const auto& info) { return std::string(info.param); });
 
 }  // namespace

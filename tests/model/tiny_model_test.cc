@@ -742,7 +742,7 @@ TEST(TinyModelLoad, ArithmeticKeysAnArchitectureDoesNotHonourAreRefused) {
       TinyModelSpec spec = testing::tiny_llama_spec();
       spec.architecture = arch;
       spec.extra_f32[key] = 3.0f;  // neutral for none of them
-      if (arch == "qwen3moe") spec.extra_u32 = {{"expert_count", 4}, {"expert_used_count", 2}};
+      if (arch == "qwen3moe" || arch == "gpt-oss") spec.extra_u32 = {{"expert_count", 4}, {"expert_used_count", 2}};
       auto bytes = testing::build_tiny_gguf(spec);
       ASSERT_TRUE(bytes.ok());
       auto file = testing::parse_owned(std::move(bytes).value());
@@ -764,7 +764,7 @@ TEST(TinyModelLoad, ArithmeticKeysAnArchitectureDoesNotHonourAreRefused) {
           << config.status().message();
     }
   }
-  EXPECT_EQ(checked, 10 * static_cast<int>(model::all_arithmetic_keys().size()));
+  EXPECT_EQ(checked, 11 * static_cast<int>(model::all_arithmetic_keys().size()));
   EXPECT_GT(refused, checked / 2);
   // Neutral values load.
   TinyModelSpec spec = testing::tiny_llama_spec();
