@@ -88,7 +88,10 @@ in float32 with eager attention:
                          Gemma models also layer_types, sliding_window and the sensitivities
                          of gemma_sensitivities (soft-capping, sliding window, rope bases,
                          q/k norms, the norms' + 1, the embedding scale); phi3 also
-                         fused_order_sensitivity (gate_up_proj's gate and up halves swapped)
+                         fused_order_sensitivity (gate_up_proj's gate and up halves swapped);
+                         gpt_oss also llamacpp_reference: logits file, greedy tokens and
+                         margins with YaRN's ramp ends rounded, as llama.cpp computes
+                         (logits_yarn_rounded.f32), for tools/check_convert_llamacpp.py
     logits.f32           little-endian float32 logits of every prompt position, prompt after
                          prompt, [position][vocab]
     tokenizer_ids.json   ids of every corpus line as tokenizer(text, add_special_tokens=False)
@@ -1372,6 +1375,20 @@ def build(name: str, spec: dict, tok: Tokenizer, texts: list[str], config_style:
             for attr, value in change.items():
                 setattr(plain, attr, value)
             reference[key] = round(max_diff(logits, all_logits(with_config(model, plain), prompts)), 5)
+        # What llama.cpp computes: its YaRN rounds the ramp's ends (transformers' truncate true).
+        rounded = copy.deepcopy(config)
+        rounded.rope_parameters = {**config.rope_parameters, "truncate": True}
+        rounded_model = with_config(model, rounded)
+        rounded_logits = all_logits(rounded_model, prompts)
+        rounded_runs = [greedy(rounded_model, p) for p in prompts]
+        with open(directory / "logits_yarn_rounded.f32", "wb") as f:
+            for rows in rounded_logits:
+                f.write(np.ascontiguousarray(rows.numpy(), dtype="<f4").tobytes())
+        reference["llamacpp_reference"] = {
+            "why": "llama.cpp rounds YaRN's ramp ends outwards (truncate true), gpt-oss was trained without",
+            "logits_file": "logits_yarn_rounded.f32",
+            "greedy": [r[0] for r in rounded_runs],
+            "greedy_margin": [[round(m, 5) for m in r[1]] for r in rounded_runs]}
         no_sinks = copy.deepcopy(model)
         with torch.no_grad():
             for layer in no_sinks.model.layers:
