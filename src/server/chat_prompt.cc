@@ -1,10 +1,22 @@
 #include "server/chat_prompt.h"
 
+#include "server/harmony_chat.h"
+
 namespace tokenmill::server {
 
 ChatPrompt render_chat_prompt(const ServedModel& model, const Json& messages, const Json& tools,
                               const std::string& forced_opener, const ReasoningOptions& options,
                               const char* messages_param) {
+  if (model.speaks_harmony()) {
+    if (options.budget >= 0) {
+      throw bad_request("'thinking_token_budget' is not supported for harmony (gpt-oss) models", "thinking_token_budget");
+    }
+    ChatPrompt prompt;
+    prompt.harmony = true;
+    prompt.include_reasoning = options.include;
+    prompt.tokens = model.chat_tokens(harmony_chat_text(messages, tools, options.effort, messages_param) + forced_opener);
+    return prompt;
+  }
   auto text = model.chat_text(messages, tools, reasoning_template_variables(options));
   if (!text.ok()) throw bad_request("Cannot apply the chat template: " + text.status().message(), messages_param);
   ChatPrompt prompt;

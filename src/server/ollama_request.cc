@@ -78,6 +78,7 @@ void use_prompt(ChatPrompt prompt, OllamaRequest& out) {
   out.request.prompt = std::move(prompt.tokens);
   out.request.reasoning = std::move(prompt.reasoning);
   out.include_reasoning = prompt.include_reasoning;
+  out.harmony = prompt.harmony;
 }
 
 }  // namespace
@@ -119,6 +120,9 @@ OllamaRequest parse_ollama_request(bool chat, const Json& body, const ServedMode
   check_model_name(ollama_model_name(body), model);
   reject_unsupported(f);
   read_format(f, out.request);
+  if (model.speaks_harmony() && (out.request.json_object || out.request.json_schema)) {
+    throw bad_request("'format' is not supported for harmony (gpt-oss) models yet", "format");
+  }
   out.stream = f.boolean("stream").value_or(true);
   const ReasoningOptions reasoning = read_ollama_reasoning(f);
 
@@ -144,6 +148,9 @@ OllamaRequest parse_ollama_request(bool chat, const Json& body, const ServedMode
       }
       Json message = {{"role", m.string("role").value_or("user")}, {"content", m.string("content").value_or("")}};
       if (const Json* calls = m.raw("tool_calls")) message["tool_calls"] = *calls;
+      for (const char* key : {"tool_name", "thinking"}) {  // what a harmony prompt renders
+        if (auto value = m.string(key)) message[key] = *value;
+      }
       tool_messages = tool_messages || message["role"] == "tool" || message.contains("tool_calls");
       chat_json.push_back(std::move(message));
     }
@@ -155,7 +162,8 @@ OllamaRequest parse_ollama_request(bool chat, const Json& body, const ServedMode
       }
       // Ollama has no tool_choice: the model decides, and the grammar takes over once it
       // opens a call in the built-in syntax.
-      out.tool_syntax = tool_syntax_for_template(model.chat_template_source());
+      out.tool_syntax =
+          model.speaks_harmony() ? ToolSyntax::kHarmony : tool_syntax_for_template(model.chat_template_source());
       const Json template_tools = out.tools && out.tool_syntax != ToolSyntax::kBuiltin ? *f.array("tools") : Json();
       prompt = render_chat_prompt(
           model, template_messages(chat_json, out.tools ? &*out.tools : nullptr, out.tool_syntax, /*ids_required=*/false),

@@ -24,6 +24,8 @@ struct OllamaRequest {
   ToolSyntax tool_syntax = ToolSyntax::kBuiltin;
   // Whether a reasoning span (request.reasoning) is returned as "thinking", or dropped.
   bool include_reasoning = true;
+  // Chat with a harmony model (server/harmony_chat.h).
+  bool harmony = false;
 };
 
 // The model an Ollama request names ("model", or "name" from older clients). Throws

@@ -16,6 +16,7 @@
 #include "server/json_fields.h"
 #include "server/ollama_request.h"
 #include "server/openai_request.h"
+#include "server/harmony_chat.h"
 #include "server/reasoning.h"
 #include "server/response_ids.h"
 #include "server/route_context.h"
@@ -42,7 +43,11 @@ class OllamaSink : public EventSink {
         tools_(request.tools),
         tool_syntax_(request.tool_syntax),
         include_reasoning_(request.include_reasoning) {
-    if (request.request.reasoning) splitter_.emplace(*request.request.reasoning);
+    if (request.harmony) {
+      splitter_ = std::make_unique<HarmonySplitter>();
+    } else if (request.request.reasoning) {
+      splitter_ = std::make_unique<ReasoningSplitter>(*request.request.reasoning);
+    }
   }
 
   void on_start(Responder& out) override {
@@ -61,9 +66,9 @@ class OllamaSink : public EventSink {
       std::string text = event.text;
       std::string thinking;
       if (splitter_) {
-        ReasoningSplitter::Parts parts = splitter_->feed(text);
+        OutputSplitter::Parts parts = splitter_->feed(text);
         if (event.finish) {
-          ReasoningSplitter::Parts rest = splitter_->finish();
+          OutputSplitter::Parts rest = splitter_->finish();
           parts.reasoning += rest.reasoning;
           parts.content += rest.content;
         }
@@ -152,7 +157,7 @@ class OllamaSink : public EventSink {
   std::vector<int32_t> context_;  // prompt and generated tokens, for generate's "context"
   std::string text_;      // not streamed, or with tools: the answer so far
   std::string thinking_;  // ... and its reasoning
-  std::optional<ReasoningSplitter> splitter_;  // a model that writes a reasoning span
+  std::unique_ptr<OutputSplitter> splitter_;  // a model that writes a reasoning span, or harmony
   std::string done_reason_ = "stop";
   std::string error_;
   const std::optional<ToolRequest> tools_;

@@ -240,7 +240,7 @@ OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
     if (role.empty()) throw bad_request("'" + where + ".role' is required", where + ".role");
     if (role == "developer") role = "system";
     Json message = {{"role", role}, {"content", message_content(m, i)}};
-    for (const char* key : {"tool_calls", "tool_call_id", "name"}) {
+    for (const char* key : {"tool_calls", "tool_call_id", "name", "reasoning_content"}) {
       if (m.contains(key) && !m[key].is_null()) message[key] = m[key];
     }
     tool_messages = tool_messages || role == "tool" || message.contains("tool_calls");
@@ -251,9 +251,18 @@ OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
   read_response_format(f, request);
   const ReasoningOptions reasoning = read_openai_reasoning(f);
   ChatPrompt prompt;
+  if (model.speaks_harmony() && (request.json_object || request.json_schema)) {
+    throw bad_request("'response_format' is not supported for harmony (gpt-oss) models yet", "response_format");
+  }
   if (tools || tool_messages) {
-    const ToolSyntax syntax = tool_syntax_for_template(model.chat_template_source());
+    const ToolSyntax syntax =
+        model.speaks_harmony() ? ToolSyntax::kHarmony : tool_syntax_for_template(model.chat_template_source());
     const bool calls_allowed = tools && tools->choice != ToolRequest::Choice::kNone;
+    if (calls_allowed && syntax == ToolSyntax::kHarmony && tools->forced()) {
+      throw bad_request("tool_choice 'required', a named function and strict tools are not supported for harmony "
+                        "(gpt-oss) models yet: use tool_choice 'auto'",
+                        "tool_choice");
+    }
     if (calls_allowed && (request.json_object || request.json_schema)) {
       throw bad_request("'response_format' cannot be combined with 'tools' here", "response_format");
     }
@@ -275,6 +284,7 @@ OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
   request.prompt = std::move(prompt.tokens);
   request.reasoning = std::move(prompt.reasoning);
   out.include_reasoning = prompt.include_reasoning;
+  out.harmony = prompt.harmony;
 
   read_sampling(f, model, request);
   read_prediction(f, model, request);

@@ -41,6 +41,9 @@ struct OpenAiRequest {
   // Chat: whether a reasoning span (requests.front().reasoning) is returned as
   // reasoning_content, or dropped.
   bool include_reasoning = true;
+  // Chat with a harmony model (server/harmony_chat.h): its channels become reasoning,
+  // content and tool calls.
+  bool harmony = false;
 };
 
 // Throws ApiError.

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "server/openai_request.h"
+#include "server/harmony_chat.h"
 #include "server/reasoning.h"
 #include "server/schema_notes.h"
 #include "server/response_cache.h"
@@ -63,6 +64,7 @@ class OpenAiSink : public EventSink {
                              ? request.requests.front().json_schema
                              : nullptr),
         reasoning_(request.requests.front().reasoning),
+        harmony_(request.harmony),
         include_reasoning_(request.include_reasoning) {
     // Prompt i's choices are i * n .. i * n + n - 1, each with that prompt's echo.
     for (size_t i = 0; i < request.requests.size(); ++i) {
@@ -74,7 +76,11 @@ class OpenAiSink : public EventSink {
         c.prompt = static_cast<int32_t>(i);
         c.text = prompts_[i].echo_text;
         c.next_offset = static_cast<int64_t>(c.text.size());
-        if (chat && reasoning_) c.splitter.emplace(*reasoning_);
+        if (chat && harmony_) {
+          c.splitter = std::make_unique<HarmonySplitter>();
+        } else if (chat && reasoning_) {
+          c.splitter = std::make_unique<ReasoningSplitter>(*reasoning_);
+        }
       }
     }
   }
@@ -243,7 +249,7 @@ class OpenAiSink : public EventSink {
     std::string output;  // the generated text, kept where it is checked against the schema
     bool role_sent = false;
     bool prompt_logprobs_done = false;
-    std::optional<ReasoningSplitter> splitter;  // chat with a reasoning span
+    std::unique_ptr<OutputSplitter> splitter;  // chat with a reasoning span, or harmony
     std::string reasoning;                      // not streamed: the reasoning so far
     size_t released = 0;  // streams with tools: the bytes of text sent as content
     bool in_call = false;  // ... and a call has begun: the rest is held for the parser
@@ -253,9 +259,9 @@ class OpenAiSink : public EventSink {
   // An event's text split into its reasoning and content (the end of the choice releases
   // what the splitter held back); reasoning is empty where the request drops it.
   void take_reasoning(Choice& c, bool last, std::string& text, std::string& reasoning) const {
-    ReasoningSplitter::Parts parts = c.splitter->feed(text);
+    OutputSplitter::Parts parts = c.splitter->feed(text);
     if (last) {
-      ReasoningSplitter::Parts rest = c.splitter->finish();
+      OutputSplitter::Parts rest = c.splitter->finish();
       parts.reasoning += rest.reasoning;
       parts.content += rest.content;
     }
@@ -266,7 +272,7 @@ class OpenAiSink : public EventSink {
   // message.reasoning_content where the model writes a span and the request keeps it
   // (null when there was none).
   void add_reasoning(Json& message, const Choice& c) const {
-    if (!reasoning_ || !include_reasoning_) return;
+    if (!(reasoning_ || harmony_) || !include_reasoning_) return;
     message["reasoning_content"] = c.reasoning.empty() ? Json() : Json(c.reasoning);
   }
 
@@ -469,6 +475,7 @@ class OpenAiSink : public EventSink {
   // is checked against it.
   const std::shared_ptr<const engine::JsonSchema> schema_to_check_;
   const std::shared_ptr<const engine::ReasoningSpec> reasoning_;  // null: no span to split off
+  const bool harmony_;  // the model's channels are split off (server/harmony_chat.h)
   const bool include_reasoning_;
   std::vector<Choice> choices_;
 };

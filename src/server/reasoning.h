@@ -49,21 +49,28 @@ std::shared_ptr<engine::ReasoningSpec> reasoning_for_template(std::string_view t
 // whitespace.
 bool prompt_opens_reasoning(std::string_view prompt, const engine::ReasoningSpec& spec);
 
-// Splits a choice's text, as it streams, into reasoning and answer. The reasoning is
-// trimmed of the whitespace around it, and the answer of the whitespace before it. Text
-// that may be the start of a tag is held back until the next piece tells.
-class ReasoningSplitter {
+// Splits a choice's text, as it streams, into reasoning and answer.
+class OutputSplitter {
  public:
   struct Parts {
     std::string reasoning;
     std::string content;
   };
+  virtual ~OutputSplitter() = default;
+  virtual Parts feed(std::string_view text) = 0;
+  // The end of the text: what was held back.
+  virtual Parts finish() = 0;
+};
 
+// The splitter of a template's reasoning span. The reasoning is trimmed of the whitespace
+// around it, and the answer of the whitespace before it. Text that may be the start of a
+// tag is held back until the next piece tells.
+class ReasoningSplitter final : public OutputSplitter {
+ public:
   explicit ReasoningSplitter(const engine::ReasoningSpec& spec);
 
-  Parts feed(std::string_view text);
-  // The end of the text: what was held back.
-  Parts finish();
+  Parts feed(std::string_view text) override;
+  Parts finish() override;
 
  private:
   enum class Phase { kLead, kReasoning, kGap, kContent };

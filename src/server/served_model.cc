@@ -22,6 +22,7 @@ std::string model_name_from_path(const std::string& path) {
 ServedModel::ServedModel(const std::string& path, model::Model& model, const tokenizer::Tokenizer& tokenizer,
                          engine::Engine& engine, std::string name, std::string chat_template_source)
     : path_(path), name_(name.empty() ? model_name_from_path(path) : std::move(name)), model_(&model), tokenizer_(&tokenizer), engine_(&engine) {
+  speaks_harmony_ = tokenizer.speaks_harmony() && chat_template_source.empty();
   auto chat_template = chat_template_source.empty() ? tokenizer::chat_template_for_model(model.file())
                                                     : tokenizer::ChatTemplate::parse(std::move(chat_template_source));
   if (chat_template.ok()) {

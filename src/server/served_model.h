@@ -59,6 +59,9 @@ class ServedModel {
 
   // The chat template's source ("" if none), valid as long as this object.
   std::string_view chat_template_source() const;
+  // Whether chats are rendered and read back in the harmony format (gpt-oss: its
+  // vocabulary speaks harmony and no --chat-template replaces the model's own).
+  bool speaks_harmony() const { return speaks_harmony_; }
 
   // Descriptions.
   const std::string& path() const { return path_; }
@@ -77,6 +80,7 @@ class ServedModel {
   engine::Engine* engine_;
   std::optional<tokenizer::ChatTemplate> chat_template_;
   std::string chat_template_error_;
+  bool speaks_harmony_ = false;
   int32_t max_context_ = 0;
   int64_t file_size_ = 0;
   int64_t modified_unix_ = 0;

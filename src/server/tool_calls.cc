@@ -136,6 +136,7 @@ const char* tool_syntax_name(ToolSyntax syntax) {
     case ToolSyntax::kLlama3: return "llama3";
     case ToolSyntax::kMistral: return "mistral";
     case ToolSyntax::kBuiltin: return "builtin";
+    case ToolSyntax::kHarmony: return "harmony";
   }
   return "builtin";
 }
@@ -237,7 +238,8 @@ std::string forced_call_opener(ToolSyntax syntax) {
   switch (syntax) {
     case ToolSyntax::kHermes:
     case ToolSyntax::kBuiltin: return std::string(kHermesOpen) + "\n";
-    case ToolSyntax::kLlama3: return "";
+    case ToolSyntax::kLlama3:
+    case ToolSyntax::kHarmony: return "";  // harmony calls are never forced (harmony_chat.h)
     case ToolSyntax::kMistral: return std::string(kMistralCalls) + "[";
   }
   return "";

@@ -8,6 +8,8 @@
 //   mistral  [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]
 //   builtin  for templates that know no tools (Gemma 3's): the tools are described in the
 //            system prompt by tokenmill, and calls are written in the hermes syntax.
+//   harmony  gpt-oss: commentary messages to functions.NAME (server/harmony_chat.h), which
+//            its output splitter hands on in the hermes syntax.
 // With tool_choice "required", a named function, or any tool marked strict, the output
 // is constrained to a valid call (engine/tool_call_grammar.h); with "auto" the grammar
 // takes over once the model opens a call.
@@ -24,7 +26,7 @@
 
 namespace tokenmill::server {
 
-enum class ToolSyntax { kHermes, kLlama3, kMistral, kBuiltin };
+enum class ToolSyntax { kHermes, kLlama3, kMistral, kBuiltin, kHarmony };
 const char* tool_syntax_name(ToolSyntax syntax);
 
 // The syntax a chat template's model writes calls in (kBuiltin when it knows no tools).

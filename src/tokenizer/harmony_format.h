@@ -88,16 +88,19 @@ struct ParsedMessage {
 // What the model writes after `<|start|>assistant`, parsed as it streams. feed() takes
 // text in pieces of any size (special tokens as their text, possibly split across
 // pieces) and returns what became known: new text of the open message and the messages
-// that ended. Text that may be the start of a special token is held back until the next
+// that ended. Text that may be the start of a terminator is held back until the next
 // piece tells.
 class StreamParser {
  public:
   struct Update {
-    // The open message's header, when it became complete in this piece (its text arrives
-    // in `text` from then on); its text so far in this piece.
-    std::optional<ParsedMessage> opened;
-    std::string text;
-    // Messages that ended in this piece, whole (the open one's earlier text included).
+    // New text, in the order written, each piece with the message it belongs to (whose
+    // header is complete; its `text` holds the message's text so far, this piece included).
+    struct Piece {
+      ParsedMessage message;
+      std::string text;
+    };
+    std::vector<Piece> pieces;
+    // Messages that ended in this piece, whole.
     std::vector<ParsedMessage> ended;
   };
 
@@ -105,12 +108,16 @@ class StreamParser {
   // the assistant's, text between messages, a header that never ends. After an error
   // the parser stays failed.
   Result<Update> feed(std::string_view piece);
-  // The end of the output. A message still open (generation stopped by the length
-  // limit) is returned unterminated.
-  Result<std::vector<ParsedMessage>> finish();
+  // The end of the output: what was held back, and the message still open (the model's
+  // last, whose <|return|> or <|call|> ends the generation and is not in the text; or
+  // one cut by the length limit), ended unterminated.
+  Result<Update> finish();
 
   // The message being written, if its header is complete.
   const std::optional<ParsedMessage>& open_message() const { return open_; }
+  // Text fed but not given out yet (a header, a possible terminator; after an error,
+  // what the parser could not read).
+  std::string_view pending() const { return pending_; }
 
  private:
   enum class Phase { kHeader, kBody, kBetween };

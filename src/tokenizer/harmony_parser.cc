@@ -94,7 +94,6 @@ Result<StreamParser::Update> StreamParser::feed(std::string_view piece) {
         break;
       }
       TM_RETURN_IF_ERROR(parse_header(std::string_view(pending_).substr(0, at)));
-      update.opened = open_;
       pending_.erase(0, at + kMessage.size());
       phase_ = Phase::kBody;
       continue;
@@ -112,14 +111,16 @@ Result<StreamParser::Update> StreamParser::feed(std::string_view piece) {
       if (at == std::string::npos) {
         const size_t keep = held_suffix(pending_, kTerminators);
         const std::string text = pending_.substr(0, pending_.size() - keep);
-        update.text += text;
-        open_->text += text;
+        if (!text.empty()) {
+          open_->text += text;
+          update.pieces.push_back({*open_, text});
+        }
         pending_.erase(0, text.size());
         break;
       }
       const std::string text = pending_.substr(0, at);
-      update.text += text;
       open_->text += text;
+      if (!text.empty()) update.pieces.push_back({*open_, text});
       open_->terminator = terminator;
       update.ended.push_back(std::move(*open_));
       open_.reset();
@@ -142,18 +143,21 @@ Result<StreamParser::Update> StreamParser::feed(std::string_view piece) {
   return update;
 }
 
-Result<std::vector<ParsedMessage>> StreamParser::finish() {
+Result<StreamParser::Update> StreamParser::finish() {
   if (!error_.ok()) return error_;
-  std::vector<ParsedMessage> out;
+  Update update;
   if (phase_ == Phase::kBody) {
-    open_->text += pending_;  // what was held back as a possible terminator
-    out.push_back(std::move(*open_));
+    if (!pending_.empty()) {  // what was held back as a possible terminator
+      open_->text += pending_;
+      update.pieces.push_back({*open_, pending_});
+    }
+    update.ended.push_back(std::move(*open_));
     open_.reset();
   } else if (phase_ == Phase::kHeader && !(first_ && pending_.empty())) {
     return fail("the output ended inside a message header");
   }
   pending_.clear();
-  return out;
+  return update;
 }
 
 Result<std::vector<ParsedMessage>> parse_completion(std::string_view completion) {
@@ -163,7 +167,7 @@ Result<std::vector<ParsedMessage>> parse_completion(std::string_view completion)
   auto rest = parser.finish();
   if (!rest.ok()) return rest.status();
   std::vector<ParsedMessage> messages = std::move(update->ended);
-  for (ParsedMessage& m : *rest) messages.push_back(std::move(m));
+  for (ParsedMessage& m : rest->ended) messages.push_back(std::move(m));
   return messages;
 }
 

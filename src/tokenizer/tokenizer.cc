@@ -117,6 +117,19 @@ void Tokenizer::build_pieces() {
   for (int32_t id : {vocab_.eos_id, vocab_.eot_id, vocab_.eom_id}) {
     if (vocab_.contains(id)) end_of_generation_[id] = true;
   }
+  // The harmony format (gpt-oss, tokenizer/harmony_format.h): <|end|> closes one message
+  // of a turn, after which the model writes the next (<|start|>assistant...); the turn
+  // ends at <|return|> or <|call|>. The structural tokens are part of the output's text,
+  // where the server's parser reads the channels from them.
+  speaks_harmony_ = vocab_.find("<|channel|>") && vocab_.find("<|message|>") && vocab_.find("<|return|>");
+  if (speaks_harmony_) {
+    for (std::string_view text : {"<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|constrain|>"}) {
+      if (const std::optional<int32_t> id = vocab_.find(text)) {
+        hidden_unless_special_[*id] = false;
+        end_of_generation_[*id] = false;
+      }
+    }
+  }
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special,

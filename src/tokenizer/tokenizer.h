@@ -63,8 +63,13 @@ class Tokenizer {
 
   // True for EOS, EOT, EOM and the known end-of-turn markers (<end_of_turn>,
   // <|eot_id|>, <|im_end|> ...).
+  // For a harmony vocabulary, <|return|> and <|call|> but not <|end|> (a message's end).
   bool is_end_of_generation(int32_t id) const;
   bool is_control(int32_t id) const;
+  // Whether the vocabulary is gpt-oss's harmony format (<|channel|>, <|message|>,
+  // <|return|>): its structural tokens (<|start|>, <|channel|>, <|message|>, <|end|>,
+  // <|constrain|>) are then rendered in decoded text as their text.
+  bool speaks_harmony() const { return speaks_harmony_; }
 
   // The id of the token whose vocabulary text is exactly text.
   std::optional<int32_t> find_token(std::string_view text) const { return vocab_.find(text); }
@@ -81,6 +86,7 @@ class Tokenizer {
   std::vector<std::string> pieces_;        // [n_vocab] bytes of each token, rendered
   std::vector<bool> hidden_unless_special_; // [n_vocab] control / unknown tokens
   std::vector<bool> end_of_generation_;     // [n_vocab]
+  bool speaks_harmony_ = false;
 };
 
 }  // namespace tokenmill::tokenizer

@@ -90,12 +90,13 @@ TEST(Harmony, ParsesEveryCompletionAsOpenAiHarmonyDoes) {
       for (size_t at = 0; at < completion.size(); at += size) {
         auto update = parser.feed(std::string_view(completion).substr(at, size));
         ASSERT_TRUE(update.ok()) << c["name"] << ": " << update.status().message();
-        streamed += update->text;
+        for (const auto& piece : update->pieces) streamed += piece.text;
         for (ParsedMessage& m : update->ended) messages.push_back(std::move(m));
       }
       auto rest = parser.finish();
       ASSERT_TRUE(rest.ok());
-      for (ParsedMessage& m : *rest) messages.push_back(std::move(m));
+      for (const auto& piece : rest->pieces) streamed += piece.text;
+      for (ParsedMessage& m : rest->ended) messages.push_back(std::move(m));
       expect_messages(messages, c["messages"], c["name"].get<std::string>() + " (pieces of " + std::to_string(size) + ")");
       std::string joined;
       for (const json& e : c["messages"]) joined += e["text"].get<std::string>();
@@ -138,11 +139,15 @@ TEST(Harmony, AnUnfinishedMessageIsReturnedUnterminated) {
   StreamParser parser;
   auto update = parser.feed("<|channel|>final<|message|>x <|en");
   ASSERT_TRUE(update.ok());
-  EXPECT_EQ(update->text, "x ");
+  ASSERT_EQ(update->pieces.size(), 1u);
+  EXPECT_EQ(update->pieces[0].text, "x ");
+  EXPECT_EQ(update->pieces[0].message.channel, "final");
   auto rest = parser.finish();
   ASSERT_TRUE(rest.ok());
-  ASSERT_EQ(rest->size(), 1u);
-  EXPECT_EQ((*rest)[0].text, "x <|en");
+  ASSERT_EQ(rest->ended.size(), 1u);
+  EXPECT_EQ(rest->ended[0].text, "x <|en");
+  ASSERT_EQ(rest->pieces.size(), 1u);
+  EXPECT_EQ(rest->pieces[0].text, "<|en");
 }
 
 TEST(Harmony, UnknownRolesAndEffortsAreRefused) {

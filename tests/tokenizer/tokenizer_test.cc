@@ -110,6 +110,29 @@ TEST(Tokenizer, EndOfGeneration) {
   EXPECT_FALSE(t->find_token("missing").has_value());
 }
 
+// gpt-oss's harmony vocabulary: a turn ends at <|return|> or <|call|>, not at <|end|>
+// (which ends Phi-3's turns), and the structural tokens are rendered in the output text.
+TEST(Tokenizer, HarmonyVocabularyEndsTurnsAtReturnAndCallAndRendersItsStructure) {
+  for (const bool harmony : {false, true}) {
+    Vocab vocab = tiny_spm_vocab(false);
+    std::vector<std::string> specials = {"<|start|>", "<|end|>", "<|message|>", "<|call|>", "<|constrain|>"};
+    if (harmony) specials.insert(specials.end(), {"<|channel|>", "<|return|>"});
+    for (const std::string& text : specials) vocab.tokens.push_back({text, 0.0f, TokenType::kControl});
+    finish_vocab(vocab);
+    auto t = make(std::move(vocab));
+    EXPECT_EQ(t->speaks_harmony(), harmony);
+    EXPECT_EQ(t->is_end_of_generation(id_of(*t, "<|end|>")), !harmony);
+    EXPECT_TRUE(t->is_end_of_generation(id_of(*t, "<|call|>")));
+    EXPECT_EQ(t->token_piece(id_of(*t, "<|message|>"), /*render_special=*/false), harmony ? "<|message|>" : "");
+    EXPECT_EQ(t->token_piece(id_of(*t, "<|call|>"), /*render_special=*/false), "");
+    if (harmony) {
+      EXPECT_TRUE(t->is_end_of_generation(id_of(*t, "<|return|>")));
+      EXPECT_EQ(t->token_piece(id_of(*t, "<|channel|>"), false), "<|channel|>");
+      EXPECT_EQ(t->token_piece(id_of(*t, "<|end|>"), false), "<|end|>");
+    }
+  }
+}
+
 TEST(IncrementalDecoder, HoldsBackSplitCharacters) {
   auto t = make(tiny_spm_vocab(false));
   IncrementalDecoder decoder(*t);
