@@ -36,9 +36,9 @@ ReasoningGrammar::ReasoningGrammar(const ReasoningGrammar& other)
       reasoning_tokens_(other.reasoning_tokens_) {}
 
 void ReasoningGrammar::start_forcing() {
-  // The close goes on a line of its own, as the models write it.
+  // The close goes on a line of its own, as the models write it (where the spec asks).
   const bool at_line_start = state_.held.empty() || state_.held.back() == '\n';
-  state_.held = (at_line_start ? "" : "\n") + spec_->close;
+  state_.held = (at_line_start || !spec_->close_on_own_line ? "" : "\n") + spec_->close;
   state_.phase = Phase::kForcing;
 }
 

@@ -7,7 +7,8 @@
 // and puts the request's grammar (JSON mode, a schema, tool calls; or none) on the
 // answer alone, so that structured output and tool calls constrain what the user reads,
 // never what the model thinks. With a budget it also ends the reasoning: after that many
-// tokens inside the span, the only tokens allowed are those that spell "\n" + close.
+// tokens inside the span, the only tokens allowed are those that spell "\n" + close
+// (close alone at a line's start, or where the spec's close_on_own_line is false).
 //
 // Phases, byte by byte:
 //   lead       (prompt did not open the span) whitespace, then the open tag, or else the
@@ -35,6 +36,7 @@ struct ReasoningSpec {
   std::string close = "</think>";
   bool opened_by_prompt = false;  // the prompt ends inside the span
   int32_t budget = -1;            // tokens inside the span before the close is forced; < 0: none
+  bool close_on_own_line = true;  // a forced close starts a line (false: harmony's, a token)
 };
 
 class ReasoningGrammar final : public OutputGrammar {

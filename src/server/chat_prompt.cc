@@ -8,13 +8,21 @@ ChatPrompt render_chat_prompt(const ServedModel& model, const Json& messages, co
                               const std::string& forced_opener, const ReasoningOptions& options,
                               const char* messages_param) {
   if (model.speaks_harmony()) {
-    if (options.budget >= 0) {
-      throw bad_request("'thinking_token_budget' is not supported for harmony (gpt-oss) models", "thinking_token_budget");
-    }
     ChatPrompt prompt;
     prompt.harmony = true;
     prompt.include_reasoning = options.include;
-    prompt.tokens = model.chat_tokens(harmony_chat_text(messages, tools, options.effort, messages_param) + forced_opener);
+    std::string text = harmony_chat_text(messages, tools, options.effort, messages_param) + forced_opener;
+    if (options.budget >= 0) {
+      // A budget: the prompt opens the analysis message, and once the budget is spent the
+      // engine writes its end and the final message's header (the grammar's close).
+      auto spec = std::make_shared<engine::ReasoningSpec>(harmony_reasoning_span());
+      spec->opened_by_prompt = true;
+      spec->budget = options.budget;
+      prompt.harmony_prefix = spec->open;
+      text += spec->open;
+      prompt.reasoning = std::move(spec);
+    }
+    prompt.tokens = model.chat_tokens(text);
     return prompt;
   }
   auto text = model.chat_text(messages, tools, reasoning_template_variables(options));

@@ -22,12 +22,15 @@ struct ChatPrompt {
   std::shared_ptr<const engine::ReasoningSpec> reasoning;
   bool include_reasoning = true;  // the reasoning is returned (else dropped)
   // Rendered in the harmony format (ServedModel::speaks_harmony): the answer is read back
-  // by a HarmonySplitter (server/harmony_chat.h), and `reasoning` is null.
+  // by a HarmonySplitter (server/harmony_chat.h) started with harmony_prefix, what the
+  // prompt wrote of the model's first message (with a thinking budget, the analysis
+  // header; `reasoning` is then the span the engine's budget closes, else null).
   bool harmony = false;
+  std::string harmony_prefix;
 };
 
 // messages / tools as ServedModel::chat_text takes them (for a harmony model, as
-// harmony_chat_text does; thinking_token_budget is refused there). forced_opener: what the prompt
+// harmony_chat_text does). forced_opener: what the prompt
 // ends with when a tool call is forced ("" otherwise); a reasoning span the prompt opened
 // is then closed before it, so that the call is the answer. Throws ApiError 400 naming
 // messages_param when the template fails.

@@ -91,6 +91,19 @@ std::string harmony_chat_text(const Json& messages, const Json& tools, const std
   return std::move(text).value();
 }
 
+engine::ReasoningSpec harmony_reasoning_span() {
+  engine::ReasoningSpec spec;
+  spec.open = std::string(harmony::kChannel) + "analysis" + std::string(harmony::kMessage);
+  spec.close = std::string(harmony::kEnd) + std::string(harmony::kStart) + "assistant" + std::string(harmony::kChannel) +
+               "final" + std::string(harmony::kMessage);
+  spec.close_on_own_line = false;
+  return spec;
+}
+
+HarmonySplitter::HarmonySplitter(std::string_view prefix) {
+  if (!prefix.empty()) (void)feed(prefix);  // a header: nothing to give out
+}
+
 void HarmonySplitter::route(const harmony::StreamParser::Update& update, Parts& out) {
   for (const auto& piece : update.pieces) {
     if (piece.message.channel == "analysis") {

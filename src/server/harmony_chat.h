@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "engine/reasoning_grammar.h"
 #include "server/json_fields.h"
 #include "server/reasoning.h"
 #include "tokenizer/harmony_format.h"
@@ -29,8 +30,16 @@ namespace tokenmill::server {
 std::string harmony_chat_text(const Json& messages, const Json& tools, const std::string& effort,
                               const char* messages_param);
 
+// The analysis message as a reasoning span (open: its header after <|start|>assistant;
+// close: its end and the final message's header), for a thinking budget's grammar.
+engine::ReasoningSpec harmony_reasoning_span();
+
 class HarmonySplitter final : public OutputSplitter {
  public:
+  // prefix: what the prompt wrote of the model's first message after <|start|>assistant
+  // (ChatPrompt::harmony_prefix).
+  explicit HarmonySplitter(std::string_view prefix = "");
+
   Parts feed(std::string_view text) override;
   Parts finish() override;
 

@@ -79,6 +79,7 @@ void use_prompt(ChatPrompt prompt, OllamaRequest& out) {
   out.request.reasoning = std::move(prompt.reasoning);
   out.include_reasoning = prompt.include_reasoning;
   out.harmony = prompt.harmony;
+  out.harmony_prefix = prompt.harmony_prefix;
 }
 
 }  // namespace

@@ -24,8 +24,9 @@ struct OllamaRequest {
   ToolSyntax tool_syntax = ToolSyntax::kBuiltin;
   // Whether a reasoning span (request.reasoning) is returned as "thinking", or dropped.
   bool include_reasoning = true;
-  // Chat with a harmony model (server/harmony_chat.h).
+  // Chat with a harmony model (server/harmony_chat.h), and ChatPrompt's harmony_prefix.
   bool harmony = false;
+  std::string harmony_prefix;
 };
 
 // The model an Ollama request names ("model", or "name" from older clients). Throws

@@ -44,7 +44,7 @@ class OllamaSink : public EventSink {
         tool_syntax_(request.tool_syntax),
         include_reasoning_(request.include_reasoning) {
     if (request.harmony) {
-      splitter_ = std::make_unique<HarmonySplitter>();
+      splitter_ = std::make_unique<HarmonySplitter>(request.harmony_prefix);
     } else if (request.request.reasoning) {
       splitter_ = std::make_unique<ReasoningSplitter>(*request.request.reasoning);
     }

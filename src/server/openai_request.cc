@@ -285,6 +285,7 @@ OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
   request.reasoning = std::move(prompt.reasoning);
   out.include_reasoning = prompt.include_reasoning;
   out.harmony = prompt.harmony;
+  out.harmony_prefix = prompt.harmony_prefix;
 
   read_sampling(f, model, request);
   read_prediction(f, model, request);

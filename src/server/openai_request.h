@@ -42,8 +42,9 @@ struct OpenAiRequest {
   // reasoning_content, or dropped.
   bool include_reasoning = true;
   // Chat with a harmony model (server/harmony_chat.h): its channels become reasoning,
-  // content and tool calls.
+  // content and tool calls; harmony_prefix is ChatPrompt's.
   bool harmony = false;
+  std::string harmony_prefix;
 };
 
 // Throws ApiError.

@@ -77,7 +77,7 @@ class OpenAiSink : public EventSink {
         c.text = prompts_[i].echo_text;
         c.next_offset = static_cast<int64_t>(c.text.size());
         if (chat && harmony_) {
-          c.splitter = std::make_unique<HarmonySplitter>();
+          c.splitter = std::make_unique<HarmonySplitter>(request.harmony_prefix);
         } else if (chat && reasoning_) {
           c.splitter = std::make_unique<ReasoningSplitter>(*reasoning_);
         }

@@ -24,6 +24,16 @@ std::string qwen2_pattern() {
          R"(|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 }
 
+// o200k (GPT-4o, gpt-oss): cased words (an upper-case run then lower-case letters, or the
+// other way), contractions after a word, numbers of up to three digits, punctuation runs
+// taking trailing newlines and slashes.
+std::string gpt4o_pattern() {
+  const std::string contractions = std::string(kContractions) + "?";
+  return R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+)" + contractions +
+         R"(|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*)" + contractions +
+         R"(|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+}
+
 constexpr std::string_view kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))";
 
@@ -40,6 +50,10 @@ Result<PreTokenizerConfig> pretokenizer_config(std::string_view pre) {
   } else if (pre == "qwen2" || pre == "deepseek-r1-qwen" || pre == "stablelm2") {
     config.name = "qwen2";
     config.patterns = {qwen2_pattern()};
+  } else if (pre == "gpt-4o" || pre == "o200k") {
+    config.name = "gpt-4o";
+    config.patterns = {gpt4o_pattern()};
+    config.ignore_merges = true;  // tiktoken's vocabularies: a piece that is a token stays whole
   } else if (pre == "gpt2" || pre == "gpt-2" || pre == "phi-2" || pre == "mpt" || pre == "olmo") {
     config.name = "gpt2";
     config.patterns = {std::string(kGpt2Pattern)};
@@ -53,7 +67,7 @@ Result<PreTokenizerConfig> pretokenizer_config(std::string_view pre) {
                        "[0-9][0-9][0-9]"};
   } else {
     return unsupported("pre-tokenizer '" + std::string(pre) +
-                       "' (supported: llama3/llama-bpe, qwen2, gpt2, starcoder, default)");
+                       "' (supported: llama3/llama-bpe, qwen2, gpt-4o, gpt2, starcoder, default)");
   }
   return config;
 }

@@ -1,0 +1,151 @@
+"""gpt-oss's harmony format through the server and the official clients, on a tiny gpt-oss
+model with gpt-oss's real vocabulary (tools/make_tiny_gpt_oss.py: o200k_harmony, random
+weights, every logit 0 so that greedy decoding writes "!" forever). The model never writes
+a harmony header by itself; with thinking_token_budget the prompt opens its analysis
+message and the engine forces its end and the final header once the budget is spent, so
+what is reasoning and what is answer is known exactly."""
+import subprocess
+import sys
+
+import bpe_openai
+import ollama
+import openai
+import pytest
+import requests
+
+from conftest import ROOT, start_server
+
+CORPUS = ROOT / "tests" / "fixtures" / "tokenizer" / "corpus.txt"
+QUESTION = [{"role": "user", "content": "What is 2 + 2?"}]
+WEATHER = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Weather in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+
+
+@pytest.fixture(scope="module")
+def harmony_server(tokenmill, tmp_path_factory):
+    model = tmp_path_factory.mktemp("model") / "tiny-gpt-oss.gguf"
+    subprocess.run([sys.executable, str(ROOT / "tools" / "make_tiny_gpt_oss.py"), str(model)], check=True,
+                   capture_output=True, timeout=300)
+    process = start_server(tokenmill, str(model), "-t", "2", "--spec", "off")
+    yield process
+    assert process.stop() == 0, process.log()
+
+
+@pytest.fixture(scope="module")
+def client(harmony_server):
+    return openai.OpenAI(base_url=harmony_server.url + "/v1", api_key="none", max_retries=0, timeout=120)
+
+
+def read_corpus():
+    """tests/fixtures/tokenizer/corpus.txt, one text a line, with \\n \\r \\t \\\\ escapes."""
+    escapes = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\"}
+    texts = []
+    for line in CORPUS.read_text(encoding="utf-8").split("\n")[:-1]:
+        out, i = [], 0
+        while i < len(line):
+            if line[i] == "\\" and i + 1 < len(line) and line[i + 1] in escapes:
+                out.append(escapes[line[i + 1]])
+                i += 2
+            else:
+                out.append(line[i])
+                i += 1
+        texts.append("".join(out))
+    return texts
+
+
+def reasoning_of(message):
+    return (message.model_extra or {}).get("reasoning_content")
+
+
+def test_the_vocabulary_tokenizes_as_openais_o200k(harmony_server):
+    """Corpus lines as prompts (echoed with their token ids) against bpe-openai's o200k_base."""
+    enc = bpe_openai.get_encoding("o200k_base")
+    lines = [t for t in read_corpus() if t and "<|" not in t][:400]
+    same = 0
+    for start in range(0, len(lines), 50):
+        batch = lines[start:start + 50]
+        r = requests.post(harmony_server.url + "/v1/completions", json={
+            "model": "default", "prompt": batch, "max_tokens": 1, "echo": True, "logprobs": 0,
+            "return_tokens_as_token_ids": True, "temperature": 0}, timeout=120)
+        assert r.status_code == 200, r.text
+        for line, choice in zip(batch, sorted(r.json()["choices"], key=lambda c: c["index"])):
+            ours = [int(t.split(":")[1]) for t in choice["logprobs"]["tokens"]][:-1]  # the last is generated
+            theirs = enc.encode_ordinary(line)
+            assert ours == theirs, (line, ours[:20], theirs[:20])
+            same += 1
+    assert same == len(lines)
+
+
+def test_reasoning_and_answer_come_apart(client):
+    r = client.chat.completions.create(model="default", messages=QUESTION, max_tokens=80, temperature=0,
+                                       extra_body={"thinking_token_budget": 5})
+    message = r.choices[0].message
+    assert reasoning_of(message) == "!!!!!", message
+    # After the budget the engine wrote the analysis message's end and the final header;
+    # the model's next tokens are the answer, and no harmony text is in either part.
+    assert message.content and set(message.content) == {"!"}, message
+    assert r.choices[0].finish_reason == "length"
+
+
+def test_streamed_reasoning_comes_first_and_matches_the_whole_answer(client):
+    whole = client.chat.completions.create(model="default", messages=QUESTION, max_tokens=80, temperature=0,
+                                           extra_body={"thinking_token_budget": 7}).choices[0].message
+    reasoning, content, order = "", "", []
+    for chunk in client.chat.completions.create(model="default", messages=QUESTION, max_tokens=80, temperature=0,
+                                                extra_body={"thinking_token_budget": 7}, stream=True):
+        if not chunk.choices:
+            continue
+        delta = chunk.choices[0].delta
+        piece = (delta.model_extra or {}).get("reasoning_content")
+        if piece:
+            reasoning += piece
+            order.append("r")
+        if delta.content:
+            content += delta.content
+            order.append("c")
+    assert reasoning == reasoning_of(whole) == "!!!!!!!"
+    assert content == whole.content
+    assert order.index("c") > max(i for i, o in enumerate(order) if o == "r")
+
+
+def test_reasoning_can_be_dropped(client):
+    r = client.chat.completions.create(model="default", messages=QUESTION, max_tokens=80, temperature=0,
+                                       extra_body={"thinking_token_budget": 3, "include_reasoning": False})
+    assert reasoning_of(r.choices[0].message) is None
+    assert set(r.choices[0].message.content) == {"!"}
+
+
+def test_output_that_is_not_harmony_is_the_answer(client, harmony_server):
+    """Without a budget this model writes "!" where a header belongs: nothing is lost."""
+    r = client.chat.completions.create(model="default", messages=QUESTION, max_tokens=6, temperature=0)
+    assert r.choices[0].message.content == "!!!!!!"
+    assert reasoning_of(r.choices[0].message) is None
+    # Ollama's client on the same model and conversation, with tools and a tool result.
+    o = ollama.Client(host=harmony_server.url)
+    reply = o.chat(model="default", think=True, tools=WEATHER, options={"temperature": 0, "num_predict": 6},
+                   messages=QUESTION + [
+                       {"role": "assistant", "content": "", "tool_calls": [
+                           {"function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}]},
+                       {"role": "tool", "content": "cold"}])
+    assert reply.message.content == "!!!!!!"
+    assert not reply.message.thinking
+
+
+def test_what_harmony_cannot_do_yet_is_a_400_naming_the_field(harmony_server):
+    url = harmony_server.url + "/v1/chat/completions"
+    for extra, param in (({"response_format": {"type": "json_object"}}, "response_format"),
+                         ({"tools": WEATHER, "tool_choice": "required"}, "tool_choice")):
+        r = requests.post(url, json={"model": "default", "messages": QUESTION, "max_tokens": 4, **extra}, timeout=60)
+        assert r.status_code == 400, r.text
+        assert r.json()["error"]["param"] == param
+        assert "harmony" in r.json()["error"]["message"]
+    r = requests.post(harmony_server.url + "/api/chat", json={"model": "default", "messages": QUESTION, "format": "json",
+                                                              "stream": False}, timeout=60)
+    assert r.status_code == 400 and "harmony" in r.text
+    # A tool result that names no call.
+    r = requests.post(url, json={"model": "default", "max_tokens": 4, "messages": QUESTION + [
+        {"role": "tool", "tool_call_id": "nope", "content": "x"}]}, timeout=60)
+    assert r.status_code == 400, r.text
+    # The server is fine afterwards.
+    assert requests.get(harmony_server.url + "/health", timeout=10).status_code == 200
