@@ -98,3 +98,20 @@ def server(tokenmill, default_model):
     yield process
     code = process.stop()
     assert code == 0, f"server exited with {code}:\n{process.log()}"
+
+
+def read_corpus():
+    """tests/fixtures/tokenizer/corpus.txt, one text a line, with \\n \\r \\t \\\\ escapes."""
+    escapes = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\"}
+    texts = []
+    for line in (ROOT / "tests" / "fixtures" / "tokenizer" / "corpus.txt").read_text(encoding="utf-8").split("\n")[:-1]:
+        out, i = [], 0
+        while i < len(line):
+            if line[i] == "\\" and i + 1 < len(line) and line[i + 1] in escapes:
+                out.append(escapes[line[i + 1]])
+                i += 2
+            else:
+                out.append(line[i])
+                i += 1
+        texts.append("".join(out))
+    return texts

@@ -13,9 +13,8 @@ import openai
 import pytest
 import requests
 
-from conftest import ROOT, start_server
+from conftest import ROOT, read_corpus, start_server
 
-CORPUS = ROOT / "tests" / "fixtures" / "tokenizer" / "corpus.txt"
 QUESTION = [{"role": "user", "content": "What is 2 + 2?"}]
 WEATHER = [{"type": "function", "function": {
     "name": "get_weather", "description": "Weather in a city.",
@@ -35,23 +34,6 @@ def harmony_server(tokenmill, tmp_path_factory):
 @pytest.fixture(scope="module")
 def client(harmony_server):
     return openai.OpenAI(base_url=harmony_server.url + "/v1", api_key="none", max_retries=0, timeout=120)
-
-
-def read_corpus():
-    """tests/fixtures/tokenizer/corpus.txt, one text a line, with \\n \\r \\t \\\\ escapes."""
-    escapes = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\"}
-    texts = []
-    for line in CORPUS.read_text(encoding="utf-8").split("\n")[:-1]:
-        out, i = [], 0
-        while i < len(line):
-            if line[i] == "\\" and i + 1 < len(line) and line[i + 1] in escapes:
-                out.append(escapes[line[i + 1]])
-                i += 2
-            else:
-                out.append(line[i])
-                i += 1
-        texts.append("".join(out))
-    return texts
 
 
 def reasoning_of(message):
