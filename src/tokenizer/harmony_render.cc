@@ -105,12 +105,12 @@ std::string type_expression(const json& schema, const std::string& indent) {
 
 std::string developer_message(const std::vector<Message>& messages, const std::vector<Tool>& tools) {
   std::string instructions;
+  bool any_instructions = false;  // even an empty system message gives the section
   for (const Message& m : messages) {
     if (m.role != "system" && m.role != "developer") continue;
-    instructions += (instructions.empty() ? "" : "\n\n") + m.content;
+    instructions += (any_instructions ? "\n\n" : "") + m.content;
+    any_instructions = true;
   }
-  bool any_instructions = false;
-  for (const Message& m : messages) any_instructions = any_instructions || m.role == "system" || m.role == "developer";
   if (!any_instructions && tools.empty()) return "";
   std::string body;
   if (any_instructions) body += "# Instructions\n\n" + instructions;
