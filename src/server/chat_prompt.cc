@@ -6,15 +6,16 @@ namespace tokenmill::server {
 
 ChatPrompt render_chat_prompt(const ServedModel& model, const Json& messages, const Json& tools,
                               const std::string& forced_opener, const ReasoningOptions& options,
-                              const char* messages_param) {
+                              const char* messages_param, bool answer_constrained) {
   if (model.speaks_harmony()) {
     ChatPrompt prompt;
     prompt.harmony = true;
     prompt.include_reasoning = options.include;
     std::string text = harmony_chat_text(messages, tools, options.effort, messages_param) + forced_opener;
-    if (options.budget >= 0) {
-      // A budget: the prompt opens the analysis message, and once the budget is spent the
-      // engine writes its end and the final message's header (the grammar's close).
+    if (options.budget >= 0 || answer_constrained) {
+      // The prompt opens the analysis message; the engine's reasoning grammar leaves it
+      // free until its end and the final message's header, which it writes itself once a
+      // budget is spent, and constrains what follows.
       auto spec = std::make_shared<engine::ReasoningSpec>(harmony_reasoning_span());
       spec->opened_by_prompt = true;
       spec->budget = options.budget;

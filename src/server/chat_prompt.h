@@ -34,8 +34,11 @@ struct ChatPrompt {
 // ends with when a tool call is forced ("" otherwise); a reasoning span the prompt opened
 // is then closed before it, so that the call is the answer. Throws ApiError 400 naming
 // messages_param when the template fails.
+// answer_constrained: a grammar (response_format, Ollama's format) will constrain the
+// answer; a harmony prompt then opens the analysis message, so that the grammar starts
+// at the final message.
 ChatPrompt render_chat_prompt(const ServedModel& model, const Json& messages, const Json& tools,
                               const std::string& forced_opener, const ReasoningOptions& options,
-                              const char* messages_param);
+                              const char* messages_param, bool answer_constrained = false);
 
 }  // namespace tokenmill::server

@@ -121,9 +121,6 @@ OllamaRequest parse_ollama_request(bool chat, const Json& body, const ServedMode
   check_model_name(ollama_model_name(body), model);
   reject_unsupported(f);
   read_format(f, out.request);
-  if (model.speaks_harmony() && (out.request.json_object || out.request.json_schema)) {
-    throw bad_request("'format' is not supported for harmony (gpt-oss) models yet", "format");
-  }
   out.stream = f.boolean("stream").value_or(true);
   const ReasoningOptions reasoning = read_ollama_reasoning(f);
 
@@ -173,7 +170,8 @@ OllamaRequest parse_ollama_request(bool chat, const Json& body, const ServedMode
         out.request.tool_calls = tool_call_spec(*out.tools, out.tool_syntax);
       }
     } else {
-      prompt = render_chat_prompt(model, chat_json, Json(), "", reasoning, "messages");
+      prompt = render_chat_prompt(model, chat_json, Json(), "", reasoning, "messages",
+                                  out.request.json_object || out.request.json_schema != nullptr);
     }
     use_prompt(std::move(prompt), out);
   } else {
@@ -190,7 +188,9 @@ OllamaRequest parse_ollama_request(bool chat, const Json& body, const ServedMode
         messages.push_back({{"role", "system"}, {"content", *system}});
       }
       messages.push_back({{"role", "user"}, {"content", prompt}});
-      use_prompt(render_chat_prompt(model, messages, Json(), "", reasoning, "prompt"), out);
+      use_prompt(render_chat_prompt(model, messages, Json(), "", reasoning, "prompt",
+                                    out.request.json_object || out.request.json_schema != nullptr),
+                 out);
     }
     // "context" from an earlier answer continues that conversation.
     if (const Json* context = f.array("context"); context && !context->empty()) {

@@ -251,9 +251,6 @@ OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
   read_response_format(f, request);
   const ReasoningOptions reasoning = read_openai_reasoning(f);
   ChatPrompt prompt;
-  if (model.speaks_harmony() && (request.json_object || request.json_schema)) {
-    throw bad_request("'response_format' is not supported for harmony (gpt-oss) models yet", "response_format");
-  }
   if (tools || tool_messages) {
     const ToolSyntax syntax =
         model.speaks_harmony() ? ToolSyntax::kHarmony : tool_syntax_for_template(model.chat_template_source());
@@ -279,7 +276,8 @@ OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
       out.tool_syntax = syntax;
     }
   } else {
-    prompt = render_chat_prompt(model, chat_json, Json(), "", reasoning, "messages");
+    prompt = render_chat_prompt(model, chat_json, Json(), "", reasoning, "messages",
+                                request.json_object || request.json_schema != nullptr);
   }
   request.prompt = std::move(prompt.tokens);
   request.reasoning = std::move(prompt.reasoning);

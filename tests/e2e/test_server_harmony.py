@@ -4,10 +4,12 @@ weights, every logit 0 so that greedy decoding writes "!" forever). The model ne
 a harmony header by itself; with thinking_token_budget the prompt opens its analysis
 message and the engine forces its end and the final header once the budget is spent, so
 what is reasoning and what is answer is known exactly."""
+import json
 import subprocess
 import sys
 
 import bpe_openai
+import jsonschema
 import ollama
 import openai
 import pytest
@@ -114,17 +116,26 @@ def test_output_that_is_not_harmony_is_the_answer(client, harmony_server):
     assert not reply.message.thinking
 
 
+def test_a_json_schema_constrains_the_final_message_not_the_analysis(client):
+    schema = {"type": "object", "properties": {"answer": {"type": "integer"}, "sure": {"type": "boolean"}},
+              "required": ["answer", "sure"], "additionalProperties": False}
+    r = client.chat.completions.create(
+        model="default", messages=QUESTION, max_tokens=200, temperature=0,
+        response_format={"type": "json_schema", "json_schema": {"name": "a", "schema": schema, "strict": True}},
+        extra_body={"thinking_token_budget": 4})
+    message = r.choices[0].message
+    assert reasoning_of(message) == "!!!!"
+    jsonschema.validate(json.loads(message.content), schema)
+    assert r.choices[0].finish_reason == "stop"
+
+
 def test_what_harmony_cannot_do_yet_is_a_400_naming_the_field(harmony_server):
     url = harmony_server.url + "/v1/chat/completions"
-    for extra, param in (({"response_format": {"type": "json_object"}}, "response_format"),
-                         ({"tools": WEATHER, "tool_choice": "required"}, "tool_choice")):
-        r = requests.post(url, json={"model": "default", "messages": QUESTION, "max_tokens": 4, **extra}, timeout=60)
-        assert r.status_code == 400, r.text
-        assert r.json()["error"]["param"] == param
-        assert "harmony" in r.json()["error"]["message"]
-    r = requests.post(harmony_server.url + "/api/chat", json={"model": "default", "messages": QUESTION, "format": "json",
-                                                              "stream": False}, timeout=60)
-    assert r.status_code == 400 and "harmony" in r.text
+    r = requests.post(url, json={"model": "default", "messages": QUESTION, "max_tokens": 4, "tools": WEATHER,
+                                 "tool_choice": "required"}, timeout=60)
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["param"] == "tool_choice"
+    assert "harmony" in r.json()["error"]["message"]
     # A tool result that names no call.
     r = requests.post(url, json={"model": "default", "max_tokens": 4, "messages": QUESTION + [
         {"role": "tool", "tool_call_id": "nope", "content": "x"}]}, timeout=60)
