@@ -33,7 +33,7 @@ SEED = b"tokenmill-gguf-corrupt-v1"
 # Value type ids.
 U8, I8, U16, I16, U32, I32, F32, BOOL, STR, ARR, U64, I64, F64 = range(13)
 # Tensor type ids.
-T_F32, T_F16, T_Q4_0, T_Q8_0 = 0, 1, 2, 8
+T_F32, T_F16, T_Q4_0, T_Q8_0, T_MXFP4 = 0, 1, 2, 8, 39
 
 
 def u32(v: int) -> bytes:
@@ -171,6 +171,12 @@ def build() -> dict[str, tuple[bytes, str]]:
     add("unknown_tensor_type.gguf", one_tensor([4], type_id=99, data=f32x4), "unknown tensor type id 99")
     add("q4_0_33_cols.gguf", one_tensor([33, 2], type_id=T_Q4_0, data=b"\0" * 64),
         "row length 33 is not a multiple of q4_0's block size 32")
+    # An MXFP4 tensor (gpt-oss's experts) whose rows are not whole 32-value blocks, and one
+    # whose data holds one block fewer than its shape needs.
+    add("mxfp4_2880_plus_16_cols.gguf", one_tensor([2896, 2], type_id=T_MXFP4, data=b"\0" * 3200),
+        "row length 2896 is not a multiple of mxfp4's block size 32")
+    add("mxfp4_one_block_short.gguf", one_tensor([64, 2], type_id=T_MXFP4, data=b"\0" * (4 * 17 - 17)),
+        "ends past the end of the file")
     add("unaligned_tensor_offset.gguf", one_tensor([4], offset=16, data=b"\0" * 64), "offset 16 is not aligned to 32")
     add("duplicate_tensor_name.gguf",
         with_tensors([kv_str("general.name", "t")],
