@@ -93,8 +93,8 @@ struct ParsedMessage {
 class StreamParser {
  public:
   struct Update {
-    // New text, in the order written, each piece with the message it belongs to (whose
-    // header is complete; its `text` holds the message's text so far, this piece included).
+    // New text, in the order written, each piece with the header of the message it
+    // belongs to (`message.text` is left empty: a piece never copies what came before it).
     struct Piece {
       ParsedMessage message;
       std::string text;

@@ -28,6 +28,9 @@ size_t held_suffix(std::string_view text, std::span<const std::string_view> toke
   return longest;
 }
 
+// A message's header fields without its text.
+ParsedMessage header_of(const ParsedMessage& m) { return {m.channel, m.recipient, m.content_type, "", {}}; }
+
 std::string_view trim(std::string_view s) {
   while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
   while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
@@ -113,14 +116,14 @@ Result<StreamParser::Update> StreamParser::feed(std::string_view piece) {
         const std::string text = pending_.substr(0, pending_.size() - keep);
         if (!text.empty()) {
           open_->text += text;
-          update.pieces.push_back({*open_, text});
+          update.pieces.push_back({header_of(*open_), text});
         }
         pending_.erase(0, text.size());
         break;
       }
       const std::string text = pending_.substr(0, at);
       open_->text += text;
-      if (!text.empty()) update.pieces.push_back({*open_, text});
+      if (!text.empty()) update.pieces.push_back({header_of(*open_), text});
       open_->terminator = terminator;
       update.ended.push_back(std::move(*open_));
       open_.reset();
@@ -149,7 +152,7 @@ Result<StreamParser::Update> StreamParser::finish() {
   if (phase_ == Phase::kBody) {
     if (!pending_.empty()) {  // what was held back as a possible terminator
       open_->text += pending_;
-      update.pieces.push_back({*open_, pending_});
+      update.pieces.push_back({header_of(*open_), pending_});
     }
     update.ended.push_back(std::move(*open_));
     open_.reset();

@@ -150,12 +150,19 @@ TEST(Harmony, AnUnfinishedMessageIsReturnedUnterminated) {
   EXPECT_EQ(rest->pieces[0].text, "<|en");
 }
 
+Message said(std::string role) {
+  Message m;
+  m.role = std::move(role);
+  m.content = "x";
+  return m;
+}
+
 TEST(Harmony, UnknownRolesAndEffortsAreRefused) {
-  EXPECT_FALSE(render_for_completion({{.role = "narrator", .content = "x"}}, {}, {}).ok());
+  EXPECT_FALSE(render_for_completion({said("narrator")}, {}, {}).ok());
   RenderOptions options;
   options.reasoning_effort = "extreme";
-  EXPECT_FALSE(render_for_completion({{.role = "user", .content = "x"}}, {}, options).ok());
-  EXPECT_FALSE(render_for_completion({{.role = "tool", .content = "x"}}, {}, {}).ok());
+  EXPECT_FALSE(render_for_completion({said("user")}, {}, options).ok());
+  EXPECT_FALSE(render_for_completion({said("tool")}, {}, {}).ok());
 }
 
 }  // namespace
