@@ -236,6 +236,8 @@ const SafeTensor* SafetensorsModel::find(const std::string& name) const {
 Result<std::vector<float>> to_f32(const SafeTensor& tensor) {
   const size_t n = static_cast<size_t>(tensor.n_elements());
   std::vector<float> out(n);
+  // An empty tensor has no bytes to read (and memcpy may not take its null pointer).
+  if (n == 0) return out;
   const uint8_t* p = tensor.data.data();
   switch (tensor.dtype) {
     case Dtype::kF32:
