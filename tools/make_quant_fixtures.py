@@ -53,6 +53,9 @@ TYPES = [T.F32, T.F16, T.Q4_0, T.Q4_1, T.Q5_0, T.Q5_1, T.Q8_0, T.Q8_1,
 
 # The i-quants, after the others so that the others' random draws stay as they were.
 IQ_TYPES = [T.IQ4_NL, T.IQ4_XS, T.MXFP4]
+# The lattice i-quants (read only: no quantize fixture) and the ternary types, after those.
+LATTICE_TYPES = [T.IQ2_XXS, T.IQ2_XS, T.IQ3_XXS, T.IQ1_S, T.IQ3_S, T.IQ2_S, T.IQ1_M]
+TERNARY_TYPES = [T.TQ1_0, T.TQ2_0]
 MANY_BLOCKS = 10_000
 
 # Byte offsets of the f16 scale fields of each block ("d", "dmin"/"m", ...). Random blocks
@@ -61,13 +64,32 @@ F16_FIELDS = {
     T.Q4_0: [0], T.Q4_1: [0, 2], T.Q5_0: [0], T.Q5_1: [0, 2], T.Q8_0: [0], T.Q8_1: [0, 2],
     T.Q2_K: [80, 82], T.Q3_K: [108], T.Q4_K: [0, 2], T.Q5_K: [0, 2], T.Q6_K: [208],
     T.IQ4_NL: [0], T.IQ4_XS: [0], T.MXFP4: [],  # MXFP4's E8M0 exponent: every byte is valid
+    T.IQ2_XXS: [0], T.IQ2_XS: [0], T.IQ3_XXS: [0], T.IQ1_S: [0], T.IQ3_S: [0], T.IQ2_S: [0],
+    T.IQ1_M: [],  # its f16 scale is spread over four nibbles: see sanitize_iq1_m
+    T.TQ1_0: [52], T.TQ2_0: [64],
 }
+
+# IQ1_M's d: the top nibbles of its four 16-bit scale words (bytes 48..55).
+IQ1_M_SCALE_OFFSET = 48
+
+
+def iq1_m_d_bits(raw: np.ndarray) -> np.ndarray:
+    words = raw[:, IQ1_M_SCALE_OFFSET:IQ1_M_SCALE_OFFSET + 8].copy().view(np.uint16)
+    return ((words[:, 0] >> 12) | ((words[:, 1] >> 8) & 0x00F0) | ((words[:, 2] >> 4) & 0x0F00)
+            | (words[:, 3] & 0xF000)).astype(np.uint16)
+
+
+def sanitize_iq1_m(raw: np.ndarray) -> None:
+    """Clears bit 14 of an IQ1_M d that would be inf/NaN (bit 14 of the last scale word)."""
+    bad = (iq1_m_d_bits(raw) & 0x7C00) == 0x7C00
+    raw[bad, IQ1_M_SCALE_OFFSET + 7] &= 0xBF
 
 # Activation type of each weight type's dot product (ggml x86 CPU backend).
 VEC_DOT_TYPE = {
     T.Q4_0: T.Q8_0, T.Q4_1: T.Q8_1, T.Q5_0: T.Q8_0, T.Q5_1: T.Q8_1, T.Q8_0: T.Q8_0,
     T.Q2_K: T.Q8_K, T.Q3_K: T.Q8_K, T.Q4_K: T.Q8_K, T.Q5_K: T.Q8_K, T.Q6_K: T.Q8_K,
     T.IQ4_NL: T.Q8_0, T.IQ4_XS: T.Q8_K, T.MXFP4: T.Q8_0,
+    **{t: T.Q8_K for t in LATTICE_TYPES + TERNARY_TYPES},
 }
 
 # gguf-py (0.19) lists Q8_1 as 40 bytes, a leftover of an older layout with f32 d and s;
@@ -152,6 +174,8 @@ def random_blocks(rng: np.random.Generator, t: T, n_blocks: int) -> bytes:
     for offset in F16_FIELDS[t]:
         scale = rng.uniform(1e-3, 2.0, n_blocks) * rng.choice([-1, 1], n_blocks)
         raw[:, offset:offset + 2] = scale.astype(np.float16).view(np.uint8).reshape(n_blocks, 2)
+    if t == T.IQ1_M:
+        sanitize_iq1_m(raw)
     return raw.tobytes()
 
 
@@ -223,6 +247,8 @@ def many_blocks(t: T) -> bytes:
         h = raw[:, offset:offset + 2].copy().view(np.uint16).reshape(-1)
         h[(h & 0x7C00) == 0x7C00] &= 0xBFFF
         raw[:, offset:offset + 2] = h.view(np.uint8).reshape(-1, 2)
+    if t == T.IQ1_M:
+        sanitize_iq1_m(raw)
     return raw.tobytes()
 
 
@@ -250,7 +276,7 @@ def main() -> None:
         (OUT_DIR / name).write_bytes(payload)
         total += len(payload)
 
-    for t in TYPES + IQ_TYPES:
+    for t in TYPES + IQ_TYPES + LATTICE_TYPES + TERNARY_TYPES:
         bs, nbytes = GGML_QUANT_SIZES[t]
         name = ggml_name(t)
         is_k = bs == 256
@@ -263,22 +289,23 @@ def main() -> None:
         values = dequantize_reference(ggml, t, data, n)
         write(f"dequant_{name}.bin", header(b"TMQD", t.value, n, len(data)) + data + values.tobytes())
 
-        # Quantization of structured random floats.
-        n = (8 if is_k else 32) * (bs if bs > 1 else 32)
-        x = quantize_inputs(rng, n // (bs if bs > 1 else 32), bs if bs > 1 else 32)
-        if t == T.F32:
-            expected = x.tobytes()
-        elif t == T.F16:
-            expected = x.astype(np.float16).tobytes()
-        elif t == T.BF16:
-            expected = np.asarray(gq.quantize(x, t)).tobytes()
-        else:
-            expected = ggml.quantize(t, x)
-            if t in GGUF_CAN_QUANTIZE:
-                ours = np.asarray(gq.quantize(x.reshape(-1, bs), t)).tobytes()
-                status = "agrees" if ours == expected else "DIFFERS (fixture uses ggml)"
-                print(f"  gguf.quants quantize {name}: {status} with ggml")
-        write(f"quantize_{name}.bin", header(b"TMQQ", t.value, n, len(expected)) + x.tobytes() + expected)
+        # Quantization of structured random floats (none for the lattice types: read only).
+        if t not in LATTICE_TYPES:
+            n = (8 if is_k else 32) * (bs if bs > 1 else 32)
+            x = quantize_inputs(rng, n // (bs if bs > 1 else 32), bs if bs > 1 else 32)
+            if t == T.F32:
+                expected = x.tobytes()
+            elif t == T.F16:
+                expected = x.astype(np.float16).tobytes()
+            elif t == T.BF16:
+                expected = np.asarray(gq.quantize(x, t)).tobytes()
+            else:
+                expected = ggml.quantize(t, x)
+                if t in GGUF_CAN_QUANTIZE:
+                    ours = np.asarray(gq.quantize(x.reshape(-1, bs), t)).tobytes()
+                    status = "agrees" if ours == expected else "DIFFERS (fixture uses ggml)"
+                    print(f"  gguf.quants quantize {name}: {status} with ggml")
+            write(f"quantize_{name}.bin", header(b"TMQQ", t.value, n, len(expected)) + x.tobytes() + expected)
 
         # Dot products against ggml's scalar kernels.
         if t in VEC_DOT_TYPE:
@@ -304,7 +331,7 @@ def main() -> None:
             write(f"vec_dot_{name}.bin", header(b"TMQV", t.value, len(cases)) + b"".join(cases))
 
     lines = []
-    for t in IQ_TYPES:
+    for t in IQ_TYPES + LATTICE_TYPES + TERNARY_TYPES:
         bs, _ = GGML_QUANT_SIZES[t]
         data = many_blocks(t)
         values = dequantize_reference(ggml, t, data, MANY_BLOCKS * bs)

@@ -248,4 +248,112 @@ inline float mxfp4_scale(uint8_t e) {
   return std::bit_cast<float>(bits);
 }
 
+// ---------------------------------------------------------------------------------------
+// Lattice formats (IQ1_S … IQ3_S): each group of 4 or 8 weights is one point of a fixed
+// grid (quant/iq_grids.h), named by an index, with the signs apart and one small integer
+// scale per 16 or 32 weights. Super-blocks of 256; d is an f16 super-block scale.
+// ksigns (IQ2_XXS, IQ2_XS, IQ3_XXS): 7 stored sign bits of a group of 8; the 8th makes
+// the count of minus signs even (iq_sign_pattern).
+
+// IQ2_XXS, 66 bytes: 8 sub-blocks of 32, each two 32-bit words a0, a1:
+//   a0's bytes: 4 indices into the 256-point grid (8 weights each)
+//   a1: bits 7l..7l+6 the sign pattern of group l (l < 4), bits 28..31 the scale s
+//   x = d * (0.5 + s) / 4 * grid * sign
+struct BlockIQ2_XXS {
+  uint16_t d;
+  uint16_t qs[kSuperBlockSize / 8];
+};
+static_assert(sizeof(BlockIQ2_XXS) == 66);
+
+// IQ2_XS, 74 bytes: 32 groups of 8, qs[g] = 9-bit index into the 512-point grid | 7 sign
+// bits << 9; scales: one nibble per 16 weights (low nibble first).
+//   x = d * (0.5 + s) / 4 * grid * sign
+struct BlockIQ2_XS {
+  uint16_t d;
+  uint16_t qs[kSuperBlockSize / 8];
+  uint8_t scales[kSuperBlockSize / 32];
+};
+static_assert(sizeof(BlockIQ2_XS) == 74);
+
+// IQ2_S, 82 bytes: 32 groups of 8, index = qs[g] | ((qh[g/4] >> 2(g%4)) & 3) << 8 into the
+// 1024-point grid; signs: one bit per weight, in order; scales as IQ2_XS.
+struct BlockIQ2_S {
+  uint16_t d;
+  uint8_t qs[kSuperBlockSize / 8];
+  uint8_t signs[kSuperBlockSize / 8];
+  uint8_t qh[kSuperBlockSize / 32];
+  uint8_t scales[kSuperBlockSize / 32];
+};
+static_assert(sizeof(BlockIQ2_S) == 82);
+
+// IQ3_XXS, 98 bytes: 64 indices into the 256-point grid (4 weights each), then one 32-bit
+// word per sub-block of 32 with IQ2_XXS's a1 layout (4 sign patterns, scale in the top 4
+// bits). x = d * (0.5 + s) / 2 * grid * sign
+struct BlockIQ3_XXS {
+  uint16_t d;
+  uint8_t qs[kSuperBlockSize / 4];
+  uint8_t scales_and_signs[kSuperBlockSize / 8];
+};
+static_assert(sizeof(BlockIQ3_XXS) == 98);
+
+// IQ3_S, 110 bytes: 64 indices into the 512-point grid, index = qs[i] | ((qh[i/8] >> i%8) & 1) << 8;
+// signs one bit per weight; scales one nibble per 32 weights. x = d * (1 + 2s) * grid * sign
+struct BlockIQ3_S {
+  uint16_t d;
+  uint8_t qs[kSuperBlockSize / 4];
+  uint8_t qh[kSuperBlockSize / 32];
+  uint8_t signs[kSuperBlockSize / 8];
+  uint8_t scales[kSuperBlockSize / 64];
+};
+static_assert(sizeof(BlockIQ3_S) == 110);
+
+// IQ1_S, 50 bytes: 32 groups of 8 over the 2048-point grid of -1/0/1 values; per sub-block
+// i of 32, qh[i]: bits 3l..3l+2 the high index bits of group l, bits 12..14 the scale s,
+// bit 15 the sign of the shift delta (1/8). x = d * (2s + 1) * (grid ± 1/8)
+struct BlockIQ1_S {
+  uint16_t d;
+  uint8_t qs[kSuperBlockSize / 8];
+  uint16_t qh[kSuperBlockSize / 32];
+};
+static_assert(sizeof(BlockIQ1_S) == 50);
+
+// IQ1_M, 56 bytes: IQ1_S's grid; qh: one nibble per group (3 high index bits, the delta's
+// sign in bit 3); scales: four 16-bit words, each holding 4 three-bit scales (one per 16
+// weights) in bits 0..11, and in bits 12..15 a quarter of the f16 super-block scale d.
+struct BlockIQ1_M {
+  uint8_t qs[kSuperBlockSize / 8];
+  uint8_t qh[kSuperBlockSize / 16];
+  uint16_t scales[kSuperBlockSize / 64];
+};
+static_assert(sizeof(BlockIQ1_M) == 56);
+
+// The f16 bits of an IQ1_M block's d.
+inline uint16_t iq1_m_scale_bits(const BlockIQ1_M& block) {
+  return static_cast<uint16_t>((block.scales[0] >> 12) | ((block.scales[1] >> 8) & 0x00f0) |
+                               ((block.scales[2] >> 4) & 0x0f00) | (block.scales[3] & 0xf000));
+}
+
+// ---------------------------------------------------------------------------------------
+// Ternary formats (BitNet-style weights -1, 0, 1 under one f16 scale per 256), x = d * t.
+
+// TQ1_0, 54 bytes: five trits per byte in qs (240 weights), four per byte in qh (16).
+// A byte b holds trits as the fraction b / 256 in base 3: trit k is the top base-3 digit
+// of (b * 3^k mod 256), i.e. ((uint8_t)(b * 3^k) * 3) >> 8. Weights in order: qs[0..31]
+// give 5 runs of 32 (digit k, byte j -> 32k + j), qs[32..47] 5 runs of 16 (160 + 16k + j),
+// qh 4 runs of 4 (240 + 4k + j).
+struct BlockTQ1_0 {
+  uint8_t qs[48];
+  uint8_t qh[4];
+  uint16_t d;
+};
+static_assert(sizeof(BlockTQ1_0) == 54);
+
+// TQ2_0, 66 bytes: 2 bits per weight, t = q - 1; byte j of each 32-byte half c holds
+// weights 128c + 32l + j in bits 2l..2l+1.
+struct BlockTQ2_0 {
+  uint8_t qs[kSuperBlockSize / 4];
+  uint16_t d;
+};
+static_assert(sizeof(BlockTQ2_0) == 66);
+
 }  // namespace tokenmill::quant

@@ -73,6 +73,30 @@ void quantize_row_mxfp4_weighted(const float* src, void* dst, int64_t n, const f
 float vec_dot_mxfp4_q8_0(int64_t n, const void* w, const void* a);
 extern const int8_t kMxfp4Levels[16];
 
+// quants_iq_lattice.cc: the lattice i-quants (IQ1_S … IQ3_S), read only: no quantizer.
+void dequantize_row_iq2_xxs(const void* src, float* dst, int64_t n);
+void dequantize_row_iq2_xs(const void* src, float* dst, int64_t n);
+void dequantize_row_iq2_s(const void* src, float* dst, int64_t n);
+void dequantize_row_iq3_xxs(const void* src, float* dst, int64_t n);
+void dequantize_row_iq3_s(const void* src, float* dst, int64_t n);
+void dequantize_row_iq1_s(const void* src, float* dst, int64_t n);
+void dequantize_row_iq1_m(const void* src, float* dst, int64_t n);
+float vec_dot_iq2_xxs_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_iq2_xs_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_iq2_s_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_iq3_xxs_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_iq3_s_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_iq1_s_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_iq1_m_q8_K(int64_t n, const void* w, const void* a);
+
+// quants_ternary.cc: TQ1_0 and TQ2_0.
+void dequantize_row_tq1_0(const void* src, float* dst, int64_t n);
+void dequantize_row_tq2_0(const void* src, float* dst, int64_t n);
+void quantize_row_tq1_0(const float* src, void* dst, int64_t n);
+void quantize_row_tq2_0(const float* src, void* dst, int64_t n);
+float vec_dot_tq1_0_q8_K(int64_t n, const void* w, const void* a);
+float vec_dot_tq2_0_q8_K(int64_t n, const void* w, const void* a);
+
 // vec_dot_ref.cc: weight type x activation type.
 float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* a);
 float vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* a);

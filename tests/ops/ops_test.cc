@@ -883,6 +883,26 @@ double activation_rounding(TensorType vec_dot_type) {
 // Float summation of products, relative to sum |w_i x_i|.
 constexpr double kMatmulAccumulationTolerance = 2e-6;
 
+// A row of a type that has no quantizer (the lattice i-quants): random quant bits under a
+// super-block scale d = 0.01 (IQ1_M keeps its d in the top nibbles of its scale words).
+void random_lattice_row(const quant::TypeTraits& traits, int64_t n_cols, uint64_t seed, uint8_t* row) {
+  std::mt19937_64 rng(seed);
+  const size_t n_blocks = static_cast<size_t>(n_cols / traits.block_size);
+  for (size_t i = 0; i < n_blocks * traits.bytes_per_block; ++i) row[i] = static_cast<uint8_t>(rng());
+  const uint16_t d = f32_to_f16(0.01f);
+  for (size_t b = 0; b < n_blocks; ++b) {
+    uint8_t* block = row + b * traits.bytes_per_block;
+    if (traits.type == TensorType::kIQ1_M) {
+      uint16_t words[4];
+      std::memcpy(words, block + 48, sizeof words);
+      for (int k = 0; k < 4; ++k) words[k] = static_cast<uint16_t>((words[k] & 0x0fff) | (((d >> (4 * k)) & 0xf) << 12));
+      std::memcpy(block + 48, words, sizeof words);
+    } else {
+      std::memcpy(block, &d, sizeof d);
+    }
+  }
+}
+
 TEST(CpuMatmul, EveryWeightTypeMatchesDequantizedFloatDot) {
   CpuBackend backend(kThreads);
   int n_types = 0;
@@ -900,7 +920,11 @@ TEST(CpuMatmul, EveryWeightTypeMatchesDequantizedFloatDot) {
         std::vector<float> dequantized(n_rows * n_cols);
         const std::vector<float> w_float = random_normal(n_rows * n_cols, 50 + n_rows, 0.1f);
         for (int64_t r = 0; r < n_rows; ++r) {
-          quant::quantize_row_ref(traits.type, &w_float[r * n_cols], &weights[r * row_bytes], n_cols);
+          if (traits.quantize_row_ref != nullptr) {
+            quant::quantize_row_ref(traits.type, &w_float[r * n_cols], &weights[r * row_bytes], n_cols);
+          } else {
+            random_lattice_row(traits, n_cols, 70 + r, &weights[r * row_bytes]);
+          }
           quant::dequantize_row(traits.type, &weights[r * row_bytes], &dequantized[r * n_cols], n_cols);
         }
         const WeightMatrix w{traits.type, weights.data(), n_cols, n_rows, row_bytes};
@@ -935,7 +959,7 @@ TEST(CpuMatmul, EveryWeightTypeMatchesDequantizedFloatDot) {
       }
     }
   }
-  EXPECT_GE(n_types, 12);  // f32, f16, bf16, 4 legacy and 5 K-quant formats
+  EXPECT_GE(n_types, 25);  // f32, f16, bf16, 4 legacy, 5 K-quant, 11 i-quant and 2 ternary formats
 }
 
 // Splitting rows or tokens over threads, or batching tokens, changes no bits: each output

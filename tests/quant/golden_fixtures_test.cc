@@ -5,11 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <span>
 #include <sstream>
 #include <string>
 
+#include "quant/blocks.h"
 #include "quant/type_traits.h"
 #include "quant_test_util.h"
 
@@ -135,7 +138,8 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, GoldenFixture,
                                            gguf::TensorType::kQ8_1, gguf::TensorType::kQ2_K,
                                            gguf::TensorType::kQ3_K, gguf::TensorType::kQ4_K,
                                            gguf::TensorType::kQ5_K, gguf::TensorType::kQ6_K,
-                                           gguf::TensorType::kQ8_K),
+                                           gguf::TensorType::kQ8_K, gguf::TensorType::kTQ1_0,
+                                           gguf::TensorType::kTQ2_0),
                          type_name);
 
 // The i-quants: dequantization and dot products as above; quantization is our own search,
@@ -188,25 +192,46 @@ std::vector<uint8_t> splitmix64_bytes(uint64_t seed, size_t n) {
   return out;
 }
 
+// Byte offset of a type's f16 super-block scale d, as make_quant_fixtures.py sanitizes
+// it; -1 for MXFP4 (an E8M0 exponent: every byte is valid) and IQ1_M (d in four nibbles).
+int f16_scale_offset(gguf::TensorType type) {
+  switch (type) {
+    case gguf::TensorType::kMXFP4:
+    case gguf::TensorType::kIQ1_M: return -1;
+    case gguf::TensorType::kTQ1_0: return 52;
+    case gguf::TensorType::kTQ2_0: return 64;
+    default: return 0;
+  }
+}
+
+// Clears bit 14 of a d that would be inf or NaN, as make_quant_fixtures.py does.
+void sanitize_scale(gguf::TensorType type, uint8_t* block) {
+  if (type == gguf::TensorType::kIQ1_M) {
+    BlockIQ1_M b;
+    std::memcpy(&b, block, sizeof b);
+    if ((iq1_m_scale_bits(b) & 0x7C00) == 0x7C00) block[offsetof(BlockIQ1_M, scales) + 7] &= 0xBF;
+    return;
+  }
+  const int offset = f16_scale_offset(type);
+  if (offset >= 0 && (block[offset + 1] & 0x7C) == 0x7C) block[offset + 1] &= 0xBF;
+}
+
 // 10,000 blocks of every bit pattern (scales from subnormal to 65504; every MXFP4
 // exponent, the largest overflowing to infinity as in gguf-py) dequantize to the floats
 // gguf-py gives, recorded as their hash.
-TEST_P(IQuantFixture, DequantizesManyBlocksAsGgufPy) {
+void check_many_blocks(const TypeTraits& traits) {
   const std::vector<uint8_t> text = read_file(fixture_path("iquant_many_blocks.txt"));
   std::istringstream lines(std::string(text.begin(), text.end()));
   std::string name, hash;
   size_t n_blocks = 0;
-  while (lines >> name >> n_blocks >> hash && name != traits().name) {
+  while (lines >> name >> n_blocks >> hash && name != traits.name) {
   }
-  ASSERT_EQ(name, traits().name) << "no record in iquant_many_blocks.txt";
+  ASSERT_EQ(name, traits.name) << "no record in iquant_many_blocks.txt";
   ASSERT_GE(n_blocks, 10000u);
-  std::vector<uint8_t> blocks = splitmix64_bytes(static_cast<uint64_t>(GetParam()), n_blocks * traits().bytes_per_block);
-  for (size_t b = 0; b < n_blocks && GetParam() != gguf::TensorType::kMXFP4; ++b) {
-    uint8_t* d = &blocks[b * traits().bytes_per_block];  // the IQ4s' f16 scale d, at offset 0: no inf/NaN
-    if ((d[1] & 0x7C) == 0x7C) d[1] &= 0xBF;
-  }
-  std::vector<float> values(n_blocks * static_cast<size_t>(traits().block_size));
-  traits().dequantize_row(blocks.data(), values.data(), static_cast<int64_t>(values.size()));
+  std::vector<uint8_t> blocks = splitmix64_bytes(static_cast<uint64_t>(traits.type), n_blocks * traits.bytes_per_block);
+  for (size_t b = 0; b < n_blocks; ++b) sanitize_scale(traits.type, &blocks[b * traits.bytes_per_block]);
+  std::vector<float> values(n_blocks * static_cast<size_t>(traits.block_size));
+  traits.dequantize_row(blocks.data(), values.data(), static_cast<int64_t>(values.size()));
   uint64_t h = 1469598103934665603ull;
   for (const uint8_t byte : std::span(reinterpret_cast<const uint8_t*>(values.data()), values.size() * sizeof(float))) {
     h = (h ^ byte) * 1099511628211ull;
@@ -216,10 +241,34 @@ TEST_P(IQuantFixture, DequantizesManyBlocksAsGgufPy) {
   EXPECT_EQ(std::string(hex), hash);
 }
 
+TEST_P(IQuantFixture, DequantizesManyBlocksAsGgufPy) { check_many_blocks(traits()); }
+
 INSTANTIATE_TEST_SUITE_P(IQuants, IQuantFixture,
                          ::testing::Values(gguf::TensorType::kIQ4_NL, gguf::TensorType::kIQ4_XS,
                                            gguf::TensorType::kMXFP4),
                          type_name);
+
+// The lattice i-quants (read only): dequantization and dot products as above, on random
+// blocks and on 10,000 blocks of every bit pattern.
+class LatticeFixture : public GoldenFixture {};
+
+TEST_P(LatticeFixture, DequantizeIsBitExact) { check_dequantize(traits(), file("dequant"), GetParam()); }
+
+TEST_P(LatticeFixture, VecDotRefMatchesGgmlScalarKernel) { check_vec_dot(traits(), file("vec_dot"), GetParam()); }
+
+TEST_P(LatticeFixture, DequantizesManyBlocksAsGgufPy) { check_many_blocks(traits()); }
+
+INSTANTIATE_TEST_SUITE_P(Lattice, LatticeFixture,
+                         ::testing::Values(gguf::TensorType::kIQ2_XXS, gguf::TensorType::kIQ2_XS,
+                                           gguf::TensorType::kIQ2_S, gguf::TensorType::kIQ3_XXS,
+                                           gguf::TensorType::kIQ3_S, gguf::TensorType::kIQ1_S,
+                                           gguf::TensorType::kIQ1_M),
+                         type_name);
+
+TEST(TernaryFixture, DequantizesManyBlocksAsGgufPy) {
+  check_many_blocks(type_traits(gguf::TensorType::kTQ1_0));
+  check_many_blocks(type_traits(gguf::TensorType::kTQ2_0));
+}
 
 }  // namespace
 }  // namespace tokenmill::quant

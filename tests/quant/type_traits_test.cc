@@ -18,7 +18,10 @@ TEST(TypeTraits, AgreesWithGgufLayouts) {
     EXPECT_EQ(layout->block_size, traits.block_size);
     EXPECT_EQ(layout->bytes_per_block, traits.bytes_per_block);
     EXPECT_NE(traits.dequantize_row, nullptr);
-    EXPECT_NE(traits.quantize_row_ref, nullptr);
+    // The lattice i-quants are read, not written; every other type has a quantizer.
+    const bool lattice = traits.name.starts_with("iq1") || traits.name.starts_with("iq2") ||
+                         traits.name.starts_with("iq3");
+    EXPECT_EQ(traits.quantize_row_ref == nullptr, lattice);
     EXPECT_EQ(&type_traits(traits.type), &traits);
   }
 }
@@ -37,6 +40,11 @@ TEST(TypeTraits, VecDotTypesMatchGgmlCpuBackend) {
       {TensorType::kQ6_K, TensorType::kQ8_K},
       {TensorType::kIQ4_NL, TensorType::kQ8_0}, {TensorType::kIQ4_XS, TensorType::kQ8_K},
       {TensorType::kMXFP4, TensorType::kQ8_0},
+      {TensorType::kIQ2_XXS, TensorType::kQ8_K}, {TensorType::kIQ2_XS, TensorType::kQ8_K},
+      {TensorType::kIQ2_S, TensorType::kQ8_K},   {TensorType::kIQ3_XXS, TensorType::kQ8_K},
+      {TensorType::kIQ3_S, TensorType::kQ8_K},   {TensorType::kIQ1_S, TensorType::kQ8_K},
+      {TensorType::kIQ1_M, TensorType::kQ8_K},   {TensorType::kTQ1_0, TensorType::kQ8_K},
+      {TensorType::kTQ2_0, TensorType::kQ8_K},
   };
   for (const Expected& e : expected) {
     const TypeTraits& traits = type_traits(e.weight);
@@ -48,11 +56,10 @@ TEST(TypeTraits, VecDotTypesMatchGgmlCpuBackend) {
   EXPECT_EQ(type_traits(TensorType::kQ8_K).vec_dot_ref, nullptr);
 }
 
-TEST(TypeTraits, CoversExactlyTheEighteenTypes) {
-  EXPECT_EQ(all_type_traits().size(), 18u);
-  EXPECT_EQ(find_type_traits(TensorType::kI8), nullptr);
-  EXPECT_EQ(find_type_traits(TensorType::kIQ2_XXS), nullptr);  // sized by gguf/, not implemented here
-  EXPECT_EQ(find_type_traits(TensorType::kTQ2_0), nullptr);
+TEST(TypeTraits, CoversExactlyTheTwentySevenTypes) {
+  EXPECT_EQ(all_type_traits().size(), 27u);
+  EXPECT_EQ(find_type_traits(TensorType::kI8), nullptr);  // sized by gguf/, not implemented here
+  EXPECT_EQ(find_type_traits(TensorType::kI32), nullptr);
   EXPECT_EQ(find_type_traits(TensorType::kF64), nullptr);
   EXPECT_TRUE(type_traits(TensorType::kQ4_K).is_quantized);
   EXPECT_FALSE(type_traits(TensorType::kBF16).is_quantized);

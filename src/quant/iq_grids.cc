@@ -1,0 +1,7 @@
+#include "quant/iq_grids.h"
+
+namespace tokenmill::quant {
+
+#include "quant/iq_grids.inc"
+
+}  // namespace tokenmill::quant
