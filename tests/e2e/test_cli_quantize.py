@@ -225,10 +225,22 @@ def test_iq4_xs_files_run_both_ways_with_llama_cpp(tokenmill, default_model, tmp
         assert check.stdout.count("OK ") == 3
 
 
-def test_an_i_quant_without_kernels_is_refused_naming_it(tokenmill, default_model, tmp_path):
-    iq3 = tmp_path / "iq3_s.gguf"
-    llama_quantize(default_model, iq3, 26)  # LLAMA_FTYPE_MOSTLY_IQ3_S
-    assert "iq3_s" in set(tensor_types(tokenmill, iq3).values())  # named by info
-    refused = run([tokenmill, "run", "-m", str(iq3), "-p", "Hi", "-n", "2"])
-    assert refused.returncode != 0 and "iq3_s" in refused.stderr, refused.stderr
+@pytest.mark.parametrize("ftype,mix", [(26, "iq3_s"), (27, "iq3_m")])  # LLAMA_FTYPE_MOSTLY_IQ3_S, _IQ3_M
+def test_llama_quantize_iq3_mixes_run_as_in_llama_cpp(tokenmill, default_model, tmp_path, ftype, mix):
+    """llama-quantize's IQ3_S and IQ3_M mixes (IQ3_S beside IQ4_NL, Q4_K, Q5_0 tensors) in
+    tokenmill: the same greedy tokens as llama.cpp up to near-ties."""
+    model = tmp_path / f"llama-{mix}.gguf"
+    llama_quantize(default_model, model, ftype)
+    assert "iq3_s" in set(tensor_types(tokenmill, model).values())
+    check = run([sys.executable, str(ROOT / "tools/check_llamacpp_interop.py"), str(model), "--bin", tokenmill,
+                 "-n", "12"], timeout=600)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout.count("OK ") == 3
+
+
+def test_a_type_tokenmill_reads_but_does_not_write_is_named(tokenmill, default_model, tmp_path):
+    out = tmp_path / "out.gguf"
+    refused = run([tokenmill, "quantize", default_model, str(out), "IQ2_XS"])
+    assert refused.returncode != 0 and "cannot write IQ2_XS" in refused.stderr, refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
+    assert not out.exists()
