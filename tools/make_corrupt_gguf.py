@@ -33,7 +33,7 @@ SEED = b"tokenmill-gguf-corrupt-v1"
 # Value type ids.
 U8, I8, U16, I16, U32, I32, F32, BOOL, STR, ARR, U64, I64, F64 = range(13)
 # Tensor type ids.
-T_F32, T_F16, T_Q4_0, T_Q8_0, T_MXFP4 = 0, 1, 2, 8, 39
+T_F32, T_F16, T_Q4_0, T_Q8_0, T_IQ2_XS, T_IQ1_M, T_TQ1_0, T_MXFP4 = 0, 1, 2, 8, 17, 29, 34, 39
 
 
 def u32(v: int) -> bytes:
@@ -177,6 +177,16 @@ def build() -> dict[str, tuple[bytes, str]]:
         "row length 2896 is not a multiple of mxfp4's block size 32")
     add("mxfp4_one_block_short.gguf", one_tensor([64, 2], type_id=T_MXFP4, data=b"\0" * (4 * 17 - 17)),
         "ends past the end of the file")
+    # The i-quants and ternary types: a row that is not whole 256-value super-blocks, and
+    # tensors whose data ends a block short (IQ2_XS 74, IQ1_M 56 bytes per block).
+    add("iq2_xs_640_cols.gguf", one_tensor([640, 2], type_id=T_IQ2_XS, data=b"\0" * 4 * 74),
+        "row length 640 is not a multiple of iq2_xs's block size 256")
+    add("iq2_xs_one_block_short.gguf", one_tensor([512, 2], type_id=T_IQ2_XS, data=b"\0" * 3 * 74),
+        "ends past the end of the file")
+    add("iq1_m_one_block_short.gguf", one_tensor([256, 3], type_id=T_IQ1_M, data=b"\0" * 2 * 56),
+        "ends past the end of the file")
+    add("tq1_0_100_cols.gguf", one_tensor([100, 1], type_id=T_TQ1_0, data=b"\0" * 54),
+        "row length 100 is not a multiple of tq1_0's block size 256")
     add("unaligned_tensor_offset.gguf", one_tensor([4], offset=16, data=b"\0" * 64), "offset 16 is not aligned to 32")
     add("duplicate_tensor_name.gguf",
         with_tensors([kv_str("general.name", "t")],
