@@ -33,6 +33,9 @@ Types:
              and norms F32. (8-expert models such as Mixtral get other types: not made here.)
   iq4_xs     every matrix IQ4_XS (the shapes' rows are multiples of 256), the output
              projection (a tied embedding) Q6_K, an untied token_embd IQ4_XS
+  iq2_xs     every matrix IQ2_XS, iq3_s every matrix IQ3_S (speed shapes for the lattice
+             i-quants: llama-quantize's mixes of those names keep a few tensors in larger
+             types), the output projection and an untied token_embd as for iq4_xs
   mxfp4      every layer matrix (experts included) MXFP4, as gpt-oss ships its experts;
              the embeddings and output projection Q8_0 (gpt-oss: the experts MXFP4 and
              every other matrix Q8_0, as ggml-org's gpt-oss-20b-mxfp4.gguf)
@@ -50,7 +53,7 @@ Tensors are generated and written one at a time, so memory stays at the largest 
 (the 3.3 GB MoE file needs ~0.5 GB).
 
 Usage: python3 tools/make_shaped_model.py [--shape llama-1b|llama-3b|llama-8b|qwen3moe-30b-a3b-8l|gpt-oss-20b-8l]
-                                          [--type q4_k_m|q8_0|iq4_xs|mxfp4|all] [--out-dir models] [--seed 0]
+                                          [--type q4_k_m|q8_0|iq4_xs|iq2_xs|iq3_s|mxfp4|all] [--out-dir models] [--seed 0]
 Writes models/<shape>-shaped-<type>.gguf (models/ is ignored by git).
 """
 
@@ -139,7 +142,7 @@ SHAPES = {
 }
 
 # general.file_type values (llama_ftype).
-FILE_TYPE = {"q8_0": 7, "q4_k_m": 15, "iq4_xs": 30, "mxfp4": 38}
+FILE_TYPE = {"q8_0": 7, "q4_k_m": 15, "iq2_xs": 20, "iq3_s": 26, "iq4_xs": 30, "mxfp4": 38}
 
 # Bytes per block, elements per block, and the byte offsets of the F16 scale fields
 # with the value each is set to (small enough that the model's activations stay finite).
@@ -148,6 +151,8 @@ BLOCK = {
     Q.Q4_K: (144, 256, [(0, 4e-5), (2, 4e-5)]),      # d | dmin | scales[12] | qs[128]
     Q.Q6_K: (210, 256, [(208, 1e-5)]),               # ql[128] | qh[64] | scales[16] int8 | d
     Q.IQ4_XS: (136, 256, [(0, 1e-5)]),               # d | scales_h | scales_l[4] | qs[128]
+    Q.IQ2_XS: (74, 256, [(0, 2e-5)]),                # d | qs[32] u16 | scales[8]
+    Q.IQ3_S: (110, 256, [(0, 2e-5)]),                # d | qs[64] | qh[8] | signs[32] | scales[4]
     Q.MXFP4: (17, 32, []),                           # e (E8M0, set in random_blocks) | qs[16]
 }
 MXFP4_EXPONENT = 116  # 2^(116 - 128): levels up to 12 * 2^-12, about 3e-3
@@ -190,8 +195,8 @@ def tensor_types(shape: Shape, kind: str, layer: int) -> dict[str, Q]:
     names = ["attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down"]
     if kind == "q8_0":
         return {n: Q.Q8_0 for n in names}
-    if kind == "iq4_xs":
-        return {n: Q.IQ4_XS for n in names}
+    if kind in ("iq4_xs", "iq2_xs", "iq3_s"):
+        return {n: Q[kind.upper()] for n in names}
     if kind == "mxfp4":
         if shape.gpt_oss:
             return {n: Q.MXFP4 if n.startswith("ffn") else Q.Q8_0 for n in names}
@@ -213,8 +218,8 @@ def embedding_types(shape: Shape, kind: str) -> tuple[Q, Q | None]:
     (a tied embedding is it); an untied token_embd keeps the file's default type, Q4_K."""
     if kind in ("q8_0", "mxfp4"):
         return Q.Q8_0, None if shape.tied_embeddings else Q.Q8_0
-    if kind == "iq4_xs":
-        return (Q.Q6_K, None) if shape.tied_embeddings else (Q.IQ4_XS, Q.Q6_K)
+    if kind in ("iq4_xs", "iq2_xs", "iq3_s"):
+        return (Q.Q6_K, None) if shape.tied_embeddings else (Q[kind.upper()], Q.Q6_K)
     if shape.tied_embeddings:
         return Q.Q6_K, None
     return Q.Q4_K, Q.Q6_K
@@ -388,7 +393,7 @@ def write_model(shape: Shape, kind: str, out_dir: Path, seed: int) -> Path:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shape", choices=list(SHAPES), default="llama-1b")
-    parser.add_argument("--type", choices=["q4_k_m", "q8_0", "iq4_xs", "mxfp4", "all"], default="all")
+    parser.add_argument("--type", choices=["q4_k_m", "q8_0", "iq4_xs", "iq2_xs", "iq3_s", "mxfp4", "all"], default="all")
     parser.add_argument("--out-dir", type=Path, default=ROOT / "models")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()

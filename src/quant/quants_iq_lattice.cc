@@ -1,7 +1,10 @@
 // The lattice i-quants (blocks.h): IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M.
 // Dequantization gives gguf-py's floats bit for bit; the dot products against Q8_K sum
-// each sub-block's integer products exactly and take ggml's float steps after them.
+// each super-block's integer products exactly, then fuse them into the running sum with
+// one fused multiply-add (d_w * d_a, the sum, the total: the steps every kernel repeats,
+// lattice_x86-inl.h; ggml rounds the product apart, a last-bit difference).
 // No quantizer yet: these types are read, not written.
+#include <cmath>
 #include <cstring>
 
 #include "base/half.h"
@@ -62,6 +65,11 @@ int iq1_m_sub_scale(const BlockIQ1_M& x, int h) { return (x.scales[h / 4] >> (3 
 
 constexpr float kIq1Delta = 0.125f;
 
+// An IQ1 super-block's total: the grid's sum plus the shifts' (exact: 1/8 is a power of two).
+float shifted_total(int32_t grid_sum, int32_t shift_sum) {
+  return static_cast<float>(grid_sum) + kIq1Delta * static_cast<float>(shift_sum);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------- IQ2_XXS
@@ -99,7 +107,7 @@ float vec_dot_iq2_xxs_q8_K(int64_t n, const void* w, const void* a) {
       }
       block_sum += sub * static_cast<int32_t>(2 * (a1 >> 28) + 1);
     }
-    sum += f16_to_f32(x.d) * ys[b].d * static_cast<float>(block_sum);
+    sum = std::fma(f16_to_f32(x.d) * ys[b].d, static_cast<float>(block_sum), sum);
   }
   return 0.125f * sum;
 }
@@ -140,7 +148,7 @@ float vec_dot_iq2_scaled(int64_t n, const void* w, const void* a) {
       }
       block_sum += sub * (2 * ((x.scales[h / 2] >> (4 * (h % 2))) & 0xf) + 1);
     }
-    sum += f16_to_f32(x.d) * ys[b].d * static_cast<float>(block_sum);
+    sum = std::fma(f16_to_f32(x.d) * ys[b].d, static_cast<float>(block_sum), sum);
   }
   return 0.125f * sum;
 }
@@ -197,7 +205,7 @@ float vec_dot_iq3_xxs_q8_K(int64_t n, const void* w, const void* a) {
       }
       block_sum += sub * static_cast<int32_t>(2 * (a1 >> 28) + 1);
     }
-    sum += f16_to_f32(x.d) * ys[b].d * static_cast<float>(block_sum);
+    sum = std::fma(f16_to_f32(x.d) * ys[b].d, static_cast<float>(block_sum), sum);
   }
   return 0.25f * sum;
 }
@@ -237,7 +245,7 @@ float vec_dot_iq3_s_q8_K(int64_t n, const void* w, const void* a) {
       }
       block_sum += sub * (1 + 2 * ((x.scales[ib / 2] >> (4 * (ib % 2))) & 0xf));
     }
-    sum += f16_to_f32(x.d) * ys[b].d * static_cast<float>(block_sum);
+    sum = std::fma(f16_to_f32(x.d) * ys[b].d, static_cast<float>(block_sum), sum);
   }
   return sum;
 }
@@ -280,7 +288,7 @@ float vec_dot_iq1_s_q8_K(int64_t n, const void* w, const void* a) {
       grid_sum += ls * sub;
       delta_sum += ls * (qh & 0x8000 ? -1 : 1) * (y.bsums[2 * ib] + y.bsums[2 * ib + 1]);
     }
-    sum += f16_to_f32(x.d) * y.d * (static_cast<float>(grid_sum) + kIq1Delta * static_cast<float>(delta_sum));
+    sum = std::fma(f16_to_f32(x.d) * y.d, shifted_total(grid_sum, delta_sum), sum);
   }
   return sum;
 }
@@ -322,8 +330,7 @@ float vec_dot_iq1_m_q8_K(int64_t n, const void* w, const void* a) {
       grid_sum += ls * grid_dot;
       delta_sum += ls * (nibble & 8 ? -q_total : q_total);
     }
-    sum += f16_to_f32(iq1_m_scale_bits(x)) * ys[b].d *
-           (static_cast<float>(grid_sum) + kIq1Delta * static_cast<float>(delta_sum));
+    sum = std::fma(f16_to_f32(iq1_m_scale_bits(x)) * ys[b].d, shifted_total(grid_sum, delta_sum), sum);
   }
   return sum;
 }

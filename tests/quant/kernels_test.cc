@@ -427,6 +427,65 @@ TEST(Kernels, IQuantKernelsGiveTheReferenceBits) {
   }
 }
 
+// The lattice i-quants: rows of random bytes (every grid index, sign pattern, scale and
+// shift) under finite super-block scales, against activation rows that reach ±127; every
+// set gives the reference's bits, one activation row or several.
+std::vector<uint8_t> random_lattice_row(TensorType type, int64_t n_blocks, uint32_t seed) {
+  const TypeTraits& traits = type_traits(type);
+  std::vector<uint8_t> row(static_cast<size_t>(n_blocks) * traits.bytes_per_block);
+  std::mt19937 rng(seed);
+  for (uint8_t& byte : row) byte = static_cast<uint8_t>(rng());
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    uint8_t* block = row.data() + b * traits.bytes_per_block;
+    const uint16_t d = f32_to_f16(0.001f * static_cast<float>(1 + rng() % 100) * (b % 2 ? -1.0f : 1.0f));
+    if (type == TensorType::kIQ1_M) {  // d in the top nibbles of the four scale words
+      uint16_t words[4];
+      std::memcpy(words, block + offsetof(BlockIQ1_M, scales), sizeof words);
+      for (int k = 0; k < 4; ++k) words[k] = static_cast<uint16_t>((words[k] & 0x0fff) | ((d >> (4 * k)) & 0xf) << 12);
+      std::memcpy(block + offsetof(BlockIQ1_M, scales), words, sizeof words);
+    } else {
+      std::memcpy(block, &d, sizeof d);  // every other lattice type: d first
+    }
+  }
+  return row;
+}
+
+TEST(Kernels, LatticeKernelsGiveTheReferenceBits) {
+  const TensorType kLattice[] = {TensorType::kIQ2_XXS, TensorType::kIQ2_XS, TensorType::kIQ2_S, TensorType::kIQ3_XXS,
+                                 TensorType::kIQ3_S,   TensorType::kIQ1_S,  TensorType::kIQ1_M};
+  for (TensorType type : kLattice) {
+    const TypeTraits& traits = type_traits(type);
+    int n_paths = 0;
+    for (int64_t n_blocks : {1, 3, 8}) {
+      const int64_t n = n_blocks * kSuperBlockSize;
+      const std::vector<uint8_t> w = random_lattice_row(type, n_blocks, static_cast<uint32_t>(n_blocks) * 31u + 7u);
+      constexpr int64_t kTokens = 5;
+      const size_t a_bytes = row_size(TensorType::kQ8_K, n);
+      std::vector<uint8_t> a(kTokens * a_bytes);
+      for (int64_t t = 0; t < kTokens; ++t) {
+        std::vector<float> x = random_normal(static_cast<size_t>(n), 40 + static_cast<uint32_t>(t), 3.0f);
+        x[static_cast<size_t>(t)] = t % 2 ? 50.0f : -50.0f;  // a block's extreme: a quant of ±127
+        const std::vector<uint8_t> row = quantize(TensorType::kQ8_K, x);
+        std::memcpy(a.data() + t * a_bytes, row.data(), a_bytes);
+      }
+      for (const IsaPath& path : isa_paths()) {
+        const SimdKernels& kernels = path.kernels(traits);
+        if (!path.available || kernels.vec_dot_rows == nullptr) continue;
+        n_paths += n_blocks == 1;
+        float out[kTokens];
+        kernels.vec_dot_rows(n, w.data(), a.data(), a_bytes, kTokens, out, 1);
+        for (int64_t t = 0; t < kTokens; ++t) {
+          const float expected = traits.vec_dot_ref(n, w.data(), a.data() + t * a_bytes);
+          EXPECT_EQ(testing::bits_of(out[t]), testing::bits_of(expected))
+              << traits.name << " " << path.name << " n_blocks=" << n_blocks << " token " << t;
+          EXPECT_EQ(testing::bits_of(kernels.vec_dot(n, w.data(), a.data() + t * a_bytes)), testing::bits_of(expected));
+        }
+      }
+    }
+    std::printf("[ kernels  ] %s: %d vector sets give the reference's bits\n", std::string(traits.name).c_str(), n_paths);
+  }
+}
+
 // Q2_K and Q3_K rows of random bytes: every bit pattern of the 2-bit quants, the hmask and
 // the packed scales, where rows from the quantizer reach only some (a Q3_K sub-block
 // scale of -32 or +31, say). The f16 scales are set to finite values.

@@ -22,6 +22,19 @@ namespace tokenmill::quant {
 // function types.
 
 namespace avx2 {
+// lattice_avx2.cc (body lattice_x86-inl.h): the lattice i-quants, one weight row,
+// activation rows in tiles of 4.
+#define TM_LATTICE_ROWS_DECL(name)                                                                         \
+  void vec_dot_rows_##name##_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, \
+                                  float* out, int64_t out_stride);
+TM_LATTICE_ROWS_DECL(iq2_xxs)
+TM_LATTICE_ROWS_DECL(iq2_xs)
+TM_LATTICE_ROWS_DECL(iq2_s)
+TM_LATTICE_ROWS_DECL(iq3_xxs)
+TM_LATTICE_ROWS_DECL(iq3_s)
+TM_LATTICE_ROWS_DECL(iq1_s)
+TM_LATTICE_ROWS_DECL(iq1_m)
+#undef TM_LATTICE_ROWS_DECL
 // iquants_avx2.cc (body iq4_x86-inl.h, IQ4_NL, IQ4_XS and MXFP4): one weight row,
 // activation rows in tiles of 4.
 void vec_dot_rows_iq4_nl_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
@@ -104,6 +117,19 @@ void vec_dot_panels_q8_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const 
 
 // Every AVX-512 dot product is a matrix kernel (its one-row forms are one-row matrices).
 namespace avx512 {
+// lattice_avx512.cc (body lattice_x86-inl.h): the lattice i-quants, one weight row,
+// activation rows in tiles of 4.
+#define TM_LATTICE_ROWS_DECL(name)                                                                         \
+  void vec_dot_rows_##name##_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, \
+                                  float* out, int64_t out_stride);
+TM_LATTICE_ROWS_DECL(iq2_xxs)
+TM_LATTICE_ROWS_DECL(iq2_xs)
+TM_LATTICE_ROWS_DECL(iq2_s)
+TM_LATTICE_ROWS_DECL(iq3_xxs)
+TM_LATTICE_ROWS_DECL(iq3_s)
+TM_LATTICE_ROWS_DECL(iq1_s)
+TM_LATTICE_ROWS_DECL(iq1_m)
+#undef TM_LATTICE_ROWS_DECL
 // iquants_avx512.cc (body iq4_x86-inl.h, IQ4_NL, IQ4_XS and MXFP4): one weight row,
 // activation rows in tiles of 4.
 void vec_dot_rows_iq4_nl_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,

@@ -1,0 +1,254 @@
+// The lattice i-quants' dot products against Q8_K (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S,
+// IQ1_S, IQ1_M) for x86, written once over 256-bit vectors for every x86 set: the including
+// file defines, inside an anonymous namespace,
+//
+//   struct LatticeDot {
+//     // acc + the sums of four products u[i] * s[i] per 32-bit lane (u unsigned, s signed)
+//     static __m256i dot(__m256i acc, __m256i u, __m256i s);
+//   };
+//
+// then includes this body in that namespace (after <cstring>, quant/blocks.h,
+// quant/iq_grids.h and quant/kernels_ref.h), so each copy has internal linkage.
+//
+// A sub-block of 32 weights is one vector: its grid points (4 or 8 table rows) side by
+// side. The IQ2/IQ3 grids hold unsigned values, so the signs go onto the activations
+// (vpsignb, exact: Q8_K's quants are never -128); the IQ1 grid holds -1, 0, 1, so it is
+// the activations' sign operand itself against a vector of ones, and the shift of ±1/8 is
+// a second sum of the activations under the shift's signs. Each 32-bit lane's sum is
+// multiplied by its lane's sub-block scale (4 lanes per 16 weights) and added up exactly;
+// the float steps after each super-block's integer sums are the reference's
+// (quants_iq_lattice.cc: one fused multiply-add per super-block), so every set gives its bits.
+//
+// Activation rows are taken kLatticeRowTile at a time: a sub-block's grid points and
+// signs are gathered once for them all.
+
+constexpr int kLatticeRowTile = 4;
+
+// The 128 sign patterns of iq_sign_pattern, by stored 7 bits.
+constexpr struct SignPatterns {
+  uint8_t v[128];
+  constexpr SignPatterns() : v() {
+    for (uint32_t i = 0; i < 128; ++i) v[i] = iq_sign_pattern(i);
+  }
+} kSignPatterns;
+
+// Bytes of ±1: byte j is -1 where bit j % 8 of byte j / 8 of `bits` is set.
+inline __m256i lattice_signs(uint32_t bits) {
+  const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
+                                             _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
+                                                              2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
+  const __m256i mask = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
+  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, mask), mask);
+  return _mm256_or_si256(set, _mm256_set1_epi8(1));
+}
+
+inline uint64_t row8(const void* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline int32_t row4(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline uint32_t word(const void* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+inline __m256i grid8x4(const void* g0, const void* g1, const void* g2, const void* g3) {
+  return _mm256_setr_epi64x(static_cast<long long>(row8(g0)), static_cast<long long>(row8(g1)),
+                            static_cast<long long>(row8(g2)), static_cast<long long>(row8(g3)));
+}
+
+inline int32_t lattice_total(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
+  return _mm_cvtsi128_si32(s);
+}
+
+// One sub-block (32 weights) of a format: u (unsigned bytes) and s (signs, or IQ1's grid)
+// such that weight_i * a_i = u_i * sign(a_i, s_i); the scale of each 32-bit lane; for
+// the IQ1 formats also the shift's signs (±1 bytes).
+struct SubBlock {
+  __m256i u, s, scales, shift_signs;
+};
+
+// The running float sum after a super-block, as the reference fuses it.
+inline float fuse(float sum, float d, float a_d, float total) {
+  return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(d * a_d), _mm_set_ss(total), _mm_set_ss(sum)));
+}
+inline float shifted_total(int32_t grid_sum, int32_t shift_sum) {
+  return static_cast<float>(grid_sum) + 0.125f * static_cast<float>(shift_sum);  // exact: no rounding to fuse
+}
+
+struct Iq2XxsFormat {
+  using Block = BlockIQ2_XXS;
+  static constexpr bool kShifted = false;
+  static constexpr float kFinal = 0.125f;
+  static float scale(const Block& x) { return _cvtsh_ss(x.d); }
+  static SubBlock sub_block(const Block& x, int ib) {
+    const uint32_t a0 = word(&x.qs[4 * ib]), a1 = word(&x.qs[4 * ib + 2]);
+    const uint32_t signs = kSignPatterns.v[a1 & 127] | kSignPatterns.v[(a1 >> 7) & 127] << 8 |
+                           kSignPatterns.v[(a1 >> 14) & 127] << 16 | static_cast<uint32_t>(kSignPatterns.v[(a1 >> 21) & 127]) << 24;
+    return {grid8x4(kIq2XxsGrid[a0 & 0xff], kIq2XxsGrid[(a0 >> 8) & 0xff], kIq2XxsGrid[(a0 >> 16) & 0xff],
+                    kIq2XxsGrid[a0 >> 24]),
+            lattice_signs(signs), _mm256_set1_epi32(static_cast<int>(2 * (a1 >> 28) + 1)), _mm256_setzero_si256()};
+  }
+};
+
+inline __m256i scales_by_half(int low, int high) { return _mm256_setr_epi32(low, low, low, low, high, high, high, high); }
+
+struct Iq2XsFormat {
+  using Block = BlockIQ2_XS;
+  static constexpr bool kShifted = false;
+  static constexpr float kFinal = 0.125f;
+  static float scale(const Block& x) { return _cvtsh_ss(x.d); }
+  static SubBlock sub_block(const Block& x, int ib) {
+    const uint16_t* q = x.qs + 4 * ib;
+    const uint32_t signs = kSignPatterns.v[q[0] >> 9] | kSignPatterns.v[q[1] >> 9] << 8 |
+                           kSignPatterns.v[q[2] >> 9] << 16 | static_cast<uint32_t>(kSignPatterns.v[q[3] >> 9]) << 24;
+    return {grid8x4(kIq2XsGrid[q[0] & 511], kIq2XsGrid[q[1] & 511], kIq2XsGrid[q[2] & 511], kIq2XsGrid[q[3] & 511]),
+            lattice_signs(signs), scales_by_half(2 * (x.scales[ib] & 0xf) + 1, 2 * (x.scales[ib] >> 4) + 1), _mm256_setzero_si256()};
+  }
+};
+
+struct Iq2SFormat {
+  using Block = BlockIQ2_S;
+  static constexpr bool kShifted = false;
+  static constexpr float kFinal = 0.125f;
+  static float scale(const Block& x) { return _cvtsh_ss(x.d); }
+  static SubBlock sub_block(const Block& x, int ib) {
+    const uint8_t* q = x.qs + 4 * ib;
+    const uint32_t h = x.qh[ib];
+    return {grid8x4(kIq2SGrid[q[0] | (h & 3) << 8], kIq2SGrid[q[1] | (h >> 2 & 3) << 8],
+                    kIq2SGrid[q[2] | (h >> 4 & 3) << 8], kIq2SGrid[q[3] | (h >> 6 & 3) << 8]),
+            lattice_signs(word(x.signs + 4 * ib)),
+            scales_by_half(2 * (x.scales[ib] & 0xf) + 1, 2 * (x.scales[ib] >> 4) + 1), _mm256_setzero_si256()};
+  }
+};
+
+struct Iq3XxsFormat {
+  using Block = BlockIQ3_XXS;
+  static constexpr bool kShifted = false;
+  static constexpr float kFinal = 0.25f;
+  static float scale(const Block& x) { return _cvtsh_ss(x.d); }
+  static SubBlock sub_block(const Block& x, int ib) {
+    const uint8_t* q = x.qs + 8 * ib;
+    const uint32_t a1 = word(x.scales_and_signs + 4 * ib);
+    const uint32_t signs = kSignPatterns.v[a1 & 127] | kSignPatterns.v[(a1 >> 7) & 127] << 8 |
+                           kSignPatterns.v[(a1 >> 14) & 127] << 16 | static_cast<uint32_t>(kSignPatterns.v[(a1 >> 21) & 127]) << 24;
+    return {_mm256_setr_epi32(row4(kIq3XxsGrid[q[0]]), row4(kIq3XxsGrid[q[1]]), row4(kIq3XxsGrid[q[2]]),
+                              row4(kIq3XxsGrid[q[3]]), row4(kIq3XxsGrid[q[4]]), row4(kIq3XxsGrid[q[5]]),
+                              row4(kIq3XxsGrid[q[6]]), row4(kIq3XxsGrid[q[7]])),
+            lattice_signs(signs), _mm256_set1_epi32(static_cast<int>(2 * (a1 >> 28) + 1)), _mm256_setzero_si256()};
+  }
+};
+
+struct Iq3SFormat {
+  using Block = BlockIQ3_S;
+  static constexpr bool kShifted = false;
+  static constexpr float kFinal = 1.0f;
+  static float scale(const Block& x) { return _cvtsh_ss(x.d); }
+  static SubBlock sub_block(const Block& x, int ib) {
+    const uint8_t* q = x.qs + 8 * ib;
+    const uint32_t h = x.qh[ib];
+    auto g = [&](int k) { return row4(kIq3SGrid[q[k] | (h >> k & 1) << 8]); };
+    return {_mm256_setr_epi32(g(0), g(1), g(2), g(3), g(4), g(5), g(6), g(7)), lattice_signs(word(x.signs + 4 * ib)),
+            _mm256_set1_epi32(1 + 2 * ((x.scales[ib / 2] >> (4 * (ib % 2))) & 0xf)), _mm256_setzero_si256()};
+  }
+};
+
+struct Iq1SFormat {
+  using Block = BlockIQ1_S;
+  static constexpr bool kShifted = true;
+  static constexpr float kFinal = 1.0f;
+  static float scale(const Block& x) { return _cvtsh_ss(x.d); }
+  static SubBlock sub_block(const Block& x, int ib) {
+    const uint8_t* q = x.qs + 4 * ib;
+    const uint32_t h = x.qh[ib];
+    return {_mm256_set1_epi8(1),
+            grid8x4(kIq1SGrid[q[0] | (h & 7) << 8], kIq1SGrid[q[1] | (h >> 3 & 7) << 8],
+                    kIq1SGrid[q[2] | (h >> 6 & 7) << 8], kIq1SGrid[q[3] | (h >> 9 & 7) << 8]),
+            _mm256_set1_epi32(static_cast<int>(2 * ((h >> 12) & 7) + 1)),
+            _mm256_set1_epi8(h & 0x8000 ? -1 : 1)};
+  }
+};
+
+struct Iq1MFormat {
+  using Block = BlockIQ1_M;
+  static constexpr bool kShifted = true;
+  static constexpr float kFinal = 1.0f;
+  static float scale(const Block& x) { return _cvtsh_ss(iq1_m_scale_bits(x)); }
+  static SubBlock sub_block(const Block& x, int ib) {
+    const uint8_t* q = x.qs + 4 * ib;
+    const uint32_t h = x.qh[2 * ib] | static_cast<uint32_t>(x.qh[2 * ib + 1]) << 8;  // a nibble per group
+    const uint32_t sc = x.scales[ib / 2] >> (6 * (ib % 2));
+    // The shift's sign per group (bit 3 of its nibble) as sign bits of all 8 bytes.
+    const uint32_t shift_bits = (h & 0x8 ? 0xffu : 0) | (h & 0x80 ? 0xff00u : 0) | (h & 0x800 ? 0xff0000u : 0) |
+                                (h & 0x8000 ? 0xff000000u : 0);
+    return {_mm256_set1_epi8(1),
+            grid8x4(kIq1SGrid[q[0] | (h & 7) << 8], kIq1SGrid[q[1] | (h >> 4 & 7) << 8],
+                    kIq1SGrid[q[2] | (h >> 8 & 7) << 8], kIq1SGrid[q[3] | (h >> 12 & 7) << 8]),
+            scales_by_half(static_cast<int>(2 * (sc & 7) + 1), static_cast<int>(2 * (sc >> 3 & 7) + 1)),
+            lattice_signs(shift_bits)};
+  }
+};
+
+template <typename Format, int R>
+void lattice_tile(int64_t nb, const typename Format::Block* x, const uint8_t* a, size_t a_stride, float* out,
+                  int64_t out_stride) {
+  const BlockQ8_K* y[R];
+  for (int r = 0; r < R; ++r) y[r] = reinterpret_cast<const BlockQ8_K*>(a + static_cast<size_t>(r) * a_stride);
+  const __m256i ones = _mm256_set1_epi8(1);
+  float sums[R] = {};
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i grid_acc[R], shift_acc[R];
+    for (int r = 0; r < R; ++r) grid_acc[r] = shift_acc[r] = _mm256_setzero_si256();
+    for (int ib = 0; ib < kSuperBlockSize / 32; ++ib) {
+      const SubBlock sb = Format::sub_block(x[b], ib);
+      for (int r = 0; r < R; ++r) {
+        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[r][b].qs + 32 * ib));
+        const __m256i p = LatticeDot::dot(_mm256_setzero_si256(), sb.u, _mm256_sign_epi8(q, sb.s));
+        grid_acc[r] = _mm256_add_epi32(grid_acc[r], _mm256_mullo_epi32(p, sb.scales));
+        if constexpr (Format::kShifted) {
+          const __m256i s = LatticeDot::dot(_mm256_setzero_si256(), ones, _mm256_sign_epi8(q, sb.shift_signs));
+          shift_acc[r] = _mm256_add_epi32(shift_acc[r], _mm256_mullo_epi32(s, sb.scales));
+        }
+      }
+    }
+    const float d = Format::scale(x[b]);
+    for (int r = 0; r < R; ++r) {
+      if constexpr (Format::kShifted) {
+        sums[r] = fuse(sums[r], d, y[r][b].d, shifted_total(lattice_total(grid_acc[r]), lattice_total(shift_acc[r])));
+      } else {
+        sums[r] = fuse(sums[r], d, y[r][b].d, static_cast<float>(lattice_total(grid_acc[r])));
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) out[r * out_stride] = Format::kFinal * sums[r];
+}
+
+// One weight row against n_a_rows activation rows, kLatticeRowTile at a time.
+template <typename Format>
+void lattice_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
+                  int64_t out_stride) {
+  const int64_t nb = n / kSuperBlockSize;
+  const auto* x = static_cast<const typename Format::Block*>(w);
+  const auto* rows = static_cast<const uint8_t*>(a);
+  int64_t t = 0;
+  for (; t + kLatticeRowTile <= n_a_rows; t += kLatticeRowTile) {
+    lattice_tile<Format, kLatticeRowTile>(nb, x, rows + static_cast<size_t>(t) * a_stride, a_stride,
+                                          out + t * out_stride, out_stride);
+  }
+  const uint8_t* rest = rows + static_cast<size_t>(t) * a_stride;
+  switch (n_a_rows - t) {
+    case 3: lattice_tile<Format, 3>(nb, x, rest, a_stride, out + t * out_stride, out_stride); break;
+    case 2: lattice_tile<Format, 2>(nb, x, rest, a_stride, out + t * out_stride, out_stride); break;
+    case 1: lattice_tile<Format, 1>(nb, x, rest, a_stride, out + t * out_stride, out_stride); break;
+    default: break;
+  }
+}
