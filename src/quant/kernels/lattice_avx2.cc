@@ -1,4 +1,4 @@
-// The lattice i-quants' dot products with AVX2: vpmaddubsw (two products per 16 bits, at most 2 * 62 * 127) then vpmaddwd; the body is lattice_x86-inl.h.
+// The lattice i-quants' dot products with AVX2: vpmaddubsw then vpmaddwd by the scales; the body is lattice_x86-inl.h.
 #include <immintrin.h>
 
 #include <cstddef>
@@ -15,9 +15,8 @@ namespace tokenmill::quant::avx2 {
 namespace {
 
 struct LatticeDot {
-  static __m256i dot(__m256i acc, __m256i u, __m256i s) {
-    const __m256i pairs = _mm256_maddubs_epi16(u, s);
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+  static __m256i dot(__m256i acc, __m256i u, __m256i s, __m256i scales) {
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scales));
   }
 };
 

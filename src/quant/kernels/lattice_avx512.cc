@@ -1,4 +1,4 @@
-// The lattice i-quants' dot products with AVX-512 VNNI: vpdpbusd on 256 bits; the body is lattice_x86-inl.h.
+// The lattice i-quants' dot products with AVX-512 VNNI: vpmaddubsw then vpdpwssd by the scales on 256 bits; the body is lattice_x86-inl.h.
 #include <immintrin.h>
 
 #include <cstddef>
@@ -15,8 +15,8 @@ namespace tokenmill::quant::avx512 {
 namespace {
 
 struct LatticeDot {
-  static __m256i dot(__m256i acc, __m256i u, __m256i s) {
-    return _mm256_dpbusd_epi32(acc, u, s);
+  static __m256i dot(__m256i acc, __m256i u, __m256i s, __m256i scales) {
+    return _mm256_dpwssd_epi32(acc, _mm256_maddubs_epi16(u, s), scales);
   }
 };
 

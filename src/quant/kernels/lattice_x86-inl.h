@@ -3,8 +3,10 @@
 // file defines, inside an anonymous namespace,
 //
 //   struct LatticeDot {
-//     // acc + the sums of four products u[i] * s[i] per 32-bit lane (u unsigned, s signed)
-//     static __m256i dot(__m256i acc, __m256i u, __m256i s);
+//     // acc + per 32-bit lane, the two pair sums of products u[i] * s[i] (vpmaddubsw: u
+//     // unsigned, s signed, at most 2 * 62 * 127, no saturation) each times its 16-bit
+//     // lane of `scales`
+//     static __m256i dot(__m256i acc, __m256i u, __m256i s, __m256i scales);
 //   };
 //
 // then includes this body in that namespace (after <cstring>, quant/blocks.h,
@@ -15,7 +17,8 @@
 // (vpsignb, exact: Q8_K's quants are never -128); the IQ1 grid holds -1, 0, 1, so it is
 // the activations' sign operand itself against a vector of ones, and the shift of ±1/8 is
 // a second sum of the activations under the shift's signs. Each 32-bit lane's sum is
-// multiplied by its lane's sub-block scale (4 lanes per 16 weights) and added up exactly;
+// multiplied by its sub-block scale (one per 16 or 32 weights) in the same instruction
+// that adds its pairs (vpmaddwd, or VNNI's vpdpwssd), and added up exactly;
 // the float steps after each super-block's integer sums are the reference's
 // (quants_iq_lattice.cc: one fused multiply-add per super-block), so every set gives its bits.
 //
@@ -71,7 +74,7 @@ inline int32_t lattice_total(__m256i v) {
 }
 
 // One sub-block (32 weights) of a format: u (unsigned bytes) and s (signs, or IQ1's grid)
-// such that weight_i * a_i = u_i * sign(a_i, s_i); the scale of each 32-bit lane; for
+// such that weight_i * a_i = u_i * sign(a_i, s_i); the scale of each 16-bit pair sum; for
 // the IQ1 formats also the shift's signs (±1 bytes).
 struct SubBlock {
   __m256i u, s, scales, shift_signs;
@@ -96,11 +99,13 @@ struct Iq2XxsFormat {
                            kSignPatterns.v[(a1 >> 14) & 127] << 16 | static_cast<uint32_t>(kSignPatterns.v[(a1 >> 21) & 127]) << 24;
     return {grid8x4(kIq2XxsGrid[a0 & 0xff], kIq2XxsGrid[(a0 >> 8) & 0xff], kIq2XxsGrid[(a0 >> 16) & 0xff],
                     kIq2XxsGrid[a0 >> 24]),
-            lattice_signs(signs), _mm256_set1_epi32(static_cast<int>(2 * (a1 >> 28) + 1)), _mm256_setzero_si256()};
+            lattice_signs(signs), _mm256_set1_epi16(static_cast<int16_t>(2 * (a1 >> 28) + 1)), _mm256_setzero_si256()};
   }
 };
 
-inline __m256i scales_by_half(int low, int high) { return _mm256_setr_epi32(low, low, low, low, high, high, high, high); }
+inline __m256i scales_by_half(int low, int high) {
+  return _mm256_setr_m128i(_mm_set1_epi16(static_cast<int16_t>(low)), _mm_set1_epi16(static_cast<int16_t>(high)));
+}
 
 struct Iq2XsFormat {
   using Block = BlockIQ2_XS;
@@ -144,7 +149,7 @@ struct Iq3XxsFormat {
     return {_mm256_setr_epi32(row4(kIq3XxsGrid[q[0]]), row4(kIq3XxsGrid[q[1]]), row4(kIq3XxsGrid[q[2]]),
                               row4(kIq3XxsGrid[q[3]]), row4(kIq3XxsGrid[q[4]]), row4(kIq3XxsGrid[q[5]]),
                               row4(kIq3XxsGrid[q[6]]), row4(kIq3XxsGrid[q[7]])),
-            lattice_signs(signs), _mm256_set1_epi32(static_cast<int>(2 * (a1 >> 28) + 1)), _mm256_setzero_si256()};
+            lattice_signs(signs), _mm256_set1_epi16(static_cast<int16_t>(2 * (a1 >> 28) + 1)), _mm256_setzero_si256()};
   }
 };
 
@@ -158,7 +163,7 @@ struct Iq3SFormat {
     const uint32_t h = x.qh[ib];
     auto g = [&](int k) { return row4(kIq3SGrid[q[k] | (h >> k & 1) << 8]); };
     return {_mm256_setr_epi32(g(0), g(1), g(2), g(3), g(4), g(5), g(6), g(7)), lattice_signs(word(x.signs + 4 * ib)),
-            _mm256_set1_epi32(1 + 2 * ((x.scales[ib / 2] >> (4 * (ib % 2))) & 0xf)), _mm256_setzero_si256()};
+            _mm256_set1_epi16(static_cast<int16_t>(1 + 2 * ((x.scales[ib / 2] >> (4 * (ib % 2))) & 0xf))), _mm256_setzero_si256()};
   }
 };
 
@@ -173,7 +178,7 @@ struct Iq1SFormat {
     return {_mm256_set1_epi8(1),
             grid8x4(kIq1SGrid[q[0] | (h & 7) << 8], kIq1SGrid[q[1] | (h >> 3 & 7) << 8],
                     kIq1SGrid[q[2] | (h >> 6 & 7) << 8], kIq1SGrid[q[3] | (h >> 9 & 7) << 8]),
-            _mm256_set1_epi32(static_cast<int>(2 * ((h >> 12) & 7) + 1)),
+            _mm256_set1_epi16(static_cast<int16_t>(2 * ((h >> 12) & 7) + 1)),
             _mm256_set1_epi8(h & 0x8000 ? -1 : 1)};
   }
 };
@@ -212,11 +217,9 @@ void lattice_tile(int64_t nb, const typename Format::Block* x, const uint8_t* a,
       const SubBlock sb = Format::sub_block(x[b], ib);
       for (int r = 0; r < R; ++r) {
         const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[r][b].qs + 32 * ib));
-        const __m256i p = LatticeDot::dot(_mm256_setzero_si256(), sb.u, _mm256_sign_epi8(q, sb.s));
-        grid_acc[r] = _mm256_add_epi32(grid_acc[r], _mm256_mullo_epi32(p, sb.scales));
+        grid_acc[r] = LatticeDot::dot(grid_acc[r], sb.u, _mm256_sign_epi8(q, sb.s), sb.scales);
         if constexpr (Format::kShifted) {
-          const __m256i s = LatticeDot::dot(_mm256_setzero_si256(), ones, _mm256_sign_epi8(q, sb.shift_signs));
-          shift_acc[r] = _mm256_add_epi32(shift_acc[r], _mm256_mullo_epi32(s, sb.scales));
+          shift_acc[r] = LatticeDot::dot(shift_acc[r], ones, _mm256_sign_epi8(q, sb.shift_signs), sb.scales);
         }
       }
     }
