@@ -27,22 +27,39 @@
 
 constexpr int kLatticeRowTile = 4;
 
-// The 128 sign patterns of iq_sign_pattern, by stored 7 bits.
-constexpr struct SignPatterns {
-  uint8_t v[128];
-  constexpr SignPatterns() : v() {
-    for (uint32_t i = 0; i < 128; ++i) v[i] = iq_sign_pattern(i);
+// The ±1 bytes of each sign byte: byte j of kSignBytes.v[b] is -1 where bit j of b is set,
+// else 1 (the operand vpsignb applies to eight activations).
+constexpr struct SignBytes {
+  uint64_t v[256];
+  constexpr SignBytes() : v() {
+    for (uint32_t b = 0; b < 256; ++b) {
+      for (int j = 0; j < 8; ++j) v[b] |= static_cast<uint64_t>((b >> j) & 1 ? 0xff : 0x01) << (8 * j);
+    }
   }
-} kSignPatterns;
+} kSignBytes;
 
-// Bytes of ±1: byte j is -1 where bit j % 8 of byte j / 8 of `bits` is set.
-inline __m256i lattice_signs(uint32_t bits) {
-  const __m256i spread = _mm256_shuffle_epi8(_mm256_set1_epi32(static_cast<int>(bits)),
-                                             _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1,  //
-                                                              2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
-  const __m256i mask = _mm256_set1_epi64x(static_cast<long long>(0x8040201008040201ull));
-  const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, mask), mask);
-  return _mm256_or_si256(set, _mm256_set1_epi8(1));
+// The same for the 7 stored bits of a sign pattern (iq_sign_pattern gives the 8th).
+constexpr struct StoredSignBytes {
+  uint64_t v[128];
+  constexpr StoredSignBytes() : v() {
+    for (uint32_t i = 0; i < 128; ++i) v[i] = kSignBytes.v[iq_sign_pattern(i)];
+  }
+} kStoredSignBytes;
+
+inline __m256i u64x4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
+  return _mm256_setr_epi64x(static_cast<long long>(a), static_cast<long long>(b), static_cast<long long>(c),
+                            static_cast<long long>(d));
+}
+
+// Four stored sign patterns at bits 0, 7, 14, 21 of `bits` as ±1 bytes.
+inline __m256i stored_signs(uint32_t bits) {
+  return u64x4(kStoredSignBytes.v[bits & 127], kStoredSignBytes.v[(bits >> 7) & 127],
+               kStoredSignBytes.v[(bits >> 14) & 127], kStoredSignBytes.v[(bits >> 21) & 127]);
+}
+
+// Four sign bytes, one bit per weight, as ±1 bytes.
+inline __m256i bit_signs(const uint8_t* b) {
+  return u64x4(kSignBytes.v[b[0]], kSignBytes.v[b[1]], kSignBytes.v[b[2]], kSignBytes.v[b[3]]);
 }
 
 inline uint64_t row8(const void* p) {
@@ -95,11 +112,9 @@ struct Iq2XxsFormat {
   static float scale(const Block& x) { return _cvtsh_ss(x.d); }
   static SubBlock sub_block(const Block& x, int ib) {
     const uint32_t a0 = word(&x.qs[4 * ib]), a1 = word(&x.qs[4 * ib + 2]);
-    const uint32_t signs = kSignPatterns.v[a1 & 127] | kSignPatterns.v[(a1 >> 7) & 127] << 8 |
-                           kSignPatterns.v[(a1 >> 14) & 127] << 16 | static_cast<uint32_t>(kSignPatterns.v[(a1 >> 21) & 127]) << 24;
     return {grid8x4(kIq2XxsGrid[a0 & 0xff], kIq2XxsGrid[(a0 >> 8) & 0xff], kIq2XxsGrid[(a0 >> 16) & 0xff],
                     kIq2XxsGrid[a0 >> 24]),
-            lattice_signs(signs), _mm256_set1_epi16(static_cast<int16_t>(2 * (a1 >> 28) + 1)), _mm256_setzero_si256()};
+            stored_signs(a1), _mm256_set1_epi16(static_cast<int16_t>(2 * (a1 >> 28) + 1)), _mm256_setzero_si256()};
   }
 };
 
@@ -114,10 +129,9 @@ struct Iq2XsFormat {
   static float scale(const Block& x) { return _cvtsh_ss(x.d); }
   static SubBlock sub_block(const Block& x, int ib) {
     const uint16_t* q = x.qs + 4 * ib;
-    const uint32_t signs = kSignPatterns.v[q[0] >> 9] | kSignPatterns.v[q[1] >> 9] << 8 |
-                           kSignPatterns.v[q[2] >> 9] << 16 | static_cast<uint32_t>(kSignPatterns.v[q[3] >> 9]) << 24;
     return {grid8x4(kIq2XsGrid[q[0] & 511], kIq2XsGrid[q[1] & 511], kIq2XsGrid[q[2] & 511], kIq2XsGrid[q[3] & 511]),
-            lattice_signs(signs), scales_by_half(2 * (x.scales[ib] & 0xf) + 1, 2 * (x.scales[ib] >> 4) + 1), _mm256_setzero_si256()};
+            u64x4(kStoredSignBytes.v[q[0] >> 9], kStoredSignBytes.v[q[1] >> 9], kStoredSignBytes.v[q[2] >> 9],
+                  kStoredSignBytes.v[q[3] >> 9]), scales_by_half(2 * (x.scales[ib] & 0xf) + 1, 2 * (x.scales[ib] >> 4) + 1), _mm256_setzero_si256()};
   }
 };
 
@@ -131,7 +145,7 @@ struct Iq2SFormat {
     const uint32_t h = x.qh[ib];
     return {grid8x4(kIq2SGrid[q[0] | (h & 3) << 8], kIq2SGrid[q[1] | (h >> 2 & 3) << 8],
                     kIq2SGrid[q[2] | (h >> 4 & 3) << 8], kIq2SGrid[q[3] | (h >> 6 & 3) << 8]),
-            lattice_signs(word(x.signs + 4 * ib)),
+            bit_signs(x.signs + 4 * ib),
             scales_by_half(2 * (x.scales[ib] & 0xf) + 1, 2 * (x.scales[ib] >> 4) + 1), _mm256_setzero_si256()};
   }
 };
@@ -144,12 +158,10 @@ struct Iq3XxsFormat {
   static SubBlock sub_block(const Block& x, int ib) {
     const uint8_t* q = x.qs + 8 * ib;
     const uint32_t a1 = word(x.scales_and_signs + 4 * ib);
-    const uint32_t signs = kSignPatterns.v[a1 & 127] | kSignPatterns.v[(a1 >> 7) & 127] << 8 |
-                           kSignPatterns.v[(a1 >> 14) & 127] << 16 | static_cast<uint32_t>(kSignPatterns.v[(a1 >> 21) & 127]) << 24;
     return {_mm256_setr_epi32(row4(kIq3XxsGrid[q[0]]), row4(kIq3XxsGrid[q[1]]), row4(kIq3XxsGrid[q[2]]),
                               row4(kIq3XxsGrid[q[3]]), row4(kIq3XxsGrid[q[4]]), row4(kIq3XxsGrid[q[5]]),
                               row4(kIq3XxsGrid[q[6]]), row4(kIq3XxsGrid[q[7]])),
-            lattice_signs(signs), _mm256_set1_epi16(static_cast<int16_t>(2 * (a1 >> 28) + 1)), _mm256_setzero_si256()};
+            stored_signs(a1), _mm256_set1_epi16(static_cast<int16_t>(2 * (a1 >> 28) + 1)), _mm256_setzero_si256()};
   }
 };
 
@@ -162,7 +174,7 @@ struct Iq3SFormat {
     const uint8_t* q = x.qs + 8 * ib;
     const uint32_t h = x.qh[ib];
     auto g = [&](int k) { return row4(kIq3SGrid[q[k] | (h >> k & 1) << 8]); };
-    return {_mm256_setr_epi32(g(0), g(1), g(2), g(3), g(4), g(5), g(6), g(7)), lattice_signs(word(x.signs + 4 * ib)),
+    return {_mm256_setr_epi32(g(0), g(1), g(2), g(3), g(4), g(5), g(6), g(7)), bit_signs(x.signs + 4 * ib),
             _mm256_set1_epi16(static_cast<int16_t>(1 + 2 * ((x.scales[ib / 2] >> (4 * (ib % 2))) & 0xf))), _mm256_setzero_si256()};
   }
 };
@@ -192,14 +204,13 @@ struct Iq1MFormat {
     const uint8_t* q = x.qs + 4 * ib;
     const uint32_t h = x.qh[2 * ib] | static_cast<uint32_t>(x.qh[2 * ib + 1]) << 8;  // a nibble per group
     const uint32_t sc = x.scales[ib / 2] >> (6 * (ib % 2));
-    // The shift's sign per group (bit 3 of its nibble) as sign bits of all 8 bytes.
-    const uint32_t shift_bits = (h & 0x8 ? 0xffu : 0) | (h & 0x80 ? 0xff00u : 0) | (h & 0x800 ? 0xff0000u : 0) |
-                                (h & 0x8000 ? 0xff000000u : 0);
+    // The shift's sign per group (bit 3 of its nibble) on all 8 of its bytes.
+    auto shift = [&](int g) { return h >> (4 * g + 3) & 1 ? ~uint64_t{0} : uint64_t{0x0101010101010101}; };
     return {_mm256_set1_epi8(1),
             grid8x4(kIq1SGrid[q[0] | (h & 7) << 8], kIq1SGrid[q[1] | (h >> 4 & 7) << 8],
                     kIq1SGrid[q[2] | (h >> 8 & 7) << 8], kIq1SGrid[q[3] | (h >> 12 & 7) << 8]),
             scales_by_half(static_cast<int>(2 * (sc & 7) + 1), static_cast<int>(2 * (sc >> 3 & 7) + 1)),
-            lattice_signs(shift_bits)};
+            u64x4(shift(0), shift(1), shift(2), shift(3))};
   }
 };
 
@@ -209,26 +220,40 @@ void lattice_tile(int64_t nb, const typename Format::Block* x, const uint8_t* a,
   const BlockQ8_K* y[R];
   for (int r = 0; r < R; ++r) y[r] = reinterpret_cast<const BlockQ8_K*>(a + static_cast<size_t>(r) * a_stride);
   const __m256i ones = _mm256_set1_epi8(1);
+  // Few rows leave the accumulators' latency exposed: then even and odd sub-blocks add
+  // into two chains (exact integer sums, so any split gives the same totals).
+  constexpr int kChains = R <= 2 ? 2 : 1;
   float sums[R] = {};
   for (int64_t b = 0; b < nb; ++b) {
-    __m256i grid_acc[R], shift_acc[R];
-    for (int r = 0; r < R; ++r) grid_acc[r] = shift_acc[r] = _mm256_setzero_si256();
+    __m256i grid_acc[kChains][R], shift_acc[kChains][R];
+    for (int c = 0; c < kChains; ++c) {
+      for (int r = 0; r < R; ++r) grid_acc[c][r] = shift_acc[c][r] = _mm256_setzero_si256();
+    }
+#pragma GCC unroll 8
     for (int ib = 0; ib < kSuperBlockSize / 32; ++ib) {
+      const int c = ib % kChains;  // a constant once unrolled: the accumulators stay in registers
       const SubBlock sb = Format::sub_block(x[b], ib);
       for (int r = 0; r < R; ++r) {
         const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[r][b].qs + 32 * ib));
-        grid_acc[r] = LatticeDot::dot(grid_acc[r], sb.u, _mm256_sign_epi8(q, sb.s), sb.scales);
+        grid_acc[c][r] = LatticeDot::dot(grid_acc[c][r], sb.u, _mm256_sign_epi8(q, sb.s), sb.scales);
         if constexpr (Format::kShifted) {
-          shift_acc[r] = LatticeDot::dot(shift_acc[r], ones, _mm256_sign_epi8(q, sb.shift_signs), sb.scales);
+          shift_acc[c][r] = LatticeDot::dot(shift_acc[c][r], ones, _mm256_sign_epi8(q, sb.shift_signs), sb.scales);
         }
+      }
+    }
+    for (int c = 1; c < kChains; ++c) {
+      for (int r = 0; r < R; ++r) {
+        grid_acc[0][r] = _mm256_add_epi32(grid_acc[0][r], grid_acc[c][r]);
+        shift_acc[0][r] = _mm256_add_epi32(shift_acc[0][r], shift_acc[c][r]);
       }
     }
     const float d = Format::scale(x[b]);
     for (int r = 0; r < R; ++r) {
       if constexpr (Format::kShifted) {
-        sums[r] = fuse(sums[r], d, y[r][b].d, shifted_total(lattice_total(grid_acc[r]), lattice_total(shift_acc[r])));
+        sums[r] = fuse(sums[r], d, y[r][b].d,
+                       shifted_total(lattice_total(grid_acc[0][r]), lattice_total(shift_acc[0][r])));
       } else {
-        sums[r] = fuse(sums[r], d, y[r][b].d, static_cast<float>(lattice_total(grid_acc[r])));
+        sums[r] = fuse(sums[r], d, y[r][b].d, static_cast<float>(lattice_total(grid_acc[0][r])));
       }
     }
   }
