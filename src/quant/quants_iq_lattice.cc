@@ -222,7 +222,8 @@ void dequantize_row_iq3_s(const void* src, float* y, int64_t n) {
       for (int l = 0; l < 4; ++l) {
         const uint8_t signs = x.signs[4 * ib + l];
         put_group(y + 8 * l, db, kIq3SGrid[iq3_s_index(x, 8 * ib + 2 * l)], 4, signs);
-        put_group(y + 8 * l + 4, db, kIq3SGrid[iq3_s_index(x, 8 * ib + 2 * l + 1)], 4, static_cast<uint8_t>(signs >> 4));
+        put_group(y + 8 * l + 4, db, kIq3SGrid[iq3_s_index(x, 8 * ib + 2 * l + 1)], 4,
+                  static_cast<uint8_t>(signs >> 4));
       }
     }
   }

@@ -15,7 +15,9 @@ namespace {
 // The 256 trits (0, 1, 2 for -1, 0, 1) of a TQ1_0 block, in weight order.
 void tq1_0_trits(const BlockTQ1_0& x, uint8_t* t) {
   constexpr uint8_t kPow3[5] = {1, 3, 9, 27, 81};
-  auto digit = [&](uint8_t byte, int k) { return static_cast<uint8_t>((static_cast<uint8_t>(byte * kPow3[k]) * 3) >> 8); };
+  auto digit = [&](uint8_t byte, int k) {
+    return static_cast<uint8_t>((static_cast<uint8_t>(byte * kPow3[k]) * 3) >> 8);
+  };
   for (int k = 0; k < 5; ++k) {
     for (int j = 0; j < 32; ++j) t[32 * k + j] = digit(x.qs[j], k);
     for (int j = 0; j < 16; ++j) t[160 + 16 * k + j] = digit(x.qs[32 + j], k);
@@ -35,7 +37,9 @@ uint16_t ternary_trits(const float* x, uint8_t* t) {
   float amax = 0.0f;
   for (int i = 0; i < kSuperBlockSize; ++i) amax = std::fmax(amax, std::fabs(x[i]));
   const float inverse = amax != 0.0f ? 1.0f / amax : 0.0f;
-  for (int i = 0; i < kSuperBlockSize; ++i) t[i] = static_cast<uint8_t>(static_cast<int>(std::round(x[i] * inverse)) + 1);
+  for (int i = 0; i < kSuperBlockSize; ++i) {
+    t[i] = static_cast<uint8_t>(static_cast<int>(std::round(x[i] * inverse)) + 1);
+  }
   return f32_to_f16(amax);
 }
 

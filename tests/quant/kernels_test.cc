@@ -459,7 +459,7 @@ TEST(Kernels, LatticeKernelsGiveTheReferenceBits) {
     for (int64_t n_blocks : {1, 3, 8}) {
       const int64_t n = n_blocks * kSuperBlockSize;
       const std::vector<uint8_t> w = random_lattice_row(type, n_blocks, static_cast<uint32_t>(n_blocks) * 31u + 7u);
-      constexpr int64_t kTokens = 5;
+      constexpr int64_t kTokens = 11;  // 5 rows unpack the weights per tile of 4, 11 once for the call
       const size_t a_bytes = row_size(TensorType::kQ8_K, n);
       std::vector<uint8_t> a(kTokens * a_bytes);
       for (int64_t t = 0; t < kTokens; ++t) {
@@ -472,13 +472,16 @@ TEST(Kernels, LatticeKernelsGiveTheReferenceBits) {
         const SimdKernels& kernels = path.kernels(traits);
         if (!path.available || kernels.vec_dot_rows == nullptr) continue;
         n_paths += n_blocks == 1;
-        float out[kTokens];
-        kernels.vec_dot_rows(n, w.data(), a.data(), a_bytes, kTokens, out, 1);
-        for (int64_t t = 0; t < kTokens; ++t) {
-          const float expected = traits.vec_dot_ref(n, w.data(), a.data() + t * a_bytes);
-          EXPECT_EQ(testing::bits_of(out[t]), testing::bits_of(expected))
-              << traits.name << " " << path.name << " n_blocks=" << n_blocks << " token " << t;
-          EXPECT_EQ(testing::bits_of(kernels.vec_dot(n, w.data(), a.data() + t * a_bytes)), testing::bits_of(expected));
+        for (int64_t n_rows : {int64_t{5}, kTokens}) {
+          float out[kTokens];
+          kernels.vec_dot_rows(n, w.data(), a.data(), a_bytes, n_rows, out, 1);
+          for (int64_t t = 0; t < n_rows; ++t) {
+            const float expected = traits.vec_dot_ref(n, w.data(), a.data() + t * a_bytes);
+            EXPECT_EQ(testing::bits_of(out[t]), testing::bits_of(expected))
+                << traits.name << " " << path.name << " n_blocks=" << n_blocks << " rows " << n_rows << " token " << t;
+            EXPECT_EQ(testing::bits_of(kernels.vec_dot(n, w.data(), a.data() + t * a_bytes)),
+                      testing::bits_of(expected));
+          }
         }
       }
     }

@@ -7,6 +7,7 @@
 
 #include "quant/blocks.h"
 #include "quant/iq_grids.h"
+#include "quant/kernels/scratch.h"
 #include "quant/kernels/simd_kernels.h"
 #include "quant/kernels_ref.h"
 

@@ -10,7 +10,8 @@
 //   };
 //
 // then includes this body in that namespace (after <cstring>, quant/blocks.h,
-// quant/iq_grids.h and quant/kernels_ref.h), so each copy has internal linkage.
+// quant/iq_grids.h, quant/kernels_ref.h and quant/kernels/scratch.h), so each copy has
+// internal linkage.
 //
 // A sub-block of 32 weights is one vector: its grid points (4 or 8 table rows) side by
 // side. The IQ2/IQ3 grids hold unsigned values, so the signs go onto the activations
@@ -23,7 +24,7 @@
 // (quants_iq_lattice.cc: one fused multiply-add per super-block), so every set gives its bits.
 //
 // Activation rows are taken kLatticeRowTile at a time: a sub-block's grid points and
-// signs are gathered once for them all.
+// signs are gathered once for them all, and for many rows once for the whole call.
 
 constexpr int kLatticeRowTile = 4;
 
@@ -79,8 +80,7 @@ inline uint32_t word(const void* p) {
 }
 
 inline __m256i grid8x4(const void* g0, const void* g1, const void* g2, const void* g3) {
-  return _mm256_setr_epi64x(static_cast<long long>(row8(g0)), static_cast<long long>(row8(g1)),
-                            static_cast<long long>(row8(g2)), static_cast<long long>(row8(g3)));
+  return u64x4(row8(g0), row8(g1), row8(g2), row8(g3));
 }
 
 inline int32_t lattice_total(__m256i v) {
@@ -131,7 +131,8 @@ struct Iq2XsFormat {
     const uint16_t* q = x.qs + 4 * ib;
     return {grid8x4(kIq2XsGrid[q[0] & 511], kIq2XsGrid[q[1] & 511], kIq2XsGrid[q[2] & 511], kIq2XsGrid[q[3] & 511]),
             u64x4(kStoredSignBytes.v[q[0] >> 9], kStoredSignBytes.v[q[1] >> 9], kStoredSignBytes.v[q[2] >> 9],
-                  kStoredSignBytes.v[q[3] >> 9]), scales_by_half(2 * (x.scales[ib] & 0xf) + 1, 2 * (x.scales[ib] >> 4) + 1), _mm256_setzero_si256()};
+                  kStoredSignBytes.v[q[3] >> 9]),
+            scales_by_half(2 * (x.scales[ib] & 0xf) + 1, 2 * (x.scales[ib] >> 4) + 1), _mm256_setzero_si256()};
   }
 };
 
@@ -175,7 +176,8 @@ struct Iq3SFormat {
     const uint32_t h = x.qh[ib];
     auto g = [&](int k) { return row4(kIq3SGrid[q[k] | (h >> k & 1) << 8]); };
     return {_mm256_setr_epi32(g(0), g(1), g(2), g(3), g(4), g(5), g(6), g(7)), bit_signs(x.signs + 4 * ib),
-            _mm256_set1_epi16(static_cast<int16_t>(1 + 2 * ((x.scales[ib / 2] >> (4 * (ib % 2))) & 0xf))), _mm256_setzero_si256()};
+            _mm256_set1_epi16(static_cast<int16_t>(1 + 2 * ((x.scales[ib / 2] >> (4 * (ib % 2))) & 0xf))),
+            _mm256_setzero_si256()};
   }
 };
 
@@ -214,9 +216,21 @@ struct Iq1MFormat {
   }
 };
 
-template <typename Format, int R>
-void lattice_tile(int64_t nb, const typename Format::Block* x, const uint8_t* a, size_t a_stride, float* out,
-                  int64_t out_stride) {
+// Where a tile's sub-blocks come from: unpacked from the row's blocks as they are needed,
+// or read back from a row unpacked once beforehand (unpack_row).
+template <typename Format>
+struct FromBlocks {
+  const typename Format::Block* x;
+  SubBlock get(int64_t b, int ib) const { return Format::sub_block(x[b], ib); }
+};
+struct FromUnpacked {
+  const SubBlock* sub_blocks;
+  const SubBlock& get(int64_t b, int ib) const { return sub_blocks[b * (kSuperBlockSize / 32) + ib]; }
+};
+
+template <typename Format, int R, typename Source>
+void lattice_tile(int64_t nb, const typename Format::Block* x, const Source& source, const uint8_t* a,
+                  size_t a_stride, float* out, int64_t out_stride) {
   const BlockQ8_K* y[R];
   for (int r = 0; r < R; ++r) y[r] = reinterpret_cast<const BlockQ8_K*>(a + static_cast<size_t>(r) * a_stride);
   const __m256i ones = _mm256_set1_epi8(1);
@@ -232,7 +246,7 @@ void lattice_tile(int64_t nb, const typename Format::Block* x, const uint8_t* a,
 #pragma GCC unroll 8
     for (int ib = 0; ib < kSuperBlockSize / 32; ++ib) {
       const int c = ib % kChains;  // a constant once unrolled: the accumulators stay in registers
-      const SubBlock sb = Format::sub_block(x[b], ib);
+      const SubBlock& sb = source.get(b, ib);
       for (int r = 0; r < R; ++r) {
         const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[r][b].qs + 32 * ib));
         grid_acc[c][r] = LatticeDot::dot(grid_acc[c][r], sb.u, _mm256_sign_epi8(q, sb.s), sb.scales);
@@ -260,6 +274,28 @@ void lattice_tile(int64_t nb, const typename Format::Block* x, const uint8_t* a,
   for (int r = 0; r < R; ++r) out[r * out_stride] = Format::kFinal * sums[r];
 }
 
+// Rows of activations from which on a weight row is unpacked once into scratch memory
+// (128 bytes per 32 weights) and its tiles read it back, in place of unpacking it again
+// for every tile of kLatticeRowTile rows: prefill.
+constexpr int64_t kUnpackFromRows = 2 * kLatticeRowTile;
+
+template <typename Format, typename Source>
+void lattice_tiles(int64_t nb, const typename Format::Block* x, const Source& source, const uint8_t* rows,
+                   size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
+  int64_t t = 0;
+  for (; t + kLatticeRowTile <= n_a_rows; t += kLatticeRowTile) {
+    lattice_tile<Format, kLatticeRowTile>(nb, x, source, rows + static_cast<size_t>(t) * a_stride, a_stride,
+                                          out + t * out_stride, out_stride);
+  }
+  const uint8_t* rest = rows + static_cast<size_t>(t) * a_stride;
+  switch (n_a_rows - t) {
+    case 3: lattice_tile<Format, 3>(nb, x, source, rest, a_stride, out + t * out_stride, out_stride); break;
+    case 2: lattice_tile<Format, 2>(nb, x, source, rest, a_stride, out + t * out_stride, out_stride); break;
+    case 1: lattice_tile<Format, 1>(nb, x, source, rest, a_stride, out + t * out_stride, out_stride); break;
+    default: break;
+  }
+}
+
 // One weight row against n_a_rows activation rows, kLatticeRowTile at a time.
 template <typename Format>
 void lattice_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
@@ -267,16 +303,15 @@ void lattice_rows(int64_t n, const void* w, const void* a, size_t a_stride, int6
   const int64_t nb = n / kSuperBlockSize;
   const auto* x = static_cast<const typename Format::Block*>(w);
   const auto* rows = static_cast<const uint8_t*>(a);
-  int64_t t = 0;
-  for (; t + kLatticeRowTile <= n_a_rows; t += kLatticeRowTile) {
-    lattice_tile<Format, kLatticeRowTile>(nb, x, rows + static_cast<size_t>(t) * a_stride, a_stride,
-                                          out + t * out_stride, out_stride);
+  if (n_a_rows < kUnpackFromRows) {
+    lattice_tiles<Format>(nb, x, FromBlocks<Format>{x}, rows, a_stride, n_a_rows, out, out_stride);
+    return;
   }
-  const uint8_t* rest = rows + static_cast<size_t>(t) * a_stride;
-  switch (n_a_rows - t) {
-    case 3: lattice_tile<Format, 3>(nb, x, rest, a_stride, out + t * out_stride, out_stride); break;
-    case 2: lattice_tile<Format, 2>(nb, x, rest, a_stride, out + t * out_stride, out_stride); break;
-    case 1: lattice_tile<Format, 1>(nb, x, rest, a_stride, out + t * out_stride, out_stride); break;
-    default: break;
+  constexpr int kPerBlock = kSuperBlockSize / 32;
+  auto* unpacked = static_cast<SubBlock*>(
+      thread_scratch(ScratchSlot::kPanel, static_cast<size_t>(nb) * kPerBlock * sizeof(SubBlock)));
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int ib = 0; ib < kPerBlock; ++ib) unpacked[b * kPerBlock + ib] = Format::sub_block(x[b], ib);
   }
+  lattice_tiles<Format>(nb, x, FromUnpacked{unpacked}, rows, a_stride, n_a_rows, out, out_stride);
 }
