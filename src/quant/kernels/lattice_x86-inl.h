@@ -83,11 +83,15 @@ inline __m256i grid8x4(const void* g0, const void* g1, const void* g2, const voi
   return u64x4(row8(g0), row8(g1), row8(g2), row8(g3));
 }
 
-inline int32_t lattice_total(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 1));
-  return _mm_cvtsi128_si32(s);
+// Lane r = the total of acc[r]'s eight lanes (exact integer adds), for r < R; 0 beyond.
+template <int R>
+inline __m128i totals4(const __m256i* acc) {
+  static_assert(R >= 1 && R <= 4);
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i h01 = _mm256_hadd_epi32(acc[0], R > 1 ? acc[1 % R] : zero);
+  const __m256i h23 = _mm256_hadd_epi32(R > 2 ? acc[2 % R] : zero, R > 3 ? acc[3 % R] : zero);
+  const __m256i h = _mm256_hadd_epi32(h01, h23);
+  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
 
 // One sub-block (32 weights) of a format: u (unsigned bytes) and s (signs, or IQ1's grid)
@@ -96,14 +100,6 @@ inline int32_t lattice_total(__m256i v) {
 struct SubBlock {
   __m256i u, s, scales, shift_signs;
 };
-
-// The running float sum after a super-block, as the reference fuses it.
-inline float fuse(float sum, float d, float a_d, float total) {
-  return _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(d * a_d), _mm_set_ss(total), _mm_set_ss(sum)));
-}
-inline float shifted_total(int32_t grid_sum, int32_t shift_sum) {
-  return static_cast<float>(grid_sum) + 0.125f * static_cast<float>(shift_sum);  // exact: no rounding to fuse
-}
 
 struct Iq2XxsFormat {
   using Block = BlockIQ2_XXS;
@@ -237,7 +233,7 @@ void lattice_tile(int64_t nb, const typename Format::Block* x, const Source& sou
   // Few rows leave the accumulators' latency exposed: then even and odd sub-blocks add
   // into two chains (exact integer sums, so any split gives the same totals).
   constexpr int kChains = R <= 2 ? 2 : 1;
-  float sums[R] = {};
+  __m128 sums = _mm_setzero_ps();  // lane r: row r's running sum
   for (int64_t b = 0; b < nb; ++b) {
     __m256i grid_acc[kChains][R], shift_acc[kChains][R];
     for (int c = 0; c < kChains; ++c) {
@@ -261,17 +257,20 @@ void lattice_tile(int64_t nb, const typename Format::Block* x, const Source& sou
         shift_acc[0][r] = _mm256_add_epi32(shift_acc[0][r], shift_acc[c][r]);
       }
     }
-    const float d = Format::scale(x[b]);
-    for (int r = 0; r < R; ++r) {
-      if constexpr (Format::kShifted) {
-        sums[r] = fuse(sums[r], d, y[r][b].d,
-                       shifted_total(lattice_total(grid_acc[0][r]), lattice_total(shift_acc[0][r])));
-      } else {
-        sums[r] = fuse(sums[r], d, y[r][b].d, static_cast<float>(lattice_total(grid_acc[0][r])));
-      }
+    // The rows' super-block totals side by side, then the reference's fused step for all
+    // of them at once (lane r: the same operations on the same values as its scalar form).
+    __m128 total = _mm_cvtepi32_ps(totals4<R>(grid_acc[0]));
+    if constexpr (Format::kShifted) {
+      total = _mm_add_ps(total, _mm_mul_ps(_mm_set1_ps(0.125f), _mm_cvtepi32_ps(totals4<R>(shift_acc[0]))));
     }
+    alignas(16) float a_d[4] = {};
+    for (int r = 0; r < R; ++r) a_d[r] = y[r][b].d;
+    const __m128 scale = _mm_mul_ps(_mm_set1_ps(Format::scale(x[b])), _mm_load_ps(a_d));
+    sums = _mm_fmadd_ps(scale, total, sums);
   }
-  for (int r = 0; r < R; ++r) out[r * out_stride] = Format::kFinal * sums[r];
+  alignas(16) float lanes[4];
+  _mm_store_ps(lanes, sums);
+  for (int r = 0; r < R; ++r) out[r * out_stride] = Format::kFinal * lanes[r];
 }
 
 // Rows of activations from which on a weight row is unpacked once into scratch memory
