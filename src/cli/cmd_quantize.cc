@@ -107,8 +107,7 @@ Result<quant::GptqHessians> collect_gptq_statistics(const QuantizeCliOptions& o,
 // llama-quantize's types and mixes whose files tokenmill runs but does not write yet.
 bool read_only_type(std::string name) {
   for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  static constexpr std::string_view kReadOnly[] = {"IQ1_S", "IQ1_M", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ2_M",
-                                                   "IQ3_XXS", "IQ3_XS", "IQ3_S", "IQ3_M", "TQ1_0", "TQ2_0"};
+  static constexpr std::string_view kReadOnly[] = {"IQ1_S", "IQ1_M", "TQ1_0", "TQ2_0"};
   for (std::string_view t : kReadOnly) {
     if (name == t) return true;
   }

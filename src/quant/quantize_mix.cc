@@ -12,7 +12,7 @@ namespace {
 
 using gguf::TensorType;
 
-constexpr std::array<MixInfo, 16> kMixes = {{
+constexpr std::array<MixInfo, 24> kMixes = {{
     {Mix::kF32, "F32", TensorType::kF32, 0, "32-bit float: the lossless reference"},
     {Mix::kF16, "F16", TensorType::kF16, 1, "16-bit float weight matrices"},
     {Mix::kBF16, "BF16", TensorType::kBF16, 32, "bfloat16 weight matrices"},
@@ -29,6 +29,14 @@ constexpr std::array<MixInfo, 16> kMixes = {{
     {Mix::kQ2_K, "Q2_K", TensorType::kQ2_K, 10, "Q2_K, with Q3_K / Q4_K for attn_v, attn_output, ffn_down"},
     {Mix::kIQ4_NL, "IQ4_NL", TensorType::kIQ4_NL, 25, "4.5 bpw non-linear levels, 32-element blocks"},
     {Mix::kIQ4_XS, "IQ4_XS", TensorType::kIQ4_XS, 30, "4.25 bpw non-linear levels; IQ4_NL where 256 does not divide a row"},
+    {Mix::kIQ3_M, "IQ3_M", TensorType::kIQ3_S, 27, "IQ3_S, with Q4_K for attn_v, attn_output and the first ffn_down"},
+    {Mix::kIQ3_S, "IQ3_S", TensorType::kIQ3_S, 26, "3.44 bpw lattice quantization"},
+    {Mix::kIQ3_XS, "IQ3_XS", TensorType::kIQ3_S, 22, "IQ3_S, with IQ3_XXS for attn_q, attn_k and the middle FFN"},
+    {Mix::kIQ3_XXS, "IQ3_XXS", TensorType::kIQ3_XXS, 23, "3.06 bpw lattice quantization (needs --imatrix)"},
+    {Mix::kIQ2_M, "IQ2_M", TensorType::kIQ2_S, 29, "IQ2_S, with IQ3_S for attn_v, attn_output and the first ffn_down (needs --imatrix)"},
+    {Mix::kIQ2_S, "IQ2_S", TensorType::kIQ2_XS, 28, "IQ2_XS, with IQ3_S for attn_v, attn_output and the first ffn_down (needs --imatrix)"},
+    {Mix::kIQ2_XS, "IQ2_XS", TensorType::kIQ2_XS, 20, "2.31 bpw lattice quantization (needs --imatrix)"},
+    {Mix::kIQ2_XXS, "IQ2_XXS", TensorType::kIQ2_XXS, 19, "2.06 bpw lattice quantization (needs --imatrix)"},
 }};
 
 bool equal_ignoring_case(std::string_view a, std::string_view b) {
@@ -51,15 +59,38 @@ bool layer_gets_more_bits(int32_t layer, int32_t n_layers) {
   return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
 }
 
-enum class Role { kOutput, kTokenEmbedding, kAttentionV, kAttentionOutput, kFfnDown, kOther };
+enum class Role {
+  kOutput, kTokenEmbedding, kAttentionQ, kAttentionK, kAttentionV, kAttentionOutput, kFfnUp, kFfnGate, kFfnDown, kOther
+};
 
 Role role_of(std::string_view name, const ModelFacts& model) {
   if (name == "output.weight") return Role::kOutput;
   if (name == "token_embd.weight") return model.tied_embeddings ? Role::kOutput : Role::kTokenEmbedding;
-  if (contains(name, "attn_v.weight")) return Role::kAttentionV;
+  // A fused QKV projection takes attn_v's rule, as in llama.cpp.
+  if (contains(name, "attn_v.weight") || contains(name, "attn_qkv.weight")) return Role::kAttentionV;
+  if (contains(name, "attn_k.weight")) return Role::kAttentionK;
+  if (contains(name, "attn_q.weight")) return Role::kAttentionQ;
   if (contains(name, "attn_output.weight")) return Role::kAttentionOutput;
+  if (contains(name, "ffn_up")) return Role::kFfnUp;
+  if (contains(name, "ffn_gate")) return Role::kFfnGate;
   if (contains(name, "ffn_down")) return Role::kFfnDown;
   return Role::kOther;
+}
+
+// The 2-bit lattice mixes share one rule; IQ2_S and IQ2_M give their more sensitive
+// tensors IQ3_S where IQ2_XXS and IQ2_XS give them Q2_K.
+bool is_iq2_mix(Mix mix) { return mix == Mix::kIQ2_XXS || mix == Mix::kIQ2_XS || mix == Mix::kIQ2_S || mix == Mix::kIQ2_M; }
+bool is_wide_iq2_mix(Mix mix) { return mix == Mix::kIQ2_S || mix == Mix::kIQ2_M; }
+
+TensorType iq2_mix_role_type(const MixInfo& mix, Role role, int32_t layer, int32_t n_layers, int32_t gqa) {
+  const TensorType sensitive = is_wide_iq2_mix(mix.mix) ? TensorType::kIQ3_S : TensorType::kQ2_K;
+  switch (role) {
+    case Role::kTokenEmbedding: return sensitive;
+    case Role::kAttentionV: return gqa >= 4 ? TensorType::kQ4_K : sensitive;
+    case Role::kFfnDown: return layer < n_layers / 8 ? sensitive : mix.base_type;
+    case Role::kAttentionOutput: return is_wide_iq2_mix(mix.mix) ? TensorType::kIQ3_S : mix.base_type;
+    default: return mix.base_type;
+  }
 }
 
 // The type a role asks for, before the row-length check.
@@ -68,17 +99,40 @@ TensorType role_type(const MixInfo& mix, Role role, int32_t layer, const ModelFa
   const TensorType base = mix.base_type;
   const int32_t n = model.n_layers;
   const int32_t gqa = model.n_kv_heads > 0 ? model.n_heads / model.n_kv_heads : 1;
+  const bool middle_layer = layer >= n / 8 && layer < 7 * n / 8;
+  if (role == Role::kOutput) {
+    // The output projection scores every token of the vocabulary: Q6_K at least (Q5_K
+    // under the 2-bit mixes and IQ3_XXS), or Q8_0 where the base type's 256-element
+    // block does not fit the rows.
+    if (row_length % type_traits(base).block_size != 0) return TensorType::kQ8_0;
+    if (is_iq2_mix(mix.mix) || mix.mix == Mix::kIQ3_XXS) return TensorType::kQ5_K;
+    return base == TensorType::kQ8_0 ? TensorType::kQ8_0 : TensorType::kQ6_K;
+  }
+  if (is_iq2_mix(mix.mix)) return iq2_mix_role_type(mix, role, layer, n, gqa);
   switch (role) {
     case Role::kOutput:
-      // The output projection scores every token of the vocabulary: Q6_K at least, or
-      // Q8_0 where Q6_K's 256-element block does not fit the rows.
-      if (row_length % type_traits(base).block_size != 0) return TensorType::kQ8_0;
-      return base == TensorType::kQ8_0 ? TensorType::kQ8_0 : TensorType::kQ6_K;
-    case Role::kTokenEmbedding:
     case Role::kOther:
       return base;
+    case Role::kTokenEmbedding:
+      return mix.mix == Mix::kIQ3_XXS ? TensorType::kIQ3_S : base;
+    case Role::kAttentionQ:
+    case Role::kAttentionK:
+      switch (mix.mix) {
+        case Mix::kIQ3_XS: return TensorType::kIQ3_XXS;
+        case Mix::kIQ3_XXS: return TensorType::kIQ2_S;
+        default: return base;
+      }
+    case Role::kFfnUp:
+    case Role::kFfnGate:
+      return mix.mix == Mix::kIQ3_XS && middle_layer ? TensorType::kIQ3_XXS : base;
     case Role::kAttentionV:
       switch (mix.mix) {
+        case Mix::kIQ3_XXS: return gqa >= 4 ? TensorType::kQ4_K : has_imatrix ? TensorType::kIQ3_XXS : TensorType::kIQ3_S;
+        case Mix::kIQ3_XS:
+        case Mix::kIQ3_S: return gqa >= 4 ? TensorType::kQ4_K : base;
+        case Mix::kIQ3_M: return TensorType::kQ4_K;
+        case Mix::kIQ4_NL:
+        case Mix::kIQ4_XS: return gqa >= 4 ? TensorType::kQ5_K : base;
         case Mix::kQ2_K: return gqa >= 4 ? TensorType::kQ4_K : TensorType::kQ3_K;
         case Mix::kQ3_K_M: return layer < 2 ? TensorType::kQ5_K : TensorType::kQ4_K;
         case Mix::kQ4_K_M:
@@ -90,6 +144,8 @@ TensorType role_type(const MixInfo& mix, Role role, int32_t layer, const ModelFa
       switch (mix.mix) {
         case Mix::kQ2_K: return TensorType::kQ3_K;
         case Mix::kQ3_K_M: return TensorType::kQ4_K;
+        case Mix::kIQ3_XXS: return TensorType::kIQ3_S;
+        case Mix::kIQ3_M: return TensorType::kQ4_K;
         default: return base;
       }
     case Role::kFfnDown:
@@ -101,6 +157,12 @@ TensorType role_type(const MixInfo& mix, Role role, int32_t layer, const ModelFa
         case Mix::kQ4_K_S: return layer < n / 8 ? TensorType::kQ5_K : base;
         case Mix::kQ4_0: return has_imatrix && layer < n / 8 ? TensorType::kQ4_1 : base;
         case Mix::kQ5_0: return has_imatrix && layer < n / 8 ? TensorType::kQ5_1 : base;
+        case Mix::kIQ3_XXS:
+          if (has_imatrix) return base;
+          return layer < n / 8 ? TensorType::kQ4_K : TensorType::kQ3_K;
+        case Mix::kIQ3_M: return layer < n / 8 ? TensorType::kQ4_K : base;
+        case Mix::kIQ4_NL:
+        case Mix::kIQ4_XS: return !has_imatrix && layer < n / 8 ? TensorType::kQ5_K : base;
         default: return base;
       }
   }
@@ -115,7 +177,12 @@ TensorType fallback_type(TensorType wanted) {
     case TensorType::kQ4_K: return TensorType::kQ5_0;
     case TensorType::kQ5_K: return TensorType::kQ5_1;
     case TensorType::kQ6_K: return TensorType::kQ8_0;
-    case TensorType::kIQ4_XS: return TensorType::kIQ4_NL;
+    case TensorType::kIQ4_XS:
+    case TensorType::kIQ3_S:
+    case TensorType::kIQ3_XXS:
+    case TensorType::kIQ2_S:
+    case TensorType::kIQ2_XS:
+    case TensorType::kIQ2_XXS: return TensorType::kIQ4_NL;
     default: return TensorType::kF16;
   }
 }
@@ -148,6 +215,19 @@ bool is_quantizable_weight(const TensorFacts& t) {
   // (two rows), which llama.cpp adds to the embeddings as F32 without converting it.
   return t.n_dims >= 2 && ends_with(t.name, "weight") && !contains(t.name, "_norm.weight") &&
          !contains(t.name, "ffn_gate_inp.weight") && t.name != "token_types.weight";
+}
+
+bool type_requires_importance(TensorType type, std::string_view tensor_name) {
+  if (tensor_name == "output.weight" || tensor_name == "token_embd.weight") return false;
+  switch (type) {
+    case TensorType::kIQ3_XXS:
+    case TensorType::kIQ2_XXS:
+    case TensorType::kIQ2_XS:
+    case TensorType::kIQ2_S:
+    case TensorType::kIQ1_S:
+    case TensorType::kIQ1_M: return true;
+    default: return false;
+  }
 }
 
 bool is_weight_type(TensorType type) {

@@ -21,6 +21,7 @@ namespace tokenmill::quant {
 enum class Mix {
   kF32, kF16, kBF16, kQ8_0, kQ6_K, kQ5_K_M, kQ5_K_S, kQ5_0,
   kQ4_K_M, kQ4_K_S, kQ4_0, kQ3_K_M, kQ3_K_S, kQ2_K, kIQ4_NL, kIQ4_XS,
+  kIQ3_M, kIQ3_S, kIQ3_XS, kIQ3_XXS, kIQ2_M, kIQ2_S, kIQ2_XS, kIQ2_XXS,
 };
 
 struct MixInfo {
@@ -60,6 +61,11 @@ struct TypeChoice {
 
 // The layer index of "blk.N.<...>", or -1 for tensors outside the blocks.
 int32_t layer_of_tensor(std::string_view name);
+
+// Whether quantizing `tensor` to `type` needs an importance matrix: the 2- and 3-bit
+// lattice types below IQ3_S, except for the vocabulary tensors, as llama-quantize
+// requires (without one their error is too large to be useful).
+bool type_requires_importance(gguf::TensorType type, std::string_view tensor_name);
 
 // Whether a tensor is a weight matrix that mixes convert (2-D or more, named *weight,
 // not a norm). Everything else is stored as F32.

@@ -168,6 +168,23 @@ Result<QuantizeSummary> quantize_model(const gguf::File& source, const std::stri
   if (!facts.ok()) return facts.status();
   if (options.imatrix) TM_RETURN_IF_ERROR(check_importance_matrix(*options.imatrix, source));
 
+  // Types that need an importance matrix are checked before anything is written.
+  for (const gguf::TensorInfo& t : source.tensors()) {
+    const TensorFacts tensor{t.name, static_cast<int32_t>(t.shape.size()), t.shape[0]};
+    const TypeChoice choice = choose_tensor_type(options.mix, tensor, *facts,
+                                                 options.imatrix != nullptr || options.gptq != nullptr,
+                                                 options.type_overrides);
+    if (!choice.quantized_weight || choice.type == t.type || !type_requires_importance(choice.type, t.name)) continue;
+    const bool has_importance = (options.imatrix && options.imatrix->find(t.name)) || gptq_entry(options, t.name);
+    if (!has_importance) {
+      return invalid_argument("quantizing '" + t.name + "' to " + std::string(gguf::tensor_type_name(choice.type)) +
+                              " needs an importance matrix" +
+                              (options.imatrix ? std::string(", and the imatrix has no entry for it")
+                                               : std::string(": pass --imatrix FILE (from tokenmill imatrix) "
+                                                             "or use --method gptq")));
+    }
+  }
+
   int64_t n_quantized_sources = 0;
   for (const gguf::TensorInfo& t : source.tensors()) {
     if (is_quantizable_weight({t.name, static_cast<int32_t>(t.shape.size()), t.shape[0]}) &&
@@ -235,9 +252,14 @@ Result<QuantizeSummary> quantize_model(const gguf::File& source, const std::stri
         ++summary.n_with_gptq;
       } else {
         std::vector<float> importance;
-        if (options.imatrix && choice.quantized_weight && supports_weighted_quantization(choice.type)) {
-          if (const ImportanceEntry* entry = options.imatrix->find(info.name)) {
+        if (choice.quantized_weight && supports_weighted_quantization(choice.type)) {
+          if (const ImportanceEntry* entry = options.imatrix ? options.imatrix->find(info.name) : nullptr) {
             importance = importance_weights(*entry);
+          } else if (hessian && hessian->n == info.shape[0]) {
+            // A type GPTQ does not compensate for still weighs its error by the calibration.
+            importance = gptq_importance(hessian->sum_xxt.data(), hessian->n);
+          }
+          if (!importance.empty()) {
             progress.used_importance = true;
             ++summary.n_with_importance;
           }

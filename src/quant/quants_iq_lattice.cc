@@ -3,7 +3,7 @@
 // each super-block's integer products exactly, then fuse them into the running sum with
 // one fused multiply-add (d_w * d_a, the sum, the total: the steps every kernel repeats,
 // lattice_x86-inl.h; ggml rounds the product apart, a last-bit difference).
-// No quantizer yet: these types are read, not written.
+// The quantizers are in quants_iq_lattice_quantize.cc.
 #include <cmath>
 #include <cstring>
 

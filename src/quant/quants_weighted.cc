@@ -204,6 +204,11 @@ bool supports_weighted_quantization(gguf::TensorType type) {
     case TensorType::kIQ4_NL:
     case TensorType::kIQ4_XS:
     case TensorType::kMXFP4:
+    case TensorType::kIQ2_XXS:
+    case TensorType::kIQ2_XS:
+    case TensorType::kIQ2_S:
+    case TensorType::kIQ3_XXS:
+    case TensorType::kIQ3_S:
       return true;
     default:
       return false;
@@ -229,6 +234,11 @@ void quantize_row_weighted(gguf::TensorType type, const float* src, void* dst, i
     case TensorType::kIQ4_NL: ref::quantize_row_iq4_nl_weighted(src, dst, n, importance); break;
     case TensorType::kIQ4_XS: ref::quantize_row_iq4_xs_weighted(src, dst, n, importance); break;
     case TensorType::kMXFP4: ref::quantize_row_mxfp4_weighted(src, dst, n, importance); break;
+    case TensorType::kIQ2_XXS: ref::quantize_row_iq2_xxs_weighted(src, dst, n, importance); break;
+    case TensorType::kIQ2_XS: ref::quantize_row_iq2_xs_weighted(src, dst, n, importance); break;
+    case TensorType::kIQ2_S: ref::quantize_row_iq2_s_weighted(src, dst, n, importance); break;
+    case TensorType::kIQ3_XXS: ref::quantize_row_iq3_xxs_weighted(src, dst, n, importance); break;
+    case TensorType::kIQ3_S: ref::quantize_row_iq3_s_weighted(src, dst, n, importance); break;
     default: break;
   }
 }

@@ -68,7 +68,7 @@ constexpr SimdKernels by_rows(VecDotMatrixFn matrix = nullptr, VecDotPanelsFn pa
 // Ordered by ggml type id. vec_dot_type follows ggml's x86 CPU backend: legacy _0 types,
 // IQ4_NL, MXFP4 and Q8_0 multiply against Q8_0, _1 types against Q8_1 (whose stored sum pays for
 // the weight's minimum), every K-quant, the lattice i-quants, IQ4_XS and the ternary types
-// against Q8_K; float types keep their own format. The lattice i-quants have no quantizer
+// against Q8_K; float types keep their own format. IQ1_S and IQ1_M have no quantizer
 // (quantize_row_ref null): they are read, not written.
 constexpr std::array<TypeTraits, 27> kTypeTraits = {{
     {.type = TensorType::kF32, .name = "f32", .block_size = 1, .bytes_per_block = sizeof(float),
@@ -173,19 +173,19 @@ constexpr std::array<TypeTraits, 27> kTypeTraits = {{
      TM_X86_KERNELS(.avx2 = {.quantize_row = avx2::quantize_row_q8_K}, .avx512 = {.quantize_row = avx512::quantize_row_q8_K})},
     {.type = TensorType::kIQ2_XXS, .name = "iq2_xxs", .block_size = kSuperBlockSize,
      .bytes_per_block = sizeof(BlockIQ2_XXS), .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
-     .dequantize_row = ref::dequantize_row_iq2_xxs, .quantize_row_ref = nullptr,
+     .dequantize_row = ref::dequantize_row_iq2_xxs, .quantize_row_ref = ref::quantize_row_iq2_xxs,
      .vec_dot_ref = ref::vec_dot_iq2_xxs_q8_K,
      TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_iq2_xxs_q8_K>(),
                     .avx512 = by_rows<avx512::vec_dot_rows_iq2_xxs_q8_K>())},
     {.type = TensorType::kIQ2_XS, .name = "iq2_xs", .block_size = kSuperBlockSize,
      .bytes_per_block = sizeof(BlockIQ2_XS), .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
-     .dequantize_row = ref::dequantize_row_iq2_xs, .quantize_row_ref = nullptr,
+     .dequantize_row = ref::dequantize_row_iq2_xs, .quantize_row_ref = ref::quantize_row_iq2_xs,
      .vec_dot_ref = ref::vec_dot_iq2_xs_q8_K,
      TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_iq2_xs_q8_K>(),
                     .avx512 = by_rows<avx512::vec_dot_rows_iq2_xs_q8_K>())},
     {.type = TensorType::kIQ3_XXS, .name = "iq3_xxs", .block_size = kSuperBlockSize,
      .bytes_per_block = sizeof(BlockIQ3_XXS), .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
-     .dequantize_row = ref::dequantize_row_iq3_xxs, .quantize_row_ref = nullptr,
+     .dequantize_row = ref::dequantize_row_iq3_xxs, .quantize_row_ref = ref::quantize_row_iq3_xxs,
      .vec_dot_ref = ref::vec_dot_iq3_xxs_q8_K,
      TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_iq3_xxs_q8_K>(),
                     .avx512 = by_rows<avx512::vec_dot_rows_iq3_xxs_q8_K>())},
@@ -203,13 +203,13 @@ constexpr std::array<TypeTraits, 27> kTypeTraits = {{
                     .avx512 = by_rows<avx512::vec_dot_rows_iq4_nl_q8_0>())},
     {.type = TensorType::kIQ3_S, .name = "iq3_s", .block_size = kSuperBlockSize,
      .bytes_per_block = sizeof(BlockIQ3_S), .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
-     .dequantize_row = ref::dequantize_row_iq3_s, .quantize_row_ref = nullptr,
+     .dequantize_row = ref::dequantize_row_iq3_s, .quantize_row_ref = ref::quantize_row_iq3_s,
      .vec_dot_ref = ref::vec_dot_iq3_s_q8_K,
      TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_iq3_s_q8_K>(),
                     .avx512 = by_rows<avx512::vec_dot_rows_iq3_s_q8_K>())},
     {.type = TensorType::kIQ2_S, .name = "iq2_s", .block_size = kSuperBlockSize,
      .bytes_per_block = sizeof(BlockIQ2_S), .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
-     .dequantize_row = ref::dequantize_row_iq2_s, .quantize_row_ref = nullptr,
+     .dequantize_row = ref::dequantize_row_iq2_s, .quantize_row_ref = ref::quantize_row_iq2_s,
      .vec_dot_ref = ref::vec_dot_iq2_s_q8_K,
      TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_iq2_s_q8_K>(),
                     .avx512 = by_rows<avx512::vec_dot_rows_iq2_s_q8_K>())},

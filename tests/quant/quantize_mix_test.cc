@@ -23,7 +23,11 @@ TEST(QuantizeMix, NamesAreCaseInsensitiveAndUnknownOnesFail) {
   EXPECT_EQ(find_mix("Q8_0")->base_type, TensorType::kQ8_0);
   EXPECT_FALSE(find_mix("Q4_K_X").has_value());
   EXPECT_FALSE(find_mix("").has_value());
-  EXPECT_EQ(all_mixes().size(), 16u);
+  EXPECT_EQ(all_mixes().size(), 24u);
+  EXPECT_EQ(find_mix("IQ3_M")->llama_file_type, 27u);
+  EXPECT_EQ(find_mix("iq2_m")->base_type, TensorType::kIQ2_S);
+  EXPECT_EQ(find_mix("IQ2_S")->base_type, TensorType::kIQ2_XS);
+  EXPECT_EQ(find_mix("IQ3_XS")->base_type, TensorType::kIQ3_S);
   EXPECT_EQ(find_mix("iq4_xs")->llama_file_type, 30u);
   EXPECT_EQ(find_mix("IQ4_NL")->llama_file_type, 25u);
 }
@@ -32,6 +36,56 @@ TEST(QuantizeMix, Iq4XsFallsBackToIq4NlWhere256DoesNotDivideARow) {
   EXPECT_EQ(choose("IQ4_XS", "blk.0.ffn_gate.weight", 2048).type, TensorType::kIQ4_XS);
   EXPECT_EQ(choose("IQ4_XS", "blk.0.ffn_gate.weight", 640 + 32).type, TensorType::kIQ4_NL);
   EXPECT_EQ(choose("IQ4_XS", "output.weight", 2048).type, TensorType::kQ6_K);
+}
+
+// llama-quantize's layouts of gemma-3-270m (row lengths 640 for Q/K/V/gate/up, 1024 for
+// attn_output, 2048 for ffn_down; 4 query heads per KV head).
+TEST(QuantizeMix, LatticeMixesMatchLlamaCppOnGemma270m) {
+  // 640-wide rows: every 256-element type falls back to IQ4_NL (Q4_K to Q5_0).
+  EXPECT_EQ(choose("IQ3_S", "blk.5.ffn_gate.weight", 640).type, TensorType::kIQ4_NL);
+  EXPECT_EQ(choose("IQ3_S", "blk.5.ffn_gate.weight", 640).wanted, TensorType::kIQ3_S);
+  EXPECT_EQ(choose("IQ3_S", "blk.5.ffn_down.weight", 2048).type, TensorType::kIQ3_S);
+  EXPECT_EQ(choose("IQ3_S", "blk.5.attn_output.weight", 1024).type, TensorType::kIQ3_S);
+  EXPECT_EQ(choose("IQ3_S", "blk.5.attn_v.weight", 640).wanted, TensorType::kQ4_K);  // 4 heads per KV head
+  EXPECT_EQ(choose("IQ3_S", "token_embd.weight", 640).type, TensorType::kQ8_0);
+  // IQ3_M: Q4_K for attn_output and the first eighth of ffn_down.
+  EXPECT_EQ(choose("IQ3_M", "blk.1.ffn_down.weight", 2048).type, TensorType::kQ4_K);
+  EXPECT_EQ(choose("IQ3_M", "blk.2.ffn_down.weight", 2048).type, TensorType::kIQ3_S);
+  EXPECT_EQ(choose("IQ3_M", "blk.2.attn_output.weight", 1024).type, TensorType::kQ4_K);
+  // IQ3_XS: IQ3_XXS for attn_q/attn_k and the middle layers' gate/up.
+  EXPECT_EQ(choose("IQ3_XS", "blk.2.attn_q.weight", 640).wanted, TensorType::kIQ3_XXS);
+  EXPECT_EQ(choose("IQ3_XS", "blk.2.ffn_up.weight", 640).wanted, TensorType::kIQ3_XXS);
+  EXPECT_EQ(choose("IQ3_XS", "blk.1.ffn_up.weight", 640).wanted, TensorType::kIQ3_S);
+  EXPECT_EQ(choose("IQ3_XS", "blk.16.ffn_gate.weight", 640).wanted, TensorType::kIQ3_S);
+  // IQ3_XXS: attn_q/attn_k in IQ2_S, attn_output IQ3_S, ffn_down K-quants without an imatrix.
+  EXPECT_EQ(choose("IQ3_XXS", "blk.3.attn_k.weight", 640).wanted, TensorType::kIQ2_S);
+  EXPECT_EQ(choose("IQ3_XXS", "blk.3.attn_output.weight", 1024).type, TensorType::kIQ3_S);
+  EXPECT_EQ(choose("IQ3_XXS", "blk.3.ffn_down.weight", 2048).type, TensorType::kQ3_K);
+  EXPECT_EQ(choose("IQ3_XXS", "blk.3.ffn_down.weight", 2048, 2, true).type, TensorType::kIQ3_XXS);
+  // The 2-bit mixes: Q5_K for the output where it fits, Q2_K (IQ2_XXS/XS) or IQ3_S (IQ2_S/M)
+  // for the first eighth of ffn_down, Q4_K for attn_v with 4 heads per KV head.
+  EXPECT_EQ(choose("IQ2_XS", "output.weight", 2048).type, TensorType::kQ5_K);
+  EXPECT_EQ(choose("IQ2_XS", "token_embd.weight", 640).type, TensorType::kQ8_0);
+  EXPECT_EQ(choose("IQ2_XS", "blk.0.ffn_down.weight", 2048).type, TensorType::kQ2_K);
+  EXPECT_EQ(choose("IQ2_XS", "blk.9.ffn_down.weight", 2048).type, TensorType::kIQ2_XS);
+  EXPECT_EQ(choose("IQ2_M", "blk.0.ffn_down.weight", 2048).type, TensorType::kIQ3_S);
+  EXPECT_EQ(choose("IQ2_M", "blk.9.ffn_down.weight", 2048).type, TensorType::kIQ2_S);
+  EXPECT_EQ(choose("IQ2_M", "blk.9.attn_output.weight", 1024).type, TensorType::kIQ3_S);
+  EXPECT_EQ(choose("IQ2_S", "blk.9.attn_output.weight", 1024).type, TensorType::kIQ3_S);
+  EXPECT_EQ(choose("IQ2_XXS", "blk.9.attn_output.weight", 1024).type, TensorType::kIQ2_XXS);
+  EXPECT_EQ(choose("IQ2_XXS", "blk.9.attn_v.weight", 640).wanted, TensorType::kQ4_K);
+  // IQ4_XS: attn_v Q5_K with 4 heads per KV head; the first ffn_down Q5_K without an imatrix.
+  EXPECT_EQ(choose("IQ4_XS", "blk.9.attn_v.weight", 640).wanted, TensorType::kQ5_K);
+  EXPECT_EQ(choose("IQ4_XS", "blk.1.ffn_down.weight", 2048).type, TensorType::kQ5_K);
+  EXPECT_EQ(choose("IQ4_XS", "blk.1.ffn_down.weight", 2048, 2, true).type, TensorType::kIQ4_XS);
+}
+
+TEST(QuantizeMix, LowBitLatticeTypesNeedAnImportanceMatrix) {
+  EXPECT_TRUE(type_requires_importance(TensorType::kIQ2_XS, "blk.0.ffn_up.weight"));
+  EXPECT_TRUE(type_requires_importance(TensorType::kIQ3_XXS, "blk.0.ffn_up.weight"));
+  EXPECT_FALSE(type_requires_importance(TensorType::kIQ3_S, "blk.0.ffn_up.weight"));
+  EXPECT_FALSE(type_requires_importance(TensorType::kIQ2_XS, "output.weight"));
+  EXPECT_FALSE(type_requires_importance(TensorType::kQ2_K, "blk.0.ffn_up.weight"));
 }
 
 TEST(QuantizeMix, LayerIndexFromName) {

@@ -36,6 +36,11 @@ constexpr double kMaxRmsQ4_1 = 9.5e-2;
 constexpr double kMaxRmsQ4_K = 8e-2;
 constexpr double kMaxRmsQ3_K = 1.7e-1;
 constexpr double kMaxRmsQ2_K = 3.2e-1;
+constexpr double kMaxRmsIQ3_S = 2.0e-1;
+constexpr double kMaxRmsIQ3_XXS = 2.7e-1;
+constexpr double kMaxRmsIQ2_S = 4.4e-1;
+constexpr double kMaxRmsIQ2_XS = 4.9e-1;
+constexpr double kMaxRmsIQ2_XXS = 5.3e-1;
 
 struct RoundTripCase {
   TensorType type;
@@ -91,7 +96,10 @@ INSTANTIATE_TEST_SUITE_P(
                       RoundTripCase{TensorType::kQ5_1, kMaxRmsQ5_1}, RoundTripCase{TensorType::kQ5_K, kMaxRmsQ5_K},
                       RoundTripCase{TensorType::kQ4_0, kMaxRmsQ4_0}, RoundTripCase{TensorType::kQ4_1, kMaxRmsQ4_1},
                       RoundTripCase{TensorType::kQ4_K, kMaxRmsQ4_K}, RoundTripCase{TensorType::kQ3_K, kMaxRmsQ3_K},
-                      RoundTripCase{TensorType::kQ2_K, kMaxRmsQ2_K}),
+                      RoundTripCase{TensorType::kQ2_K, kMaxRmsQ2_K}, RoundTripCase{TensorType::kIQ3_S, kMaxRmsIQ3_S},
+                      RoundTripCase{TensorType::kIQ3_XXS, kMaxRmsIQ3_XXS}, RoundTripCase{TensorType::kIQ2_S, kMaxRmsIQ2_S},
+                      RoundTripCase{TensorType::kIQ2_XS, kMaxRmsIQ2_XS},
+                      RoundTripCase{TensorType::kIQ2_XXS, kMaxRmsIQ2_XXS}),
     case_name);
 
 // The activation formats carry sums that the dot products rely on.

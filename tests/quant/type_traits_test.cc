@@ -18,10 +18,8 @@ TEST(TypeTraits, AgreesWithGgufLayouts) {
     EXPECT_EQ(layout->block_size, traits.block_size);
     EXPECT_EQ(layout->bytes_per_block, traits.bytes_per_block);
     EXPECT_NE(traits.dequantize_row, nullptr);
-    // The lattice i-quants are read, not written; every other type has a quantizer.
-    const bool lattice = traits.name.starts_with("iq1") || traits.name.starts_with("iq2") ||
-                         traits.name.starts_with("iq3");
-    EXPECT_EQ(traits.quantize_row_ref == nullptr, lattice);
+    // IQ1_S and IQ1_M are read, not written; every other type has a quantizer.
+    EXPECT_EQ(traits.quantize_row_ref == nullptr, traits.name.starts_with("iq1"));
     EXPECT_EQ(&type_traits(traits.type), &traits);
   }
 }

@@ -1,0 +1,381 @@
+// Quantizers for the lattice i-quants with separate signs (blocks.h): IQ2_XXS, IQ2_XS,
+// IQ2_S, IQ3_XXS, IQ3_S. Our own search, in three steps per super-block of 256:
+//
+//  1. Signs: each weight's sign is stored apart, so the search fits magnitudes. Where a
+//     format keeps 7 sign bits per 8 weights (the 8th makes the count of minus signs
+//     even), a group with an odd count gives up the sign of its least important weight:
+//     that weight's target becomes -|x|, which the grid's smallest value serves best.
+//  2. Per scale unit (16 or 32 weights): candidate scales spanning one grid step around
+//     "largest magnitude on the top level"; for each, every group of 4 or 8 magnitudes
+//     takes the grid point of least weighted error among the nearest points to its
+//     rounded position (a table built once per format), then the scale is refitted by
+//     weighted least squares. The best fit is refined until it stops improving.
+//  3. The super-block scale d (f16) and the 4-bit unit scales s: a few d around "largest
+//     unit scale on s = 15", each with s rounded and its two neighbours tried, every
+//     group re-searched on the quantized scale. The d of least total error is kept.
+//
+// Error weights: x^2 without an importance matrix, importance * sqrt(sigma2 + x^2) with
+// one (sigma2: the row's mean square), as for the other weighted formats.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "base/half.h"
+#include "quant/blocks.h"
+#include "quant/iq_grids.h"
+#include "quant/kernels_ref.h"
+
+namespace tokenmill::quant::ref {
+
+namespace {
+
+constexpr int kMaxLevels = 8;
+constexpr int kMaxScale = 15;  // 4-bit unit scales
+constexpr int kMaxUnits = kSuperBlockSize / 16;
+constexpr int kMaxGroups = kSuperBlockSize / 4;
+
+// What the search needs to know about one format: x = d * unit * (2s + 1) * grid * sign.
+struct LatticeSpec {
+  int dims;                    // weights per grid point: 8 or 4
+  int n_points;
+  const uint8_t* grid;         // [n_points][dims] magnitudes
+  int n_levels;
+  float levels[kMaxLevels];    // the distinct magnitudes, ascending
+  int unit_size;               // weights under one 4-bit scale: 16 or 32
+  float unit;
+  bool even_signs;             // 7 stored sign bits per 8 weights
+  int n_neighbours;            // grid points tried per group
+};
+
+constexpr LatticeSpec kIq2Xxs{8, 256, &kIq2XxsGrid[0][0], 3, {8, 25, 43}, 32, 0.125f, true, 16};
+constexpr LatticeSpec kIq2Xs{8, 512, &kIq2XsGrid[0][0], 3, {8, 25, 43}, 16, 0.125f, true, 16};
+constexpr LatticeSpec kIq2S{8, 1024, &kIq2SGrid[0][0], 3, {8, 25, 43}, 16, 0.125f, false, 16};
+constexpr LatticeSpec kIq3Xxs{4, 256, &kIq3XxsGrid[0][0], 8, {4, 12, 20, 28, 36, 44, 52, 62}, 32, 0.25f, true, 8};
+constexpr LatticeSpec kIq3S{4, 512, &kIq3SGrid[0][0], 8, {1, 3, 5, 7, 9, 11, 13, 15}, 32, 1.0f, false, 8};
+
+int nearest_level(const LatticeSpec& spec, float v) {
+  int k = 0;
+  while (k + 1 < spec.n_levels && v > 0.5f * (spec.levels[k] + spec.levels[k + 1])) ++k;
+  return k;
+}
+
+// For every point of the full level lattice (n_levels^dims of them), the format's grid
+// points nearest to it, nearest first.
+class NeighbourTable {
+ public:
+  explicit NeighbourTable(const LatticeSpec& spec) : k_(spec.n_neighbours) {
+    int n_keys = 1;
+    for (int d = 0; d < spec.dims; ++d) n_keys *= spec.n_levels;
+    list_.resize(static_cast<size_t>(n_keys) * k_);
+    std::vector<std::pair<float, uint16_t>> by_distance(spec.n_points);
+    for (int key = 0; key < n_keys; ++key) {
+      float value[8];
+      for (int d = 0, rest = key; d < spec.dims; ++d, rest /= spec.n_levels) value[d] = spec.levels[rest % spec.n_levels];
+      for (int p = 0; p < spec.n_points; ++p) {
+        float dist = 0.0f;
+        for (int d = 0; d < spec.dims; ++d) {
+          const float diff = value[d] - static_cast<float>(spec.grid[p * spec.dims + d]);
+          dist += diff * diff;
+        }
+        by_distance[p] = {dist, static_cast<uint16_t>(p)};
+      }
+      std::partial_sort(by_distance.begin(), by_distance.begin() + k_, by_distance.end());
+      for (int i = 0; i < k_; ++i) list_[static_cast<size_t>(key) * k_ + i] = by_distance[i].second;
+    }
+  }
+  const uint16_t* candidates(int key) const { return &list_[static_cast<size_t>(key) * k_]; }
+  int size() const { return k_; }
+
+ private:
+  int k_;
+  std::vector<uint16_t> list_;
+};
+
+// Sums a fit is judged by: the weighted error at scale A is Σ w a² - 2 A wag + A² wgg.
+struct FitSums {
+  double wag = 0.0;
+  double wgg = 0.0;
+};
+
+class LatticeSearch {
+ public:
+  LatticeSearch(const LatticeSpec& spec, const NeighbourTable& table) : spec_(spec), table_(table) {}
+
+  // The grid point for targets a[0, dims) with error weights w at scale A > 0; its sums
+  // are added to *sums.
+  uint16_t best_point(const float* a, const float* w, float scale, FitSums* sums) const {
+    const float inverse = 1.0f / scale;
+    int key = 0;
+    for (int d = 0, mult = 1; d < spec_.dims; ++d, mult *= spec_.n_levels) key += nearest_level(spec_, a[d] * inverse) * mult;
+    const uint16_t* list = table_.candidates(key);
+    float best_cost = std::numeric_limits<float>::infinity();
+    uint16_t best = list[0];
+    float best_wag = 0.0f, best_wgg = 0.0f;
+    for (int c = 0; c < table_.size(); ++c) {
+      const uint8_t* g = spec_.grid + list[c] * spec_.dims;
+      float wag = 0.0f, wgg = 0.0f;
+      for (int d = 0; d < spec_.dims; ++d) {
+        const float gv = static_cast<float>(g[d]);
+        wag += w[d] * a[d] * gv;
+        wgg += w[d] * gv * gv;
+      }
+      const float cost = scale * (scale * wgg - 2.0f * wag);
+      if (cost < best_cost) {
+        best_cost = cost;
+        best = list[c];
+        best_wag = wag;
+        best_wgg = wgg;
+      }
+    }
+    sums->wag += best_wag;
+    sums->wgg += best_wgg;
+    return best;
+  }
+
+  // Every group of n weights at scale A; indices written.
+  FitSums assign(const float* a, const float* w, int n, float scale, uint16_t* index) const {
+    FitSums sums;
+    for (int g = 0; g < n / spec_.dims; ++g) {
+      index[g] = best_point(a + g * spec_.dims, w + g * spec_.dims, scale, &sums);
+    }
+    return sums;
+  }
+
+  // The weighted error at scale A, less the constant Σ w a².
+  static double cost(const FitSums& s, double scale) { return scale * (scale * s.wgg - 2.0 * s.wag); }
+
+  // The best free scale for n weights (0 when nothing is to be represented).
+  float fit_unit(const float* a, const float* w, int n) const {
+    float amax = 0.0f;
+    for (int i = 0; i < n; ++i) amax = std::max(amax, a[i]);
+    if (amax < 1e-30f) return 0.0f;
+    const float top = spec_.levels[spec_.n_levels - 1];
+    const float step = (top - spec_.levels[0]) / static_cast<float>(spec_.n_levels - 1);
+    uint16_t index[kMaxGroups];
+    double best_score = 0.0;
+    float best_scale = 0.0f;
+    for (int t = -10; t <= 10; ++t) {
+      const float scale = amax / (top + 0.1f * step * static_cast<float>(t));
+      const FitSums s = assign(a, w, n, scale, index);
+      if (s.wag <= 0.0 || s.wgg <= 0.0) continue;
+      const double score = s.wag * s.wag / s.wgg;  // the error's reduction at the refitted scale
+      if (score > best_score) {
+        best_score = score;
+        best_scale = static_cast<float>(s.wag / s.wgg);
+      }
+    }
+    for (int round = 0; round < 3 && best_scale > 0.0f; ++round) {
+      const FitSums s = assign(a, w, n, best_scale, index);
+      if (s.wag <= 0.0 || s.wgg <= 0.0) break;
+      const double score = s.wag * s.wag / s.wgg;
+      if (score <= best_score) break;
+      best_score = score;
+      best_scale = static_cast<float>(s.wag / s.wgg);
+    }
+    return best_scale;
+  }
+
+ private:
+  const LatticeSpec& spec_;
+  const NeighbourTable& table_;
+};
+
+// One super-block's choices, before packing.
+struct LatticeBlock {
+  uint16_t d = 0;                  // f16
+  uint8_t scale[kMaxUnits] = {};   // s per unit
+  uint16_t index[kMaxGroups] = {};
+  uint8_t signs[kSuperBlockSize / 8] = {};  // bit j of byte k: weight 8k + j is negative
+};
+
+void error_weights(const float* x, const float* importance, float sigma2, float* w) {
+  for (int i = 0; i < kSuperBlockSize; ++i) {
+    w[i] = importance != nullptr ? importance[i] * std::sqrt(sigma2 + x[i] * x[i]) : x[i] * x[i];
+  }
+}
+
+// Step 1: the sign bytes and the magnitudes to fit.
+void split_signs(const LatticeSpec& spec, const float* x, const float* w, float* a, uint8_t* signs) {
+  for (int k = 0; k < kSuperBlockSize / 8; ++k) {
+    uint8_t bits = 0;
+    for (int j = 0; j < 8; ++j) {
+      a[8 * k + j] = std::fabs(x[8 * k + j]);
+      if (x[8 * k + j] < 0.0f) bits |= static_cast<uint8_t>(1u << j);
+    }
+    if (spec.even_signs && (__builtin_popcount(bits) & 1)) {
+      int least = 0;
+      for (int j = 1; j < 8; ++j) {
+        if (w[8 * k + j] * a[8 * k + j] * a[8 * k + j] < w[8 * k + least] * a[8 * k + least] * a[8 * k + least]) least = j;
+      }
+      bits ^= static_cast<uint8_t>(1u << least);
+      a[8 * k + least] = -a[8 * k + least];
+    }
+    signs[k] = bits;
+  }
+}
+
+void quantize_super_block(const LatticeSpec& spec, const LatticeSearch& search, const float* x, const float* w,
+                          LatticeBlock* out) {
+  *out = LatticeBlock();
+  float a[kSuperBlockSize];
+  split_signs(spec, x, w, a, out->signs);
+  const int n_units = kSuperBlockSize / spec.unit_size;
+  const int groups_per_unit = spec.unit_size / spec.dims;
+  float fitted[kMaxUnits];
+  float max_fitted = 0.0f;
+  for (int u = 0; u < n_units; ++u) {
+    fitted[u] = search.fit_unit(a + u * spec.unit_size, w + u * spec.unit_size, spec.unit_size);
+    max_fitted = std::max(max_fitted, fitted[u]);
+  }
+  if (max_fitted <= 0.0f) return;  // all zero: d = 0 reproduces it
+
+  double best_total = std::numeric_limits<double>::infinity();
+  LatticeBlock trial;
+  for (const float shrink : {1.0f, 0.97f, 0.94f, 0.91f, 0.88f, 0.85f}) {
+    trial.d = f32_to_f16(max_fitted * shrink / (spec.unit * (2 * kMaxScale + 1)));
+    const float d = f16_to_f32(trial.d);
+    if (!(d > 0.0f) || !std::isfinite(d)) continue;
+    double total = 0.0;
+    for (int u = 0; u < n_units; ++u) {
+      const float* au = a + u * spec.unit_size;
+      const float* wu = w + u * spec.unit_size;
+      uint16_t* index = trial.index + u * groups_per_unit;
+      const int nearest = static_cast<int>(std::lround(0.5f * (fitted[u] / (d * spec.unit) - 1.0f)));
+      double best_cost = std::numeric_limits<double>::infinity();
+      uint16_t candidate[kMaxGroups];
+      for (int s = std::max(0, nearest - 1); s <= std::min(kMaxScale, std::max(0, nearest + 1)); ++s) {
+        const float scale = d * spec.unit * static_cast<float>(2 * s + 1);
+        const double c = LatticeSearch::cost(search.assign(au, wu, spec.unit_size, scale, candidate), scale);
+        if (c < best_cost) {
+          best_cost = c;
+          trial.scale[u] = static_cast<uint8_t>(s);
+          std::copy(candidate, candidate + groups_per_unit, index);
+        }
+      }
+      total += best_cost;
+    }
+    if (total < best_total) {
+      best_total = total;
+      std::memcpy(out->index, trial.index, sizeof trial.index);
+      std::memcpy(out->scale, trial.scale, sizeof trial.scale);
+      out->d = trial.d;
+    }
+  }
+}
+
+void store_u32(void* p, uint32_t v) { std::memcpy(p, &v, sizeof v); }
+
+// The stored 7 sign bits of 8 weights, with a unit's scale, as IQ2_XXS / IQ3_XXS hold them.
+uint32_t signs_and_scale_word(const LatticeBlock& q, int first_byte, int scale) {
+  uint32_t word = static_cast<uint32_t>(scale) << 28;
+  for (int l = 0; l < 4; ++l) word |= static_cast<uint32_t>(q.signs[first_byte + l] & 0x7f) << (7 * l);
+  return word;
+}
+
+void pack(const LatticeBlock& q, BlockIQ2_XXS* b) {
+  b->d = q.d;
+  for (int ib = 0; ib < 8; ++ib) {
+    uint32_t a0 = 0;
+    for (int l = 0; l < 4; ++l) a0 |= static_cast<uint32_t>(q.index[4 * ib + l]) << (8 * l);
+    store_u32(&b->qs[4 * ib], a0);
+    store_u32(&b->qs[4 * ib + 2], signs_and_scale_word(q, 4 * ib, q.scale[ib]));
+  }
+}
+
+void pack_nibble_scales(const LatticeBlock& q, int n_units, uint8_t* scales) {
+  for (int u = 0; u < n_units; ++u) scales[u / 2] |= static_cast<uint8_t>(q.scale[u] << (4 * (u % 2)));
+}
+
+void pack(const LatticeBlock& q, BlockIQ2_XS* b) {
+  b->d = q.d;
+  for (int g = 0; g < 32; ++g) b->qs[g] = static_cast<uint16_t>(q.index[g] | (q.signs[g] & 0x7f) << 9);
+  std::memset(b->scales, 0, sizeof b->scales);
+  pack_nibble_scales(q, 16, b->scales);
+}
+
+void pack(const LatticeBlock& q, BlockIQ2_S* b) {
+  b->d = q.d;
+  std::memset(b->qh, 0, sizeof b->qh);
+  std::memset(b->scales, 0, sizeof b->scales);
+  for (int g = 0; g < 32; ++g) {
+    b->qs[g] = static_cast<uint8_t>(q.index[g] & 0xff);
+    b->qh[g / 4] |= static_cast<uint8_t>((q.index[g] >> 8) << (2 * (g % 4)));
+    b->signs[g] = q.signs[g];
+  }
+  pack_nibble_scales(q, 16, b->scales);
+}
+
+void pack(const LatticeBlock& q, BlockIQ3_XXS* b) {
+  b->d = q.d;
+  for (int i = 0; i < 64; ++i) b->qs[i] = static_cast<uint8_t>(q.index[i]);
+  for (int ib = 0; ib < 8; ++ib) store_u32(&b->scales_and_signs[4 * ib], signs_and_scale_word(q, 4 * ib, q.scale[ib]));
+}
+
+void pack(const LatticeBlock& q, BlockIQ3_S* b) {
+  b->d = q.d;
+  std::memset(b->qh, 0, sizeof b->qh);
+  std::memset(b->scales, 0, sizeof b->scales);
+  for (int i = 0; i < 64; ++i) {
+    b->qs[i] = static_cast<uint8_t>(q.index[i] & 0xff);
+    b->qh[i / 8] |= static_cast<uint8_t>((q.index[i] >> 8) << (i % 8));
+  }
+  std::memcpy(b->signs, q.signs, sizeof b->signs);
+  pack_nibble_scales(q, 8, b->scales);
+}
+
+float row_mean_square(const float* x, int64_t n) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  return n > 0 ? static_cast<float>(sum / static_cast<double>(n)) : 0.0f;
+}
+
+template <typename Block>
+void quantize_lattice(const LatticeSpec& spec, const NeighbourTable& table, const float* x, void* dst, int64_t n,
+                      const float* importance) {
+  const LatticeSearch search(spec, table);
+  const float sigma2 = importance != nullptr ? row_mean_square(x, n) : 0.0f;
+  auto* blocks = static_cast<Block*>(dst);
+  float w[kSuperBlockSize];
+  LatticeBlock q;
+  for (int64_t b = 0; b < n / kSuperBlockSize; ++b) {
+    const float* xb = x + b * kSuperBlockSize;
+    error_weights(xb, importance != nullptr ? importance + b * kSuperBlockSize : nullptr, sigma2, w);
+    quantize_super_block(spec, search, xb, w, &q);
+    pack(q, &blocks[b]);
+  }
+}
+
+template <const LatticeSpec& kSpec>
+const NeighbourTable& neighbours() {
+  static const NeighbourTable table(kSpec);
+  return table;
+}
+
+}  // namespace
+
+void quantize_row_iq2_xxs_weighted(const float* src, void* dst, int64_t n, const float* importance) {
+  quantize_lattice<BlockIQ2_XXS>(kIq2Xxs, neighbours<kIq2Xxs>(), src, dst, n, importance);
+}
+void quantize_row_iq2_xs_weighted(const float* src, void* dst, int64_t n, const float* importance) {
+  quantize_lattice<BlockIQ2_XS>(kIq2Xs, neighbours<kIq2Xs>(), src, dst, n, importance);
+}
+void quantize_row_iq2_s_weighted(const float* src, void* dst, int64_t n, const float* importance) {
+  quantize_lattice<BlockIQ2_S>(kIq2S, neighbours<kIq2S>(), src, dst, n, importance);
+}
+void quantize_row_iq3_xxs_weighted(const float* src, void* dst, int64_t n, const float* importance) {
+  quantize_lattice<BlockIQ3_XXS>(kIq3Xxs, neighbours<kIq3Xxs>(), src, dst, n, importance);
+}
+void quantize_row_iq3_s_weighted(const float* src, void* dst, int64_t n, const float* importance) {
+  quantize_lattice<BlockIQ3_S>(kIq3S, neighbours<kIq3S>(), src, dst, n, importance);
+}
+
+void quantize_row_iq2_xxs(const float* src, void* dst, int64_t n) { quantize_row_iq2_xxs_weighted(src, dst, n, nullptr); }
+void quantize_row_iq2_xs(const float* src, void* dst, int64_t n) { quantize_row_iq2_xs_weighted(src, dst, n, nullptr); }
+void quantize_row_iq2_s(const float* src, void* dst, int64_t n) { quantize_row_iq2_s_weighted(src, dst, n, nullptr); }
+void quantize_row_iq3_xxs(const float* src, void* dst, int64_t n) { quantize_row_iq3_xxs_weighted(src, dst, n, nullptr); }
+void quantize_row_iq3_s(const float* src, void* dst, int64_t n) { quantize_row_iq3_s_weighted(src, dst, n, nullptr); }
+
+}  // namespace tokenmill::quant::ref
