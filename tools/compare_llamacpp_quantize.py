@@ -9,6 +9,7 @@ Python package) to see whether ours are byte-identical to llama-quantize's.
 
     tools/compare_llamacpp_quantize.py --bin build/bin/tokenmill --threads 2 \
         --types Q4_K_M Q3_K_M Q4_0 Q2_K --out /tmp/tm_vs_llamacpp
+    tools/compare_llamacpp_quantize.py --only-imatrix --types IQ4_XS IQ3_S IQ2_XS
 
 llama-quantize is looked for in $LLAMA_CPP_BIN, then ~/.cache/tokenmill/llama.cpp-build/bin.
 Prints a Markdown table and writes compare.json to --out.
@@ -83,6 +84,8 @@ def main():
     p.add_argument("--calibration", default=str(ROOT / "tests/fixtures/text/calib.txt"))
     p.add_argument("--types", nargs="+", default=["Q4_K_M", "Q3_K_M", "Q4_0", "Q2_K"])
     p.add_argument("--no-imatrix", action="store_true", help="only the plain variants")
+    p.add_argument("--only-imatrix", action="store_true",
+                   help="only the importance-weighted variants (the IQ1/IQ2/IQ3_XXS mixes need one)")
     p.add_argument("--ctx", default="256")
     p.add_argument("--chunks", default="")
     p.add_argument("--threads", default=str(os.cpu_count()))
@@ -110,7 +113,9 @@ def main():
         quant_report.run([args.bin, "imatrix", "-m", args.reference, "-f", args.calibration, "-o", imatrix,
                           "--ctx", args.ctx, "-t", args.threads])
 
-    variants = ["plain"] + ([] if args.no_imatrix else ["imatrix"])
+    if args.no_imatrix and args.only_imatrix:
+        sys.exit("--no-imatrix and --only-imatrix exclude each other")
+    variants = ([] if args.only_imatrix else ["plain"]) + ([] if args.no_imatrix else ["imatrix"])
     for qtype in args.types:
         for variant in variants:
             files = {}

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 
 #include "base/half.h"
 #include "base/thread_pool.h"
 #include "quant/blocks.h"
+#include "quant/gptq_block_coder.h"
 #include "quant/k_quant_store.h"
 #include "quant/quant.h"
 #include "quant/scale_search.h"
@@ -271,11 +273,61 @@ void store_block(TensorType type, const float* xq, const int* levels, BlockFit& 
   store_k(type, xq, fit, block);
 }
 
+// The legacy and K-quants: each column rounds to the nearest level of its element's
+// affine grid.
+class AffineBlockCoder final : public GptqBlockCoder {
+ public:
+  explicit AffineBlockCoder(TensorType type) : type_(type) {}
+  int block_size() const override { return block_size_of(type_); }
+  int group_size() const override { return 1; }
+  void fit(const float* x, const float* importance, float sigma2) override {
+    fit_block(type_, x, importance, sigma2, fit_);
+  }
+  void decide_group(int g, const float* x, const float*, float, float* q) override {
+    xq_[g] = x[0];
+    levels_[g] = level_of(fit_, g, x[0], q);
+  }
+  void pack(void* dst) override { store_block(type_, xq_, levels_, fit_, dst); }
+
+ private:
+  TensorType type_;
+  BlockFit fit_;
+  float xq_[kMaxBlock];  // each element's value at the moment it was decided
+  int levels_[kMaxBlock];
+};
+
+std::unique_ptr<GptqBlockCoder> make_coder(TensorType type) {
+  if (auto coder = make_iq4_gptq_coder(type)) return coder;
+  if (auto coder = make_lattice_gptq_coder(type)) return coder;
+  return std::make_unique<AffineBlockCoder>(type);
+}
+
 }  // namespace
 
-// GPTQ quantizes each column with the importance-weighted block fit, so it covers
-// exactly the types that fit covers.
-bool supports_gptq(gguf::TensorType type) { return supports_weighted_quantization(type); }
+// The types with a block coder: fit_block's affine grids, IQ4 and the lattice i-quants.
+// Other weighted types (quantize_model) are quantized with the Hessian's diagonal as
+// their importance, without the error compensation.
+bool supports_gptq(gguf::TensorType type) {
+  switch (type) {
+    case TensorType::kQ4_0:
+    case TensorType::kQ4_1:
+    case TensorType::kQ5_0:
+    case TensorType::kQ5_1:
+    case TensorType::kQ2_K:
+    case TensorType::kQ3_K:
+    case TensorType::kQ4_K:
+    case TensorType::kQ5_K:
+    case TensorType::kQ6_K:
+    case TensorType::kIQ4_NL:
+    case TensorType::kIQ4_XS:
+    case TensorType::kIQ2_XXS:
+    case TensorType::kIQ2_XS:
+    case TensorType::kIQ2_S:
+    case TensorType::kIQ3_XXS:
+    case TensorType::kIQ3_S: return true;
+    default: return false;
+  }
+}
 
 bool cholesky_upper(double* a, int64_t n, ThreadPool* pool) {
   for (int64_t k = 0; k < n; ++k) {
@@ -366,7 +418,9 @@ std::vector<float> gptq_importance(const double* h, int64_t n) {
 
 void gptq_quantize_rows(gguf::TensorType type, float* w, int64_t n_rows, int64_t n_cols, const float* u,
                         const float* importance, void* dst) {
-  const int bs = block_size_of(type);
+  const std::unique_ptr<GptqBlockCoder> coder = make_coder(type);
+  const int bs = coder->block_size();
+  const int gs = coder->group_size();
   const size_t block_bytes = row_size(type, bs);
   const size_t out_row_bytes = row_size(type, n_cols);
   auto* out = static_cast<uint8_t*>(dst);
@@ -378,31 +432,31 @@ void gptq_quantize_rows(gguf::TensorType type, float* w, int64_t n_rows, int64_t
     for (int64_t j = 0; j < n_cols; ++j) sum += static_cast<double>(row[j]) * row[j];
     sigma2[r] = static_cast<float>(sum / static_cast<double>(n_cols));
   }
-  std::vector<BlockFit> fits(static_cast<size_t>(n_rows));
   std::vector<float> errors(static_cast<size_t>(n_rows) * bs);  // [row][k]: scaled error of column b0 + k
-  float xq[kMaxBlock];
-  int levels[kMaxBlock];
+  float q[kMaxBlock];
 
   for (int64_t b0 = 0; b0 < n_cols; b0 += bs) {
     const int64_t b1 = b0 + bs;
     for (int64_t r = 0; r < n_rows; ++r) {
       float* row = w + r * n_cols;
-      BlockFit& fit = fits[r];
-      fit_block(type, row + b0, importance + b0, sigma2[r], fit);
+      coder->fit(row + b0, importance + b0, sigma2[r]);
       float* err = errors.data() + r * bs;
-      for (int64_t i = b0; i < b1; ++i) {
-        const int k = static_cast<int>(i - b0);
-        const float* ui = u + i * n_cols;
-        float q = 0.0f;
-        xq[k] = row[i];
-        levels[k] = level_of(fit, k, row[i], &q);
-        const float e = (row[i] - q) / ui[i];
-        err[k] = e;
-        if (e != 0.0f) {
-          for (int64_t j = i + 1; j < b1; ++j) row[j] -= e * ui[j];
+      for (int g = 0; g < bs / gs; ++g) {
+        const int64_t g0 = b0 + static_cast<int64_t>(g) * gs;
+        coder->decide_group(g, row + g0, importance + g0, sigma2[r], q);
+        // The group's codes are fixed; each column's error, in order, moves the columns
+        // after it (the rest of the group included, which changes their errors).
+        for (int t = 0; t < gs; ++t) {
+          const int64_t i = g0 + t;
+          const float* ui = u + i * n_cols;
+          const float e = (row[i] - q[t]) / ui[i];
+          err[i - b0] = e;
+          if (e != 0.0f) {
+            for (int64_t j = i + 1; j < b1; ++j) row[j] -= e * ui[j];
+          }
         }
       }
-      store_block(type, xq, levels, fit, out + r * out_row_bytes + (b0 / bs) * block_bytes);
+      coder->pack(out + r * out_row_bytes + (b0 / bs) * block_bytes);
     }
     // Lazy batch: the block's errors reach the later columns in one pass over U's rows.
     if (b1 < n_cols) {

@@ -7,13 +7,15 @@
 // Hessian, so that later columns compensate for it:
 //     e = (w_i - q_i) / U_ii,   w_j -= e * U_ij  (j > i),   U = upper Cholesky of H^-1.
 //
-// Block formats: columns go in blocks of the format's block size (32 for Q4_0 … Q5_1, the
-// 256-wide super-block for K-quants). At the start of a block its scales (and mins) are
-// chosen by the importance-weighted scale search of quants_weighted.cc on the current,
-// error-updated values, with diag(H) as the importance; then the block's columns are
-// quantized one at a time on that fixed grid. Updates to later blocks are batched (lazy)
-// per block. The output is an ordinary row of the type, packed by the same store code as
-// the reference quantizers (k_quant_store.h), so every kernel and llama.cpp read it.
+// Block formats: columns go in blocks of the format's block size (32 for Q4_0 … Q5_1 and
+// IQ4_NL, the 256-wide super-block for K-quants, IQ4_XS and the lattice i-quants). At the
+// start of a block its scales are chosen by the format's importance-weighted search on the
+// current, error-updated values, with diag(H) as the importance; then the block is decided
+// group by group on those fixed scales — one column at a time, or 8 columns at a time for
+// the lattice i-quants, whose grid points and signs cover 8 weights together; each
+// column's error then moves the columns after it (quant/gptq_block_coder.h). Updates to
+// later blocks are batched (lazy) per block. The output is an ordinary row of the type,
+// so every kernel and llama.cpp read it.
 //
 // Thread-safety: pure functions; rows are independent given U, so callers split rows
 // over threads.
@@ -48,8 +50,8 @@ using GptqHessians = std::unordered_map<std::string, std::shared_ptr<const GptqH
 
 inline constexpr double kGptqDefaultDamp = 0.01;
 
-// The types GPTQ quantizes: Q4_0, Q4_1, Q5_0, Q5_1, Q2_K … Q6_K (those of
-// supports_weighted_quantization). Others are quantized without it.
+// The types GPTQ quantizes: Q4_0, Q4_1, Q5_0, Q5_1, Q2_K … Q6_K, IQ4_NL, IQ4_XS, IQ2_XXS,
+// IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S. Others are quantized without it.
 bool supports_gptq(gguf::TensorType type);
 
 // In-place upper Cholesky factorisation A = R^T R of the symmetric positive definite

@@ -10,9 +10,11 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <memory>
 
 #include "base/half.h"
 #include "quant/blocks.h"
+#include "quant/gptq_block_coder.h"
 #include "quant/kernels_ref.h"
 
 namespace tokenmill::quant::ref {
@@ -232,3 +234,86 @@ float vec_dot_iq4_xs_q8_K(int64_t n, const void* w, const void* a) {
 }
 
 }  // namespace tokenmill::quant::ref
+
+namespace tokenmill::quant {
+
+namespace {
+
+using ref::kGroup;
+using ref::kGroupsPerSuper;
+using ref::kIq4Levels;
+
+// IQ4_NL and IQ4_XS for GPTQ: the group scales fitted as the weighted quantizers fit
+// them, then each column takes the nearest level at its group's scale.
+class Iq4BlockCoder final : public GptqBlockCoder {
+ public:
+  explicit Iq4BlockCoder(bool xs) : xs_(xs) {}
+  int block_size() const override { return xs_ ? kSuperBlockSize : kGroup; }
+  int group_size() const override { return 1; }
+
+  void fit(const float* x, const float* importance, float sigma2) override {
+    float w[kGroup];
+    uint8_t index[kGroup];
+    if (!xs_) {
+      ref::group_weights(x, importance, sigma2, w);
+      d_ = f32_to_f16(ref::fit_group(x, w, index));
+      scale_[0] = f16_to_f32(d_);
+      return;
+    }
+    float fitted[kGroupsPerSuper];
+    float extreme = 0.0f;
+    for (int g = 0; g < kGroupsPerSuper; ++g) {
+      ref::group_weights(x + g * kGroup, importance + g * kGroup, sigma2, w);
+      fitted[g] = ref::fit_group(x + g * kGroup, w, index);
+      if (std::fabs(fitted[g]) > std::fabs(extreme)) extreme = fitted[g];
+    }
+    d_ = f32_to_f16(extreme / -32.0f);
+    const float d = f16_to_f32(d_);
+    const float inverse = d != 0.0f ? 1.0f / d : 0.0f;
+    for (int g = 0; g < kGroupsPerSuper; ++g) {
+      stored_[g] = std::clamp(static_cast<int>(std::lround(fitted[g] * inverse)), -32, 31) + 32;
+      scale_[g] = d * static_cast<float>(stored_[g] - 32);
+    }
+  }
+
+  void decide_group(int i, const float* x, const float*, float, float* q) override {
+    const float scale = scale_[i / kGroup];
+    index_[i] = scale != 0.0f ? ref::nearest_level(x[0] / scale) : uint8_t{8};
+    q[0] = scale * static_cast<float>(kIq4Levels[index_[i]]);
+  }
+
+  void pack(void* dst) override {
+    if (!xs_) {
+      auto* b = static_cast<BlockIQ4_NL*>(dst);
+      b->d = d_;
+      ref::pack(index_, b->qs);
+      return;
+    }
+    auto* b = static_cast<BlockIQ4_XS*>(dst);
+    b->d = d_;
+    b->scales_h = 0;
+    std::memset(b->scales_l, 0, sizeof b->scales_l);
+    for (int g = 0; g < kGroupsPerSuper; ++g) {
+      b->scales_l[g / 2] |= static_cast<uint8_t>((stored_[g] & 0xf) << (4 * (g % 2)));
+      b->scales_h |= static_cast<uint16_t>((stored_[g] >> 4) << (2 * g));
+      ref::pack(index_ + g * kGroup, b->qs + g * kGroup / 2);
+    }
+  }
+
+ private:
+  bool xs_;
+  uint16_t d_ = 0;
+  int stored_[kGroupsPerSuper] = {};
+  float scale_[kGroupsPerSuper] = {};
+  uint8_t index_[kSuperBlockSize] = {};
+};
+
+}  // namespace
+
+std::unique_ptr<GptqBlockCoder> make_iq4_gptq_coder(gguf::TensorType type) {
+  if (type == gguf::TensorType::kIQ4_NL) return std::make_unique<Iq4BlockCoder>(false);
+  if (type == gguf::TensorType::kIQ4_XS) return std::make_unique<Iq4BlockCoder>(true);
+  return nullptr;
+}
+
+}  // namespace tokenmill::quant

@@ -21,10 +21,12 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "base/half.h"
 #include "quant/blocks.h"
+#include "quant/gptq_block_coder.h"
 #include "quant/iq_grids.h"
 #include "quant/kernels_ref.h"
 
@@ -191,37 +193,35 @@ struct LatticeBlock {
   uint8_t signs[kSuperBlockSize / 8] = {};  // bit j of byte k: weight 8k + j is negative
 };
 
-void error_weights(const float* x, const float* importance, float sigma2, float* w) {
-  for (int i = 0; i < kSuperBlockSize; ++i) {
+void error_weights(const float* x, const float* importance, float sigma2, float* w, int n = kSuperBlockSize) {
+  for (int i = 0; i < n; ++i) {
     w[i] = importance != nullptr ? importance[i] * std::sqrt(sigma2 + x[i] * x[i]) : x[i] * x[i];
   }
 }
 
-// Step 1: the sign bytes and the magnitudes to fit.
-void split_signs(const LatticeSpec& spec, const float* x, const float* w, float* a, uint8_t* signs) {
-  for (int k = 0; k < kSuperBlockSize / 8; ++k) {
-    uint8_t bits = 0;
-    for (int j = 0; j < 8; ++j) {
-      a[8 * k + j] = std::fabs(x[8 * k + j]);
-      if (x[8 * k + j] < 0.0f) bits |= static_cast<uint8_t>(1u << j);
-    }
-    if (spec.even_signs && (__builtin_popcount(bits) & 1)) {
-      int least = 0;
-      for (int j = 1; j < 8; ++j) {
-        if (w[8 * k + j] * a[8 * k + j] * a[8 * k + j] < w[8 * k + least] * a[8 * k + least] * a[8 * k + least]) least = j;
-      }
-      bits ^= static_cast<uint8_t>(1u << least);
-      a[8 * k + least] = -a[8 * k + least];
-    }
-    signs[k] = bits;
+// Step 1 for 8 weights: their sign byte, and the magnitudes to fit in a[0, 8).
+uint8_t sign_byte(const LatticeSpec& spec, const float* x, const float* w, float* a) {
+  uint8_t bits = 0;
+  for (int j = 0; j < 8; ++j) {
+    a[j] = std::fabs(x[j]);
+    if (x[j] < 0.0f) bits |= static_cast<uint8_t>(1u << j);
   }
+  if (spec.even_signs && (__builtin_popcount(bits) & 1)) {
+    int least = 0;
+    for (int j = 1; j < 8; ++j) {
+      if (w[j] * a[j] * a[j] < w[least] * a[least] * a[least]) least = j;
+    }
+    bits ^= static_cast<uint8_t>(1u << least);
+    a[least] = -a[least];
+  }
+  return bits;
 }
 
 void quantize_super_block(const LatticeSpec& spec, const LatticeSearch& search, const float* x, const float* w,
                           LatticeBlock* out) {
   *out = LatticeBlock();
   float a[kSuperBlockSize];
-  split_signs(spec, x, w, a, out->signs);
+  for (int k = 0; k < kSuperBlockSize / 8; ++k) out->signs[k] = sign_byte(spec, x + 8 * k, w + 8 * k, a + 8 * k);
   const int n_units = kSuperBlockSize / spec.unit_size;
   const int groups_per_unit = spec.unit_size / spec.dims;
   float fitted[kMaxUnits];
@@ -354,6 +354,57 @@ const NeighbourTable& neighbours() {
   return table;
 }
 
+template <typename Block>
+void pack_into(const LatticeBlock& q, void* dst) {
+  pack(q, static_cast<Block*>(dst));
+}
+
+// GPTQ's steps (gptq_block_coder.h): the super-block's scales from step 3 on the values
+// at the block's start, then each sign byte's 8 weights re-decided (signs, then grid
+// points at their unit's stored scale) from their values when GPTQ reaches them.
+class LatticeBlockCoder final : public GptqBlockCoder {
+ public:
+  LatticeBlockCoder(const LatticeSpec& spec, const NeighbourTable& table, void (*packer)(const LatticeBlock&, void*))
+      : spec_(spec), search_(spec, table), packer_(packer) {}
+  int block_size() const override { return kSuperBlockSize; }
+  int group_size() const override { return 8; }
+
+  void fit(const float* x, const float* importance, float sigma2) override {
+    float w[kSuperBlockSize];
+    error_weights(x, importance, sigma2, w);
+    quantize_super_block(spec_, search_, x, w, &block_);
+  }
+
+  void decide_group(int k, const float* x, const float* importance, float sigma2, float* q) override {
+    float w[8], a[8];
+    error_weights(x, importance, sigma2, w, 8);
+    const uint8_t bits = sign_byte(spec_, x, w, a);
+    block_.signs[k] = bits;
+    const int unit = 8 * k / spec_.unit_size;
+    const float scale = f16_to_f32(block_.d) * spec_.unit * static_cast<float>(2 * block_.scale[unit] + 1);
+    const int points = 8 / spec_.dims;
+    for (int p = 0; p < points; ++p) {
+      FitSums unused;
+      const uint16_t index = scale > 0.0f ? search_.best_point(a + p * spec_.dims, w + p * spec_.dims, scale, &unused)
+                                          : uint16_t{0};
+      block_.index[k * points + p] = index;
+      for (int d = 0; d < spec_.dims; ++d) {
+        const int j = p * spec_.dims + d;
+        const float magnitude = scale * static_cast<float>(spec_.grid[index * spec_.dims + d]);
+        q[j] = (bits >> j) & 1 ? -magnitude : magnitude;
+      }
+    }
+  }
+
+  void pack(void* dst) override { packer_(block_, dst); }
+
+ private:
+  const LatticeSpec& spec_;
+  LatticeSearch search_;
+  void (*packer_)(const LatticeBlock&, void*);
+  LatticeBlock block_;
+};
+
 }  // namespace
 
 void quantize_row_iq2_xxs_weighted(const float* src, void* dst, int64_t n, const float* importance) {
@@ -379,3 +430,26 @@ void quantize_row_iq3_xxs(const float* src, void* dst, int64_t n) { quantize_row
 void quantize_row_iq3_s(const float* src, void* dst, int64_t n) { quantize_row_iq3_s_weighted(src, dst, n, nullptr); }
 
 }  // namespace tokenmill::quant::ref
+
+namespace tokenmill::quant {
+
+std::unique_ptr<GptqBlockCoder> make_lattice_gptq_coder(gguf::TensorType type) {
+  using ref::LatticeBlockCoder;
+  using ref::neighbours;
+  using ref::pack_into;
+  switch (type) {
+    case gguf::TensorType::kIQ2_XXS:
+      return std::make_unique<LatticeBlockCoder>(ref::kIq2Xxs, neighbours<ref::kIq2Xxs>(), pack_into<BlockIQ2_XXS>);
+    case gguf::TensorType::kIQ2_XS:
+      return std::make_unique<LatticeBlockCoder>(ref::kIq2Xs, neighbours<ref::kIq2Xs>(), pack_into<BlockIQ2_XS>);
+    case gguf::TensorType::kIQ2_S:
+      return std::make_unique<LatticeBlockCoder>(ref::kIq2S, neighbours<ref::kIq2S>(), pack_into<BlockIQ2_S>);
+    case gguf::TensorType::kIQ3_XXS:
+      return std::make_unique<LatticeBlockCoder>(ref::kIq3Xxs, neighbours<ref::kIq3Xxs>(), pack_into<BlockIQ3_XXS>);
+    case gguf::TensorType::kIQ3_S:
+      return std::make_unique<LatticeBlockCoder>(ref::kIq3S, neighbours<ref::kIq3S>(), pack_into<BlockIQ3_S>);
+    default: return nullptr;
+  }
+}
+
+}  // namespace tokenmill::quant

@@ -238,9 +238,51 @@ def test_llama_quantize_iq3_mixes_run_as_in_llama_cpp(tokenmill, default_model, 
     assert check.stdout.count("OK ") == 3
 
 
+@pytest.mark.parametrize("ftype,mix", [(27, "IQ3_M"), (22, "IQ3_XS")])  # LLAMA_FTYPE_MOSTLY_IQ3_M, _IQ3_XS
+def test_our_iq3_mixes_have_llama_quantizes_layout_and_run_in_llama_cpp(tokenmill, default_model, tmp_path, ftype,
+                                                                        mix):
+    """Our IQ3_M / IQ3_XS files: every tensor in the type llama-quantize gives it, and llama.cpp
+    gives our greedy tokens up to near-ties."""
+    ours = tmp_path / f"ours-{mix}.gguf"
+    result = run([tokenmill, "quantize", default_model, str(ours), mix, "-t", "2"])
+    assert result.returncode == 0, result.stderr
+    theirs = tmp_path / f"llama-{mix}.gguf"
+    llama_quantize(default_model, theirs, ftype)
+    ours_types, their_types = tensor_types(tokenmill, ours), tensor_types(tokenmill, theirs)
+    assert "iq3_s" in set(ours_types.values())
+    assert ours_types == their_types
+    check = run([sys.executable, str(ROOT / "tools/check_llamacpp_interop.py"), str(ours), "--bin", tokenmill,
+                 "-n", "12"], timeout=600)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout.count("OK ") == 3
+
+
+def test_iq2_xs_needs_an_imatrix_then_runs_in_llama_cpp(tokenmill, default_model, tmp_path):
+    out = tmp_path / "iq2_xs.gguf"
+    refused = run([tokenmill, "quantize", default_model, str(out), "IQ2_XS", "-t", "2"])
+    assert refused.returncode != 0 and "needs an importance matrix" in refused.stderr, refused.stderr
+    assert "--imatrix" in refused.stderr
+    assert not out.exists()
+    imatrix = tmp_path / "calib.imatrix"
+    made = run([tokenmill, "imatrix", "-m", default_model, "-f", str(CALIB), "-o", str(imatrix), *SMALL])
+    assert made.returncode == 0, made.stderr
+    result = run([tokenmill, "quantize", default_model, str(out), "IQ2_XS", "--imatrix", str(imatrix), "-t", "2"])
+    assert result.returncode == 0, result.stderr
+    types = tensor_types(tokenmill, out)
+    # llama-quantize's IQ2_XS layout: IQ2_XS where 256 divides the rows, Q2_K for the first
+    # eighth of ffn_down, IQ4_NL for the 640-wide rows, Q4_K (as Q5_0) for attn_v.
+    assert types["blk.9.ffn_down.weight"] == "iq2_xs" and types["blk.9.attn_output.weight"] == "iq2_xs"
+    assert types["blk.0.ffn_down.weight"] == "q2_K"
+    assert types["blk.9.ffn_up.weight"] == "iq4_nl"
+    check = run([sys.executable, str(ROOT / "tools/check_llamacpp_interop.py"), str(out), "--bin", tokenmill,
+                 "-n", "12"], timeout=600)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout.count("OK ") == 3
+
+
 def test_a_type_tokenmill_reads_but_does_not_write_is_named(tokenmill, default_model, tmp_path):
     out = tmp_path / "out.gguf"
-    refused = run([tokenmill, "quantize", default_model, str(out), "IQ2_XS"])
-    assert refused.returncode != 0 and "cannot write IQ2_XS" in refused.stderr, refused.stderr
+    refused = run([tokenmill, "quantize", default_model, str(out), "IQ1_M"])
+    assert refused.returncode != 0 and "cannot write IQ1_M" in refused.stderr, refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
     assert not out.exists()

@@ -149,7 +149,10 @@ TEST(Gptq, LowerOutputErrorThanRoundToNearestAndImportance) {
   ASSERT_TRUE(u.ok());
   const std::vector<float> importance = gptq_importance(p.h.data(), n);
   for (TensorType type : {TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ4_1, TensorType::kQ2_K,
-                          TensorType::kQ3_K, TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K}) {
+                          TensorType::kQ3_K, TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K,
+                          TensorType::kIQ4_NL, TensorType::kIQ4_XS, TensorType::kIQ3_S, TensorType::kIQ3_XXS,
+                          TensorType::kIQ2_S, TensorType::kIQ2_XS, TensorType::kIQ2_XXS}) {
+    ASSERT_TRUE(supports_gptq(type));
     SCOPED_TRACE(gguf::tensor_type_name(type));
     const size_t row_bytes = row_size(type, n);
     std::vector<uint8_t> rtn(row_bytes * p.n_rows), weighted(row_bytes * p.n_rows), gptq(row_bytes * p.n_rows);
@@ -171,7 +174,8 @@ TEST(Gptq, LowerOutputErrorThanRoundToNearestAndImportance) {
                 std::string(gguf::tensor_type_name(type)).c_str(), e_rtn, e_weighted, e_gptq, e_gptq / e_weighted);
     EXPECT_LT(e_gptq, e_rtn);
     EXPECT_LT(e_gptq, e_weighted);
-    if (type == TensorType::kQ4_0 || type == TensorType::kQ4_K) {
+    if (type == TensorType::kQ4_0 || type == TensorType::kQ4_K || type == TensorType::kIQ4_XS ||
+        type == TensorType::kIQ3_S || type == TensorType::kIQ2_XS) {
       EXPECT_LT(e_gptq, 0.8 * e_weighted);
     }
   }
