@@ -9,7 +9,7 @@ Python package) to see whether ours are byte-identical to llama-quantize's.
 
     tools/compare_llamacpp_quantize.py --bin build/bin/tokenmill --threads 2 \
         --types Q4_K_M Q3_K_M Q4_0 Q2_K --out /tmp/tm_vs_llamacpp
-    tools/compare_llamacpp_quantize.py --only-imatrix --types IQ4_XS IQ3_S IQ2_XS
+    tools/compare_llamacpp_quantize.py --only-imatrix --gptq --types IQ4_XS IQ3_S IQ2_XS
 
 llama-quantize is looked for in $LLAMA_CPP_BIN, then ~/.cache/tokenmill/llama.cpp-build/bin.
 Prints a Markdown table and writes compare.json to --out.
@@ -86,6 +86,8 @@ def main():
     p.add_argument("--no-imatrix", action="store_true", help="only the plain variants")
     p.add_argument("--only-imatrix", action="store_true",
                    help="only the importance-weighted variants (the IQ1/IQ2/IQ3_XXS mixes need one)")
+    p.add_argument("--gptq", action="store_true",
+                   help="also tokenmill's --method gptq on the calibration text (llama-quantize has no counterpart)")
     p.add_argument("--ctx", default="256")
     p.add_argument("--chunks", default="")
     p.add_argument("--threads", default=str(os.cpu_count()))
@@ -115,16 +117,19 @@ def main():
 
     if args.no_imatrix and args.only_imatrix:
         sys.exit("--no-imatrix and --only-imatrix exclude each other")
-    variants = ([] if args.only_imatrix else ["plain"]) + ([] if args.no_imatrix else ["imatrix"])
+    variants = ([] if args.only_imatrix else ["plain"]) + ([] if args.no_imatrix else ["imatrix"]) + \
+        (["gptq"] if args.gptq else [])
     for qtype in args.types:
         for variant in variants:
             files = {}
-            for tool in ("tokenmill", "llama-quantize"):
+            for tool in ("tokenmill",) if variant == "gptq" else ("tokenmill", "llama-quantize"):
                 model = str(out / f"{tool}-{qtype}-{variant}.gguf")
                 if tool == "tokenmill":
                     cmd = [args.bin, "quantize", args.reference, model, qtype, "-t", args.threads]
                     if variant == "imatrix":
                         cmd += ["--imatrix", imatrix]
+                    if variant == "gptq":
+                        cmd += ["--method", "gptq", "--calib", args.calibration, "--calib-ctx", args.ctx]
                 else:
                     cmd = [exe] + (["--imatrix", imatrix] if variant == "imatrix" else []) + \
                           [args.reference, model, qtype, args.threads]

@@ -2,7 +2,6 @@
 // (quant/quantize_mix.h), optionally weighting each weight's error by an importance
 // matrix from `tokenmill imatrix`. One line per tensor on stderr; OUT appears only when
 // the whole file is written (quant/quantize_model.h).
-#include <cctype>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -104,22 +103,8 @@ Result<quant::GptqHessians> collect_gptq_statistics(const QuantizeCliOptions& o,
   return collector.hessians();
 }
 
-// llama-quantize's types and mixes whose files tokenmill runs but does not write yet.
-bool read_only_type(std::string name) {
-  for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  static constexpr std::string_view kReadOnly[] = {"IQ1_S", "IQ1_M", "TQ1_0", "TQ2_0"};
-  for (std::string_view t : kReadOnly) {
-    if (name == t) return true;
-  }
-  return false;
-}
-
 int run_quantize(const QuantizeCliOptions& o) {
   auto mix = quant::find_mix(o.type);
-  if (!mix && read_only_type(o.type)) {
-    return fail("tokenmill runs " + o.type + " files but cannot write " + o.type + " yet; expected one of: " +
-                known_types());
-  }
   if (!mix) return fail("unknown type '" + o.type + "'; expected one of: " + known_types());
   if (o.method == "awq") {
     return fail("--method " + o.method + " is not implemented yet; use rtn (optionally with --imatrix) or gptq");

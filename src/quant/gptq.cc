@@ -324,7 +324,9 @@ bool supports_gptq(gguf::TensorType type) {
     case TensorType::kIQ2_XS:
     case TensorType::kIQ2_S:
     case TensorType::kIQ3_XXS:
-    case TensorType::kIQ3_S: return true;
+    case TensorType::kIQ3_S:
+    case TensorType::kIQ1_S:
+    case TensorType::kIQ1_M: return true;
     default: return false;
   }
 }

@@ -74,8 +74,8 @@ float vec_dot_mxfp4_q8_0(int64_t n, const void* w, const void* a);
 extern const int8_t kMxfp4Levels[16];
 
 // quants_iq_lattice.cc: the lattice i-quants (IQ1_S … IQ3_S): dequantization and dot
-// products. quants_iq_lattice_quantize.cc: quantizers for those with separate signs (IQ1_S
-// and IQ1_M have none yet); the weighted forms take importance as the IQ4 ones do.
+// products. quants_iq_lattice_quantize.cc: their quantizers; the weighted forms take
+// importance as the IQ4 ones do.
 void quantize_row_iq2_xxs(const float* src, void* dst, int64_t n);
 void quantize_row_iq2_xs(const float* src, void* dst, int64_t n);
 void quantize_row_iq2_s(const float* src, void* dst, int64_t n);
@@ -86,6 +86,10 @@ void quantize_row_iq2_xs_weighted(const float* src, void* dst, int64_t n, const 
 void quantize_row_iq2_s_weighted(const float* src, void* dst, int64_t n, const float* importance);
 void quantize_row_iq3_xxs_weighted(const float* src, void* dst, int64_t n, const float* importance);
 void quantize_row_iq3_s_weighted(const float* src, void* dst, int64_t n, const float* importance);
+void quantize_row_iq1_s(const float* src, void* dst, int64_t n);
+void quantize_row_iq1_m(const float* src, void* dst, int64_t n);
+void quantize_row_iq1_s_weighted(const float* src, void* dst, int64_t n, const float* importance);
+void quantize_row_iq1_m_weighted(const float* src, void* dst, int64_t n, const float* importance);
 void dequantize_row_iq2_xxs(const void* src, float* dst, int64_t n);
 void dequantize_row_iq2_xs(const void* src, float* dst, int64_t n);
 void dequantize_row_iq2_s(const void* src, float* dst, int64_t n);

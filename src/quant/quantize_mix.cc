@@ -12,7 +12,7 @@ namespace {
 
 using gguf::TensorType;
 
-constexpr std::array<MixInfo, 24> kMixes = {{
+constexpr std::array<MixInfo, 28> kMixes = {{
     {Mix::kF32, "F32", TensorType::kF32, 0, "32-bit float: the lossless reference"},
     {Mix::kF16, "F16", TensorType::kF16, 1, "16-bit float weight matrices"},
     {Mix::kBF16, "BF16", TensorType::kBF16, 32, "bfloat16 weight matrices"},
@@ -37,6 +37,10 @@ constexpr std::array<MixInfo, 24> kMixes = {{
     {Mix::kIQ2_S, "IQ2_S", TensorType::kIQ2_XS, 28, "IQ2_XS, with IQ3_S for attn_v, attn_output and the first ffn_down (needs --imatrix)"},
     {Mix::kIQ2_XS, "IQ2_XS", TensorType::kIQ2_XS, 20, "2.31 bpw lattice quantization (needs --imatrix)"},
     {Mix::kIQ2_XXS, "IQ2_XXS", TensorType::kIQ2_XXS, 19, "2.06 bpw lattice quantization (needs --imatrix)"},
+    {Mix::kIQ1_M, "IQ1_M", TensorType::kIQ1_M, 31, "1.75 bpw lattice quantization (needs --imatrix)"},
+    {Mix::kIQ1_S, "IQ1_S", TensorType::kIQ1_S, 24, "1.56 bpw lattice quantization (needs --imatrix)"},
+    {Mix::kTQ2_0, "TQ2_0", TensorType::kTQ2_0, 37, "2.06 bpw ternary weights, for models trained ternary (BitNet)"},
+    {Mix::kTQ1_0, "TQ1_0", TensorType::kTQ1_0, 36, "1.69 bpw ternary weights, for models trained ternary (BitNet)"},
 }};
 
 bool equal_ignoring_case(std::string_view a, std::string_view b) {
@@ -77,9 +81,13 @@ Role role_of(std::string_view name, const ModelFacts& model) {
   return Role::kOther;
 }
 
-// The 2-bit lattice mixes share one rule; IQ2_S and IQ2_M give their more sensitive
-// tensors IQ3_S where IQ2_XXS and IQ2_XS give them Q2_K.
-bool is_iq2_mix(Mix mix) { return mix == Mix::kIQ2_XXS || mix == Mix::kIQ2_XS || mix == Mix::kIQ2_S || mix == Mix::kIQ2_M; }
+// The 1- and 2-bit lattice mixes share one rule; IQ2_S and IQ2_M give their more
+// sensitive tensors IQ3_S where the others give them Q2_K.
+bool is_iq2_mix(Mix mix) {
+  return mix == Mix::kIQ2_XXS || mix == Mix::kIQ2_XS || mix == Mix::kIQ2_S || mix == Mix::kIQ2_M ||
+         mix == Mix::kIQ1_S || mix == Mix::kIQ1_M;
+}
+bool is_iq1_mix(Mix mix) { return mix == Mix::kIQ1_S || mix == Mix::kIQ1_M; }
 bool is_wide_iq2_mix(Mix mix) { return mix == Mix::kIQ2_S || mix == Mix::kIQ2_M; }
 
 TensorType iq2_mix_role_type(const MixInfo& mix, Role role, int32_t layer, int32_t n_layers, int32_t gqa) {
@@ -88,7 +96,8 @@ TensorType iq2_mix_role_type(const MixInfo& mix, Role role, int32_t layer, int32
     case Role::kTokenEmbedding: return sensitive;
     case Role::kAttentionV: return gqa >= 4 ? TensorType::kQ4_K : sensitive;
     case Role::kFfnDown: return layer < n_layers / 8 ? sensitive : mix.base_type;
-    case Role::kAttentionOutput: return is_wide_iq2_mix(mix.mix) ? TensorType::kIQ3_S : mix.base_type;
+    case Role::kAttentionOutput:
+      return is_wide_iq2_mix(mix.mix) ? TensorType::kIQ3_S : is_iq1_mix(mix.mix) ? TensorType::kIQ2_XXS : mix.base_type;
     default: return mix.base_type;
   }
 }
@@ -114,6 +123,7 @@ TensorType role_type(const MixInfo& mix, Role role, int32_t layer, const ModelFa
     case Role::kOther:
       return base;
     case Role::kTokenEmbedding:
+      if (mix.mix == Mix::kTQ1_0 || mix.mix == Mix::kTQ2_0) return TensorType::kQ4_K;
       return mix.mix == Mix::kIQ3_XXS ? TensorType::kIQ3_S : base;
     case Role::kAttentionQ:
     case Role::kAttentionK:
@@ -173,7 +183,9 @@ TensorType role_type(const MixInfo& mix, Role role, int32_t layer, const ModelFa
 TensorType fallback_type(TensorType wanted) {
   switch (wanted) {
     case TensorType::kQ2_K:
-    case TensorType::kQ3_K: return TensorType::kQ4_0;
+    case TensorType::kQ3_K:
+    case TensorType::kTQ1_0:
+    case TensorType::kTQ2_0: return TensorType::kQ4_0;
     case TensorType::kQ4_K: return TensorType::kQ5_0;
     case TensorType::kQ5_K: return TensorType::kQ5_1;
     case TensorType::kQ6_K: return TensorType::kQ8_0;
@@ -182,7 +194,9 @@ TensorType fallback_type(TensorType wanted) {
     case TensorType::kIQ3_XXS:
     case TensorType::kIQ2_S:
     case TensorType::kIQ2_XS:
-    case TensorType::kIQ2_XXS: return TensorType::kIQ4_NL;
+    case TensorType::kIQ2_XXS:
+    case TensorType::kIQ1_S:
+    case TensorType::kIQ1_M: return TensorType::kIQ4_NL;
     default: return TensorType::kF16;
   }
 }

@@ -21,7 +21,7 @@ namespace tokenmill::quant {
 enum class Mix {
   kF32, kF16, kBF16, kQ8_0, kQ6_K, kQ5_K_M, kQ5_K_S, kQ5_0,
   kQ4_K_M, kQ4_K_S, kQ4_0, kQ3_K_M, kQ3_K_S, kQ2_K, kIQ4_NL, kIQ4_XS,
-  kIQ3_M, kIQ3_S, kIQ3_XS, kIQ3_XXS, kIQ2_M, kIQ2_S, kIQ2_XS, kIQ2_XXS,
+  kIQ3_M, kIQ3_S, kIQ3_XS, kIQ3_XXS, kIQ2_M, kIQ2_S, kIQ2_XS, kIQ2_XXS, kIQ1_M, kIQ1_S, kTQ2_0, kTQ1_0,
 };
 
 struct MixInfo {

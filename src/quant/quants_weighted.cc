@@ -209,6 +209,8 @@ bool supports_weighted_quantization(gguf::TensorType type) {
     case TensorType::kIQ2_S:
     case TensorType::kIQ3_XXS:
     case TensorType::kIQ3_S:
+    case TensorType::kIQ1_S:
+    case TensorType::kIQ1_M:
       return true;
     default:
       return false;
@@ -239,6 +241,8 @@ void quantize_row_weighted(gguf::TensorType type, const float* src, void* dst, i
     case TensorType::kIQ2_S: ref::quantize_row_iq2_s_weighted(src, dst, n, importance); break;
     case TensorType::kIQ3_XXS: ref::quantize_row_iq3_xxs_weighted(src, dst, n, importance); break;
     case TensorType::kIQ3_S: ref::quantize_row_iq3_s_weighted(src, dst, n, importance); break;
+    case TensorType::kIQ1_S: ref::quantize_row_iq1_s_weighted(src, dst, n, importance); break;
+    case TensorType::kIQ1_M: ref::quantize_row_iq1_m_weighted(src, dst, n, importance); break;
     default: break;
   }
 }

@@ -68,8 +68,7 @@ constexpr SimdKernels by_rows(VecDotMatrixFn matrix = nullptr, VecDotPanelsFn pa
 // Ordered by ggml type id. vec_dot_type follows ggml's x86 CPU backend: legacy _0 types,
 // IQ4_NL, MXFP4 and Q8_0 multiply against Q8_0, _1 types against Q8_1 (whose stored sum pays for
 // the weight's minimum), every K-quant, the lattice i-quants, IQ4_XS and the ternary types
-// against Q8_K; float types keep their own format. IQ1_S and IQ1_M have no quantizer
-// (quantize_row_ref null): they are read, not written.
+// against Q8_K; float types keep their own format.
 constexpr std::array<TypeTraits, 27> kTypeTraits = {{
     {.type = TensorType::kF32, .name = "f32", .block_size = 1, .bytes_per_block = sizeof(float),
      .is_quantized = false, .vec_dot_type = TensorType::kF32,
@@ -191,7 +190,7 @@ constexpr std::array<TypeTraits, 27> kTypeTraits = {{
                     .avx512 = by_rows<avx512::vec_dot_rows_iq3_xxs_q8_K>())},
     {.type = TensorType::kIQ1_S, .name = "iq1_s", .block_size = kSuperBlockSize,
      .bytes_per_block = sizeof(BlockIQ1_S), .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
-     .dequantize_row = ref::dequantize_row_iq1_s, .quantize_row_ref = nullptr,
+     .dequantize_row = ref::dequantize_row_iq1_s, .quantize_row_ref = ref::quantize_row_iq1_s,
      .vec_dot_ref = ref::vec_dot_iq1_s_q8_K,
      TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_iq1_s_q8_K>(),
                     .avx512 = by_rows<avx512::vec_dot_rows_iq1_s_q8_K>())},
@@ -221,7 +220,7 @@ constexpr std::array<TypeTraits, 27> kTypeTraits = {{
                     .avx512 = by_rows<avx512::vec_dot_rows_iq4_xs_q8_K>())},
     {.type = TensorType::kIQ1_M, .name = "iq1_m", .block_size = kSuperBlockSize,
      .bytes_per_block = sizeof(BlockIQ1_M), .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
-     .dequantize_row = ref::dequantize_row_iq1_m, .quantize_row_ref = nullptr,
+     .dequantize_row = ref::dequantize_row_iq1_m, .quantize_row_ref = ref::quantize_row_iq1_m,
      .vec_dot_ref = ref::vec_dot_iq1_m_q8_K,
      TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_iq1_m_q8_K>(),
                     .avx512 = by_rows<avx512::vec_dot_rows_iq1_m_q8_K>())},

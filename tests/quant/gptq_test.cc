@@ -151,7 +151,8 @@ TEST(Gptq, LowerOutputErrorThanRoundToNearestAndImportance) {
   for (TensorType type : {TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ4_1, TensorType::kQ2_K,
                           TensorType::kQ3_K, TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K,
                           TensorType::kIQ4_NL, TensorType::kIQ4_XS, TensorType::kIQ3_S, TensorType::kIQ3_XXS,
-                          TensorType::kIQ2_S, TensorType::kIQ2_XS, TensorType::kIQ2_XXS}) {
+                          TensorType::kIQ2_S, TensorType::kIQ2_XS, TensorType::kIQ2_XXS, TensorType::kIQ1_M,
+                          TensorType::kIQ1_S}) {
     ASSERT_TRUE(supports_gptq(type));
     SCOPED_TRACE(gguf::tensor_type_name(type));
     const size_t row_bytes = row_size(type, n);

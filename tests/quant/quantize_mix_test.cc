@@ -23,7 +23,9 @@ TEST(QuantizeMix, NamesAreCaseInsensitiveAndUnknownOnesFail) {
   EXPECT_EQ(find_mix("Q8_0")->base_type, TensorType::kQ8_0);
   EXPECT_FALSE(find_mix("Q4_K_X").has_value());
   EXPECT_FALSE(find_mix("").has_value());
-  EXPECT_EQ(all_mixes().size(), 24u);
+  EXPECT_EQ(all_mixes().size(), 28u);
+  EXPECT_EQ(find_mix("IQ1_M")->llama_file_type, 31u);
+  EXPECT_EQ(find_mix("TQ1_0")->llama_file_type, 36u);
   EXPECT_EQ(find_mix("IQ3_M")->llama_file_type, 27u);
   EXPECT_EQ(find_mix("iq2_m")->base_type, TensorType::kIQ2_S);
   EXPECT_EQ(find_mix("IQ2_S")->base_type, TensorType::kIQ2_XS);
@@ -74,6 +76,15 @@ TEST(QuantizeMix, LatticeMixesMatchLlamaCppOnGemma270m) {
   EXPECT_EQ(choose("IQ2_S", "blk.9.attn_output.weight", 1024).type, TensorType::kIQ3_S);
   EXPECT_EQ(choose("IQ2_XXS", "blk.9.attn_output.weight", 1024).type, TensorType::kIQ2_XXS);
   EXPECT_EQ(choose("IQ2_XXS", "blk.9.attn_v.weight", 640).wanted, TensorType::kQ4_K);
+  // IQ1_S / IQ1_M: as the 2-bit mixes, with IQ2_XXS for attn_output.
+  EXPECT_EQ(choose("IQ1_M", "blk.9.attn_output.weight", 1024).type, TensorType::kIQ2_XXS);
+  EXPECT_EQ(choose("IQ1_S", "blk.9.ffn_down.weight", 2048).type, TensorType::kIQ1_S);
+  EXPECT_EQ(choose("IQ1_S", "blk.0.ffn_down.weight", 2048).type, TensorType::kQ2_K);
+  EXPECT_EQ(choose("IQ1_S", "output.weight", 2048).type, TensorType::kQ5_K);
+  // TQ1_0 / TQ2_0: the base type throughout, Q4_0 where 256 does not divide a row.
+  EXPECT_EQ(choose("TQ2_0", "blk.9.ffn_down.weight", 2048).type, TensorType::kTQ2_0);
+  EXPECT_EQ(choose("TQ1_0", "blk.9.ffn_up.weight", 640).type, TensorType::kQ4_0);
+  EXPECT_EQ(choose("TQ1_0", "output.weight", 2048).type, TensorType::kQ6_K);
   // IQ4_XS: attn_v Q5_K with 4 heads per KV head; the first ffn_down Q5_K without an imatrix.
   EXPECT_EQ(choose("IQ4_XS", "blk.9.attn_v.weight", 640).wanted, TensorType::kQ5_K);
   EXPECT_EQ(choose("IQ4_XS", "blk.1.ffn_down.weight", 2048).type, TensorType::kQ5_K);
@@ -83,6 +94,7 @@ TEST(QuantizeMix, LatticeMixesMatchLlamaCppOnGemma270m) {
 TEST(QuantizeMix, LowBitLatticeTypesNeedAnImportanceMatrix) {
   EXPECT_TRUE(type_requires_importance(TensorType::kIQ2_XS, "blk.0.ffn_up.weight"));
   EXPECT_TRUE(type_requires_importance(TensorType::kIQ3_XXS, "blk.0.ffn_up.weight"));
+  EXPECT_TRUE(type_requires_importance(TensorType::kIQ1_M, "blk.0.ffn_up.weight"));
   EXPECT_FALSE(type_requires_importance(TensorType::kIQ3_S, "blk.0.ffn_up.weight"));
   EXPECT_FALSE(type_requires_importance(TensorType::kIQ2_XS, "output.weight"));
   EXPECT_FALSE(type_requires_importance(TensorType::kQ2_K, "blk.0.ffn_up.weight"));

@@ -18,7 +18,8 @@ constexpr TensorType kWeightedTypes[] = {TensorType::kQ4_0, TensorType::kQ4_1, T
                                          TensorType::kQ5_1, TensorType::kQ2_K, TensorType::kQ3_K,
                                          TensorType::kQ4_K, TensorType::kQ5_K, TensorType::kQ6_K,
                                          TensorType::kIQ3_S, TensorType::kIQ3_XXS, TensorType::kIQ2_S,
-                                         TensorType::kIQ2_XS, TensorType::kIQ2_XXS};
+                                         TensorType::kIQ2_XS, TensorType::kIQ2_XXS, TensorType::kIQ1_M,
+                                         TensorType::kIQ1_S};
 
 std::vector<float> round_trip(TensorType type, const std::vector<float>& x, const float* importance) {
   std::vector<uint8_t> q(row_size(type, static_cast<int64_t>(x.size())));

@@ -41,6 +41,8 @@ constexpr double kMaxRmsIQ3_XXS = 2.7e-1;
 constexpr double kMaxRmsIQ2_S = 4.4e-1;
 constexpr double kMaxRmsIQ2_XS = 4.9e-1;
 constexpr double kMaxRmsIQ2_XXS = 5.3e-1;
+constexpr double kMaxRmsIQ1_M = 6.2e-1;
+constexpr double kMaxRmsIQ1_S = 6.8e-1;
 
 struct RoundTripCase {
   TensorType type;
@@ -99,7 +101,8 @@ INSTANTIATE_TEST_SUITE_P(
                       RoundTripCase{TensorType::kQ2_K, kMaxRmsQ2_K}, RoundTripCase{TensorType::kIQ3_S, kMaxRmsIQ3_S},
                       RoundTripCase{TensorType::kIQ3_XXS, kMaxRmsIQ3_XXS}, RoundTripCase{TensorType::kIQ2_S, kMaxRmsIQ2_S},
                       RoundTripCase{TensorType::kIQ2_XS, kMaxRmsIQ2_XS},
-                      RoundTripCase{TensorType::kIQ2_XXS, kMaxRmsIQ2_XXS}),
+                      RoundTripCase{TensorType::kIQ2_XXS, kMaxRmsIQ2_XXS}, RoundTripCase{TensorType::kIQ1_M, kMaxRmsIQ1_M},
+                      RoundTripCase{TensorType::kIQ1_S, kMaxRmsIQ1_S}),
     case_name);
 
 // The activation formats carry sums that the dot products rely on.
