@@ -6,7 +6,9 @@ tokens as tokenmill? Uses the llama-cpp-python package.
 
 Prints, per prompt, the greedy continuation of both engines and how many leading tokens
 agree; exits non-zero if llama.cpp cannot load the file or a continuation differs before
-a near-tie (top-2 logit margin < 0.35 in llama.cpp's logits).
+a near-tie (top-2 logit margin below --near-tie, 0.35 by default, in llama.cpp's logits).
+On 2- and 3-bit files llama.cpp's own logits move by more than 0.1 between its batched
+and its one-token paths, so a wider margin is the fair judge there.
 """
 import argparse
 import pathlib
@@ -23,6 +25,7 @@ def main():
     p.add_argument("model")
     p.add_argument("--bin", default=str(ROOT / "build" / "bin" / "tokenmill"))
     p.add_argument("-n", type=int, default=24)
+    p.add_argument("--near-tie", type=float, default=0.35, help="top-2 logit margin below which tokens may part")
     args = p.parse_args()
     try:
         import llama_cpp
@@ -49,7 +52,7 @@ def main():
         theirs = llm.detokenize(generated).decode(errors="replace")
         ours_ids = llm.tokenize(ours.encode(), add_bos=False)
         n_same = next((i for i, (a, b) in enumerate(zip(ours_ids, generated)) if a != b), min(len(ours_ids), len(generated)))
-        first_near_tie = next((i for i, m in enumerate(margins) if m < 0.35), len(margins))
+        first_near_tie = next((i for i, m in enumerate(margins) if m < args.near_tie), len(margins))
         ok = n_same >= min(first_near_tie, len(generated)) or theirs.startswith(ours.rstrip("\n"))
         failures += 0 if ok else 1
         print(f"{'OK ' if ok else 'DIFF'} {prompt!r}\n  llama.cpp: {theirs!r}\n  tokenmill: {ours!r}\n"

@@ -251,8 +251,10 @@ def test_our_iq3_mixes_have_llama_quantizes_layout_and_run_in_llama_cpp(tokenmil
     ours_types, their_types = tensor_types(tokenmill, ours), tensor_types(tokenmill, theirs)
     assert "iq3_s" in set(ours_types.values())
     assert ours_types == their_types
+    # IQ3_M parts on "salt and eggs / sugar", 0.25 apart in llama.cpp's batched logits
+    # but over 0.35 in its one-token ones: the wider margin of a 3-bit file.
     check = run([sys.executable, str(ROOT / "tools/check_llamacpp_interop.py"), str(ours), "--bin", tokenmill,
-                 "-n", "12"], timeout=600)
+                 "-n", "12", "--near-tie", "0.5"], timeout=600)
     assert check.returncode == 0, check.stdout + check.stderr
     assert check.stdout.count("OK ") == 3
 
@@ -280,9 +282,14 @@ def test_iq2_xs_needs_an_imatrix_then_runs_in_llama_cpp(tokenmill, default_model
     assert check.stdout.count("OK ") == 3
 
 
-def test_a_type_tokenmill_reads_but_does_not_write_is_named(tokenmill, default_model, tmp_path):
-    out = tmp_path / "out.gguf"
-    refused = run([tokenmill, "quantize", default_model, str(out), "IQ1_M"])
-    assert refused.returncode != 0 and "cannot write IQ1_M" in refused.stderr, refused.stderr
-    assert len(refused.stderr.strip().splitlines()) == 1
-    assert not out.exists()
+def test_the_ternary_mix_writes_tq2_0_where_the_rows_allow(tokenmill, default_model, tmp_path):
+    """TQ2_0 (for models trained ternary; it ruins any other) under llama-quantize's rule:
+    the 256-divisible rows ternary, Q4_0 for the 640-wide ones; the file loads and runs."""
+    out = tmp_path / "tq2_0.gguf"
+    result = run([tokenmill, "quantize", default_model, str(out), "TQ2_0", "-t", "2"])
+    assert result.returncode == 0, result.stderr
+    types = tensor_types(tokenmill, out)
+    assert types["blk.9.ffn_down.weight"] == "tq2_0" and types["blk.9.attn_output.weight"] == "tq2_0"
+    assert types["blk.9.ffn_up.weight"] == "q4_0"
+    gen = run([tokenmill, "run", "-m", str(out), "-p", "Hello", "-n", "4", "--temp", "0"])
+    assert gen.returncode == 0, gen.stderr
