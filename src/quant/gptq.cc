@@ -304,31 +304,11 @@ std::unique_ptr<GptqBlockCoder> make_coder(TensorType type) {
 
 }  // namespace
 
-// The types with a block coder: fit_block's affine grids, IQ4 and the lattice i-quants.
-// Other weighted types (quantize_model) are quantized with the Hessian's diagonal as
-// their importance, without the error compensation.
+// The types with a block coder: every importance-weighted format but MXFP4, whose
+// 32 weights share one power-of-two scale (quantize_model gives it diag(H) as its
+// importance, without the compensation).
 bool supports_gptq(gguf::TensorType type) {
-  switch (type) {
-    case TensorType::kQ4_0:
-    case TensorType::kQ4_1:
-    case TensorType::kQ5_0:
-    case TensorType::kQ5_1:
-    case TensorType::kQ2_K:
-    case TensorType::kQ3_K:
-    case TensorType::kQ4_K:
-    case TensorType::kQ5_K:
-    case TensorType::kQ6_K:
-    case TensorType::kIQ4_NL:
-    case TensorType::kIQ4_XS:
-    case TensorType::kIQ2_XXS:
-    case TensorType::kIQ2_XS:
-    case TensorType::kIQ2_S:
-    case TensorType::kIQ3_XXS:
-    case TensorType::kIQ3_S:
-    case TensorType::kIQ1_S:
-    case TensorType::kIQ1_M: return true;
-    default: return false;
-  }
+  return supports_weighted_quantization(type) && type != TensorType::kMXFP4;
 }
 
 bool cholesky_upper(double* a, int64_t n, ThreadPool* pool) {
