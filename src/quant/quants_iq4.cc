@@ -16,6 +16,7 @@
 #include "quant/blocks.h"
 #include "quant/gptq_block_coder.h"
 #include "quant/kernels_ref.h"
+#include "quant/scale_search.h"
 
 namespace tokenmill::quant::ref {
 
@@ -102,12 +103,6 @@ void group_weights(const float* x, const float* importance, float sigma2, float*
   for (int i = 0; i < kGroup; ++i) {
     w[i] = importance != nullptr ? importance[i] * std::sqrt(sigma2 + x[i] * x[i]) : x[i] * x[i];
   }
-}
-
-float mean_square(const float* x, int64_t n) {
-  double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
-  return n > 0 ? static_cast<float>(sum / static_cast<double>(n)) : 0.0f;
 }
 
 void quantize_iq4_nl(const float* x, BlockIQ4_NL* blocks, int64_t n, const float* importance) {

@@ -33,6 +33,7 @@
 #include "quant/gptq_block_coder.h"
 #include "quant/iq_grids.h"
 #include "quant/kernels_ref.h"
+#include "quant/scale_search.h"
 
 namespace tokenmill::quant::ref {
 
@@ -91,18 +92,15 @@ class NeighbourTable {
  public:
   explicit NeighbourTable(const LatticeSpec& spec) : k_(spec.n_neighbours) {
     const size_t n_values = static_cast<size_t>(spec.n_points) * spec.dims;
-    for (int v = 0; v < n_variants(spec); ++v) {
-      values_[v].resize(n_values);
-      const float shift = v == 0 ? spec.shift : -spec.shift;
-      for (size_t i = 0; i < n_values; ++i) {
-        values_[v][i] = (spec.grid ? static_cast<float>(spec.grid[i]) : static_cast<float>(spec.signed_grid[i])) + shift;
-      }
+    std::vector<float> unshifted(n_values);
+    for (size_t i = 0; i < n_values; ++i) {
+      unshifted[i] = spec.grid ? static_cast<float>(spec.grid[i]) : static_cast<float>(spec.signed_grid[i]);
     }
-    const std::vector<float> unshifted = [&] {
-      std::vector<float> g(n_values);
-      for (size_t i = 0; i < n_values; ++i) g[i] = values_[0][i] - spec.shift;
-      return g;
-    }();
+    for (int v = 0; v < n_variants(spec); ++v) {
+      const float shift = v == 0 ? spec.shift : -spec.shift;
+      values_[v].resize(n_values);
+      for (size_t i = 0; i < n_values; ++i) values_[v][i] = unshifted[i] + shift;
+    }
     int n_keys = 1;
     for (int d = 0; d < spec.dims; ++d) n_keys *= spec.n_levels;
     list_.resize(static_cast<size_t>(n_keys) * k_);
@@ -430,17 +428,11 @@ void pack(const LatticeBlock& q, BlockIQ1_M* b) {
   for (int w = 0; w < 4; ++w) b->scales[w] |= static_cast<uint16_t>(((q.d >> (4 * w)) & 0xf) << 12);
 }
 
-float row_mean_square(const float* x, int64_t n) {
-  double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
-  return n > 0 ? static_cast<float>(sum / static_cast<double>(n)) : 0.0f;
-}
-
 template <typename Block>
 void quantize_lattice(const LatticeSpec& spec, const NeighbourTable& table, const float* x, void* dst, int64_t n,
                       const float* importance) {
   const LatticeSearch search(spec, table);
-  const float sigma2 = importance != nullptr ? row_mean_square(x, n) : 0.0f;
+  const float sigma2 = importance != nullptr ? mean_square(x, n) : 0.0f;
   auto* blocks = static_cast<Block*>(dst);
   float w[kSuperBlockSize];
   LatticeBlock q;

@@ -36,12 +36,6 @@ void error_weights(const float* x, const float* importance, float sigma2, int n,
   for (int i = 0; i < n; ++i) weights[i] = importance[i] * std::sqrt(sigma2 + x[i] * x[i]);
 }
 
-float mean_square(const float* x, int64_t n) {
-  double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
-  return n > 0 ? static_cast<float>(sum / static_cast<double>(n)) : 0.0f;
-}
-
 // ------------------------------------------------------------------- legacy (32 wide)
 
 // Symmetric 32-element block: x ~= d * (q - n_max), q in [0, 2 n_max - 1].

@@ -177,4 +177,10 @@ float fit_scale_and_min(int n, int n_max, const float* x, const float* weights, 
   return scale;
 }
 
+float mean_square(const float* x, int64_t n) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  return n > 0 ? static_cast<float>(sum / static_cast<double>(n)) : 0.0f;
+}
+
 }  // namespace tokenmill::quant

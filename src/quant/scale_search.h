@@ -25,6 +25,10 @@ inline int clamp_int(int value, int lo, int hi) { return value < lo ? lo : (valu
 // absmax) and keeps the one with the best weighted least-squares fit. Error weights are
 // weights[i] if given, else x[i]^2. Writes L[i] = level + n_max and returns the scale
 // (0 for an all-zero group, with L all zero).
+// The mean of x^2 over x[0, n) (0 for n = 0), summed in double: sigma2 of the weighted
+// quantizers' error weights importance * sqrt(sigma2 + x^2).
+float mean_square(const float* x, int64_t n);
+
 float fit_symmetric_scale(int n, int n_max, const float* x, int8_t* L, const float* weights);
 
 // Symmetric levels in [-n_max, n_max - 1] with weights x[i]^2, refined one level at a time
