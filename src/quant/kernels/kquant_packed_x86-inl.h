@@ -7,6 +7,7 @@
 //     static constexpr int kLanes;      // weight rows per pass: 16 (AVX-512) or 8 (AVX2)
 //     static constexpr int kTokenTile;  // tokens whose sums stay in registers together
 //     static I load(const uint8_t* p);  // kLanes dwords
+//     static I broadcast4(const int8_t* p);  // the dword at p in every lane, from memory
 //     static F load_f16(const uint8_t* p);  // kLanes F16 values as floats
 //     static F f16_low(I x);            // each lane's low 16 bits, an F16, as a float
 //     // Sub-block sums: part = dot4(part, u, s) adds the u8 * s8 products of each lane's
@@ -227,6 +228,67 @@ struct Accumulator {
   }
 };
 
+// One pass's rows of one packed super-block against kTokens staged tokens, into acc.
+template <typename Format, int kTokens>
+__attribute__((always_inline)) inline void dot_packed_block(const uint8_t* block, int half, const int8_t* q,
+                                                            const TokenBlock* meta, Accumulator* acc) {
+  using I = typename V::I;
+  // The passes of one super-block read the same token quants: left visible, the compiler
+  // hoists their 64 addresses out of the pass loop and spills them to the stack.
+  asm("" : "+r"(q));
+  const auto p = Format::header(block, half);
+  I total[kTokens];
+  for (int t = 0; t < kTokens; ++t) total[t] = V::zero();
+  for (int i = 0; i < Format::kPairs; ++i) {
+    for (int t = 0; t < kTokens; ++t) total[t] = V::dot2(total[t], p.pairs[i], V::set1_32(meta[t].pairs[i]));
+  }
+  if constexpr (Format::kHasMin) {  // that was M; T_lo starts from zero (Q6_K: from its -32 terms)
+    for (int t = 0; t < kTokens; ++t) {
+      acc[t].add_min(total[t], p.dmin, meta[t].d);
+      total[t] = V::zero();
+    }
+  }
+  // T_lo's sub-blocks, then T_hi's; kTokens independent dot4 chains in flight.
+  // (Unrolled: the chains must stay in registers. T_lo goes into the sums as soon as it
+  // is complete: kept to the end, 8 tokens' totals, sub-block sums, T_lo's and sums
+  // needed all 32 registers, and the sums were spilled to the stack.)
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+#pragma GCC unroll 8
+    for (int s = 0; s < Format::kSubBlocks / 2; ++s) {
+      const int j = Format::kSubBlockOrder[h * Format::kSubBlocks / 2 + s];
+      const I scale = V::scale_operand(p.scales[j]);
+      constexpr int kGroup = V::kInt16Sums ? Format::kInt16Group : Format::kDwords;
+      I part[kTokens];
+      for (int t = 0; t < kTokens; ++t) part[t] = V::zero();
+#pragma GCC unroll 8
+      for (int k = 0; k < Format::kDwords; ++k) {
+        const int dword = j * Format::kDwords + k;
+        const I codes = Format::code(block, half, dword);
+        for (int t = 0; t < kTokens; ++t) {
+          part[t] = V::dot4(part[t], codes, V::broadcast4(q + t * kSuperBlockSize + 4 * dword));
+        }
+        if ((k + 1) % kGroup == 0) {
+          for (int t = 0; t < kTokens; ++t) {
+            total[t] = V::add(total[t], V::scale_sum(part[t], scale));
+            part[t] = V::zero();
+          }
+        }
+      }
+    }
+    for (int t = 0; t < kTokens; ++t) {
+      acc[t].add_half(total[t], p.d, meta[t].d);
+      total[t] = V::zero();
+    }
+  }
+}
+
+// Up to this many tokens, a panel of several passes (8 lanes) runs every pass on a
+// super-block before the next one, so each 64-byte line is used whole while it is in L1;
+// more tokens run pass by pass over the whole panel, whose accumulators would not fit the
+// registers beside each other. Each lane's operations are the same in either order.
+constexpr int kInterleavedPassTokens = 2;
+
 // A packed panel (n_blocks super-blocks) against kTokens staged tokens: out[t * out_stride
 // + r] for its first n_rows rows (out may be null), and with row_max each token's results
 // folded into row_max[t] as columns first_column ... (whole panels only). One prefetch
@@ -234,68 +296,34 @@ struct Accumulator {
 template <typename Format, int kTokens>
 void dot_packed_panel(int64_t n_blocks, const uint8_t* panel, StagedTokens tokens, int64_t n_rows, float* out,
                       int64_t out_stride, PrefetchCursor& prefetch, RunningMax* row_max, int64_t first_column) {
-  using I = typename V::I;
   constexpr size_t kBlockBytes = kPanelRows * sizeof(typename Format::Block);
-  for (int half = 0; half < kPanelRows / V::kLanes; ++half) {
-    if (half * V::kLanes >= n_rows) break;
-    Accumulator acc[kTokens];
+  constexpr int kPasses = kPanelRows / V::kLanes;
+  const int passes = static_cast<int>((n_rows + V::kLanes - 1) / V::kLanes) < kPasses
+                         ? static_cast<int>((n_rows + V::kLanes - 1) / V::kLanes)
+                         : kPasses;
+  Accumulator acc[kPasses][kTokens];
+  auto run = [&](int64_t b, int half) {
+    prefetch.step();
+    dot_packed_block<Format, kTokens>(panel + static_cast<size_t>(b) * kBlockBytes, half, tokens.block_quants(b),
+                                      tokens.block_meta(b), acc[half]);
+  };
+  if constexpr (kPasses > 1 && kTokens <= kInterleavedPassTokens) {
     for (int64_t b = 0; b < n_blocks; ++b) {
-      prefetch.step();
-      const uint8_t* block = panel + static_cast<size_t>(b) * kBlockBytes;
-      const auto p = Format::header(block, half);
-      const int8_t* q = tokens.block_quants(b);
-      const TokenBlock* meta = tokens.block_meta(b);
-      I total[kTokens];
-      for (int t = 0; t < kTokens; ++t) total[t] = V::zero();
-      for (int i = 0; i < Format::kPairs; ++i) {
-        for (int t = 0; t < kTokens; ++t) total[t] = V::dot2(total[t], p.pairs[i], V::set1_32(meta[t].pairs[i]));
-      }
-      if constexpr (Format::kHasMin) {  // that was M; T_lo starts from zero (Q6_K: from its -32 terms)
-        for (int t = 0; t < kTokens; ++t) {
-          acc[t].add_min(total[t], p.dmin, meta[t].d);
-          total[t] = V::zero();
-        }
-      }
-      // T_lo's sub-blocks, then T_hi's; kTokens independent dot4 chains in flight.
-      // (Unrolled: the chains must stay in registers. T_lo goes into the sums as soon as it
-      // is complete: kept to the end, 8 tokens' totals, sub-block sums, T_lo's and sums
-      // needed all 32 registers, and the sums were spilled to the stack.)
-#pragma GCC unroll 2
-      for (int h = 0; h < 2; ++h) {
-#pragma GCC unroll 8
-        for (int s = 0; s < Format::kSubBlocks / 2; ++s) {
-          const int j = Format::kSubBlockOrder[h * Format::kSubBlocks / 2 + s];
-          const I scale = V::scale_operand(p.scales[j]);
-          constexpr int kGroup = V::kInt16Sums ? Format::kInt16Group : Format::kDwords;
-          I part[kTokens];
-          for (int t = 0; t < kTokens; ++t) part[t] = V::zero();
-#pragma GCC unroll 8
-          for (int k = 0; k < Format::kDwords; ++k) {
-            const int dword = j * Format::kDwords + k;
-            const I codes = Format::code(block, half, dword);
-            for (int t = 0; t < kTokens; ++t) {
-              int32_t quants;
-              std::memcpy(&quants, q + t * kSuperBlockSize + 4 * dword, sizeof quants);
-              part[t] = V::dot4(part[t], codes, V::set1_32(quants));
-            }
-            if ((k + 1) % kGroup == 0) {
-              for (int t = 0; t < kTokens; ++t) {
-                total[t] = V::add(total[t], V::scale_sum(part[t], scale));
-                part[t] = V::zero();
-              }
-            }
-          }
-        }
-        for (int t = 0; t < kTokens; ++t) {
-          acc[t].add_half(total[t], p.d, meta[t].d);
-          total[t] = V::zero();
-        }
+#pragma GCC unroll 1
+      for (int half = 0; half < kPasses; ++half) {
+        if (half < passes) run(b, half);
       }
     }
+  } else {
+    for (int half = 0; half < passes; ++half) {
+      for (int64_t b = 0; b < n_blocks; ++b) run(b, half);
+    }
+  }
+  for (int half = 0; half < passes; ++half) {
     const int64_t rows = n_rows - half * V::kLanes;
     for (int t = 0; t < kTokens; ++t) {
-      if (out != nullptr) V::store(out + t * out_stride + half * V::kLanes, acc[t].sum, rows < V::kLanes ? static_cast<int>(rows) : V::kLanes);
-      if (row_max != nullptr) V::fold_max(acc[t].sum, first_column + half * V::kLanes, row_max[t]);
+      if (out != nullptr) V::store(out + t * out_stride + half * V::kLanes, acc[half][t].sum, rows < V::kLanes ? static_cast<int>(rows) : V::kLanes);
+      if (row_max != nullptr) V::fold_max(acc[half][t].sum, first_column + half * V::kLanes, row_max[t]);
     }
   }
 }

@@ -62,6 +62,11 @@ struct V {
   static constexpr int kTokenTile = 8;
   static I load(const uint8_t* p) { return _mm512_loadu_si512(p); }
   static F load_f16(const uint8_t* p) { return _mm512_cvtph_ps(load_256(p)); }
+  static I broadcast4(const int8_t* p) {
+    int32_t x;
+    std::memcpy(&x, p, sizeof x);
+    return _mm512_set1_epi32(x);
+  }
   static F f16_low(I x) { return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(x)); }
   static constexpr bool kInt16Sums = false;
   static I dot4(I part, I u, I s) { return _mm512_dpbusd_epi32(part, u, s); }

@@ -30,6 +30,7 @@ struct V {
   static constexpr int kTokenTile = 4;  // 16 vector registers
   static constexpr bool kInt16Sums = true;
   static I load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static I broadcast4(const int8_t* p) { return broadcast_dword(p); }
   static F load_f16(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   static F f16_low(I x) {
     const I low = _mm256_and_si256(x, _mm256_set1_epi32(0xffff));  // vpackusdw keeps it as it is

@@ -173,7 +173,7 @@ StagedTokens stage_tokens(int64_t n_blocks, const uint8_t* a, size_t a_stride, i
   return {meta, quants, n_tokens};
 }
 
-inline __m256i broadcast_dword(const uint8_t* p) { return _mm256_set1_epi32(static_cast<int>(load_u32(p))); }
+
 
 // isum[t] of one half of a block for kTokens tokens (q: the block's staged quants).
 template <typename Format, int kTokens, bool kVnni>

@@ -59,6 +59,13 @@ inline uint32_t load_u32(const uint8_t* bytes) {
   return value;
 }
 
+// The 4 bytes at p in every dword lane. vbroadcastss from memory is one load; the
+// set1_epi32(load) spelling compiles to a general-register load, vmovd and vpbroadcastd
+// (the last on a shuffle port), which in an inner loop costs more than the dot product.
+inline __m256i broadcast_dword(const void* p) {
+  return _mm256_castps_si256(_mm256_broadcast_ss(static_cast<const float*>(p)));
+}
+
 // Rows per cache panel of a matrix kernel: the panel's weights (about kPanelBytes) stay
 // in the core's L2 cache while every token tile passes over them, so each weight byte
 // comes from memory once per matmul and each activation row once per panel (a row
