@@ -100,12 +100,15 @@ SuperBlockSums k4_sums(const Block& x, const BlockQ8_K& y) {
 SuperBlockSums sums_q6_K(const BlockQ6_K& x, const BlockQ8_K& y) {
   const __m256i low_nibble = _mm256_set1_epi8(0x0f);
   const __m256i bits_4_5 = _mm256_set1_epi8(0x30);
-  // Picks scale bytes s, s (x8) and s + 1 (x8) out of the 16 scales; step by 2.
-  __m128i pair_select = _mm_set_epi64x(0x0101010101010101, 0);
   const __m128i scales_i8 = load_128(x.scales);
+  // The scales as int16, the even ones in the low 128-bit lane and the odd ones in the
+  // high: word m of each lane picked by one vpshufb gives s_2m (x8) | s_2m+1 (x8).
+  const __m256i scales_even_odd = _mm256_cvtepi8_epi16(
+      _mm_shuffle_epi8(scales_i8, _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15)));
   // The -32 of every level: 32 * sum_j scale_j * bsums[j].
   const __m256i offset_products = _mm256_madd_epi16(load_256(y.bsums), _mm256_cvtepi8_epi16(scales_i8));
   __m256i half_sums[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
+#pragma GCC unroll 2
   for (int half = 0; half < 2; ++half) {
     const uint8_t* ql = x.ql + 64 * half;
     const __m256i qh = load_256(x.qh + 32 * half);
@@ -119,16 +122,18 @@ SuperBlockSums sums_q6_K(const BlockQ6_K& x, const BlockQ8_K& y) {
         _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(ql_1, 4), low_nibble),
                         _mm256_and_si256(_mm256_srli_epi16(qh, 2), bits_4_5)),
     };
+#pragma GCC unroll 4
     for (int k = 0; k < 4; ++k) {
       // int16 lanes 0..7 cover group 2m, lanes 8..15 group 2m + 1 (m = 4 half + k).
+      const int m = 4 * half + k;
       const __m256i pairs = _mm256_maddubs_epi16(q[k], load_256(y.qs + 128 * half + 32 * k));
-      const __m256i scales = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(scales_i8, pair_select));
+      const __m256i scales = _mm256_shuffle_epi8(scales_even_odd, _mm256_set1_epi16(static_cast<int16_t>(0x0100 + 0x0202 * m)));
       half_sums[k % 2] = _mm256_add_epi32(half_sums[k % 2], _mm256_madd_epi16(pairs, scales));
-      pair_select = _mm_add_epi8(pair_select, _mm_set1_epi8(2));
     }
   }
   const __m256i t_lo = _mm256_sub_epi32(half_sums[0], _mm256_slli_epi32(offset_products, 5));
-  return {hsum_epi32(t_lo), hsum_epi32(half_sums[1]), 0};
+  const __m128i t = hsum2_epi32(t_lo, half_sums[1]);
+  return {_mm_cvtsi128_si32(t), _mm_extract_epi32(t, 1), 0};
 }
 
 // d and dmin of each format's super-block, as floats.

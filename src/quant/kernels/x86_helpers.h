@@ -94,6 +94,13 @@ inline int32_t hsum_epi32(__m256i v) {
   return _mm_cvtsi128_si32(s);
 }
 
+// The lane sums of a and b, in lanes 0 and 1 of the result (one reduction for both).
+inline __m128i hsum2_epi32(__m256i a, __m256i b) {
+  const __m256i pairs = _mm256_add_epi32(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
+  const __m128i s = _mm_add_epi32(_mm256_castsi256_si128(pairs), _mm256_extracti128_si256(pairs, 1));
+  return _mm_add_epi32(s, _mm_unpackhi_epi64(s, s));
+}
+
 inline float hmax_ps(__m256 v) {
   __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_max_ps(s, _mm_movehl_ps(s, s));
