@@ -36,7 +36,7 @@ struct V {
     const I low = _mm256_and_si256(x, _mm256_set1_epi32(0xffff));  // vpackusdw keeps it as it is
     return _mm256_cvtph_ps(_mm_packus_epi32(_mm256_castsi256_si128(low), _mm256_extracti128_si256(low, 1)));
   }
-  static I dot4(I part, I u, I s) { return _mm256_add_epi16(part, _mm256_maddubs_epi16(u, s)); }
+  static I dot4(I part, I u, I s) { return in_register(_mm256_add_epi16(part, _mm256_maddubs_epi16(u, s))); }
   static I scale_operand(I sc) {  // (sc, sc) as int16 pairs
     return _mm256_or_si256(_mm256_and_si256(sc, _mm256_set1_epi32(0xffff)), _mm256_slli_epi32(sc, 16));
   }

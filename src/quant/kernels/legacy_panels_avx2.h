@@ -211,7 +211,7 @@ __attribute__((always_inline)) inline void block_sums(const uint8_t* block, int 
 #pragma GCC unroll 8
       for (int t = 0; t < kTokens; ++t) {
         const __m256i a = _mm256_sign_epi8(broadcast_dword(q + t * kLegacyBlockSize + 4 * k), levels);
-        isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitudes, a), ones_16));
+        isum[t] = in_register(_mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitudes, a), ones_16)));
       }
     }
   } else {
@@ -229,7 +229,8 @@ __attribute__((always_inline)) inline void block_sums(const uint8_t* block, int 
       for (int k = 4 * g; k < 4 * g + 4; ++k) {
 #pragma GCC unroll 8
         for (int t = 0; t < kTokens; ++t) {
-          pairs[t] = _mm256_add_epi16(pairs[t], _mm256_maddubs_epi16(codes[k], broadcast_dword(q + t * kLegacyBlockSize + 4 * k)));
+          pairs[t] = in_register(
+              _mm256_add_epi16(pairs[t], _mm256_maddubs_epi16(codes[k], broadcast_dword(q + t * kLegacyBlockSize + 4 * k))));
         }
       }
 #pragma GCC unroll 8

@@ -94,6 +94,15 @@ inline int32_t hsum_epi32(__m256i v) {
   return _mm_cvtsi128_si32(s);
 }
 
+// v, as a value the compiler must have in a register here. A running sum passed through
+// this after each add stays a chain: GCC otherwise reassociates a tile's integer adds into
+// trees whose pending products outnumber the 16 AVX2 registers and are spilled to the
+// stack, which in a many-token tile costs more than the arithmetic.
+inline __m256i in_register(__m256i v) {
+  asm("" : "+x"(v));
+  return v;
+}
+
 // The lane sums of a and b, in lanes 0 and 1 of the result (one reduction for both).
 inline __m128i hsum2_epi32(__m256i a, __m256i b) {
   const __m256i pairs = _mm256_add_epi32(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
