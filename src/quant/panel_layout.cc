@@ -57,13 +57,14 @@ RowBlock row_block(gguf::TensorType type, const uint8_t* block) {
   }
 }
 
-// The K-quants' layout: a panel super-block is its 16 rows' blocks interleaved dword by
+// The K-quants' (and IQ4_XS's) layout: a panel super-block is its 16 rows' blocks interleaved dword by
 // dword (whole dwords only; the rest of each block, Q6_K's d, follows row by row).
 size_t k_quant_block_bytes(gguf::TensorType type) {
   switch (type) {
     case gguf::TensorType::kQ4_K: return sizeof(BlockQ4_K);
     case gguf::TensorType::kQ5_K: return sizeof(BlockQ5_K);
     case gguf::TensorType::kQ6_K: return sizeof(BlockQ6_K);
+    case gguf::TensorType::kIQ4_XS: return sizeof(BlockIQ4_XS);
     default: return 0;
   }
 }

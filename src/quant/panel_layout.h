@@ -10,10 +10,10 @@
 //        512 + 2r)
 //   Q4_0 (288) / Q5_0 (352): 4 groups of 64: group j, bytes 4r .. 4r + 3 = bytes 4j .. 4j + 3
 //        of row r's packed nibbles; Q5_0 then the 16 rows' qh (4 bytes each); then the d's
-// Q4_K, Q5_K and Q6_K (their own kernels' layout, also the file's size): each super-block
-// of a panel is its 16 rows' blocks interleaved dword by dword, 16 * sizeof(block) bytes:
-//   group i (64 bytes), bytes 4r .. 4r + 3 = bytes 4i .. 4i + 3 of row r's block, for
-//   every whole dword of the block (Q4_K 36, Q5_K 44, Q6_K 52); then Q6_K's last two
+// Q4_K, Q5_K, Q6_K and IQ4_XS (their own kernels' layout, also the file's size): each
+// super-block of a panel is its 16 rows' blocks interleaved dword by dword, 16 *
+// sizeof(block) bytes: group i (64 bytes), bytes 4r .. 4r + 3 = bytes 4i .. 4i + 3 of row
+// r's block, for every whole dword of the block (Q4_K 36, Q5_K 44, Q6_K 52, IQ4_XS 34); then Q6_K's last two
 //   bytes (d) of the 16 rows, row r at 16 * 208 + 2r.
 // A 64-byte group is then one vector with lane r = row r, as a 16 x 16 dword transpose of
 // the rows would give it.

@@ -1,4 +1,4 @@
-// quant/panel_layout.h: packing Q8_0, Q4_0, Q5_0 and Q4_K, Q5_K, Q6_K rows into 16-row
+// quant/panel_layout.h: packing Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, Q6_K, IQ4_XS and MXFP4 rows into 16-row
 // panels loses nothing, and the AVX2 and AVX-512 kernels that read panels give the
 // row-major kernels' results bit for bit (and, where the CPU has both, each other's).
 
@@ -16,6 +16,7 @@
 
 #include "base/cpu_features.h"
 #include "base/first_max.h"
+#include "quant/blocks.h"
 #include "quant/kernels/dispatch.h"
 #include "quant/kernels/simd_kernels.h"
 #include "quant/quant.h"
@@ -44,7 +45,7 @@ Matrix random_matrix(TensorType type, int64_t n_rows, int64_t n_cols, uint32_t s
 }
 
 constexpr TensorType kPackedTypes[] = {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_0, TensorType::kQ4_K,
-                                       TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kMXFP4};
+                                       TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kIQ4_XS, TensorType::kMXFP4};
 
 // Every panel kernel set has the legacy _0 types; the others only some sets.
 bool every_set_has(TensorType type) {
@@ -256,6 +257,48 @@ TEST(PanelLayout, PanelKernelFoldsEachTokensFirstLargestResult) {
       }
     }
   }
+  }
+}
+
+TEST(PanelLayout, Iq4XsPanelsOnEveryScaleAndCode) {
+  // Random bytes: every stored scale 0 .. 63 (factor -32 .. 31) and every code, with d a
+  // finite F16 of either sign; against the reference and the row kernels.
+  constexpr int64_t kRows = 32, kCols = 2048;
+  const size_t row_bytes = row_size(TensorType::kIQ4_XS, kCols);
+  std::vector<uint8_t> rows(row_bytes * kRows);
+  uint32_t state = 12345;
+  for (uint8_t& byte : rows) {
+    state = state * 1664525u + 1013904223u;
+    byte = static_cast<uint8_t>(state >> 24);
+  }
+  auto* blocks = reinterpret_cast<BlockIQ4_XS*>(rows.data());
+  for (int64_t b = 0; b < kRows * kCols / kSuperBlockSize; ++b) {
+    blocks[b].d = static_cast<uint16_t>((b % 2 == 0 ? 0x3000 : 0xb000) | (blocks[b].d & 0x0fff));
+  }
+  std::vector<uint8_t> packed(rows.size());
+  pack_panels(TensorType::kIQ4_XS, rows.data(), kRows, row_bytes, packed.data());
+  const size_t input_bytes = row_size(TensorType::kQ8_K, kCols);
+  for (const PanelSet& set : panel_sets()) {
+    const SimdKernels kernels = set.kernels(TensorType::kIQ4_XS);
+    if (kernels.vec_dot_panels == nullptr) continue;  // AVX2: row kernels only
+    for (const int64_t n_tokens : {1, 9}) {
+      std::vector<uint8_t> input(input_bytes * static_cast<size_t>(n_tokens));
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        const std::vector<float> x = testing::random_normal(kCols, 900 + static_cast<uint32_t>(t));
+        quantize_row_ref(TensorType::kQ8_K, x.data(), input.data() + t * input_bytes, kCols);
+      }
+      std::vector<float> got(static_cast<size_t>(kRows * n_tokens));
+      kernels.vec_dot_panels(kCols, packed.data(), kRows, input.data(), input_bytes, n_tokens, got.data(), kRows,
+                             nullptr);
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        for (int64_t r = 0; r < kRows; ++r) {
+          const float expected = type_traits(TensorType::kIQ4_XS)
+                                     .vec_dot_ref(kCols, rows.data() + r * row_bytes, input.data() + t * input_bytes);
+          ASSERT_EQ(got[static_cast<size_t>(t * kRows + r)], expected)
+              << set.name << " row " << r << ", token " << t << " of " << n_tokens;
+        }
+      }
+    }
   }
 }
 

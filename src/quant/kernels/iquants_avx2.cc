@@ -9,6 +9,7 @@
 #include "quant/blocks.h"
 #include "quant/kernels/scratch.h"
 #include "quant/kernels/simd_kernels.h"
+#include "quant/kernels/x86_helpers.h"
 #include "quant/kernels_ref.h"
 #include "quant/panel_layout.h"
 
@@ -19,7 +20,7 @@ namespace {
 struct Iq4Dot {
   static __m256i dot(__m256i acc, __m256i u, __m256i s) {
     const __m256i pairs = _mm256_maddubs_epi16(u, s);
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+    return in_register(_mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1))));
   }
 };
 

@@ -8,6 +8,8 @@
 //     static constexpr int kTokenTile;  // tokens whose sums stay in registers together
 //     static I load(const uint8_t* p);  // kLanes dwords
 //     static I broadcast4(const int8_t* p);  // the dword at p in every lane, from memory
+//     static I table16(const uint8_t* t);     // t[0..15] in every 128-bit lane
+//     static I lookup16(I table, I index);    // each byte: table[index & 15] of its lane (vpshufb)
 //     static F load_f16(const uint8_t* p);  // kLanes F16 values as floats
 //     static F f16_low(I x);            // each lane's low 16 bits, an F16, as a float
 //     // Sub-block sums: part = dot4(part, u, s) adds the u8 * s8 products of each lane's
@@ -129,6 +131,8 @@ struct K4Format {
   static constexpr int kDwords = 8;
   static constexpr int kPairs = 4;
   static constexpr bool kHasMin = true;
+  static constexpr bool kOneTotal = false;
+  static constexpr bool kNeedsInt32Dot = false;
 
   static void token_pairs(const BlockQ8_K& y, int32_t* pairs) { k4_token_pairs(y, pairs); }
   __attribute__((always_inline)) static Header<kSubBlocks, kPairs> header(const uint8_t* block, int half) {
@@ -167,6 +171,8 @@ struct PackedQ6K {
   static constexpr int kDwords = 4;
   static constexpr int kPairs = 8;
   static constexpr bool kHasMin = false;
+  static constexpr bool kOneTotal = false;
+  static constexpr bool kNeedsInt32Dot = false;
   static constexpr int kInt16Group = 2;  // 2 * 2 * 63 * 128 < 2^15
   // T_lo (with every sub-block's -32 term), then T_hi: bytes 0..31 of the row kernels'
   // 64-quant steps are sub-blocks j with bit 1 of j clear.
@@ -205,6 +211,60 @@ struct PackedQ6K {
     h.d = V::load_f16(block + kPanelRows * offsetof(Block, d) + half * V::kLanes * 2);
     h.dmin = V::set1_ps(0.0f);
     return h;
+  }
+};
+
+// IQ4_XS: 4-bit indices into 16 non-uniform levels (-127 .. 113), eight sub-blocks of 32
+// with 6-bit scales (stored s, factor s - 32) and no minimum. The codes are the levels plus
+// 128 (1 .. 241, unsigned), and the -128 of every one comes off T through the token's
+// sub-block sums: pairs (-128 sc_2i, -128 sc_2i+1) against (s_2i, s_2i+1). Products of
+// codes that large need int32 sums (vpdpbusd): vpmaddubsw's int16 pairs would saturate, so
+// only the AVX-512 body takes this format (kNeedsInt32Dot). The reference fuses each
+// super-block's whole T in one step (kOneTotal), not in two halves.
+struct PackedIQ4XS {
+  using Block = BlockIQ4_XS;
+  static constexpr int kSubBlocks = 8;
+  static constexpr int kDwords = 8;
+  static constexpr int kPairs = 4;
+  static constexpr bool kHasMin = false;
+  static constexpr bool kOneTotal = true;
+  static constexpr bool kNeedsInt32Dot = true;
+  static constexpr int kInt16Group = 1;  // unused: kNeedsInt32Dot
+  static constexpr int kSubBlockOrder[kSubBlocks] = {0, 1, 2, 3, 4, 5, 6, 7};
+  static constexpr uint8_t kCodes[16] = {1, 24, 45, 63, 79, 93, 106, 118, 129, 141, 153, 166, 181, 197, 217, 241};
+
+  static void token_pairs(const BlockQ8_K& y, int32_t* pairs) { k4_token_pairs(y, pairs); }
+  // Dword 0 of a block: d, then scales_h (bits 2j, 2j + 1: the high bits of s_j); dword 1:
+  // scales_l (bits 4j .. 4j + 3: the low bits of s_j).
+  __attribute__((always_inline)) static Header<kSubBlocks, kPairs> header(const uint8_t* block, int half) {
+    using I = typename V::I;
+    const uint8_t* p = pass_dwords(block, half);
+    Header<kSubBlocks, kPairs> h;
+    const I head = V::load(p), low = V::load(p + 64);
+    const I high = V::srli(head, 16);
+    h.d = V::f16_low(head);
+    h.dmin = V::set1_ps(0.0f);
+    for (int j = 0; j < kSubBlocks; ++j) {
+      const I stored = V::or_(V::and_(V::srli(low, 4 * j), V::set1_32(0x0f)),
+                              V::slli(V::and_(V::srli(high, 2 * j), V::set1_32(3)), 4));
+      h.scales[j] = V::sub(stored, V::set1_32(32));
+    }
+    for (int i = 0; i < kPairs; ++i) {
+      const I lo = V::sub(V::zero(), V::slli(h.scales[2 * i], 7));
+      const I hi = V::sub(V::zero(), V::slli(h.scales[2 * i + 1], 7));
+      h.pairs[i] = V::or_(V::and_(lo, V::set1_32(0xffff)), V::slli(hi, 16));
+    }
+    return h;
+  }
+  // Sub-block j's 16 qs bytes hold its elements 0-15 in their low nibbles and 16-31 in
+  // their high ones: code dword k < 4 is low nibbles of qs dword 4j + k, k >= 4 the high
+  // nibbles of qs dword 4j + k - 4.
+  __attribute__((always_inline)) static typename V::I code(const uint8_t* block, int half, int i) {
+    const uint8_t* p = pass_dwords(block, half);
+    const int j = i / 8, k = i % 8;
+    const typename V::I packed = V::load(p + 64 * (offsetof(Block, qs) / 4 + 4 * j + k % 4));
+    const typename V::I index = V::and_(k < 4 ? packed : V::srli(packed, 4), V::set1_8(0x0f));
+    return V::lookup16(V::table16(kCodes), index);
   }
 };
 
@@ -276,9 +336,11 @@ __attribute__((always_inline)) inline void dot_packed_block(const uint8_t* block
         }
       }
     }
-    for (int t = 0; t < kTokens; ++t) {
-      acc[t].add_half(total[t], p.d, meta[t].d);
-      total[t] = V::zero();
+    if (!Format::kOneTotal || h == 1) {
+      for (int t = 0; t < kTokens; ++t) {
+        acc[t].add_half(total[t], p.d, meta[t].d);
+        total[t] = V::zero();
+      }
     }
   }
 }
@@ -336,6 +398,7 @@ void dot_packed_panel(int64_t n_blocks, const uint8_t* panel, StagedTokens token
 template <typename Format, bool kPrefetch>
 void dot_packed_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride, int64_t n_a_rows,
                        float* out, int64_t out_stride, RunningMax* row_max) {
+  static_assert(!(Format::kNeedsInt32Dot && V::kInt16Sums), "this format's products need int32 dot products");
   constexpr int kTile = V::kTokenTile;
   const auto* weights = static_cast<const uint8_t*>(w);
   const auto* activations = static_cast<const uint8_t*>(a);
@@ -361,7 +424,8 @@ void dot_packed_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a
 }
 
 // The entry points of simd_kernels.h for one kernel file, outside its anonymous namespace
-// (vec_dot_panels_q6_K_q8_K is tested but not chosen: slower than the row kernels).
+// (vec_dot_panels_q6_K_q8_K is tested but not chosen: slower than the row kernels; IQ4_XS's
+// are the AVX-512 file's only, TM_PACKED_IQ4_XS_ENTRIES).
 #define TM_PACKED_KQUANT_ENTRY(name, Format, kPrefetch)                                                       \
   void name(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride, int64_t n_a_rows,     \
             float* out, int64_t out_stride, RunningMax* row_max) {                                            \
@@ -373,3 +437,6 @@ void dot_packed_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a
   TM_PACKED_KQUANT_ENTRY(vec_dot_panels_q5_K_q8_K, PackedQ5K, true)                 \
   TM_PACKED_KQUANT_ENTRY(vec_dot_panels_q5_K_q8_K_unprefetched, PackedQ5K, false)   \
   TM_PACKED_KQUANT_ENTRY(vec_dot_panels_q6_K_q8_K, PackedQ6K, true)
+#define TM_PACKED_IQ4_XS_ENTRIES()                                                   \
+  TM_PACKED_KQUANT_ENTRY(vec_dot_panels_iq4_xs_q8_K, PackedIQ4XS, true)             \
+  TM_PACKED_KQUANT_ENTRY(vec_dot_panels_iq4_xs_q8_K_unprefetched, PackedIQ4XS, false)

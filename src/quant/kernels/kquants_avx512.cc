@@ -62,6 +62,8 @@ struct V {
   static constexpr int kTokenTile = 8;
   static I load(const uint8_t* p) { return _mm512_loadu_si512(p); }
   static F load_f16(const uint8_t* p) { return _mm512_cvtph_ps(load_256(p)); }
+  static I table16(const uint8_t* t) { return _mm512_maskz_broadcast_i32x4(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(t))); }
+  static I lookup16(I table, I index) { return _mm512_shuffle_epi8(table, index); }
   static I broadcast4(const int8_t* p) {
     int32_t x;
     std::memcpy(&x, p, sizeof x);
@@ -580,6 +582,7 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
 }  // namespace
 
 TM_PACKED_KQUANT_ENTRIES()
+TM_PACKED_IQ4_XS_ENTRIES()
 
 void vec_dot_matrix_q4_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {

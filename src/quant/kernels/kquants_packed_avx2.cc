@@ -30,6 +30,8 @@ struct V {
   static constexpr int kTokenTile = 4;  // 16 vector registers
   static constexpr bool kInt16Sums = true;
   static I load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+  static I table16(const uint8_t* t) { return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t))); }
+  static I lookup16(I table, I index) { return _mm256_shuffle_epi8(table, index); }
   static I broadcast4(const int8_t* p) { return broadcast_dword(p); }
   static F load_f16(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   static F f16_low(I x) {

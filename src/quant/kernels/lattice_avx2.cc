@@ -9,6 +9,7 @@
 #include "quant/iq_grids.h"
 #include "quant/kernels/scratch.h"
 #include "quant/kernels/simd_kernels.h"
+#include "quant/kernels/x86_helpers.h"
 #include "quant/kernels_ref.h"
 
 namespace tokenmill::quant::avx2 {
@@ -17,7 +18,7 @@ namespace {
 
 struct LatticeDot {
   static __m256i dot(__m256i acc, __m256i u, __m256i s, __m256i scales) {
-    return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scales));
+    return in_register(_mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), scales)));
   }
 };
 
