@@ -1,5 +1,6 @@
 #include "quant/kernels/dispatch.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cassert>
@@ -131,9 +132,19 @@ void DotKernel::dot_matrix(int64_t n, const void* weights, size_t weight_stride,
                    out_stride);
     return;
   }
+  // The activations a block of tokens at a time, a block small enough to stay in L2 while
+  // every weight row passes it: all of a prompt's rows at once (a 512-token prompt of 2048
+  // columns is 1.2 MB as Q8_K) would be streamed again from L3 for each weight row.
+  constexpr size_t kActivationBlockBytes = 256 * 1024;
+  const int64_t block = std::max<int64_t>(1, static_cast<int64_t>(kActivationBlockBytes / activation_stride));
   const auto* rows = static_cast<const uint8_t*>(weights);
-  for (int64_t r = 0; r < n_weight_rows; ++r) {
-    dot_rows(n, rows + r * weight_stride, activations, activation_stride, n_activation_rows, out + r, out_stride);
+  const auto* tokens = static_cast<const uint8_t*>(activations);
+  for (int64_t t0 = 0; t0 < n_activation_rows; t0 += block) {
+    const int64_t n_tokens = std::min(block, n_activation_rows - t0);
+    for (int64_t r = 0; r < n_weight_rows; ++r) {
+      dot_rows(n, rows + r * weight_stride, tokens + static_cast<size_t>(t0) * activation_stride, activation_stride,
+               n_tokens, out + t0 * out_stride + r, out_stride);
+    }
   }
 }
 

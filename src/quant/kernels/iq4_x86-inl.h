@@ -4,6 +4,8 @@
 //   struct Iq4Dot {
 //     // acc + the sums of four products u[i] * s[i] per 32-bit lane (u unsigned, s signed)
 //     static __m256i dot(__m256i acc, __m256i u, __m256i s);
+//     // acc + scale times those sums (|scale| <= 32, u at most 127)
+//     static __m256i scaled_dot(__m256i acc, __m256i u, __m256i s, int scale);
 //   };
 //
 // (AVX2: vpmaddubsw + vpmaddwd; AVX-512 VNNI: vpdpbusd on 256 bits), then includes this
@@ -162,9 +164,9 @@ void iq4_xs_tile(int64_t nb, const BlockIQ4_XS* x, const uint8_t* a, size_t a_st
       const int scale = iq4_xs_scale(x[b], g) - 32;
       const __m256i w = iq4_group(x[b].qs + 16 * g, levels);
       const __m256i w_abs = _mm256_abs_epi8(w);
-      const __m256i s = _mm256_set1_epi32(scale);
       for (int r = 0; r < R; ++r) {
-        acc[r] = _mm256_add_epi32(acc[r], _mm256_mullo_epi32(iq4_partials(w, w_abs, y[r][b].qs + 32 * g), s));
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[r][b].qs + 32 * g));
+        acc[r] = Iq4Dot::scaled_dot(acc[r], w_abs, _mm256_sign_epi8(a, w), scale);
       }
     }
     const float dw = iq4_half(x[b].d);

@@ -22,6 +22,11 @@ struct Iq4Dot {
     const __m256i pairs = _mm256_maddubs_epi16(u, s);
     return in_register(_mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1))));
   }
+  // The int16 pair sums (at most 2 * 127 * 127) times the scale in the same vpmaddwd.
+  static __m256i scaled_dot(__m256i acc, __m256i u, __m256i s, int scale) {
+    const __m256i pairs = _mm256_maddubs_epi16(u, s);
+    return in_register(_mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(static_cast<int16_t>(scale)))));
+  }
 };
 
 #include "quant/kernels/iq4_x86-inl.h"
