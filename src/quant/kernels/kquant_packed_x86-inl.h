@@ -10,6 +10,7 @@
 //     static I broadcast4(const int8_t* p);  // the dword at p in every lane, from memory
 //     static I table16(const uint8_t* t);     // t[0..15] in every 128-bit lane
 //     static I lookup16(I table, I index);    // each byte: table[index & 15] of its lane (vpshufb)
+//     static I abs8(I a); static I sign8(I a, I b);  // per byte: |a|; a with b's sign (0 where b is 0)
 //     static F load_f16(const uint8_t* p);  // kLanes F16 values as floats
 //     static F f16_low(I x);            // each lane's low 16 bits, an F16, as a float
 //     // Sub-block sums: part = dot4(part, u, s) adds the u8 * s8 products of each lane's
@@ -56,7 +57,7 @@ template <int kSubBlocks, int kPairs>
 struct Header {
   typename V::F d, dmin;
   typename V::I scales[kSubBlocks];
-  typename V::I pairs[kPairs];
+  typename V::I pairs[kPairs > 0 ? kPairs : 1];
 };
 
 // The dwords of pass `half` of a packed super-block start at `block + half * kLanes * 4`.
@@ -132,7 +133,7 @@ struct K4Format {
   static constexpr int kPairs = 4;
   static constexpr bool kHasMin = true;
   static constexpr bool kOneTotal = false;
-  static constexpr bool kNeedsInt32Dot = false;
+  static constexpr bool kSignedCodes = false;
 
   static void token_pairs(const BlockQ8_K& y, int32_t* pairs) { k4_token_pairs(y, pairs); }
   __attribute__((always_inline)) static Header<kSubBlocks, kPairs> header(const uint8_t* block, int half) {
@@ -172,7 +173,7 @@ struct PackedQ6K {
   static constexpr int kPairs = 8;
   static constexpr bool kHasMin = false;
   static constexpr bool kOneTotal = false;
-  static constexpr bool kNeedsInt32Dot = false;
+  static constexpr bool kSignedCodes = false;
   static constexpr int kInt16Group = 2;  // 2 * 2 * 63 * 128 < 2^15
   // T_lo (with every sub-block's -32 term), then T_hi: bytes 0..31 of the row kernels'
   // 64-quant steps are sub-blocks j with bit 1 of j clear.
@@ -215,23 +216,29 @@ struct PackedQ6K {
 };
 
 // IQ4_XS: 4-bit indices into 16 non-uniform levels (-127 .. 113), eight sub-blocks of 32
-// with 6-bit scales (stored s, factor s - 32) and no minimum. The codes are the levels plus
-// 128 (1 .. 241, unsigned), and the -128 of every one comes off T through the token's
-// sub-block sums: pairs (-128 sc_2i, -128 sc_2i+1) against (s_2i, s_2i+1). Products of
-// codes that large need int32 sums (vpdpbusd): vpmaddubsw's int16 pairs would saturate, so
-// only the AVX-512 body takes this format (kNeedsInt32Dot). The reference fuses each
-// super-block's whole T in one step (kOneTotal), not in two halves.
+// with 6-bit scales (stored s, factor s - 32) and no minimum. The reference fuses each
+// super-block's whole T in one step (kOneTotal), not in two halves. Two forms of the codes:
+// - int32 sums (vpdpbusd, AVX-512): the levels plus 128 (1 .. 241, unsigned), the -128 of
+//   every one taken off T through the token's sub-block sums: pairs (-128 sc_2i,
+//   -128 sc_2i+1) against (s_2i, s_2i+1);
+// - int16 pair sums (vpmaddubsw, AVX2), where 241 * 127 would saturate: the signed levels
+//   (kSignedCodes: the body multiplies their magnitudes by the token's quants carrying
+//   their signs), no pair terms, and each sub-block's pair sums scaled at once
+//   (kInt16Group 1: a pair is at most 2 * 127 * 127 < 2^15).
 struct PackedIQ4XS {
   using Block = BlockIQ4_XS;
   static constexpr int kSubBlocks = 8;
   static constexpr int kDwords = 8;
-  static constexpr int kPairs = 4;
+  static constexpr int kPairs = V::kInt16Sums ? 0 : 4;
   static constexpr bool kHasMin = false;
   static constexpr bool kOneTotal = true;
-  static constexpr bool kNeedsInt32Dot = true;
-  static constexpr int kInt16Group = 1;  // unused: kNeedsInt32Dot
+  static constexpr bool kSignedCodes = V::kInt16Sums;
+  static constexpr int kInt16Group = 1;
   static constexpr int kSubBlockOrder[kSubBlocks] = {0, 1, 2, 3, 4, 5, 6, 7};
   static constexpr uint8_t kCodes[16] = {1, 24, 45, 63, 79, 93, 106, 118, 129, 141, 153, 166, 181, 197, 217, 241};
+  // The signed levels' bytes: -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113.
+  static constexpr uint8_t kLevels[16] = {0x81, 0x98, 0xad, 0xbf, 0xcf, 0xdd, 0xea, 0xf6,
+                                          0x01, 0x0d, 0x19, 0x26, 0x35, 0x45, 0x59, 0x71};
 
   static void token_pairs(const BlockQ8_K& y, int32_t* pairs) { k4_token_pairs(y, pairs); }
   // Dword 0 of a block: d, then scales_h (bits 2j, 2j + 1: the high bits of s_j); dword 1:
@@ -249,7 +256,7 @@ struct PackedIQ4XS {
                               V::slli(V::and_(V::srli(high, 2 * j), V::set1_32(3)), 4));
       h.scales[j] = V::sub(stored, V::set1_32(32));
     }
-    for (int i = 0; i < kPairs; ++i) {
+    for (int i = 0; i < kPairs; ++i) {  // none with signed codes
       const I lo = V::sub(V::zero(), V::slli(h.scales[2 * i], 7));
       const I hi = V::sub(V::zero(), V::slli(h.scales[2 * i + 1], 7));
       h.pairs[i] = V::or_(V::and_(lo, V::set1_32(0xffff)), V::slli(hi, 16));
@@ -264,7 +271,7 @@ struct PackedIQ4XS {
     const int j = i / 8, k = i % 8;
     const typename V::I packed = V::load(p + 64 * (offsetof(Block, qs) / 4 + 4 * j + k % 4));
     const typename V::I index = V::and_(k < 4 ? packed : V::srli(packed, 4), V::set1_8(0x0f));
-    return V::lookup16(V::table16(kCodes), index);
+    return V::lookup16(V::table16(kSignedCodes ? kLevels : kCodes), index);
   }
 };
 
@@ -325,8 +332,11 @@ __attribute__((always_inline)) inline void dot_packed_block(const uint8_t* block
       for (int k = 0; k < Format::kDwords; ++k) {
         const int dword = j * Format::kDwords + k;
         const I codes = Format::code(block, half, dword);
+        const I magnitudes = Format::kSignedCodes ? V::abs8(codes) : codes;
         for (int t = 0; t < kTokens; ++t) {
-          part[t] = V::dot4(part[t], codes, V::broadcast4(q + t * kSuperBlockSize + 4 * dword));
+          I quants = V::broadcast4(q + t * kSuperBlockSize + 4 * dword);
+          if constexpr (Format::kSignedCodes) quants = V::sign8(quants, codes);
+          part[t] = V::dot4(part[t], magnitudes, quants);
         }
         if ((k + 1) % kGroup == 0) {
           for (int t = 0; t < kTokens; ++t) {
@@ -398,7 +408,6 @@ void dot_packed_panel(int64_t n_blocks, const uint8_t* panel, StagedTokens token
 template <typename Format, bool kPrefetch>
 void dot_packed_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride, int64_t n_a_rows,
                        float* out, int64_t out_stride, RunningMax* row_max) {
-  static_assert(!(Format::kNeedsInt32Dot && V::kInt16Sums), "this format's products need int32 dot products");
   constexpr int kTile = V::kTokenTile;
   const auto* weights = static_cast<const uint8_t*>(w);
   const auto* activations = static_cast<const uint8_t*>(a);
@@ -424,8 +433,7 @@ void dot_packed_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a
 }
 
 // The entry points of simd_kernels.h for one kernel file, outside its anonymous namespace
-// (vec_dot_panels_q6_K_q8_K is tested but not chosen: slower than the row kernels; IQ4_XS's
-// are the AVX-512 file's only, TM_PACKED_IQ4_XS_ENTRIES).
+// (vec_dot_panels_q6_K_q8_K is tested but not chosen: slower than the row kernels).
 #define TM_PACKED_KQUANT_ENTRY(name, Format, kPrefetch)                                                       \
   void name(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride, int64_t n_a_rows,     \
             float* out, int64_t out_stride, RunningMax* row_max) {                                            \
@@ -436,7 +444,6 @@ void dot_packed_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a
   TM_PACKED_KQUANT_ENTRY(vec_dot_panels_q4_K_q8_K_unprefetched, PackedQ4K, false)   \
   TM_PACKED_KQUANT_ENTRY(vec_dot_panels_q5_K_q8_K, PackedQ5K, true)                 \
   TM_PACKED_KQUANT_ENTRY(vec_dot_panels_q5_K_q8_K_unprefetched, PackedQ5K, false)   \
-  TM_PACKED_KQUANT_ENTRY(vec_dot_panels_q6_K_q8_K, PackedQ6K, true)
-#define TM_PACKED_IQ4_XS_ENTRIES()                                                   \
+  TM_PACKED_KQUANT_ENTRY(vec_dot_panels_q6_K_q8_K, PackedQ6K, true)                 \
   TM_PACKED_KQUANT_ENTRY(vec_dot_panels_iq4_xs_q8_K, PackedIQ4XS, true)             \
   TM_PACKED_KQUANT_ENTRY(vec_dot_panels_iq4_xs_q8_K_unprefetched, PackedIQ4XS, false)

@@ -64,6 +64,11 @@ struct V {
   static F load_f16(const uint8_t* p) { return _mm512_cvtph_ps(load_256(p)); }
   static I table16(const uint8_t* t) { return _mm512_maskz_broadcast_i32x4(0xffff, _mm_loadu_si128(reinterpret_cast<const __m128i*>(t))); }
   static I lookup16(I table, I index) { return _mm512_shuffle_epi8(table, index); }
+  static I abs8(I a) { return _mm512_abs_epi8(a); }
+  static I sign8(I a, I b) {  // AVX-512 has no vpsignb
+    const I negated = _mm512_mask_sub_epi8(a, _mm512_movepi8_mask(b), _mm512_setzero_si512(), a);
+    return _mm512_maskz_mov_epi8(_mm512_test_epi8_mask(b, b), negated);
+  }
   static I broadcast4(const int8_t* p) {
     int32_t x;
     std::memcpy(&x, p, sizeof x);
@@ -582,7 +587,6 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
 }  // namespace
 
 TM_PACKED_KQUANT_ENTRIES()
-TM_PACKED_IQ4_XS_ENTRIES()
 
 void vec_dot_matrix_q4_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
                               size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {

@@ -32,6 +32,8 @@ struct V {
   static I load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
   static I table16(const uint8_t* t) { return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t))); }
   static I lookup16(I table, I index) { return _mm256_shuffle_epi8(table, index); }
+  static I abs8(I a) { return _mm256_abs_epi8(a); }
+  static I sign8(I a, I b) { return _mm256_sign_epi8(a, b); }
   static I broadcast4(const int8_t* p) { return broadcast_dword(p); }
   static F load_f16(const uint8_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   static F f16_low(I x) {
@@ -46,7 +48,7 @@ struct V {
   static I dot2(I acc, I a, I b) { return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b)); }
   static I and_(I a, I b) { return _mm256_and_si256(a, b); }
   static I or_(I a, I b) { return _mm256_or_si256(a, b); }
-  static I add(I a, I b) { return _mm256_add_epi32(a, b); }
+  static I add(I a, I b) { return in_register(_mm256_add_epi32(a, b)); }  // kept a chain, as dot4
   static I sub(I a, I b) { return _mm256_sub_epi32(a, b); }
   static I srli(I a, int n) { return _mm256_srli_epi32(a, n); }
   static I slli(I a, int n) { return _mm256_slli_epi32(a, n); }

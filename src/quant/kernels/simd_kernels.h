@@ -102,6 +102,11 @@ void vec_dot_panels_q5_K_q8_K_unprefetched(int64_t n, const void* w, int64_t n_w
                                           RunningMax* row_max);
 void vec_dot_panels_q6_K_q8_K(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
                               int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
+void vec_dot_panels_iq4_xs_q8_K(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                                int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
+void vec_dot_panels_iq4_xs_q8_K_unprefetched(int64_t n, const void* w, int64_t n_w_rows, const void* a,
+                                             size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride,
+                                             RunningMax* row_max);
 }  // namespace avx2
 
 // legacy_panels_avxvnni.cc: avx2::vec_dot_panels_* with AVX-VNNI (compiled with -mavxvnni
