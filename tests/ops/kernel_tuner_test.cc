@@ -19,41 +19,44 @@
 #include "quant/kernels/dispatch.h"
 #include "quant/panel_layout.h"
 #include "quant/quant.h"
+#include "quant/type_traits.h"
 
 namespace tokenmill::ops {
 namespace {
 
 using gguf::TensorType;
 
-// A Q4_K matrix of random rows, repacked into panels where the model loader would (this
-// CPU's kernels have a panel kernel for Q4_K), else in the file's layout.
+// A matrix of random rows, repacked into panels where the model loader would (this CPU's
+// kernels have a panel kernel for the type), else in the file's layout.
 struct PackedMatrix {
   std::vector<uint8_t> bytes;
   WeightMatrix w;
 };
 
-PackedMatrix packed_q4_k(int64_t n_rows, int64_t n_cols) {
+PackedMatrix packed_matrix(TensorType type, int64_t n_rows, int64_t n_cols) {
   PackedMatrix m;
-  const size_t row_bytes = quant::row_size(TensorType::kQ4_K, n_cols);
+  const size_t row_bytes = quant::row_size(type, n_cols);
   std::vector<uint8_t> rows(row_bytes * static_cast<size_t>(n_rows));
   std::mt19937 rng(3);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> x(static_cast<size_t>(n_cols));
   for (int64_t r = 0; r < n_rows; ++r) {
     for (float& v : x) v = normal(rng);
-    quant::quantize_row_ref(TensorType::kQ4_K, x.data(), rows.data() + r * row_bytes, n_cols);
+    quant::quantize_row_ref(type, x.data(), rows.data() + r * row_bytes, n_cols);
   }
-  const bool panels = quant::best_panel_kernel(TensorType::kQ4_K) != nullptr;
+  const bool panels = quant::best_panel_kernel(type) != nullptr;
   m.bytes.resize(rows.size());
   if (panels) {
-    quant::pack_panels(TensorType::kQ4_K, rows.data(), n_rows, row_bytes, m.bytes.data());
+    quant::pack_panels(type, rows.data(), n_rows, row_bytes, m.bytes.data());
   } else {
     m.bytes = rows;
   }
-  m.w = {.type = TensorType::kQ4_K, .data = m.bytes.data(), .n_cols = n_cols, .n_rows = n_rows,
-         .row_bytes = row_bytes, .panels = panels};
+  m.w = {.type = type, .data = m.bytes.data(), .n_cols = n_cols, .n_rows = n_rows, .row_bytes = row_bytes,
+         .panels = panels};
   return m;
 }
+
+PackedMatrix packed_q4_k(int64_t n_rows, int64_t n_cols) { return packed_matrix(TensorType::kQ4_K, n_rows, n_cols); }
 
 class KernelTunerTest : public ::testing::Test {
  protected:
@@ -87,7 +90,7 @@ TEST_F(KernelTunerTest, TimesOnceThenReadsTheCacheAndOffKeepsTheDefaults) {
     return;
   }
   EXPECT_EQ(first.source, "timed");
-  ASSERT_EQ(first.timings.size(), 2u);
+  ASSERT_EQ(first.timings.size(), quant::kernel_tunings().size());
   for (const TuningTiming& t : first.timings) EXPECT_GT(t.seconds, 0) << t.variant;
   EXPECT_EQ(first.timed_bytes, m.w.n_bytes());
   EXPECT_EQ(quant::to_string(quant::kernel_tuning()), quant::to_string(first.chosen));
@@ -121,18 +124,32 @@ TEST_F(KernelTunerTest, TimesOnceThenReadsTheCacheAndOffKeepsTheDefaults) {
 
 TEST_F(KernelTunerTest, EveryVariantGivesTheSameBits) {
   CpuBackend backend(2);
-  PackedMatrix m = packed_q4_k(96, 768);
+  // Q4_K in panels where this CPU repacks it; Q6_K, IQ4_XS and Q8_0 as the loader leaves
+  // them (narrow_decode switches their decode kernels too).
+  std::vector<PackedMatrix> matrices;
+  matrices.push_back(packed_q4_k(96, 768));
+  for (const TensorType type : {TensorType::kQ6_K, TensorType::kIQ4_XS, TensorType::kQ8_0}) {
+    matrices.push_back(packed_matrix(type, 48, 512));
+  }
   std::mt19937 rng(9);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (const int64_t n_tokens : {1, 3, 8, 21}) {
-    std::vector<float> x(static_cast<size_t>(n_tokens * m.w.n_cols));
-    for (float& v : x) v = normal(rng);
-    std::vector<float> with(static_cast<size_t>(n_tokens * m.w.n_rows)), without(with.size());
-    quant::set_kernel_tuning({.prefetch_weights = true});
-    backend.matmul(m.w, x.data(), n_tokens, with.data());
-    quant::set_kernel_tuning({.prefetch_weights = false});
-    backend.matmul(m.w, x.data(), n_tokens, without.data());
-    EXPECT_EQ(std::memcmp(with.data(), without.data(), with.size() * sizeof(float)), 0) << n_tokens << " tokens";
+  for (const PackedMatrix& m : matrices) {
+    for (const int64_t n_tokens : {1, 2, 3, 8, 21}) {
+      std::vector<float> x(static_cast<size_t>(n_tokens * m.w.n_cols));
+      for (float& v : x) v = normal(rng);
+      std::vector<float> first;
+      for (const quant::KernelTuning& tuning : quant::kernel_tunings()) {
+        quant::set_kernel_tuning(tuning);
+        std::vector<float> y(static_cast<size_t>(n_tokens * m.w.n_rows));
+        backend.matmul(m.w, x.data(), n_tokens, y.data());
+        if (first.empty()) {
+          first = y;
+          continue;
+        }
+        EXPECT_EQ(std::memcmp(first.data(), y.data(), y.size() * sizeof(float)), 0)
+            << quant::type_traits(m.w.type).name << ", " << n_tokens << " tokens, " << quant::to_string(tuning);
+      }
+    }
   }
 }
 

@@ -134,7 +134,7 @@ void CpuBackend::run_products(std::span<const MatmulProduct> products, const flo
       const int64_t end = std::min(w.n_rows, (unit_hi - unit_begin[i]) * unit_rows);
       float* y = products[i].y != nullptr ? products[i].y + begin : nullptr;  // null: argmax only
       if (!panels) {
-        quant::best_dot_kernel(w.type).dot_matrix(k, w.row(begin), w.row_bytes, end - begin, input, input_row_bytes,
+        quant::dot_kernel_for(w.type, n_tokens).dot_matrix(k, w.row(begin), w.row_bytes, end - begin, input, input_row_bytes,
                                                   n_tokens, y, w.n_rows);
         continue;
       }
@@ -144,7 +144,7 @@ void CpuBackend::run_products(std::span<const MatmulProduct> products, const flo
       if (argmax != nullptr) {
         maxima.assign(static_cast<size_t>(n_tokens), {-std::numeric_limits<float>::infinity(), -1});
       }
-      quant::best_panel_kernel(w.type)(k, w.data + static_cast<size_t>(begin) * w.row_bytes, end - begin, input,
+      quant::panel_kernel_for(w.type, n_tokens)(k, w.data + static_cast<size_t>(begin) * w.row_bytes, end - begin, input,
                                        input_row_bytes, n_tokens, y, w.n_rows,
                                        argmax != nullptr ? maxima.data() : nullptr);
       if (argmax != nullptr) {

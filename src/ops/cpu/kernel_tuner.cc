@@ -26,6 +26,7 @@ constexpr double kBudgetSeconds = 2.0;
 constexpr int kMinRounds = 3;
 constexpr int kMaxRounds = 7;
 constexpr int64_t kMaxPassBytes = int64_t{1} << 30;
+constexpr size_t kMaxCacheEntries = 32;
 
 std::string cache_key(const Backend& backend) {
   std::string brand = cpu_brand();
@@ -52,6 +53,9 @@ void write_cache(const std::string& path, const std::string& key, const std::str
   std::vector<std::pair<std::string, std::string>> entries = read_cache(path);
   std::erase_if(entries, [&](const auto& e) { return e.first == key; });
   entries.emplace_back(key, variant);
+  // The newest entries only: every build is a new key, and a developer's rebuilds would
+  // otherwise grow the file without end.
+  if (entries.size() > kMaxCacheEntries) entries.erase(entries.begin(), entries.end() - kMaxCacheEntries);
   std::string text;
   for (const auto& [k, v] : entries) text += k + "\t" + v + "\n";
   std::error_code ec;
@@ -97,7 +101,7 @@ TuningReport tune_kernels(Backend& backend, std::span<const WeightMatrix* const>
   // The matrices whose kernels the variants change, in decode order, up to the byte cap.
   std::vector<const WeightMatrix*> timed;
   for (const WeightMatrix* m : matrices) {
-    if (m == nullptr || m->data == nullptr || !m->panels || !quant::tuning_changes_kernels(m->type)) continue;
+    if (m == nullptr || m->data == nullptr || !quant::tuning_changes_kernels(m->type)) continue;
     if (report.timed_bytes + m->n_bytes() > kMaxPassBytes && !timed.empty()) break;
     timed.push_back(m);
     report.timed_bytes += m->n_bytes();

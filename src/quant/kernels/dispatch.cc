@@ -17,7 +17,39 @@ struct Choice {
   DotKernel dot;
   VecDotPanelsFn panels = nullptr;
   QuantizeRowFn quantize = nullptr;
+  DotKernel decode_dot;  // dot and panels for kDecodeTokens tokens or fewer
+  VecDotPanelsFn decode_panels = nullptr;
 };
+
+// The types whose AVX2 and AVX-512 kernels compute the same integers and float steps, so
+// that a call may take either (tests/quant: Kernels.InstructionSetsAgreeBitForBit,
+// PanelLayout.PanelKernelMatchesRowKernelBitForBit).
+bool same_bits_on_both_widths(gguf::TensorType type) {
+  switch (type) {
+    case gguf::TensorType::kQ8_0:
+    case gguf::TensorType::kQ4_0:
+    case gguf::TensorType::kQ5_0:
+    case gguf::TensorType::kQ4_K:
+    case gguf::TensorType::kQ5_K:
+    case gguf::TensorType::kQ6_K:
+    case gguf::TensorType::kIQ4_XS: return true;
+    default: return false;
+  }
+}
+
+// Decode on the AVX2 kernels of the type (narrow_decode), where the choice is AVX-512's:
+// the row-layout kernels always, the panel kernel only where the AVX-512 choice repacks
+// (the matrix is in panels then) and AVX2 has one for it.
+void narrow_decode_kernels(const TypeTraits& traits, const KernelTuning& tuning, Choice& choice) {
+  const SimdKernels& narrow = traits.avx2;
+  if (narrow.vec_dot == nullptr || (choice.panels != nullptr && narrow.vec_dot_panels == nullptr)) return;
+  choice.decode_dot = {narrow.vec_dot, narrow.vec_dot_rows, narrow.vec_dot_matrix, "avx2"};
+  if (choice.panels != nullptr) {
+    choice.decode_panels = !tuning.prefetch_weights && narrow.vec_dot_panels_unprefetched != nullptr
+                               ? narrow.vec_dot_panels_unprefetched
+                               : narrow.vec_dot_panels;
+  }
+}
 
 // Indexed like all_type_traits(); at most this many types.
 constexpr size_t kMaxTypes = 32;
@@ -80,6 +112,12 @@ ChoiceTable choose_kernels(const KernelTuning& tuning) {
         default: break;
       }
     }
+    choice.decode_dot = choice.dot;
+    choice.decode_panels = choice.panels;
+    if (tuning.narrow_decode && choice.dot.isa == std::string_view("avx512") && cpu.has_avx2_kernels() &&
+        same_bits_on_both_widths(traits.type)) {
+      narrow_decode_kernels(traits, tuning, choice);
+    }
 #endif
   }
   return table;
@@ -87,11 +125,17 @@ ChoiceTable choose_kernels(const KernelTuning& tuning) {
 
 // One table per tuning (KernelTuning's fields as bits of the index), all chosen once; the
 // tuning only picks which one answers.
-constexpr KernelTuning kAllTunings[] = {{.prefetch_weights = true}, {.prefetch_weights = false}};
+constexpr KernelTuning kAllTunings[] = {{.prefetch_weights = true, .narrow_decode = false},
+                                        {.prefetch_weights = false, .narrow_decode = false},
+                                        {.prefetch_weights = true, .narrow_decode = true},
+                                        {.prefetch_weights = false, .narrow_decode = true}};
 constexpr int kTunings = static_cast<int>(std::size(kAllTunings));
 int tuning_index(const KernelTuning& tuning) {
   for (int i = 0; i < kTunings; ++i) {
-    if (kAllTunings[i].prefetch_weights == tuning.prefetch_weights) return i;
+    if (kAllTunings[i].prefetch_weights == tuning.prefetch_weights &&
+        kAllTunings[i].narrow_decode == tuning.narrow_decode) {
+      return i;
+    }
   }
   return 0;
 }
@@ -156,8 +200,19 @@ QuantizeRowFn best_quantize_activation(gguf::TensorType type) { return choice_fo
 
 VecDotPanelsFn best_panel_kernel(gguf::TensorType weight_type) { return choice_for(weight_type).panels; }
 
+const DotKernel& dot_kernel_for(gguf::TensorType weight_type, int64_t n_tokens) {
+  const Choice& choice = choice_for(weight_type);
+  return n_tokens <= kDecodeTokens ? choice.decode_dot : choice.dot;
+}
+
+VecDotPanelsFn panel_kernel_for(gguf::TensorType weight_type, int64_t n_tokens) {
+  const Choice& choice = choice_for(weight_type);
+  return n_tokens <= kDecodeTokens ? choice.decode_panels : choice.panels;
+}
+
 std::string to_string(const KernelTuning& tuning) {
-  return std::string("prefetch_weights=") + (tuning.prefetch_weights ? "1" : "0");
+  return std::string("prefetch_weights=") + (tuning.prefetch_weights ? "1" : "0") +
+         " narrow_decode=" + (tuning.narrow_decode ? "1" : "0");
 }
 
 std::span<const KernelTuning> kernel_tunings() { return kAllTunings; }
@@ -177,8 +232,13 @@ KernelTuning kernel_tuning() { return tuning_of(g_tuning.load(std::memory_order_
 void set_kernel_tuning(const KernelTuning& tuning) { g_tuning.store(tuning_index(tuning), std::memory_order_relaxed); }
 
 bool tuning_changes_kernels(gguf::TensorType weight_type) {
+  const Choice& first = choice_in(0, weight_type);
   for (int i = 1; i < kTunings; ++i) {
-    if (choice_in(i, weight_type).panels != choice_in(0, weight_type).panels) return true;
+    const Choice& other = choice_in(i, weight_type);
+    if (other.panels != first.panels || other.decode_panels != first.decode_panels ||
+        other.decode_dot.vec_dot != first.decode_dot.vec_dot) {
+      return true;
+    }
   }
   return false;
 }

@@ -49,10 +49,19 @@ const DotKernel& best_dot_kernel(gguf::TensorType weight_type);
 VecDotFn best_vec_dot(gguf::TensorType weight_type);
 
 // The matrix kernel for weights in quant/panel_layout.h's layout, where the kernel set
-// chosen for weight_type has one (AVX-512 Q8_0, Q4_0, Q5_0; AVX2 and AVX-512 Q4_K, Q5_K);
-// nullptr otherwise (keep the
-// file's layout then). Chosen once per process with the others.
+// chosen for weight_type has one (Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, IQ4_XS, MXFP4 on x86);
+// nullptr otherwise (keep the file's layout then). Chosen once per process with the
+// others; whether a matrix is repacked follows this choice.
 VecDotPanelsFn best_panel_kernel(gguf::TensorType weight_type);
+
+// Calls with at most this many tokens are decode steps: the tuning may give them other
+// kernels of the same bits (KernelTuning::narrow_decode).
+inline constexpr int64_t kDecodeTokens = 2;
+// The kernels for a call of n_tokens tokens: best_dot_kernel / best_panel_kernel, or for a
+// decode step under narrow_decode their 256-bit forms. The same bits either way; the panel
+// kernel is null exactly where best_panel_kernel is.
+const DotKernel& dot_kernel_for(gguf::TensorType weight_type, int64_t n_tokens);
+VecDotPanelsFn panel_kernel_for(gguf::TensorType weight_type, int64_t n_tokens);
 
 // Kernel variants that give the same bits but whose speed depends on the CPU: the
 // load-time tuner (ops/cpu/kernel_tuner.h) times them on the model's own matrices and
@@ -63,12 +72,18 @@ struct KernelTuning {
   // variant without it (AVX-512 Q4_K and Q5_K); without it the hardware prefetcher
   // alone follows the (sequential) panels.
   bool prefetch_weights = true;
+  // On a CPU with AVX-512 kernels, decode steps (kDecodeTokens tokens or fewer) of the
+  // types whose AVX2 and AVX-512 kernels give the same bits (the legacy _0 formats, Q4_K,
+  // Q5_K, Q6_K, IQ4_XS) run the AVX2 kernels: where 512-bit work is split in two halves
+  // (Zen 4) those can stream the weights faster. Prefill keeps the 512-bit kernels.
+  bool narrow_decode = false;
 };
 
 // Every tuning the dispatcher has a table for, the default first.
 std::span<const KernelTuning> kernel_tunings();
 KernelTuning kernel_tuning();
-// "prefetch_weights=1": the tuning's fields as name=value (the tuner's cache and logs).
+// "prefetch_weights=1 narrow_decode=0": the tuning's fields as name=value (the tuner's
+// cache and logs).
 std::string to_string(const KernelTuning& tuning);
 // The inverse of to_string over kernel_tunings(); false (out untouched) for anything else.
 bool parse_kernel_tuning(std::string_view text, KernelTuning& out);
