@@ -1,4 +1,4 @@
-// The Q4_K, Q5_K and Q6_K kernels on packed 16-row panels (quant/panel_layout.h), written
+// The Q4_K, Q5_K, Q6_K and IQ4_XS kernels on packed 16-row panels (quant/panel_layout.h), written
 // once for every x86 vector width. The including file defines, inside an anonymous
 // namespace, the vector type and its primitives:
 //
@@ -46,6 +46,7 @@
 //   acc = fnmadd(float(M), dmin * y.d, acc)     (Q4_K, Q5_K)
 //   acc = fma(float(T_lo), d * y.d, acc)
 //   acc = fma(float(T_hi), d * y.d, acc)
+// IQ4_XS (kOneTotal) takes one step, acc = fma(float(T), d * y.d, acc), as its reference.
 // Every path of every width computes these integers and steps, so a (row, token) result
 // has the same bits on AVX2 and AVX-512, alone or in any batch.
 
@@ -118,11 +119,13 @@ inline void k4_token_pairs(const BlockQ8_K& y, int32_t* pairs) {
   }
 }
 
-// Formats: kSubBlocks, kDwords (4-code dwords per sub-block), kPairs, kHasMin,
-// kSubBlockOrder (T_lo's sub-blocks, then T_hi's), token_pairs(y, pairs) (the token's
-// int16 pairs that the header's pairs multiply), header(block, half) and code(block, half,
-// i): pass half's code vector i, lane r = codes 4i .. 4i + 3 of its row r (element order,
-// unsigned bytes).
+// Formats: kSubBlocks, kDwords (4-code dwords per sub-block), kPairs, kHasMin, kOneTotal
+// (T in one float step, not two halves), kSignedCodes (codes are signed bytes: the body
+// takes their magnitudes against quants carrying their signs), kSubBlockOrder (T_lo's
+// sub-blocks, then T_hi's), token_pairs(y, pairs) (the token's int16 pairs that the
+// header's pairs multiply), header(block, half) and code(block, half, i): pass half's code
+// vector i, lane r = codes 4i .. 4i + 3 of its row r (element order; unsigned bytes unless
+// kSignedCodes).
 
 // What Q4_K and Q5_K share: eight sub-blocks of 32 with 6-bit scales and minima.
 template <typename BlockType>

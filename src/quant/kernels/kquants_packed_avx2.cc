@@ -1,4 +1,4 @@
-// AVX2 Q4_K, Q5_K and Q6_K dot products on repacked 16-row panels (quant/panel_layout.h):
+// AVX2 Q4_K, Q5_K, Q6_K and IQ4_XS dot products on repacked 16-row panels (quant/panel_layout.h):
 // the body of kquant_packed_x86-inl.h on 8-lane vectors, each panel in two passes of 8
 // rows. Sub-block sums are vpmaddubsw int16 pairs, up to the format's kInt16Group of them
 // added as int16, then one vpmaddwd against (sc_j, sc_j) both widens and scales them; the
