@@ -21,6 +21,7 @@ struct Choice {
   VecDotPanelsFn decode_panels = nullptr;
 };
 
+#if defined(__x86_64__)
 // The types whose AVX2 and AVX-512 kernels compute the same integers and float steps, so
 // that a call may take either (tests/quant: Kernels.InstructionSetsAgreeBitForBit,
 // PanelLayout.PanelKernelMatchesRowKernelBitForBit).
@@ -50,6 +51,7 @@ void narrow_decode_kernels(const TypeTraits& traits, const KernelTuning& tuning,
                                : narrow.vec_dot_panels;
   }
 }
+#endif
 
 // Indexed like all_type_traits(); at most this many types.
 constexpr size_t kMaxTypes = 32;
@@ -112,8 +114,10 @@ ChoiceTable choose_kernels(const KernelTuning& tuning) {
         default: break;
       }
     }
+#endif
     choice.decode_dot = choice.dot;
     choice.decode_panels = choice.panels;
+#if defined(__x86_64__)
     if (tuning.narrow_decode && choice.dot.isa == std::string_view("avx512") && cpu.has_avx2_kernels() &&
         same_bits_on_both_widths(traits.type)) {
       narrow_decode_kernels(traits, tuning, choice);
