@@ -4,8 +4,6 @@
 //   struct Iq4Dot {
 //     // acc + the sums of four products u[i] * s[i] per 32-bit lane (u unsigned, s signed)
 //     static __m256i dot(__m256i acc, __m256i u, __m256i s);
-//     // acc + scale times those sums (|scale| <= 32, u at most 127)
-//     static __m256i scaled_dot(__m256i acc, __m256i u, __m256i s, int scale);
 //   };
 //
 // (AVX2: vpmaddubsw + vpmaddwd; AVX-512 VNNI: vpdpbusd on 256 bits), then includes this
@@ -148,31 +146,6 @@ void nibble_table_tile(int64_t nb, const typename Format::Block* x, const uint8_
     fuse_tail_blocks<Format>(b, nb, x + b, y[r], levels, l);
     out[r * out_stride] = ref::sum_iq4_nl_lanes(l);
   }
-}
-
-template <int R>
-void iq4_xs_tile(int64_t nb, const BlockIQ4_XS* x, const uint8_t* a, size_t a_stride, float* out,
-                 int64_t out_stride) {
-  const __m256i levels = iq4_levels();
-  const BlockQ8_K* y[R];
-  for (int r = 0; r < R; ++r) y[r] = reinterpret_cast<const BlockQ8_K*>(a + static_cast<size_t>(r) * a_stride);
-  float sums[R] = {};
-  for (int64_t b = 0; b < nb; ++b) {
-    __m256i acc[R];
-    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_si256();
-    for (int g = 0; g < 8; ++g) {
-      const int scale = iq4_xs_scale(x[b], g) - 32;
-      const __m256i w = iq4_group(x[b].qs + 16 * g, levels);
-      const __m256i w_abs = _mm256_abs_epi8(w);
-      for (int r = 0; r < R; ++r) {
-        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[r][b].qs + 32 * g));
-        acc[r] = Iq4Dot::scaled_dot(acc[r], w_abs, _mm256_sign_epi8(a, w), scale);
-      }
-    }
-    const float dw = iq4_half(x[b].d);
-    for (int r = 0; r < R; ++r) sums[r] = iq4_fma(dw * y[r][b].d, static_cast<float>(iq4_total(acc[r])), sums[r]);
-  }
-  for (int r = 0; r < R; ++r) out[r * out_stride] = sums[r];
 }
 
 // MXFP4 on its repacked layout (quant/panel_layout.h): each row's blocks in groups of 8,
@@ -328,11 +301,5 @@ template <int R>
 struct Mxfp4Tile {
   static void run(int64_t nb, const BlockMXFP4* x, const uint8_t* a, size_t a_stride, float* out, int64_t out_stride) {
     nibble_table_tile<Mxfp4Format, R>(nb, x, a, a_stride, out, out_stride);
-  }
-};
-template <int R>
-struct Iq4XsTile {
-  static void run(int64_t nb, const BlockIQ4_XS* x, const uint8_t* a, size_t a_stride, float* out, int64_t out_stride) {
-    iq4_xs_tile<R>(nb, x, a, a_stride, out, out_stride);
   }
 };

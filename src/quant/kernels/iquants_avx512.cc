@@ -20,9 +20,6 @@ struct Iq4Dot {
   static __m256i dot(__m256i acc, __m256i u, __m256i s) {
     return _mm256_dpbusd_epi32(acc, u, s);
   }
-  static __m256i scaled_dot(__m256i acc, __m256i u, __m256i s, int scale) {
-    return _mm256_add_epi32(acc, _mm256_mullo_epi32(_mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s), _mm256_set1_epi32(scale)));
-  }
 };
 
 #include "quant/kernels/iq4_x86-inl.h"

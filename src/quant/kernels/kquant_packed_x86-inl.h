@@ -50,7 +50,6 @@
 // Every path of every width computes these integers and steps, so a (row, token) result
 // has the same bits on AVX2 and AVX-512, alone or in any batch.
 
-
 // A packed super-block's parts besides the codes, lane r for row r of the pass: scales[j]
 // = sub-block j's scale as int32 (V::scale_operand makes it what scale_sum takes), pairs[i] = the int16 pair that the token's pairs[i]
 // multiply (the min terms or Q6_K's -32 offsets), d / dmin = the row's scales as floats.
@@ -373,9 +372,8 @@ void dot_packed_panel(int64_t n_blocks, const uint8_t* panel, StagedTokens token
                       int64_t out_stride, PrefetchCursor& prefetch, RunningMax* row_max, int64_t first_column) {
   constexpr size_t kBlockBytes = kPanelRows * sizeof(typename Format::Block);
   constexpr int kPasses = kPanelRows / V::kLanes;
-  const int passes = static_cast<int>((n_rows + V::kLanes - 1) / V::kLanes) < kPasses
-                         ? static_cast<int>((n_rows + V::kLanes - 1) / V::kLanes)
-                         : kPasses;
+  const int64_t needed_passes = (n_rows + V::kLanes - 1) / V::kLanes;
+  const int passes = static_cast<int>(needed_passes < kPasses ? needed_passes : kPasses);
   Accumulator acc[kPasses][kTokens];
   auto run = [&](int64_t b, int half) {
     prefetch.step();

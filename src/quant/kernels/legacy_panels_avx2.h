@@ -173,8 +173,6 @@ StagedTokens stage_tokens(int64_t n_blocks, const uint8_t* a, size_t a_stride, i
   return {meta, quants, n_tokens};
 }
 
-
-
 // isum[t] of one half of a block for kTokens tokens (q: the block's staged quants).
 template <typename Format, int kTokens, bool kVnni>
 __attribute__((always_inline)) inline void block_sums(const uint8_t* block, int h, const uint8_t* q,
