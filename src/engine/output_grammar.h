@@ -7,11 +7,24 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace tokenmill::engine {
 
 class TokenTrie;
+
+// Where a grammar writes fixed text (a literal) that holds special tokens' texts (e.g.
+// harmony's "<|end|>"), those must come as the tokens, not spelled out in plain pieces
+// that the model never saw there. False when `literal` begins with one of `whole` and
+// `rest` (the rest of one token's text, from the literal's position on) does not.
+inline bool splits_whole_token(std::string_view literal, std::string_view rest, const std::vector<std::string>& whole) {
+  for (const std::string& w : whole) {
+    if (literal.starts_with(w) && !rest.starts_with(w)) return true;
+  }
+  return false;
+}
 
 class OutputGrammar {
  public:

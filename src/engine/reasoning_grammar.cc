@@ -78,7 +78,7 @@ bool ReasoningGrammar::scan(State& state, std::string_view text, size_t& answer_
         }
         continue;
       case Phase::kForcing:
-        if (c != state.held.front()) return false;
+        if (c != state.held.front() || splits_whole_token(state.held, text.substr(i), spec_->whole_tokens)) return false;
         state.held.erase(0, 1);
         if (state.held.empty()) {
           state.phase = Phase::kGap;
@@ -86,7 +86,7 @@ bool ReasoningGrammar::scan(State& state, std::string_view text, size_t& answer_
         }
         continue;
       case Phase::kGap:
-        if (is_space(c) && state.whitespace < kMaxReasoningGap) {
+        if (is_space(c) && state.whitespace < spec_->max_gap) {
           ++state.whitespace;
           continue;
         }

@@ -15,7 +15,7 @@
 //              answer begins (the bytes read so far, but the whitespace, go to it)
 //   reasoning  anything, until the close tag
 //   forcing    the budget is spent: the bytes of "\n" + close, in order
-//   gap        whitespace after the close (at most kMaxReasoningGap bytes)
+//   gap        whitespace after the close (at most spec.max_gap bytes)
 //   answer     the request's grammar, or free text without one
 //
 // Thread-safety: a ReasoningSpec is immutable and shared; a ReasoningGrammar is a value.
@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/output_grammar.h"
 
@@ -37,6 +38,8 @@ struct ReasoningSpec {
   bool opened_by_prompt = false;  // the prompt ends inside the span
   int32_t budget = -1;            // tokens inside the span before the close is forced; < 0: none
   bool close_on_own_line = true;  // a forced close starts a line (false: harmony's, a token)
+  std::vector<std::string> whole_tokens;  // in a forced close: each written as its one token
+  int max_gap = kMaxReasoningGap;  // whitespace bytes between the close and the answer
 };
 
 class ReasoningGrammar final : public OutputGrammar {

@@ -20,7 +20,7 @@ ToolCallGrammar::ToolCallGrammar(std::shared_ptr<const ToolCallSpec> spec) : spe
 
 void ToolCallGrammar::start_call() {
   phase_ = Phase::kOpen;
-  literal_ = kOpen;
+  literal_ = spec_->header ? spec_->header->open : std::string(kOpen);
   seen_.clear();
   whitespace_ = 0;
   tool_ = nullptr;
@@ -39,19 +39,21 @@ bool ToolCallGrammar::step(char c) {
       return true;
     }
     case Phase::kOpen:
-      if (literal_.size() == kOpen.size() && is_space(c) && !spec_->forced) return ++whitespace_ <= kMaxWhitespace;
+      if (!spec_->header && literal_.size() == kOpen.size() && is_space(c) && !spec_->forced) {
+        return ++whitespace_ <= kMaxWhitespace;
+      }
       if (c != literal_.front()) return false;
       literal_.erase(0, 1);
       if (literal_.empty()) phase_ = Phase::kName;
       return true;
     case Phase::kName: {
-      if (c == '"') {
+      if (c == (spec_->header ? spec_->header->name_end : '"')) {
         auto it = std::find_if(spec_->tools.begin(), spec_->tools.end(),
                                [&](const ToolSchema& t) { return t.name == seen_; });
         if (it == spec_->tools.end()) return false;
         tool_ = &*it;
         phase_ = Phase::kMiddle;
-        literal_ = ", \"" + spec_->arguments_key + "\": ";
+        literal_ = spec_->header ? spec_->header->arguments_open : ", \"" + spec_->arguments_key + "\": ";
         return true;
       }
       seen_ += c;
@@ -77,8 +79,13 @@ bool ToolCallGrammar::step(char c) {
       if (!arguments.allows(byte)) return false;
       arguments.advance(byte);
       if (arguments.complete()) {
-        phase_ = Phase::kClose;
         whitespace_ = 0;
+        if (!spec_->header) {
+          phase_ = Phase::kClose;
+        } else {
+          phase_ = spec_->forced || spec_->single_call ? Phase::kDone : Phase::kFree;
+          seen_.clear();
+        }
       }
       return true;
     }
@@ -96,7 +103,14 @@ bool ToolCallGrammar::step(char c) {
 
 bool ToolCallGrammar::allows(std::string_view text) const {
   ToolCallGrammar copy = *this;
-  return std::all_of(text.begin(), text.end(), [&](char c) { return copy.step(c); });
+  for (size_t i = 0; i < text.size(); ++i) {
+    const bool in_literal = copy.phase_ == Phase::kOpen || copy.phase_ == Phase::kMiddle;
+    if (in_literal && spec_->header && splits_whole_token(copy.literal_, text.substr(i), spec_->header->whole_tokens)) {
+      return false;
+    }
+    if (!copy.step(text[i])) return false;
+  }
+  return true;
 }
 
 void ToolCallGrammar::advance(std::string_view text) {

@@ -4,8 +4,13 @@
 //
 //   {"name": "NAME", "ARGUMENTS_KEY": ARGS}
 //
-// NAME is one of the tools' names; ARGS a JSON object valid against that tool's
-// parameters schema (engine/json_schema.h), or any JSON object when it has none.
+// or, where the spec gives a header form (harmony's commentary message to a function),
+//
+//   HEADER.open NAME HEADER.name_end HEADER.arguments_open ARGS
+//
+// which ends with ARGS (the model's call token, an end of generation, is not text). NAME
+// is one of the tools' names; ARGS a JSON object valid against that tool's parameters
+// schema (engine/json_schema.h), or any JSON object when it has none.
 //
 // Forced (tool_choice "required" or a named function): the output is exactly one call,
 // and the choice ends when it closes; the caller puts the model's opening syntax (e.g.
@@ -39,6 +44,13 @@ struct ToolCallSpec {
   bool forced = false;
   std::string trigger;                   // auto: the text that opens a call, e.g. "<tool_call>"
   bool single_call = false;              // auto: the output ends with its first call
+  struct Header {                // open and arguments_open are not empty
+    std::string open;            // before the name
+    char name_end = ' ';         // ends the name (never in a tool's name)
+    std::string arguments_open;  // between name_end and the arguments
+    std::vector<std::string> whole_tokens;  // in open / arguments_open: each written as its one token
+  };
+  std::optional<Header> header;  // null: the JSON object form
 };
 
 class ToolCallGrammar final : public OutputGrammar {

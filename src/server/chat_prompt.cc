@@ -6,17 +6,19 @@ namespace tokenmill::server {
 
 ChatPrompt render_chat_prompt(const ServedModel& model, const Json& messages, const Json& tools,
                               const std::string& forced_opener, const ReasoningOptions& options,
-                              const char* messages_param, bool answer_constrained) {
+                              const char* messages_param, AnswerGrammar answer) {
   if (model.speaks_harmony()) {
     ChatPrompt prompt;
     prompt.harmony = true;
     prompt.include_reasoning = options.include;
     std::string text = harmony_chat_text(messages, tools, options.effort, messages_param) + forced_opener;
-    if (options.budget >= 0 || answer_constrained) {
+    if (options.budget >= 0 || answer != AnswerGrammar::kNone) {
       // The prompt opens the analysis message; the engine's reasoning grammar leaves it
-      // free until its end and the final message's header, which it writes itself once a
-      // budget is spent, and constrains what follows.
-      auto spec = std::make_shared<engine::ReasoningSpec>(harmony_reasoning_span());
+      // free until its end and the next message's header (the final one's, or for a call
+      // <|start|>assistant alone), which it writes itself once a budget is spent, and
+      // constrains what follows.
+      auto spec =
+          std::make_shared<engine::ReasoningSpec>(harmony_reasoning_span(answer == AnswerGrammar::kToolCall));
       spec->opened_by_prompt = true;
       spec->budget = options.budget;
       prompt.harmony_prefix = spec->open;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/reasoning_grammar.h"
+#include "engine/request.h"
 #include "server/json_fields.h"
 #include "server/reasoning.h"
 #include "server/served_model.h"
@@ -29,16 +30,24 @@ struct ChatPrompt {
   std::string harmony_prefix;
 };
 
+// What will constrain the answer: nothing, an output grammar (response_format, Ollama's
+// format) or a forced tool call's grammar. A harmony prompt under a grammar opens the
+// analysis message, so that the grammar starts at the next message: the final one, or
+// the call's.
+enum class AnswerGrammar { kNone, kOutput, kToolCall };
+
+// kOutput where the request carries JSON mode or a schema, else kNone.
+inline AnswerGrammar output_grammar(const engine::Request& request) {
+  return request.json_object || request.json_schema ? AnswerGrammar::kOutput : AnswerGrammar::kNone;
+}
+
 // messages / tools as ServedModel::chat_text takes them (for a harmony model, as
-// harmony_chat_text does). forced_opener: what the prompt
-// ends with when a tool call is forced ("" otherwise); a reasoning span the prompt opened
-// is then closed before it, so that the call is the answer. Throws ApiError 400 naming
+// harmony_chat_text does). forced_opener: what the prompt ends with when a tool call is
+// forced ("" otherwise, and for harmony); a reasoning span the prompt opened is then
+// closed before it, so that the call is the answer. Throws ApiError 400 naming
 // messages_param when the template fails.
-// answer_constrained: a grammar (response_format, Ollama's format) will constrain the
-// answer; a harmony prompt then opens the analysis message, so that the grammar starts
-// at the final message.
 ChatPrompt render_chat_prompt(const ServedModel& model, const Json& messages, const Json& tools,
                               const std::string& forced_opener, const ReasoningOptions& options,
-                              const char* messages_param, bool answer_constrained = false);
+                              const char* messages_param, AnswerGrammar answer = AnswerGrammar::kNone);
 
 }  // namespace tokenmill::server

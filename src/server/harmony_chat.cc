@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "server/api_error.h"
 
@@ -27,6 +29,15 @@ std::string hermes_call(const harmony::ParsedMessage& m) {
 }
 
 bool is_call(const harmony::ParsedMessage& m) { return m.channel == "commentary" && !m.recipient.empty(); }
+
+// The special tokens of the headers and ends the engine's grammars write.
+std::vector<std::string> structural_tokens() {
+  std::vector<std::string> out;
+  for (std::string_view t : {harmony::kStart, harmony::kChannel, harmony::kMessage, harmony::kEnd, harmony::kConstrain}) {
+    out.emplace_back(t);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -91,13 +102,20 @@ std::string harmony_chat_text(const Json& messages, const Json& tools, const std
   return std::move(text).value();
 }
 
-engine::ReasoningSpec harmony_reasoning_span() {
+engine::ReasoningSpec harmony_reasoning_span(bool before_call) {
   engine::ReasoningSpec spec;
   spec.open = std::string(harmony::kChannel) + "analysis" + std::string(harmony::kMessage);
-  spec.close = std::string(harmony::kEnd) + std::string(harmony::kStart) + "assistant" + std::string(harmony::kChannel) +
-               "final" + std::string(harmony::kMessage);
+  spec.close = std::string(harmony::kEnd) + std::string(harmony::kStart) + "assistant";
+  if (!before_call) spec.close += std::string(harmony::kChannel) + "final" + std::string(harmony::kMessage);
   spec.close_on_own_line = false;
+  spec.whole_tokens = structural_tokens();
+  spec.max_gap = 0;  // the close ends in the next message's header: its text follows at once
   return spec;
+}
+
+engine::ToolCallSpec::Header harmony_call_header() {
+  return {std::string(harmony::kChannel) + "commentary to=functions.", ' ',
+          std::string(harmony::kConstrain) + "json" + std::string(harmony::kMessage), structural_tokens()};
 }
 
 HarmonySplitter::HarmonySplitter(std::string_view prefix) {

@@ -7,6 +7,9 @@
 //                                        (<tool_call>{"name", "arguments"}</tool_call>)
 //                                        that the routes' tool-call reading takes apart
 //                                        (ToolSyntax::kHarmony)
+// A forced call (tool_choice "required" or a named function) lets the model reason in
+// its analysis message, then constrains the next message to a call:
+//   <|channel|>commentary to=functions.NAME <|constrain|>json<|message|>ARGS
 // Output that is not harmony (a model that strays from the format) is not lost: from the
 // first byte the parser cannot read, the rest of the text is content.
 #pragma once
@@ -15,6 +18,7 @@
 #include <string_view>
 
 #include "engine/reasoning_grammar.h"
+#include "engine/tool_call_grammar.h"
 #include "server/json_fields.h"
 #include "server/reasoning.h"
 #include "tokenizer/harmony_format.h"
@@ -31,8 +35,13 @@ std::string harmony_chat_text(const Json& messages, const Json& tools, const std
                               const char* messages_param);
 
 // The analysis message as a reasoning span (open: its header after <|start|>assistant;
-// close: its end and the final message's header), for a thinking budget's grammar.
-engine::ReasoningSpec harmony_reasoning_span();
+// close: its end and the final message's header, or with before_call its end and the
+// next message's <|start|>assistant, whose header the call's grammar writes), for the
+// grammar of a thinking budget, a constrained answer or a forced call.
+engine::ReasoningSpec harmony_reasoning_span(bool before_call = false);
+
+// A call's message header as the tool-call grammar writes it, from its channel on.
+engine::ToolCallSpec::Header harmony_call_header();
 
 class HarmonySplitter final : public OutputSplitter {
  public:

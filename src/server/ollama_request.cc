@@ -170,8 +170,7 @@ OllamaRequest parse_ollama_request(bool chat, const Json& body, const ServedMode
         out.request.tool_calls = tool_call_spec(*out.tools, out.tool_syntax);
       }
     } else {
-      prompt = render_chat_prompt(model, chat_json, Json(), "", reasoning, "messages",
-                                  out.request.json_object || out.request.json_schema != nullptr);
+      prompt = render_chat_prompt(model, chat_json, Json(), "", reasoning, "messages", output_grammar(out.request));
     }
     use_prompt(std::move(prompt), out);
   } else {
@@ -188,9 +187,7 @@ OllamaRequest parse_ollama_request(bool chat, const Json& body, const ServedMode
         messages.push_back({{"role", "system"}, {"content", *system}});
       }
       messages.push_back({{"role", "user"}, {"content", prompt}});
-      use_prompt(render_chat_prompt(model, messages, Json(), "", reasoning, "prompt",
-                                    out.request.json_object || out.request.json_schema != nullptr),
-                 out);
+      use_prompt(render_chat_prompt(model, messages, Json(), "", reasoning, "prompt", output_grammar(out.request)), out);
     }
     // "context" from an earlier answer continues that conversation.
     if (const Json* context = f.array("context"); context && !context->empty()) {

@@ -255,18 +255,14 @@ OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
     const ToolSyntax syntax =
         model.speaks_harmony() ? ToolSyntax::kHarmony : tool_syntax_for_template(model.chat_template_source());
     const bool calls_allowed = tools && tools->choice != ToolRequest::Choice::kNone;
-    if (calls_allowed && syntax == ToolSyntax::kHarmony && tools->forced()) {
-      throw bad_request("tool_choice 'required', a named function and strict tools are not supported for harmony "
-                        "(gpt-oss) models yet: use tool_choice 'auto'",
-                        "tool_choice");
-    }
     if (calls_allowed && (request.json_object || request.json_schema)) {
       throw bad_request("'response_format' cannot be combined with 'tools' here", "response_format");
     }
     const Json template_tools = calls_allowed && syntax != ToolSyntax::kBuiltin ? *f.array("tools") : Json();
-    const std::string opener = calls_allowed && tools->forced() ? forced_call_opener(syntax) : "";
+    const bool forced = calls_allowed && tools->forced();
     prompt = render_chat_prompt(model, template_messages(chat_json, calls_allowed ? &*tools : nullptr, syntax),
-                                template_tools, opener, reasoning, "messages");
+                                template_tools, forced ? forced_call_opener(syntax) : "", reasoning, "messages",
+                                forced ? AnswerGrammar::kToolCall : AnswerGrammar::kNone);
     if (calls_allowed) {
       // Forced calls are constrained from the first byte. With "auto" the grammar takes
       // over at the opening tag where that is plain text (the built-in syntax); the other
@@ -276,8 +272,7 @@ OpenAiRequest parse_chat_request(const Json& body, const ServedModel& model) {
       out.tool_syntax = syntax;
     }
   } else {
-    prompt = render_chat_prompt(model, chat_json, Json(), "", reasoning, "messages",
-                                request.json_object || request.json_schema != nullptr);
+    prompt = render_chat_prompt(model, chat_json, Json(), "", reasoning, "messages", output_grammar(request));
   }
   request.prompt = std::move(prompt.tokens);
   request.reasoning = std::move(prompt.reasoning);

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "engine/json_schema.h"
+#include "server/harmony_chat.h"
 #include "server/schema_notes.h"
 
 namespace tokenmill::server {
@@ -214,6 +215,7 @@ std::shared_ptr<const engine::ToolCallSpec> tool_call_spec(const ToolRequest& to
   spec->trigger = syntax == ToolSyntax::kMistral ? std::string(kMistralCalls)
                   : syntax == ToolSyntax::kLlama3 ? std::string(kPythonTag)
                                                   : std::string(kHermesOpen);
+  if (syntax == ToolSyntax::kHarmony) spec->header = harmony_call_header();
   for (size_t i = 0; i < tools.tools.size(); ++i) {
     const ToolDefinition& tool = tools.tools[i];
     if (tools.choice == ToolRequest::Choice::kNamed && tool.name != tools.named) continue;
@@ -239,7 +241,7 @@ std::string forced_call_opener(ToolSyntax syntax) {
     case ToolSyntax::kHermes:
     case ToolSyntax::kBuiltin: return std::string(kHermesOpen) + "\n";
     case ToolSyntax::kLlama3:
-    case ToolSyntax::kHarmony: return "";  // harmony calls are never forced (harmony_chat.h)
+    case ToolSyntax::kHarmony: return "";  // the grammar writes the call's header (harmony_chat.h)
     case ToolSyntax::kMistral: return std::string(kMistralCalls) + "[";
   }
   return "";
@@ -356,7 +358,7 @@ Json template_messages(const Json& messages, const ToolRequest* tools, ToolSynta
 ParsedOutput parse_tool_calls(std::string_view text, ToolSyntax syntax, const ToolRequest& tools, bool forced) {
   ParsedOutput plain{trim(text), {}};
   std::optional<ParsedOutput> parsed;
-  if (forced) {
+  if (forced && syntax != ToolSyntax::kHarmony) {  // harmony's splitter hands on hermes text
     // The opener was the end of the prompt: the text is the call (Mistral's list closes).
     std::string_view call = text;
     if (syntax == ToolSyntax::kMistral) {

@@ -129,13 +129,75 @@ def test_a_json_schema_constrains_the_final_message_not_the_analysis(client):
     assert r.choices[0].finish_reason == "stop"
 
 
-def test_what_harmony_cannot_do_yet_is_a_400_naming_the_field(harmony_server):
+# Arguments this model can only finish: every logit is 0, so within a string it would
+# write "!" forever; an enum and a bounded integer end.
+FORECAST = [{"type": "function", "function": {
+    "name": "get_forecast", "description": "Forecast for a city.",
+    "parameters": {"type": "object", "properties": {
+        "city": {"enum": ["Oslo", "Paris"]}, "days": {"type": "integer", "minimum": 1, "maximum": 7}},
+        "required": ["city", "days"], "additionalProperties": False}}},
+    {"type": "function", "function": {
+        "name": "get_time", "parameters": {"type": "object", "properties": {"zone": {"enum": ["UTC", "CET"]}},
+                                           "required": ["zone"]}}}]
+
+
+def schema_of(name):
+    return next(t["function"]["parameters"] for t in FORECAST if t["function"]["name"] == name)
+
+
+@pytest.mark.parametrize("choice, name", [
+    ("required", None),
+    ({"type": "function", "function": {"name": "get_time"}}, "get_time"),
+])
+def test_a_forced_call_follows_the_analysis(client, choice, name):
+    """tool_choice required or named: the analysis stays free (here cut by the budget), then
+    the next message is constrained to a commentary call with valid arguments."""
+    r = client.chat.completions.create(model="default", messages=QUESTION, max_tokens=120, temperature=0,
+                                       tools=FORECAST, tool_choice=choice,
+                                       extra_body={"thinking_token_budget": 4})
+    message = r.choices[0].message
+    assert reasoning_of(message) == "!!!!", message
+    assert message.content is None, message
+    assert len(message.tool_calls) == 1, message
+    call = message.tool_calls[0].function
+    if name:
+        assert call.name == name
+    jsonschema.validate(json.loads(call.arguments), schema_of(call.name))
+    assert r.choices[0].finish_reason == "tool_calls"
+
+
+def test_a_streamed_forced_call_comes_after_its_reasoning(client):
+    whole = client.chat.completions.create(model="default", messages=QUESTION, max_tokens=120, temperature=0,
+                                           tools=FORECAST, tool_choice="required",
+                                           extra_body={"thinking_token_budget": 3}).choices[0].message
+    reasoning, content, name, arguments, finish = "", "", "", "", None
+    for chunk in client.chat.completions.create(model="default", messages=QUESTION, max_tokens=120, temperature=0,
+                                                tools=FORECAST, tool_choice="required", stream=True,
+                                                extra_body={"thinking_token_budget": 3}):
+        if not chunk.choices:
+            continue
+        delta = chunk.choices[0].delta
+        reasoning += (delta.model_extra or {}).get("reasoning_content") or ""
+        assert not (delta.content or "") or not name
+        content += delta.content or ""
+        for call in delta.tool_calls or []:
+            assert reasoning == "!!!", "the call came before its reasoning"
+            name += call.function.name or ""
+            arguments += call.function.arguments or ""
+        finish = chunk.choices[0].finish_reason or finish
+    assert reasoning == reasoning_of(whole) == "!!!"
+    assert content == ""
+    assert (name, json.loads(arguments)) == (whole.tool_calls[0].function.name,
+                                             json.loads(whole.tool_calls[0].function.arguments))
+    assert finish == "tool_calls"
+
+
+def test_bad_tool_requests_are_a_400_naming_the_field(harmony_server):
     url = harmony_server.url + "/v1/chat/completions"
-    r = requests.post(url, json={"model": "default", "messages": QUESTION, "max_tokens": 4, "tools": WEATHER,
-                                 "tool_choice": "required"}, timeout=60)
+    r = requests.post(url, json={"model": "default", "messages": QUESTION, "max_tokens": 4, "tools": FORECAST,
+                                 "tool_choice": {"type": "function", "function": {"name": "nope"}}}, timeout=60)
     assert r.status_code == 400, r.text
     assert r.json()["error"]["param"] == "tool_choice"
-    assert "harmony" in r.json()["error"]["message"]
     # A tool result that names no call.
     r = requests.post(url, json={"model": "default", "max_tokens": 4, "messages": QUESTION + [
         {"role": "tool", "tool_call_id": "nope", "content": "x"}]}, timeout=60)

@@ -103,6 +103,26 @@ TEST(ReasoningGrammar, ClonesAreIndependent) {
   EXPECT_TRUE(g.allows(": [1]}"));
 }
 
+// A close made of special tokens (harmony's) is forced as those tokens, never spelled out
+// in plain pieces, and with no gap the answer's text follows it at once.
+TEST(ReasoningGrammar, AForcedCloseWritesItsSpecialTokensWhole) {
+  auto harmony = std::make_shared<ReasoningSpec>();
+  harmony->close = "<|end|><|start|>assistant";
+  harmony->close_on_own_line = false;
+  harmony->whole_tokens = {"<|end|>", "<|start|>", "<|channel|>"};
+  harmony->max_gap = 0;
+  harmony->opened_by_prompt = true;
+  harmony->budget = 0;
+  ReasoningGrammar g(harmony, json_object());
+  EXPECT_FALSE(g.allows("<"));
+  EXPECT_FALSE(g.allows("<|"));
+  EXPECT_FALSE(g.allows("<|end|><|st"));
+  EXPECT_TRUE(g.allows("<|end|><|start|>"));
+  ASSERT_EQ(accepted(g, {"<|end|>", "<|start|>", "assist", "ant"}), 4u);
+  EXPECT_FALSE(g.allows(" "));  // no gap
+  EXPECT_TRUE(g.allows("{"));
+}
+
 TEST(ReasoningGrammar, WhitespaceAfterTheCloseIsBounded) {
   auto schema = JsonSchema::compile(nlohmann::ordered_json::parse(R"({"type": "integer"})"));
   ASSERT_TRUE(schema.ok());

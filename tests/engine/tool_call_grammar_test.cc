@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 namespace tokenmill::engine {
 namespace {
@@ -56,6 +57,47 @@ TEST(ToolCallGrammar, ForcedRefusesUnknownToolsAndInvalidArguments) {
   // Text before the call is not allowed when the call is forced.
   ToolCallGrammar d(spec(true));
   EXPECT_FALSE(d.allows("Sure"));
+}
+
+// Harmony's form: a message header that names the function, the arguments after it, and
+// nothing else (the model's call token ends the generation).
+TEST(ToolCallGrammar, AHeaderFormCallEndsWithItsArguments) {
+  auto harmony = std::make_shared<ToolCallSpec>(*spec(true));
+  harmony->header = ToolCallSpec::Header{"<|channel|>commentary to=functions.", ' ', "<|constrain|>json<|message|>"};
+  ToolCallGrammar g(harmony);
+  const std::string call =
+      R"(<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Oslo","unit":"f"})";
+  EXPECT_EQ(accepted_prefix(call, g), call.size());
+  EXPECT_TRUE(g.complete());
+  EXPECT_FALSE(g.allows(" "));
+  // With the header's special tokens named, each must come whole.
+  auto whole = std::make_shared<ToolCallSpec>(*harmony);
+  whole->header->whole_tokens = {"<|channel|>", "<|constrain|>", "<|message|>"};
+  ToolCallGrammar w(whole);
+  EXPECT_FALSE(w.allows("<"));
+  EXPECT_TRUE(w.allows("<|channel|>comm"));
+  const std::string tokens[] = {"<|channel|>", "commentary to=functions.get_time", " ", "<|constrain|>", "json"};
+  for (const std::string& t : tokens) {
+    ASSERT_TRUE(w.allows(t)) << t;
+    w.advance(t);
+  }
+  EXPECT_FALSE(w.allows("<|mess"));
+  EXPECT_TRUE(w.allows("<|message|>{"));
+  // The final channel, an unknown function, a JSON-object call and bad arguments are refused.
+  const std::pair<std::string, size_t> refused[] = {
+      {"<|channel|>final", 11},
+      {"<|channel|>commentary to=functions.get_x", 39},
+      {R"({"name")", 0},
+      {R"(<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>[)", 72}};
+  for (const auto& [bad, accepted] : refused) {
+    ToolCallGrammar h(harmony);
+    EXPECT_EQ(accepted_prefix(bad, h), accepted) << bad;
+  }
+  // A tool without a schema takes any object; "get_time" ends at the space, not "get_t".
+  ToolCallGrammar t(harmony);
+  const std::string any = R"(<|channel|>commentary to=functions.get_time <|constrain|>json<|message|>{"zone": [1, {}]})";
+  EXPECT_EQ(accepted_prefix(any, t), any.size());
+  EXPECT_TRUE(t.complete());
 }
 
 TEST(ToolCallGrammar, ToolsWithoutSchemaTakeAnyObjectUnderTheirKey) {
