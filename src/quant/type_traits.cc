@@ -200,7 +200,9 @@ constexpr std::array<TypeTraits, 27> kTypeTraits = {{
      .dequantize_row = ref::dequantize_row_iq4_nl, .quantize_row_ref = ref::quantize_row_iq4_nl,
      .vec_dot_ref = ref::vec_dot_iq4_nl_q8_0,
      TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_iq4_nl_q8_0>(),
-                    .avx512 = by_rows<avx512::vec_dot_rows_iq4_nl_q8_0>())},
+                    .avx512 = by_rows<avx512::vec_dot_rows_iq4_nl_q8_0>())
+     TM_ARM64_KERNELS(.neon = by_rows<neon::vec_dot_rows_iq4_nl_q8_0>(),
+                      .neon_dotprod = by_rows<neon_dotprod::vec_dot_rows_iq4_nl_q8_0>())},
     {.type = TensorType::kIQ3_S, .name = "iq3_s", .block_size = kSuperBlockSize,
      .bytes_per_block = sizeof(BlockIQ3_S), .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
      .dequantize_row = ref::dequantize_row_iq3_s, .quantize_row_ref = ref::quantize_row_iq3_s,
@@ -220,7 +222,9 @@ constexpr std::array<TypeTraits, 27> kTypeTraits = {{
      TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_iq4_xs_q8_K>(nullptr, avx2::vec_dot_panels_iq4_xs_q8_K, nullptr,
                                                                    avx2::vec_dot_panels_iq4_xs_q8_K_unprefetched),
                     .avx512 = by_rows<avx512::vec_dot_rows_iq4_xs_q8_K>(nullptr, avx512::vec_dot_panels_iq4_xs_q8_K, nullptr,
-                                                                       avx512::vec_dot_panels_iq4_xs_q8_K_unprefetched))},
+                                                                       avx512::vec_dot_panels_iq4_xs_q8_K_unprefetched))
+     TM_ARM64_KERNELS(.neon = by_rows<neon::vec_dot_rows_iq4_xs_q8_K>(),
+                      .neon_dotprod = by_rows<neon_dotprod::vec_dot_rows_iq4_xs_q8_K>())},
     {.type = TensorType::kIQ1_M, .name = "iq1_m", .block_size = kSuperBlockSize,
      .bytes_per_block = sizeof(BlockIQ1_M), .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
      .dequantize_row = ref::dequantize_row_iq1_m, .quantize_row_ref = ref::quantize_row_iq1_m,
@@ -246,7 +250,9 @@ constexpr std::array<TypeTraits, 27> kTypeTraits = {{
      .dequantize_row = ref::dequantize_row_mxfp4, .quantize_row_ref = ref::quantize_row_mxfp4,
      .vec_dot_ref = ref::vec_dot_mxfp4_q8_0,
      TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_mxfp4_q8_0>(nullptr, avx2::vec_dot_panels_mxfp4_q8_0),
-                    .avx512 = by_rows<avx512::vec_dot_rows_mxfp4_q8_0>(nullptr, avx512::vec_dot_panels_mxfp4_q8_0))},
+                    .avx512 = by_rows<avx512::vec_dot_rows_mxfp4_q8_0>(nullptr, avx512::vec_dot_panels_mxfp4_q8_0))
+     TM_ARM64_KERNELS(.neon = by_rows<neon::vec_dot_rows_mxfp4_q8_0>(),
+                      .neon_dotprod = by_rows<neon_dotprod::vec_dot_rows_mxfp4_q8_0>())},
 }};
 #pragma GCC diagnostic pop
 

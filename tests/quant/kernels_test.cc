@@ -300,7 +300,7 @@ TEST(Kernels, InstructionSetsAgreeBitForBit) {
       std::vector<float> first;
       for (const IsaPath* path : paths) {
         const SimdKernels& kernels = path->kernels(traits);
-        if (kernels.vec_dot == nullptr) continue;  // no kernel of this set for the type (IQ4 on NEON)
+        if (kernels.vec_dot == nullptr) continue;  // no kernel of this set for the type
         const DotKernel dot{kernels.vec_dot, kernels.vec_dot_rows, kernels.vec_dot_matrix, path->name};
         std::vector<float> out(static_cast<size_t>(kRows * n_tokens));
         dot.dot_matrix(n, w.data(), w_row_bytes, kRows, a.data(), a_row_bytes, n_tokens, out.data(), kRows);

@@ -1,5 +1,6 @@
-// The NEON dot products of the legacy _0 formats (Q4_0, Q5_0, Q8_0 against Q8_0) and of
-// Q4_K, Q5_K, Q6_K (against Q8_K), written once: dot_neon.cc compiles this body for
+// The NEON dot products of the legacy _0 formats (Q4_0, Q5_0, Q8_0 against Q8_0), of the
+// nibble-table formats (IQ4_NL, MXFP4 against Q8_0; IQ4_XS against Q8_K) and of Q4_K,
+// Q5_K, Q6_K (against Q8_K), written once: dot_neon.cc compiles this body for
 // Armv8.0 (widening multiplies, pairwise adds) inside namespace neon, dot_neon_dotprod.cc
 // for CPUs with the int8 dot product (sdot) inside namespace neon_dotprod. Everything
 // here has internal linkage, so the sdot copy is never linked into the plain one's calls.
@@ -8,6 +9,9 @@
 // exact whatever computes them, and they then take the same float steps in the same order
 // (legacy_avx2.cc, kquants_avx2.cc):
 //   _0 formats:  acc = fma(float(isum_b), d_b * d_token,b, acc)       block by block
+//   IQ4_NL, MXFP4: lane[b % 8] = fma(float(isum_b), d_b * d_token,b, lane[b % 8]), the
+//                eight lanes added pairwise at the end (kernels_ref.h)
+//   IQ4_XS:      acc = fma(float(sum_g (s_g - 32) * isum_g), d * y.d, acc)  super-block by super-block
 //   K-quants:    acc = fma(-float(M), dmin * y.d, acc)                 (Q4_K, Q5_K)
 //                acc = fma(float(T_lo), d * y.d, acc)
 //                acc = fma(float(T_hi), d * y.d, acc)                  super-block by super-block
@@ -66,6 +70,69 @@ Levels unpack(const BlockQ5_0& b) {
   return {vsubq_s8(vreinterpretq_s8_u8(lo), sixteen), vsubq_s8(vreinterpretq_s8_u8(hi), sixteen), half_to_float(b.d)};
 }
 
+// The 32 levels of a nibble-table group (16 bytes: elements 0-15 in the low nibbles, 16-31
+// in the high ones), one table lookup each half.
+Levels table_levels(const uint8_t* qs, int8x16_t table) {
+  const uint8x16_t bytes = vld1q_u8(qs);
+  return {vqtbl1q_s8(table, vandq_u8(bytes, vdupq_n_u8(0x0f))), vqtbl1q_s8(table, vshrq_n_u8(bytes, 4)), 0.0f};
+}
+
+template <typename Block>
+constexpr bool kNibbleTable = std::is_same_v<Block, BlockIQ4_NL> || std::is_same_v<Block, BlockMXFP4>;
+
+const int8_t* levels_table(const BlockIQ4_NL*) { return ref::kIq4Levels; }
+const int8_t* levels_table(const BlockMXFP4*) { return ref::kMxfp4Levels; }
+float block_scale(const BlockIQ4_NL& b) { return half_to_float(b.d); }
+float block_scale(const BlockMXFP4& b) { return mxfp4_scale(b.e); }
+
+// IQ4_NL / MXFP4 against kTokens Q8_0 rows: block b's exact sum into lane b % 8.
+template <typename Block, int kTokens>
+void nibble_table_tile(int64_t n_blocks, const Block* w, const uint8_t* a, size_t a_stride, float* out,
+                       int64_t out_stride) {
+  const int8x16_t table = vld1q_s8(levels_table(w));
+  float lanes[kTokens][ref::kIq4NlLanes] = {};
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    __builtin_prefetch(reinterpret_cast<const char*>(w + b) + 1024, 0, 3);
+    const Levels levels = table_levels(w[b].qs, table);
+    const float dw = block_scale(w[b]);
+    for (int t = 0; t < kTokens; ++t) {
+      const BlockQ8_0& y = reinterpret_cast<const BlockQ8_0*>(a + t * a_stride)[b];
+      float& lane = lanes[t][b % ref::kIq4NlLanes];
+      lane = __builtin_fmaf(static_cast<float>(dot32(levels.lo, levels.hi, y.qs)), dw * half_to_float(y.d), lane);
+    }
+  }
+  for (int t = 0; t < kTokens; ++t) out[t * out_stride] = ref::sum_iq4_nl_lanes(lanes[t]);
+}
+
+// IQ4_XS against kTokens Q8_K rows: per super-block the groups' exact sums times their
+// scales, one integer, fused into the running sum.
+template <int kTokens>
+void iq4_xs_tile(int64_t n_blocks, const BlockIQ4_XS* w, const uint8_t* a, size_t a_stride, float* out,
+                 int64_t out_stride) {
+  const int8x16_t table = vld1q_s8(ref::kIq4Levels);
+  float acc[kTokens] = {};
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    for (size_t line = 0; line < sizeof(BlockIQ4_XS); line += 64) {
+      __builtin_prefetch(reinterpret_cast<const char*>(w + b) + 2048 + line, 0, 3);
+    }
+    int32_t isum[kTokens] = {};
+    for (int g = 0; g < 8; ++g) {
+      const Levels levels = table_levels(w[b].qs + 16 * g, table);
+      const int32_t scale = iq4_xs_scale(w[b], g) - 32;
+      for (int t = 0; t < kTokens; ++t) {
+        const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(a + t * a_stride)[b];
+        isum[t] += scale * dot32(levels.lo, levels.hi, y.qs + 32 * g);
+      }
+    }
+    const float dw = half_to_float(w[b].d);
+    for (int t = 0; t < kTokens; ++t) {
+      const float dy = reinterpret_cast<const BlockQ8_K*>(a + t * a_stride)[b].d;
+      acc[t] = __builtin_fmaf(static_cast<float>(isum[t]), dw * dy, acc[t]);
+    }
+  }
+  for (int t = 0; t < kTokens; ++t) out[t * out_stride] = acc[t];
+}
+
 // out[t * out_stride] = dot(w, activation row t) for kTokens rows: each weight block is
 // unpacked once for all of them.
 template <typename Block, int kTokens>
@@ -85,19 +152,32 @@ void legacy_tile(int64_t n_blocks, const Block* w, const uint8_t* a, size_t a_st
   for (int t = 0; t < kTokens; ++t) out[t * out_stride] = acc[t];
 }
 
+template <typename Block, int kTokens>
+void block_tile(int64_t n_blocks, const Block* w, const uint8_t* a, size_t a_stride, float* out, int64_t out_stride) {
+  if constexpr (std::is_same_v<Block, BlockIQ4_XS>) {
+    iq4_xs_tile<kTokens>(n_blocks, w, a, a_stride, out, out_stride);
+  } else if constexpr (kNibbleTable<Block>) {
+    nibble_table_tile<Block, kTokens>(n_blocks, w, a, a_stride, out, out_stride);
+  } else {
+    legacy_tile<Block, kTokens>(n_blocks, w, a, a_stride, out, out_stride);
+  }
+}
+
+// The rows of the formats whose weight blocks are unpacked once for a tile of tokens.
 template <typename Block>
-void legacy_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
-                 int64_t out_stride) {
+void tiled_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
+                int64_t out_stride) {
   constexpr int kTile = 4;
+  constexpr int64_t kBlockElements = std::is_same_v<Block, BlockIQ4_XS> ? kSuperBlockSize : kLegacyBlockSize;
   const auto* weights = static_cast<const Block*>(w);
   const auto* rows = static_cast<const uint8_t*>(a);
-  const int64_t n_blocks = n / kLegacyBlockSize;
+  const int64_t n_blocks = n / kBlockElements;
   int64_t t = 0;
   for (; t + kTile <= n_a_rows; t += kTile) {
-    legacy_tile<Block, kTile>(n_blocks, weights, rows + t * a_stride, a_stride, out + t * out_stride, out_stride);
+    block_tile<Block, kTile>(n_blocks, weights, rows + t * a_stride, a_stride, out + t * out_stride, out_stride);
   }
   for (; t < n_a_rows; ++t) {
-    legacy_tile<Block, 1>(n_blocks, weights, rows + t * a_stride, a_stride, out + t * out_stride, out_stride);
+    block_tile<Block, 1>(n_blocks, weights, rows + t * a_stride, a_stride, out + t * out_stride, out_stride);
   }
 }
 
@@ -222,15 +302,15 @@ void k_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_
 
 void vec_dot_rows_q4_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
                             int64_t out_stride) {
-  legacy_rows<BlockQ4_0>(n, w, a, a_stride, n_a_rows, out, out_stride);
+  tiled_rows<BlockQ4_0>(n, w, a, a_stride, n_a_rows, out, out_stride);
 }
 void vec_dot_rows_q5_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
                             int64_t out_stride) {
-  legacy_rows<BlockQ5_0>(n, w, a, a_stride, n_a_rows, out, out_stride);
+  tiled_rows<BlockQ5_0>(n, w, a, a_stride, n_a_rows, out, out_stride);
 }
 void vec_dot_rows_q8_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
                             int64_t out_stride) {
-  legacy_rows<BlockQ8_0>(n, w, a, a_stride, n_a_rows, out, out_stride);
+  tiled_rows<BlockQ8_0>(n, w, a, a_stride, n_a_rows, out, out_stride);
 }
 void vec_dot_rows_q4_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
                             int64_t out_stride) {
@@ -243,4 +323,16 @@ void vec_dot_rows_q5_K_q8_K(int64_t n, const void* w, const void* a, size_t a_st
 void vec_dot_rows_q6_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
                             int64_t out_stride) {
   k_rows<BlockQ6_K>(n, w, a, a_stride, n_a_rows, out, out_stride);
+}
+void vec_dot_rows_iq4_nl_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
+                              int64_t out_stride) {
+  tiled_rows<BlockIQ4_NL>(n, w, a, a_stride, n_a_rows, out, out_stride);
+}
+void vec_dot_rows_mxfp4_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
+                             int64_t out_stride) {
+  tiled_rows<BlockMXFP4>(n, w, a, a_stride, n_a_rows, out, out_stride);
+}
+void vec_dot_rows_iq4_xs_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
+                              int64_t out_stride) {
+  tiled_rows<BlockIQ4_XS>(n, w, a, a_stride, n_a_rows, out, out_stride);
 }

@@ -9,6 +9,7 @@
 
 #include "quant/blocks.h"
 #include "quant/kernels/simd_kernels.h"
+#include "quant/kernels_ref.h"
 
 namespace tokenmill::quant::neon {
 

@@ -233,7 +233,13 @@ void screen_panels(const ArgmaxScreen& screen, int64_t first_panel, int64_t last
   void vec_dot_rows_q5_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out, \
                               int64_t out_stride);                                                                 \
   void vec_dot_rows_q6_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out, \
-                              int64_t out_stride);
+                              int64_t out_stride);                                                                 \
+  void vec_dot_rows_iq4_nl_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,        \
+                                float* out, int64_t out_stride);                                                   \
+  void vec_dot_rows_iq4_xs_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,        \
+                                float* out, int64_t out_stride);                                                   \
+  void vec_dot_rows_mxfp4_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,         \
+                               float* out, int64_t out_stride);
 namespace neon {
 TM_NEON_DOT_ROWS
 // floats_neon.cc: the AVX2 floats' bits.
