@@ -177,8 +177,18 @@ int serve(ServeOptions options) {
   }
   set_config.max_loaded = options.max_loaded;
   set_config.memory_budget = options.max_memory_mib << 20;
-  server::ModelLoader loader = [options](const std::string& path, const std::string& name) {
-    return load_chat_model(options.engine, path, name, /*verbose=*/false);
+  // Store models: chat models, or embedding models for the embedding routes.
+  server::ModelLoader loader = [options, n_compute](const std::string& path,
+                                                    const std::string& name) -> Result<std::unique_ptr<server::LoadedModel>> {
+    if (!EmbeddingModel::is_embedding_file(path)) return load_chat_model(options.engine, path, name, /*verbose=*/false);
+    auto embedding = EmbeddingModel::load(path, n_compute, /*verbose=*/false, name);
+    if (!embedding.ok()) return embedding.status();
+    auto loaded = std::make_unique<server::LoadedModel>();
+    std::error_code ec;
+    const auto bytes = std::filesystem::file_size(path, ec);
+    loaded->memory_bytes = ec ? 0 : static_cast<int64_t>(bytes);
+    loaded->embeddings = std::move(embedding).value();
+    return loaded;
   };
   server::ModelSet models(std::move(pinned), std::move(store), loader, set_config);
   const bool pin = pin_threads(options.engine, n_compute);

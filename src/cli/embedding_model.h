@@ -1,5 +1,6 @@
 // A BERT-family embedding GGUF loaded to answer /v1/embeddings, beside a chat model
-// (`serve --embedding-model`, `batch --embedding-model`) or as the model itself (`serve -m`):
+// (`serve --embedding-model`, `batch --embedding-model`), as the model itself (`serve -m`)
+// or from the model store:
 // its encoder, tokenizer and the embedder that batches its requests, owned together.
 #pragma once
 
@@ -14,7 +15,7 @@
 
 namespace tokenmill::cli {
 
-class EmbeddingModel {
+class EmbeddingModel final : public server::LoadedEmbeddings {
  public:
   // path: the GGUF file; n_threads: its encoder's compute threads; name: what requests
   // call it ("": the file's basename without extension). Prints one line on stderr
@@ -24,7 +25,7 @@ class EmbeddingModel {
   // Whether path is a GGUF of an embedding architecture (one load() reads).
   static bool is_embedding_file(const std::string& path);
 
-  const server::ServedEmbeddings& served() const { return *served_; }
+  const server::ServedEmbeddings& served() const override { return *served_; }
   // Answers the requests it holds, then stops its batching thread (also on destruction).
   void shutdown() { embedder_->shutdown(); }
 

@@ -36,9 +36,6 @@ std::vector<int32_t> read_input(const Json& input, const ServedEmbeddings& model
 
 EmbeddingRequest parse_embedding_request(EmbeddingApi api, const Json& body, const ServedEmbeddings& model) {
   Fields f(body);
-  const std::string name = f.string("model").value_or("");
-  if (name.empty()) throw bad_request("'model' is required", "model");
-  if (!model.answers_to(name)) throw model_not_found(name);
   const char* field = api == EmbeddingApi::kOllamaLegacy ? "prompt" : "input";
   const Json* input = f.raw(field);
   if (input == nullptr) throw bad_request("'" + std::string(field) + "' is required", field);

@@ -22,7 +22,8 @@ struct EmbeddingRequest {
 
 enum class EmbeddingApi { kOpenAi, kOllamaEmbed, kOllamaLegacy };
 
-// Throws ApiError. An input longer than the model's positions is a 400
+// The body's inputs for `model`, the one its "model" names (the caller has resolved the
+// name). Throws ApiError. An input longer than the model's positions is a 400
 // (context_length_exceeded), unless the API truncates it (Ollama's "truncate", true by
 // default).
 EmbeddingRequest parse_embedding_request(EmbeddingApi api, const Json& body, const ServedEmbeddings& model);

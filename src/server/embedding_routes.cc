@@ -1,11 +1,14 @@
 // POST /v1/embeddings (OpenAI), POST /api/embed and POST /api/embeddings (Ollama): the
-// embedding model given with --embedding-model, its requests batched by the embedder.
+// embedding model given with --embedding-model (or -m), or one of the model store's by
+// name, its requests batched by its embedder.
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "server/embedding_request.h"
+#include "server/ollama_request.h"
 #include "server/route_context.h"
 
 namespace tokenmill::server {
@@ -47,17 +50,30 @@ Json ollama_body(EmbeddingApi api, const engine::EmbeddingResult& result, const 
 // submits it to the embedder, answering on out as the route at path does.
 std::function<void()> prepare_embedding(EmbeddingApi api, const RouteContext& context, const Json& json,
                                         const std::shared_ptr<Responder>& out, const std::string& path) {
+  const std::string name = Fields(json).string("model").value_or("");
+  if (name.empty()) throw bad_request("'model' is required", "model");
   const ServedEmbeddings* model = context.embeddings;
-  if (model == nullptr) {
-    throw bad_request("This server has no embedding model: start tokenmill serve with --embedding-model FILE.gguf",
-                      "model", "model_not_found");
+  EmbeddingsLease lease;  // a store model stays loaded until its answer is sent
+  if (model == nullptr || !model->answers_to(name)) {
+    if (context.models.store() != nullptr && context.models.knows(name)) {
+      lease = acquire_embedding_model(
+          context, name, api == EmbeddingApi::kOpenAi ? std::nullopt : ollama_keep_alive(json));
+      model = lease.get();
+    } else if (model == nullptr && context.models.store() == nullptr) {
+      throw bad_request("This server has no embedding model: start tokenmill serve with --embedding-model FILE.gguf, "
+                        "or import one into its model store",
+                        "model", "model_not_found");
+    } else {
+      throw model_not_found(name);
+    }
   }
   auto parsed = std::make_shared<EmbeddingRequest>(parse_embedding_request(api, json, *model));
-  return [api, &context, out, path, parsed, model] {
+  return [api, &context, out, path, parsed, model, lease] {
     const auto start = std::chrono::steady_clock::now();
     context.calls.add();  // shutdown waits for the answer
-    model->embedder.submit(parsed->inputs, [api, &context, out, path, parsed, model, start](engine::EmbeddingResult result) {
-      out->post([api, &context, out, path, parsed, model, start, result = std::move(result)] {
+    model->embedder.submit(parsed->inputs, [api, &context, out, path, parsed, model, lease,
+                                            start](engine::EmbeddingResult result) {
+      out->post([api, &context, out, path, parsed, model, lease, start, result = std::move(result)] {
         if (!result.status.ok()) {
           send_error(*out, path, unavailable("Embedding failed: " + result.status.message()));
         } else if (api == EmbeddingApi::kOpenAi) {

@@ -36,6 +36,7 @@ LoadedModel::~LoadedModel() {
   engine.reset();
   tokenizer.reset();
   model.reset();
+  embeddings.reset();
 }
 
 ModelSet::ModelSet(std::unique_ptr<LoadedModel> pinned, std::unique_ptr<store::ModelStore> store, ModelLoader loader,
@@ -93,11 +94,10 @@ bool ModelSet::knows(const std::string& name) const {
   return resolve(name, &path).ok();
 }
 
-ModelLease ModelSet::lease(const std::shared_ptr<Slot>& slot, std::optional<Ms> keep_alive) {
-  ++slot->n_leases;
-  slot->keep_alive = keep_alive.value_or(config_.default_keep_alive);
-  slot->expires.reset();
-  return ModelLease(slot->loaded->served.get(), [this, slot](const ServedModel*) { release(slot); });
+void ModelSet::count_lease(Slot& slot, std::optional<Ms> keep_alive) {
+  ++slot.n_leases;
+  slot.keep_alive = keep_alive.value_or(config_.default_keep_alive);
+  slot.expires.reset();
 }
 
 void ModelSet::release(const std::shared_ptr<Slot>& slot) {
@@ -149,7 +149,7 @@ std::vector<std::unique_ptr<LoadedModel>> ModelSet::make_room(int64_t bytes, boo
       *fits = false;
       return gone;
     }
-    log_unload(victim->loaded->served->name(), "the least recently used, to make room");
+    log_unload(victim->loaded->name(), "the least recently used, to make room");
     gone.push_back(std::move(victim->loaded));
     victim->expires.reset();
   }
@@ -160,18 +160,50 @@ Result<ModelLease> ModelSet::acquire(const std::string& name, std::optional<Ms> 
   auto key = resolve(name, &path);
   if (!key.ok()) return key.status();
   if (key->empty()) return pinned_lease_;
+  auto slot = hold(*key, path, keep_alive);
+  if (!slot.ok()) return slot.status();
+  if ((*slot)->loaded->served == nullptr) {
+    release(*slot);
+    return invalid_argument("'" + *key +
+                            "' is an embedding model: it answers /v1/embeddings and /api/embed, not chat or text "
+                            "generation");
+  }
+  return ModelLease((*slot)->loaded->served.get(), [this, held = *slot](const ServedModel*) { release(held); });
+}
 
+Result<EmbeddingsLease> ModelSet::acquire_embeddings(const std::string& name, std::optional<Ms> keep_alive) {
+  std::string path;
+  auto key = resolve(name, &path);
+  if (!key.ok()) return key.status();
+  const std::string not_embedding = "' is a chat model, not an embedding model: /v1/embeddings and /api/embed take "
+                                    "a BERT-family model (e.g. all-MiniLM-L6-v2)";
+  if (key->empty()) return invalid_argument("'" + pinned_->served->name() + not_embedding);
+  auto slot = hold(*key, path, keep_alive);
+  if (!slot.ok()) return slot.status();
+  if ((*slot)->loaded->embeddings == nullptr) {
+    release(*slot);
+    return invalid_argument("'" + *key + not_embedding);
+  }
+  return EmbeddingsLease(&(*slot)->loaded->embeddings->served(),
+                         [this, held = *slot](const ServedEmbeddings*) { release(held); });
+}
+
+Result<std::shared_ptr<ModelSet::Slot>> ModelSet::hold(const std::string& key, const std::string& path,
+                                                       std::optional<Ms> keep_alive) {
   std::vector<std::unique_ptr<LoadedModel>> gone;
   std::shared_ptr<Slot> slot;
   {
     std::unique_lock lock(mu_);
-    auto& entry = slots_[*key];
+    auto& entry = slots_[key];
     if (!entry) entry = std::make_shared<Slot>();
     slot = entry;
     // Another request may be loading it: wait for that one load.
     changed_.wait(lock, [&] { return !slot->loading || stopping_; });
     if (stopping_) return resource_exhausted("the server is shutting down");
-    if (slot->loaded) return lease(slot, keep_alive);
+    if (slot->loaded) {
+      count_lease(*slot, keep_alive);
+      return slot;
+    }
     const int64_t bytes = estimate_bytes(path);
     bool fits = false;
     const auto deadline = Clock::now() + kWaitForRoom;
@@ -186,7 +218,7 @@ Result<ModelLease> ModelSet::acquire(const std::string& name, std::optional<Ms> 
       }
     }
     if (!fits) {
-      return resource_exhausted("cannot load '" + *key + "': " + std::to_string(config_.max_loaded) +
+      return resource_exhausted("cannot load '" + key + "': " + std::to_string(config_.max_loaded) +
                                 " models are loaded and every one is answering requests (raise --max-loaded or "
                                 "--max-memory)");
     }
@@ -196,15 +228,15 @@ Result<ModelLease> ModelSet::acquire(const std::string& name, std::optional<Ms> 
   gone.clear();  // unload outside the lock: engines join their threads
 
   const auto load_start = Clock::now();
-  auto loaded = loader_(path, *key);
+  auto loaded = loader_(path, key);
   if (loaded.ok()) {
     char line[160];
-    std::snprintf(line, sizeof line, "loaded %s (%.0f MiB) in %.2f s", key->c_str(),
+    std::snprintf(line, sizeof line, "loaded %s (%.0f MiB) in %.2f s", key.c_str(),
                   static_cast<double>((*loaded)->memory_bytes) / (1 << 20),
                   std::chrono::duration<double>(Clock::now() - load_start).count());
     announce(line);
   } else {
-    announce("loading " + *key + " failed: " + loaded.status().message());
+    announce("loading " + key + " failed: " + loaded.status().message());
   }
   std::unique_lock lock(mu_);
   slot->loading = false;
@@ -216,10 +248,10 @@ Result<ModelLease> ModelSet::acquire(const std::string& name, std::optional<Ms> 
   }
   slot->loaded = std::move(loaded).value();
   slot->last_used = Clock::now();
-  ModelLease out = lease(slot, keep_alive);
+  count_lease(*slot, keep_alive);
   lock.unlock();
   changed_.notify_all();
-  return out;
+  return slot;
 }
 
 bool ModelSet::unload(const std::string& name) {
@@ -251,7 +283,7 @@ std::vector<LoadedInfo> ModelSet::loaded() const {
   const auto now_steady = Clock::now();
   const auto now_wall = std::chrono::system_clock::now();
   for (const auto& [name, slot] : slots_) {
-    if (!slot->loaded) continue;
+    if (!slot->loaded || slot->loaded->served == nullptr) continue;  // embedding models: not listed here
     LoadedInfo info;
     // A lease that does not count: /api/ps must not keep a model loaded.
     info.model = ModelLease(slot->loaded->served.get(), [](const ServedModel*) {});
@@ -284,7 +316,7 @@ int32_t ModelSet::max_seqs() const {
   int32_t out = pinned_ ? pinned_->engine->config().max_seqs : 0;
   std::lock_guard lock(mu_);
   for (const auto& [name, slot] : slots_) {
-    if (slot->loaded) out = std::max(out, slot->loaded->engine->config().max_seqs);
+    if (slot->loaded && slot->loaded->engine) out = std::max(out, slot->loaded->engine->config().max_seqs);
   }
   return out > 0 ? out : 256;
 }
@@ -296,7 +328,7 @@ void ModelSet::shutdown_engines(std::chrono::milliseconds grace) {
     std::lock_guard lock(mu_);
     stopping_ = true;  // no new loads
     for (const auto& [name, slot] : slots_) {
-      if (slot->loaded) engines.push_back(slot->loaded->engine.get());
+      if (slot->loaded && slot->loaded->engine) engines.push_back(slot->loaded->engine.get());
     }
   }
   changed_.notify_all();

@@ -1,6 +1,7 @@
-// The chat models a server answers for: one pinned for the server's life (`-m`), and
-// with a model store, every model in it by name, loaded when a request names it and
-// unloaded after its keep_alive (Ollama's semantics).
+// The models a server answers for: one chat model pinned for the server's life (`-m`),
+// and with a model store, every model in it by name (chat models, and embedding models
+// for the embedding routes), loaded when a request names it and unloaded after its
+// keep_alive (Ollama's semantics).
 //
 //   acquire(name) --> loaded?  yes: a lease on it
 //                              no:  make room (the least recently used idle model goes,
@@ -32,13 +33,15 @@
 #include "engine/engine.h"
 #include "gguf/file_summary.h"
 #include "model/model.h"
+#include "server/served_embeddings.h"
 #include "server/served_model.h"
 #include "store/model_store.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tokenmill::server {
 
-// Everything one loaded model owns. Destroying it stops its engine.
+// Everything one loaded model owns. Destroying it stops its engine. An embedding model
+// has `embeddings` alone (model, tokenizer, engine and served are null).
 struct LoadedModel {
   std::unique_ptr<model::Model> model;
   std::unique_ptr<model::Model> draft_model;  // speculative decoding's; the engine uses it
@@ -47,11 +50,14 @@ struct LoadedModel {
   std::unique_ptr<ServedModel> served;
   int64_t memory_bytes = 0;  // weights and KV cache, for the memory budget and /api/ps
   int64_t kv_bytes = 0;      // the KV cache's part of it
+  std::unique_ptr<LoadedEmbeddings> embeddings;
 
   ~LoadedModel();
+  const std::string& name() const { return served ? served->name() : embeddings->served().name; }
 };
 
 using ModelLease = std::shared_ptr<const ServedModel>;
+using EmbeddingsLease = std::shared_ptr<const ServedEmbeddings>;
 // Loads the GGUF at path to be served as name ("gemma3:latest").
 using ModelLoader = std::function<Result<std::unique_ptr<LoadedModel>>(const std::string& path, const std::string& name)>;
 
@@ -79,8 +85,13 @@ class ModelSet {
   // The model a request names, loaded if need be. keep_alive: how long it stays loaded
   // after this lease goes (nullopt: the default). NotFound for an unknown name,
   // InvalidArgument for an invalid one, ResourceExhausted when every loaded model is busy
-  // and no room can be made, and the loader's error when loading fails.
+  // and no room can be made, and the loader's error when loading fails; InvalidArgument
+  // when it names an embedding model.
   Result<ModelLease> acquire(const std::string& name, std::optional<std::chrono::milliseconds> keep_alive);
+  // The same for an embedding model of the store; InvalidArgument when the name is a
+  // chat model's.
+  Result<EmbeddingsLease> acquire_embeddings(const std::string& name,
+                                             std::optional<std::chrono::milliseconds> keep_alive);
   // Unloads the named model now if no request holds it, else as soon as none does.
   // False when it is not loaded.
   bool unload(const std::string& name);
@@ -115,7 +126,11 @@ class ModelSet {
 
   // The store name ("gemma3:latest") a request's name resolves to, or the pinned model.
   Result<std::string> resolve(const std::string& name, std::string* path) const;
-  ModelLease lease(const std::shared_ptr<Slot>& slot, std::optional<std::chrono::milliseconds> keep_alive);
+  // The slot of the store model key, loaded if need be and held for the caller (who
+  // releases it).
+  Result<std::shared_ptr<Slot>> hold(const std::string& key, const std::string& path,
+                                     std::optional<std::chrono::milliseconds> keep_alive);
+  void count_lease(Slot& slot, std::optional<std::chrono::milliseconds> keep_alive);
   void release(const std::shared_ptr<Slot>& slot);
   // What loading the file at path will take: its size, and a KV cache as large as the
   // largest loaded one (every model's cache is sized by the same flags). Holds mu_.

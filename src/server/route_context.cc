@@ -19,13 +19,8 @@ void answer_errors(const std::string& path, const std::shared_ptr<Responder>& ou
   }
 }
 
-}  // namespace
-
-ModelLease acquire_model(const RouteContext& context, const std::string& name,
-                         std::optional<std::chrono::milliseconds> keep_alive) {
-  auto lease = context.models.acquire(name, keep_alive);
-  if (lease.ok()) return std::move(lease).value();
-  const Status& s = lease.status();
+// The ApiError of a model that could not be acquired.
+[[noreturn]] void throw_acquire_error(const RouteContext& context, const std::string& name, const Status& s) {
   switch (s.code()) {
     case ErrorCode::kNotFound:
       if (s.message().find("cannot be loaded") != std::string::npos) throw server_error(s.message());
@@ -45,6 +40,22 @@ ModelLease acquire_model(const RouteContext& context, const std::string& name,
     }
     default: throw server_error("Loading the model '" + name + "' failed: " + s.message());
   }
+}
+
+}  // namespace
+
+ModelLease acquire_model(const RouteContext& context, const std::string& name,
+                         std::optional<std::chrono::milliseconds> keep_alive) {
+  auto lease = context.models.acquire(name, keep_alive);
+  if (!lease.ok()) throw_acquire_error(context, name, lease.status());
+  return std::move(lease).value();
+}
+
+EmbeddingsLease acquire_embedding_model(const RouteContext& context, const std::string& name,
+                                        std::optional<std::chrono::milliseconds> keep_alive) {
+  auto lease = context.models.acquire_embeddings(name, keep_alive);
+  if (!lease.ok()) throw_acquire_error(context, name, lease.status());
+  return std::move(lease).value();
 }
 
 void prepare_then(const RouteContext& context, const std::string& path, std::shared_ptr<Responder> out,

@@ -53,6 +53,9 @@ using Preparation = std::function<std::function<void()>()>;
 // invalid name, 503 when no room can be made, 500 when the model fails to load.
 ModelLease acquire_model(const RouteContext& context, const std::string& name,
                          std::optional<std::chrono::milliseconds> keep_alive = std::nullopt);
+// The same for an embedding model of the store (400 when the name is a chat model's).
+EmbeddingsLease acquire_embedding_model(const RouteContext& context, const std::string& name,
+                                        std::optional<std::chrono::milliseconds> keep_alive = std::nullopt);
 
 // Runs prepare on context.prep (off the I/O threads), then its continuation on out's
 // strand. An ApiError thrown by either is answered as path's API expects; any other

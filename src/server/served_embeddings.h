@@ -1,5 +1,6 @@
-// The embedding model a server may serve beside its chat model (tokenmill serve
-// --embedding-model): its encoder, tokenizer and the embedder that batches its requests.
+// An embedding model a server serves: beside its chat model (tokenmill serve
+// --embedding-model), as its model (-m), or from its model store by name: its encoder,
+// tokenizer and the embedder that batches its requests.
 //
 // Thread-safety: immutable after construction; the embedder is thread-safe.
 #pragma once
@@ -22,6 +23,14 @@ struct ServedEmbeddings {
   bool answers_to(std::string_view requested) const {
     return requested == name || (requested.ends_with(":latest") && requested.substr(0, requested.size() - 7) == name);
   }
+};
+
+// An embedding model loaded whole, as a model store's loader makes one (ModelSet):
+// destroying it answers the requests its embedder holds and stops it.
+class LoadedEmbeddings {
+ public:
+  virtual ~LoadedEmbeddings() = default;
+  virtual const ServedEmbeddings& served() const = 0;
 };
 
 }  // namespace tokenmill::server

@@ -224,3 +224,42 @@ def test_chat_with_an_embedding_model_is_a_400_saying_what_it_is(embedding_only_
 def test_run_names_an_embedding_model_as_one(tokenmill):
     done = run([tokenmill, "run", "-m", str(EMBEDDING_MODEL), "-p", "Hi", "-n", "4"])
     assert done.returncode != 0 and "embedding model" in done.stderr, done.stderr
+
+
+@pytest.fixture(scope="module")
+def store_server(tokenmill, default_model, tmp_path_factory):
+    """A server over a model store holding a chat model and an embedding model, as
+    `ollama pull all-minilm` leaves one."""
+    store = tmp_path_factory.mktemp("store") / "models"
+    for source, name in [(str(EMBEDDING_MODEL), "all-minilm"), (default_model, "gemma3")]:
+        done = run([tokenmill, "import", source, name, "--link", "--models-dir", str(store)])
+        assert done.returncode == 0, done.stderr
+    process = start_server(tokenmill, None, "--models-dir", str(store), "-t", "2")
+    yield process
+    assert process.stop() == 0, process.log()
+
+
+def test_an_embedding_model_of_the_store_is_served_by_name(store_server, client):
+    texts = [case["text"] for case in FIXTURE["cases"]]
+    beside = [d.embedding for d in client.embeddings.create(model=NAME, input=texts, encoding_format="float").data]
+    o = ollama.Client(host=store_server.url)
+    # Loaded on the first request that names it; the same encoder as --embedding-model's, bit for bit.
+    assert o.embed(model="all-minilm", input=texts).embeddings == beside
+    assert o.embeddings(model="all-minilm:latest", prompt=texts[0]).embedding == beside[0]
+    store_client = openai.OpenAI(base_url=store_server.url + "/v1", api_key="none", max_retries=0)
+    reply = store_client.embeddings.create(model="all-minilm", input=texts[1], encoding_format="float")
+    assert reply.data[0].embedding == beside[1] and reply.model == "all-minilm:latest"
+    assert {"all-minilm:latest", "gemma3:latest"} <= {m.id for m in store_client.models.list().data}
+    # Each kind of model refuses the other kind's routes, saying what it is.
+    with pytest.raises(ollama.ResponseError) as refused:
+        o.chat(model="all-minilm", messages=[{"role": "user", "content": "Hi"}])
+    assert refused.value.status_code == 400 and "embedding model" in refused.value.error
+    with pytest.raises(openai.BadRequestError) as error:
+        store_client.embeddings.create(model="gemma3", input="Hi")
+    assert "chat model" in error.value.body["message"] and error.value.body["param"] == "model"
+    with pytest.raises(openai.NotFoundError):
+        store_client.embeddings.create(model="no-such-model", input="Hi")
+    # The chat model answers beside it.
+    answer = o.chat(model="gemma3", messages=[{"role": "user", "content": "Hi"}], options={"num_predict": 4})
+    assert answer.message.content
+    assert o.embed(model="all-minilm", input=texts[0]).embeddings[0] == beside[0]
