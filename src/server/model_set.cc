@@ -276,25 +276,36 @@ bool ModelSet::unload(const std::string& name) {
   return true;
 }
 
+std::optional<std::chrono::system_clock::time_point> ModelSet::expiry(const Slot& slot) const {
+  const auto now_wall = std::chrono::system_clock::now();
+  if (slot.n_leases > 0) {
+    if (slot.keep_alive >= Ms(0)) return now_wall + slot.keep_alive;
+  } else if (slot.expires) {
+    return now_wall + std::chrono::duration_cast<std::chrono::system_clock::duration>(*slot.expires - Clock::now());
+  }
+  return std::nullopt;
+}
+
 std::vector<LoadedInfo> ModelSet::loaded() const {
   std::vector<LoadedInfo> out;
   if (pinned_) out.push_back({pinned_lease_, pinned_->memory_bytes, std::nullopt, 0});
   std::lock_guard lock(mu_);
-  const auto now_steady = Clock::now();
-  const auto now_wall = std::chrono::system_clock::now();
   for (const auto& [name, slot] : slots_) {
-    if (!slot->loaded || slot->loaded->served == nullptr) continue;  // embedding models: not listed here
-    LoadedInfo info;
+    if (!slot->loaded || slot->loaded->served == nullptr) continue;
     // A lease that does not count: /api/ps must not keep a model loaded.
-    info.model = ModelLease(slot->loaded->served.get(), [](const ServedModel*) {});
-    info.memory_bytes = slot->loaded->memory_bytes;
-    info.n_leases = slot->n_leases;
-    if (slot->n_leases > 0) {
-      if (slot->keep_alive >= Ms(0)) info.expires = now_wall + slot->keep_alive;
-    } else if (slot->expires) {
-      info.expires = now_wall + std::chrono::duration_cast<std::chrono::system_clock::duration>(*slot->expires - now_steady);
-    }
-    out.push_back(std::move(info));
+    out.push_back({ModelLease(slot->loaded->served.get(), [](const ServedModel*) {}), slot->loaded->memory_bytes,
+                   expiry(*slot), slot->n_leases});
+  }
+  return out;
+}
+
+std::vector<LoadedEmbeddingsInfo> ModelSet::loaded_embeddings() const {
+  std::vector<LoadedEmbeddingsInfo> out;
+  std::lock_guard lock(mu_);
+  for (const auto& [name, slot] : slots_) {
+    if (!slot->loaded || slot->loaded->embeddings == nullptr) continue;
+    out.push_back({EmbeddingsLease(&slot->loaded->embeddings->served(), [](const ServedEmbeddings*) {}),
+                   slot->loaded->memory_bytes, expiry(*slot), slot->n_leases});
   }
   return out;
 }

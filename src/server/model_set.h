@@ -75,6 +75,14 @@ struct LoadedInfo {
   int n_leases = 0;
 };
 
+// The same of a loaded embedding model of the store.
+struct LoadedEmbeddingsInfo {
+  EmbeddingsLease model;
+  int64_t memory_bytes = 0;
+  std::optional<std::chrono::system_clock::time_point> expires;
+  int n_leases = 0;
+};
+
 class ModelSet {
  public:
   // pinned may be null (store models only); store may be null (the pinned model only).
@@ -100,8 +108,10 @@ class ModelSet {
   ModelLease pinned() const;
   // The store (null when none); its methods may run on any thread.
   store::ModelStore* store() const { return store_.get(); }
-  // Every loaded model (the pinned one first).
+  // Every loaded chat model (the pinned one first).
   std::vector<LoadedInfo> loaded() const;
+  // Every loaded embedding model of the store.
+  std::vector<LoadedEmbeddingsInfo> loaded_embeddings() const;
   // A store entry's architecture, parameters and quantization (read once per digest).
   Result<gguf::FileSummary> summary(const store::StoreEntry& entry) const;
   // True when name is the pinned model or a model of the store.
@@ -131,6 +141,8 @@ class ModelSet {
   Result<std::shared_ptr<Slot>> hold(const std::string& key, const std::string& path,
                                      std::optional<std::chrono::milliseconds> keep_alive);
   void count_lease(Slot& slot, std::optional<std::chrono::milliseconds> keep_alive);
+  // When a loaded slot will be unloaded if nothing else holds it (none: never). Holds mu_.
+  std::optional<std::chrono::system_clock::time_point> expiry(const Slot& slot) const;
   void release(const std::shared_ptr<Slot>& slot);
   // What loading the file at path will take: its size, and a KV cache as large as the
   // largest loaded one (every model's cache is sized by the same flags). Holds mu_.

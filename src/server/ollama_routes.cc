@@ -431,6 +431,15 @@ void add_ollama_routes(Router& router, const RouteContext& context) {
       }
       models.push_back(std::move(entry));
     }
+    for (const LoadedEmbeddingsInfo& info : context.models.loaded_embeddings()) {
+      Json entry = embedding_entry(*info.model);
+      if (auto stored = context.models.store()->find(info.model->name); stored.ok()) entry["digest"] = stored->digest;
+      entry["size"] = info.memory_bytes;
+      entry["expires_at"] = info.expires ? rfc3339(*info.expires) : "2999-12-31T23:59:59.000000Z";
+      entry["size_vram"] = 0;
+      entry["context_length"] = info.model->embedder.config().max_positions;
+      models.push_back(std::move(entry));
+    }
     out->send(200, "application/json", dump_json(Json{{"models", std::move(models)}}));
   });
   router.add("POST", "/api/show", [&context](const HttpRequest& request, std::shared_ptr<Responder> out) {

@@ -263,3 +263,10 @@ def test_an_embedding_model_of_the_store_is_served_by_name(store_server, client)
     answer = o.chat(model="gemma3", messages=[{"role": "user", "content": "Hi"}], options={"num_predict": 4})
     assert answer.message.content
     assert o.embed(model="all-minilm", input=texts[0]).embeddings[0] == beside[0]
+    assert {"all-minilm:latest", "gemma3:latest"} == {m.model for m in o.ps().models}
+    # keep_alive 0 unloads it once answered, as for a chat model.
+    o.embed(model="all-minilm", input="bye", keep_alive=0)
+    deadline = time.monotonic() + 5
+    while "all-minilm:latest" in {m.model for m in o.ps().models} and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [m.model for m in o.ps().models] == ["gemma3:latest"]
