@@ -300,39 +300,19 @@ void k_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_
 
 }  // namespace
 
-void vec_dot_rows_q4_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
-                            int64_t out_stride) {
-  tiled_rows<BlockQ4_0>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
-void vec_dot_rows_q5_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
-                            int64_t out_stride) {
-  tiled_rows<BlockQ5_0>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
-void vec_dot_rows_q8_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
-                            int64_t out_stride) {
-  tiled_rows<BlockQ8_0>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
-void vec_dot_rows_q4_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
-                            int64_t out_stride) {
-  k_rows<BlockQ4_K>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
-void vec_dot_rows_q5_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
-                            int64_t out_stride) {
-  k_rows<BlockQ5_K>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
-void vec_dot_rows_q6_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
-                            int64_t out_stride) {
-  k_rows<BlockQ6_K>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
-void vec_dot_rows_iq4_nl_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
-                              int64_t out_stride) {
-  tiled_rows<BlockIQ4_NL>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
-void vec_dot_rows_mxfp4_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
-                             int64_t out_stride) {
-  tiled_rows<BlockMXFP4>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
-void vec_dot_rows_iq4_xs_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
-                              int64_t out_stride) {
-  tiled_rows<BlockIQ4_XS>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
+// The entries simd_kernels.h declares, each one format's rows.
+#define TM_NEON_ROWS_ENTRY(NAME, ROWS, BLOCK)                                                               \
+  void NAME(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,         \
+            int64_t out_stride) {                                                                           \
+    ROWS<BLOCK>(n, w, a, a_stride, n_a_rows, out, out_stride);                                              \
+  }
+TM_NEON_ROWS_ENTRY(vec_dot_rows_q4_0_q8_0, tiled_rows, BlockQ4_0)
+TM_NEON_ROWS_ENTRY(vec_dot_rows_q5_0_q8_0, tiled_rows, BlockQ5_0)
+TM_NEON_ROWS_ENTRY(vec_dot_rows_q8_0_q8_0, tiled_rows, BlockQ8_0)
+TM_NEON_ROWS_ENTRY(vec_dot_rows_iq4_nl_q8_0, tiled_rows, BlockIQ4_NL)
+TM_NEON_ROWS_ENTRY(vec_dot_rows_mxfp4_q8_0, tiled_rows, BlockMXFP4)
+TM_NEON_ROWS_ENTRY(vec_dot_rows_iq4_xs_q8_K, tiled_rows, BlockIQ4_XS)
+TM_NEON_ROWS_ENTRY(vec_dot_rows_q4_K_q8_K, k_rows, BlockQ4_K)
+TM_NEON_ROWS_ENTRY(vec_dot_rows_q5_K_q8_K, k_rows, BlockQ5_K)
+TM_NEON_ROWS_ENTRY(vec_dot_rows_q6_K_q8_K, k_rows, BlockQ6_K)
+#undef TM_NEON_ROWS_ENTRY
