@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "base/log.h"
 #include "server/api_error.h"
 
 namespace tokenmill::server {
@@ -143,6 +144,8 @@ OutputSplitter::Parts HarmonySplitter::feed(std::string_view text) {
   }
   auto update = parser_.feed(text);
   if (!update.ok()) {
+    log_warn("harmony: the model's output left the format (" + update.status().message() +
+             "); the rest of it is returned as content");
     failed_ = true;
     out.content = std::string(parser_.pending());  // this piece and what was held back
     return out;
@@ -158,6 +161,8 @@ OutputSplitter::Parts HarmonySplitter::finish() {
   if (rest.ok()) {
     route(*rest, out);
   } else {
+    log_warn("harmony: the model's output left the format (" + rest.status().message() +
+             "); the rest of it is returned as content");
     out.content = std::string(parser_.pending());  // an unfinished header: not harmony after all
   }
   return out;

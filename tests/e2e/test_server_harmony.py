@@ -105,6 +105,7 @@ def test_output_that_is_not_harmony_is_the_answer(client, harmony_server):
     r = client.chat.completions.create(model="default", messages=QUESTION, max_tokens=6, temperature=0)
     assert r.choices[0].message.content == "!!!!!!"
     assert reasoning_of(r.choices[0].message) is None
+    assert "harmony: the model's output left the format" in harmony_server.log()
     # Ollama's client on the same model and conversation, with tools and a tool result.
     o = ollama.Client(host=harmony_server.url)
     reply = o.chat(model="default", think=True, tools=WEATHER, options={"temperature": 0, "num_predict": 6},
