@@ -152,32 +152,257 @@ void legacy_tile(int64_t n_blocks, const Block* w, const uint8_t* a, size_t a_st
   for (int t = 0; t < kTokens; ++t) out[t * out_stride] = acc[t];
 }
 
-template <typename Block, int kTokens>
-void block_tile(int64_t n_blocks, const Block* w, const uint8_t* a, size_t a_stride, float* out, int64_t out_stride) {
-  if constexpr (std::is_same_v<Block, BlockIQ4_XS>) {
+// The lattice i-quants (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M) against
+// Q8_K. A sub-block of 32 weights becomes signed bytes: its grid points with their signs
+// (IQ1's grid holds -1, 0, 1 itself), each 16-weight half with its scale, and for IQ1
+// the shift's sign per weight. Each half's exact sum times its scale adds into one
+// integer per super-block (two for IQ1: the grid's and the shift's), then the reference's
+// float steps (quants_iq_lattice.cc): sum = fma(d * y.d, total, sum), kFinal * sum at the
+// end, with total = grid + 0.125 * shift for IQ1.
+struct LatticeSubBlock {
+  int8x16_t w[2];
+  int32_t scale[2];
+  int8x16_t shift[2];
+};
+
+// ±1 bytes for the 8 bits of b (-1 where a bit is set), and for a stored 7-bit pattern.
+constexpr struct LatticeSigns {
+  uint64_t bits[256];
+  uint64_t stored[128];
+  constexpr LatticeSigns() : bits(), stored() {
+    for (uint32_t b = 0; b < 256; ++b) {
+      for (int j = 0; j < 8; ++j) bits[b] |= static_cast<uint64_t>((b >> j) & 1 ? 0xff : 0x01) << (8 * j);
+    }
+    for (uint32_t i = 0; i < 128; ++i) stored[i] = bits[iq_sign_pattern(i)];
+  }
+} kLatticeSigns;
+
+uint64_t load_u64(const void* p) {
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+uint32_t load_u32(const void* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+int8x16_t bytes16(uint64_t low, uint64_t high) { return vcombine_s8(vcreate_s8(low), vcreate_s8(high)); }
+// Two grid rows of 4 bytes as one 8-byte word.
+uint64_t rows4(const uint8_t* a, const uint8_t* b) { return load_u32(a) | uint64_t{load_u32(b)} << 32; }
+
+// The XXS formats' 32-bit word of four stored sign patterns (7 bits each) and, in its top
+// 4 bits, the sub-block's scale: the four ±1 words, and the scale 2s + 1.
+int32_t xxs_signs(uint32_t word, uint64_t signs[4]) {
+  for (int k = 0; k < 4; ++k) signs[k] = kLatticeSigns.stored[(word >> (7 * k)) & 127];
+  return static_cast<int32_t>(2 * (word >> 28) + 1);
+}
+
+// Four 8-byte grid rows times four ±1 words; the halves' scales.
+LatticeSubBlock signed_sub_block(const uint64_t grid[4], const uint64_t signs[4], int32_t low_scale,
+                                 int32_t high_scale) {
+  return {{vmulq_s8(bytes16(grid[0], grid[1]), bytes16(signs[0], signs[1])),
+           vmulq_s8(bytes16(grid[2], grid[3]), bytes16(signs[2], signs[3]))},
+          {low_scale, high_scale},
+          {vdupq_n_s8(0), vdupq_n_s8(0)}};
+}
+
+struct Iq2XxsLattice {
+  using Block = BlockIQ2_XXS;
+  static constexpr bool kShifted = false;
+  static constexpr float kFinal = 0.125f;
+  static LatticeSubBlock sub_block(const Block& x, int ib) {
+    const uint32_t a0 = load_u32(&x.qs[4 * ib]), a1 = load_u32(&x.qs[4 * ib + 2]);
+    uint64_t grid[4], signs[4];
+    for (int k = 0; k < 4; ++k) grid[k] = load_u64(kIq2XxsGrid[(a0 >> (8 * k)) & 0xff]);
+    const int32_t scale = xxs_signs(a1, signs);
+    return signed_sub_block(grid, signs, scale, scale);
+  }
+};
+
+struct Iq2XsLattice {
+  using Block = BlockIQ2_XS;
+  static constexpr bool kShifted = false;
+  static constexpr float kFinal = 0.125f;
+  static LatticeSubBlock sub_block(const Block& x, int ib) {
+    const uint16_t* q = x.qs + 4 * ib;
+    uint64_t grid[4], signs[4];
+    for (int k = 0; k < 4; ++k) {
+      grid[k] = load_u64(kIq2XsGrid[q[k] & 511]);
+      signs[k] = kLatticeSigns.stored[q[k] >> 9];
+    }
+    return signed_sub_block(grid, signs, 2 * (x.scales[ib] & 0xf) + 1, 2 * (x.scales[ib] >> 4) + 1);
+  }
+};
+
+struct Iq2SLattice {
+  using Block = BlockIQ2_S;
+  static constexpr bool kShifted = false;
+  static constexpr float kFinal = 0.125f;
+  static LatticeSubBlock sub_block(const Block& x, int ib) {
+    const uint8_t* q = x.qs + 4 * ib;
+    const uint32_t h = x.qh[ib];
+    uint64_t grid[4], signs[4];
+    for (int k = 0; k < 4; ++k) {
+      grid[k] = load_u64(kIq2SGrid[q[k] | ((h >> (2 * k)) & 3) << 8]);
+      signs[k] = kLatticeSigns.bits[x.signs[4 * ib + k]];
+    }
+    return signed_sub_block(grid, signs, 2 * (x.scales[ib] & 0xf) + 1, 2 * (x.scales[ib] >> 4) + 1);
+  }
+};
+
+struct Iq3XxsLattice {
+  using Block = BlockIQ3_XXS;
+  static constexpr bool kShifted = false;
+  static constexpr float kFinal = 0.25f;
+  static LatticeSubBlock sub_block(const Block& x, int ib) {
+    const uint8_t* q = x.qs + 8 * ib;
+    const uint32_t a1 = load_u32(x.scales_and_signs + 4 * ib);
+    uint64_t grid[4], signs[4];
+    for (int k = 0; k < 4; ++k) grid[k] = rows4(kIq3XxsGrid[q[2 * k]], kIq3XxsGrid[q[2 * k + 1]]);
+    const int32_t scale = xxs_signs(a1, signs);
+    return signed_sub_block(grid, signs, scale, scale);
+  }
+};
+
+struct Iq3SLattice {
+  using Block = BlockIQ3_S;
+  static constexpr bool kShifted = false;
+  static constexpr float kFinal = 1.0f;
+  static LatticeSubBlock sub_block(const Block& x, int ib) {
+    const uint8_t* q = x.qs + 8 * ib;
+    const uint32_t h = x.qh[ib];
+    auto row = [&](int k) { return kIq3SGrid[q[k] | ((h >> k) & 1) << 8]; };
+    uint64_t grid[4], signs[4];
+    for (int k = 0; k < 4; ++k) {
+      grid[k] = rows4(row(2 * k), row(2 * k + 1));
+      signs[k] = kLatticeSigns.bits[x.signs[4 * ib + k]];
+    }
+    const int32_t scale = static_cast<int32_t>(1 + 2 * ((x.scales[ib / 2] >> (4 * (ib % 2))) & 0xf));
+    return signed_sub_block(grid, signs, scale, scale);
+  }
+};
+
+// IQ1: the grid's -1, 0, 1 are the weights; row k's high index bits are the 3 at bit
+// index_stride * k of h; shift_signs: the shift's ±1 words of the four rows.
+LatticeSubBlock iq1_sub_block(const uint8_t* q, uint32_t h, int index_stride, int32_t low_scale, int32_t high_scale,
+                              const uint64_t shift_signs[4]) {
+  uint64_t grid[4];
+  for (int k = 0; k < 4; ++k) grid[k] = load_u64(kIq1SGrid[q[k] | ((h >> (index_stride * k)) & 7) << 8]);
+  return {{bytes16(grid[0], grid[1]), bytes16(grid[2], grid[3])},
+          {low_scale, high_scale},
+          {bytes16(shift_signs[0], shift_signs[1]), bytes16(shift_signs[2], shift_signs[3])}};
+}
+
+constexpr uint64_t kPlusOnes = 0x0101010101010101;
+
+struct Iq1SLattice {
+  using Block = BlockIQ1_S;
+  static constexpr bool kShifted = true;
+  static constexpr float kFinal = 1.0f;
+  static LatticeSubBlock sub_block(const Block& x, int ib) {
+    const uint32_t h = x.qh[ib];
+    const uint64_t sign = h & 0x8000 ? ~uint64_t{0} : kPlusOnes;
+    const uint64_t shift[4] = {sign, sign, sign, sign};
+    const int32_t scale = static_cast<int32_t>(2 * ((h >> 12) & 7) + 1);
+    return iq1_sub_block(x.qs + 4 * ib, h, 3, scale, scale, shift);
+  }
+};
+
+struct Iq1MLattice {
+  using Block = BlockIQ1_M;
+  static constexpr bool kShifted = true;
+  static constexpr float kFinal = 1.0f;
+  static LatticeSubBlock sub_block(const Block& x, int ib) {
+    const uint32_t h = x.qh[2 * ib] | static_cast<uint32_t>(x.qh[2 * ib + 1]) << 8;  // a nibble per row
+    const uint32_t sc = x.scales[ib / 2] >> (6 * (ib % 2));
+    uint64_t shift[4];
+    for (int k = 0; k < 4; ++k) shift[k] = (h >> (4 * k + 3)) & 1 ? ~uint64_t{0} : kPlusOnes;
+    return iq1_sub_block(x.qs + 4 * ib, h, 4, static_cast<int32_t>(2 * (sc & 7) + 1),
+                         static_cast<int32_t>(2 * ((sc >> 3) & 7) + 1), shift);
+  }
+};
+
+float lattice_scale(const BlockIQ1_M& x) { return half_to_float(iq1_m_scale_bits(x)); }
+template <typename Block>
+float lattice_scale(const Block& x) {
+  return half_to_float(x.d);
+}
+
+// sum over 16 lanes of a * b (exact).
+int32_t sum16(int8x16_t a, int8x16_t b) { return vaddvq_s32(dot16(vdupq_n_s32(0), a, b)); }
+
+template <typename Format, int kTokens>
+void lattice_tile(int64_t n_blocks, const typename Format::Block* x, const uint8_t* a, size_t a_stride, float* out,
+                  int64_t out_stride) {
+  float sums[kTokens] = {};
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    int32_t grid[kTokens] = {}, shift[kTokens] = {};
+    for (int ib = 0; ib < kSuperBlockSize / 32; ++ib) {
+      const LatticeSubBlock sb = Format::sub_block(x[b], ib);
+      for (int t = 0; t < kTokens; ++t) {
+        const int8_t* q = reinterpret_cast<const BlockQ8_K*>(a + t * a_stride)[b].qs + 32 * ib;
+        const int8x16_t q0 = vld1q_s8(q), q1 = vld1q_s8(q + 16);
+        grid[t] += sb.scale[0] * sum16(sb.w[0], q0) + sb.scale[1] * sum16(sb.w[1], q1);
+        if constexpr (Format::kShifted) {
+          shift[t] += sb.scale[0] * sum16(sb.shift[0], q0) + sb.scale[1] * sum16(sb.shift[1], q1);
+        }
+      }
+    }
+    const float dw = lattice_scale(x[b]);
+    for (int t = 0; t < kTokens; ++t) {
+      float total = static_cast<float>(grid[t]);
+      if constexpr (Format::kShifted) total = total + 0.125f * static_cast<float>(shift[t]);
+      sums[t] = __builtin_fmaf(dw * reinterpret_cast<const BlockQ8_K*>(a + t * a_stride)[b].d, total, sums[t]);
+    }
+  }
+  for (int t = 0; t < kTokens; ++t) out[t * out_stride] = Format::kFinal * sums[t];
+}
+
+// tiled_rows' Kind: a weight block type, or a lattice format (which names its Block).
+template <typename Kind>
+struct KindBlock {
+  using type = Kind;
+};
+template <typename Kind>
+  requires requires { typename Kind::Block; }
+struct KindBlock<Kind> {
+  using type = typename Kind::Block;
+};
+template <typename Kind>
+constexpr bool kLatticeKind = requires { typename Kind::Block; };
+
+template <typename Kind, int kTokens>
+void block_tile(int64_t n_blocks, const typename KindBlock<Kind>::type* w, const uint8_t* a, size_t a_stride,
+                float* out, int64_t out_stride) {
+  if constexpr (kLatticeKind<Kind>) {
+    lattice_tile<Kind, kTokens>(n_blocks, w, a, a_stride, out, out_stride);
+  } else if constexpr (std::is_same_v<Kind, BlockIQ4_XS>) {
     iq4_xs_tile<kTokens>(n_blocks, w, a, a_stride, out, out_stride);
-  } else if constexpr (kNibbleTable<Block>) {
-    nibble_table_tile<Block, kTokens>(n_blocks, w, a, a_stride, out, out_stride);
+  } else if constexpr (kNibbleTable<Kind>) {
+    nibble_table_tile<Kind, kTokens>(n_blocks, w, a, a_stride, out, out_stride);
   } else {
-    legacy_tile<Block, kTokens>(n_blocks, w, a, a_stride, out, out_stride);
+    legacy_tile<Kind, kTokens>(n_blocks, w, a, a_stride, out, out_stride);
   }
 }
 
 // The rows of the formats whose weight blocks are unpacked once for a tile of tokens.
-template <typename Block>
+template <typename Kind>
 void tiled_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
                 int64_t out_stride) {
+  using Block = typename KindBlock<Kind>::type;
   constexpr int kTile = 4;
-  constexpr int64_t kBlockElements = std::is_same_v<Block, BlockIQ4_XS> ? kSuperBlockSize : kLegacyBlockSize;
+  constexpr int64_t kBlockElements =
+      kLatticeKind<Kind> || std::is_same_v<Block, BlockIQ4_XS> ? kSuperBlockSize : kLegacyBlockSize;
   const auto* weights = static_cast<const Block*>(w);
   const auto* rows = static_cast<const uint8_t*>(a);
   const int64_t n_blocks = n / kBlockElements;
   int64_t t = 0;
   for (; t + kTile <= n_a_rows; t += kTile) {
-    block_tile<Block, kTile>(n_blocks, weights, rows + t * a_stride, a_stride, out + t * out_stride, out_stride);
+    block_tile<Kind, kTile>(n_blocks, weights, rows + t * a_stride, a_stride, out + t * out_stride, out_stride);
   }
   for (; t < n_a_rows; ++t) {
-    block_tile<Block, 1>(n_blocks, weights, rows + t * a_stride, a_stride, out + t * out_stride, out_stride);
+    block_tile<Kind, 1>(n_blocks, weights, rows + t * a_stride, a_stride, out + t * out_stride, out_stride);
   }
 }
 
@@ -312,6 +537,13 @@ TM_NEON_ROWS_ENTRY(vec_dot_rows_q8_0_q8_0, tiled_rows, BlockQ8_0)
 TM_NEON_ROWS_ENTRY(vec_dot_rows_iq4_nl_q8_0, tiled_rows, BlockIQ4_NL)
 TM_NEON_ROWS_ENTRY(vec_dot_rows_mxfp4_q8_0, tiled_rows, BlockMXFP4)
 TM_NEON_ROWS_ENTRY(vec_dot_rows_iq4_xs_q8_K, tiled_rows, BlockIQ4_XS)
+TM_NEON_ROWS_ENTRY(vec_dot_rows_iq2_xxs_q8_K, tiled_rows, Iq2XxsLattice)
+TM_NEON_ROWS_ENTRY(vec_dot_rows_iq2_xs_q8_K, tiled_rows, Iq2XsLattice)
+TM_NEON_ROWS_ENTRY(vec_dot_rows_iq2_s_q8_K, tiled_rows, Iq2SLattice)
+TM_NEON_ROWS_ENTRY(vec_dot_rows_iq3_xxs_q8_K, tiled_rows, Iq3XxsLattice)
+TM_NEON_ROWS_ENTRY(vec_dot_rows_iq3_s_q8_K, tiled_rows, Iq3SLattice)
+TM_NEON_ROWS_ENTRY(vec_dot_rows_iq1_s_q8_K, tiled_rows, Iq1SLattice)
+TM_NEON_ROWS_ENTRY(vec_dot_rows_iq1_m_q8_K, tiled_rows, Iq1MLattice)
 TM_NEON_ROWS_ENTRY(vec_dot_rows_q4_K_q8_K, k_rows, BlockQ4_K)
 TM_NEON_ROWS_ENTRY(vec_dot_rows_q5_K_q8_K, k_rows, BlockQ5_K)
 TM_NEON_ROWS_ENTRY(vec_dot_rows_q6_K_q8_K, k_rows, BlockQ6_K)

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "quant/blocks.h"
+#include "quant/iq_grids.h"
 #include "quant/kernels/simd_kernels.h"
 #include "quant/kernels_ref.h"
 

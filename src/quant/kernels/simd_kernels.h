@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "quant/argmax_screen.h"
 #include "quant/type_traits.h"
@@ -220,26 +221,14 @@ void screen_panels(const ArgmaxScreen& screen, int64_t first_panel, int64_t last
 
 // dot_neon.cc (namespace neon, every arm64 CPU) and dot_neon_dotprod.cc (namespace
 // neon_dotprod, CpuFeatures::dotprod): one body (dot_neon-inl.h), the bits of the x86
-// row kernels above. Only on arm64 builds.
-#define TM_NEON_DOT_ROWS                                                                                           \
-  void vec_dot_rows_q4_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out, \
-                              int64_t out_stride);                                                                 \
-  void vec_dot_rows_q5_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out, \
-                              int64_t out_stride);                                                                 \
-  void vec_dot_rows_q8_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out, \
-                              int64_t out_stride);                                                                 \
-  void vec_dot_rows_q4_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out, \
-                              int64_t out_stride);                                                                 \
-  void vec_dot_rows_q5_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out, \
-                              int64_t out_stride);                                                                 \
-  void vec_dot_rows_q6_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out, \
-                              int64_t out_stride);                                                                 \
-  void vec_dot_rows_iq4_nl_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,        \
-                                float* out, int64_t out_stride);                                                   \
-  void vec_dot_rows_iq4_xs_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,        \
-                                float* out, int64_t out_stride);                                                   \
-  void vec_dot_rows_mxfp4_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,         \
-                               float* out, int64_t out_stride);
+// row kernels above. Only on arm64 builds. Each is a VecDotRowsFn (type_traits.h).
+using NeonDotRows = std::remove_pointer_t<VecDotRowsFn>;
+#define TM_NEON_DOT_ROWS \
+  NeonDotRows vec_dot_rows_q4_0_q8_0, vec_dot_rows_q5_0_q8_0, vec_dot_rows_q8_0_q8_0, vec_dot_rows_iq4_nl_q8_0, \
+      vec_dot_rows_mxfp4_q8_0, vec_dot_rows_q4_K_q8_K, vec_dot_rows_q5_K_q8_K, vec_dot_rows_q6_K_q8_K, \
+      vec_dot_rows_iq4_xs_q8_K, vec_dot_rows_iq2_xxs_q8_K, vec_dot_rows_iq2_xs_q8_K, \
+      vec_dot_rows_iq2_s_q8_K, vec_dot_rows_iq3_xxs_q8_K, vec_dot_rows_iq3_s_q8_K, \
+      vec_dot_rows_iq1_s_q8_K, vec_dot_rows_iq1_m_q8_K;
 namespace neon {
 TM_NEON_DOT_ROWS
 // floats_neon.cc: the AVX2 floats' bits.
