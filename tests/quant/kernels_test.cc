@@ -450,15 +450,21 @@ std::vector<uint8_t> random_lattice_row(TensorType type, int64_t n_blocks, uint3
   return row;
 }
 
-TEST(Kernels, LatticeKernelsGiveTheReferenceBits) {
-  const TensorType kLattice[] = {TensorType::kIQ2_XXS, TensorType::kIQ2_XS, TensorType::kIQ2_S, TensorType::kIQ3_XXS,
-                                 TensorType::kIQ3_S,   TensorType::kIQ1_S,  TensorType::kIQ1_M};
-  for (TensorType type : kLattice) {
+// The lattice i-quants on random bits, the ternary formats on quantized rows (every trit
+// at every position).
+TEST(Kernels, LatticeAndTernaryKernelsGiveTheReferenceBits) {
+  const TensorType kTypes[] = {TensorType::kIQ2_XXS, TensorType::kIQ2_XS, TensorType::kIQ2_S,
+                               TensorType::kIQ3_XXS, TensorType::kIQ3_S,  TensorType::kIQ1_S,
+                               TensorType::kIQ1_M,   TensorType::kTQ1_0,  TensorType::kTQ2_0};
+  for (TensorType type : kTypes) {
     const TypeTraits& traits = type_traits(type);
+    const bool ternary = type == TensorType::kTQ1_0 || type == TensorType::kTQ2_0;
     int n_paths = 0;
     for (int64_t n_blocks : {1, 3, 8}) {
       const int64_t n = n_blocks * kSuperBlockSize;
-      const std::vector<uint8_t> w = random_lattice_row(type, n_blocks, static_cast<uint32_t>(n_blocks) * 31u + 7u);
+      const uint32_t seed = static_cast<uint32_t>(n_blocks) * 31u + 7u;
+      const std::vector<uint8_t> w = ternary ? quantize(type, random_normal(static_cast<size_t>(n), seed))
+                                             : random_lattice_row(type, n_blocks, seed);
       constexpr int64_t kTokens = 11;  // 5 rows unpack the weights per tile of 4, 11 once for the call
       const size_t a_bytes = row_size(TensorType::kQ8_K, n);
       std::vector<uint8_t> a(kTokens * a_bytes);

@@ -359,6 +359,67 @@ void lattice_tile(int64_t n_blocks, const typename Format::Block* x, const uint8
   for (int t = 0; t < kTokens; ++t) out[t * out_stride] = Format::kFinal * sums[t];
 }
 
+// TQ1_0 / TQ2_0 against Q8_K: the trits (0, 1, 2) times the activations, less the block's
+// activation total (the weight is trit - 1); then the reference's float step
+// sum += float(isum) * (d * y.d). TQ1_0's trit k of byte b is ((b * 3^k mod 256) * 3) >> 8:
+// 1 from b * 3^k mod 256 = 86 on, 2 from 171 on.
+template <typename Block>
+constexpr bool kTernary = std::is_same_v<Block, BlockTQ1_0> || std::is_same_v<Block, BlockTQ2_0>;
+
+int8x16_t top_trit(uint8x16_t m) {
+  const uint8x16_t minus = vaddq_u8(vcgeq_u8(m, vdupq_n_u8(86)), vcgeq_u8(m, vdupq_n_u8(171)));  // 0, -1, -2
+  return vreinterpretq_s8_u8(vsubq_u8(vdupq_n_u8(0), minus));
+}
+
+// The 256 trits in weight order, 16 per vector.
+void block_trits(const BlockTQ1_0& x, int8x16_t t[16]) {
+  const uint8x16_t head[2] = {vld1q_u8(x.qs), vld1q_u8(x.qs + 16)};
+  const uint8x16_t tail = vld1q_u8(x.qs + 32);
+  uint8x16_t power = vdupq_n_u8(1);
+  for (int k = 0; k < 5; ++k, power = vmulq_u8(power, vdupq_n_u8(3))) {
+    t[2 * k] = top_trit(vmulq_u8(head[0], power));      // weights 32k .. 32k + 15
+    t[2 * k + 1] = top_trit(vmulq_u8(head[1], power));  // 32k + 16 .. 32k + 31
+    t[10 + k] = top_trit(vmulq_u8(tail, power));        // 160 + 16k ..
+  }
+  uint8_t high[16];  // weight 240 + 4k + j: qh[j] * 3^k
+  for (int k = 0, p = 1; k < 4; ++k, p *= 3) {
+    for (int j = 0; j < 4; ++j) high[4 * k + j] = static_cast<uint8_t>(x.qh[j] * p);
+  }
+  t[15] = top_trit(vld1q_u8(high));
+}
+
+void block_trits(const BlockTQ2_0& x, int8x16_t t[16]) {
+  for (int c = 0; c < 2; ++c) {  // byte j of half c: weights 128c + 32l + j in bits 2l
+    const uint8x16_t q[2] = {vld1q_u8(x.qs + 32 * c), vld1q_u8(x.qs + 32 * c + 16)};
+    for (int l = 0; l < 4; ++l) {
+      for (int h = 0; h < 2; ++h) {
+        t[8 * c + 2 * l + h] = vreinterpretq_s8_u8(vandq_u8(vshlq_u8(q[h], vdupq_n_s8(static_cast<int8_t>(-2 * l))),
+                                                            vdupq_n_u8(3)));
+      }
+    }
+  }
+}
+
+template <typename Block, int kTokens>
+void ternary_tile(int64_t n_blocks, const Block* x, const uint8_t* a, size_t a_stride, float* out,
+                  int64_t out_stride) {
+  float sums[kTokens] = {};
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    int8x16_t t[16];
+    block_trits(x[b], t);
+    const float dw = half_to_float(x[b].d);
+    for (int r = 0; r < kTokens; ++r) {
+      const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(a + r * a_stride)[b];
+      int32x4_t acc = vdupq_n_s32(0);
+      for (int i = 0; i < 16; ++i) acc = dot16(acc, t[i], vld1q_s8(y.qs + 16 * i));
+      int32_t total = 0;
+      for (int16_t s : y.bsums) total += s;
+      sums[r] += static_cast<float>(vaddvq_s32(acc) - total) * (dw * y.d);
+    }
+  }
+  for (int r = 0; r < kTokens; ++r) out[r * out_stride] = sums[r];
+}
+
 // tiled_rows' Kind: a weight block type, or a lattice format (which names its Block).
 template <typename Kind>
 struct KindBlock {
@@ -377,6 +438,8 @@ void block_tile(int64_t n_blocks, const typename KindBlock<Kind>::type* w, const
                 float* out, int64_t out_stride) {
   if constexpr (kLatticeKind<Kind>) {
     lattice_tile<Kind, kTokens>(n_blocks, w, a, a_stride, out, out_stride);
+  } else if constexpr (kTernary<Kind>) {
+    ternary_tile<Kind, kTokens>(n_blocks, w, a, a_stride, out, out_stride);
   } else if constexpr (std::is_same_v<Kind, BlockIQ4_XS>) {
     iq4_xs_tile<kTokens>(n_blocks, w, a, a_stride, out, out_stride);
   } else if constexpr (kNibbleTable<Kind>) {
@@ -393,7 +456,8 @@ void tiled_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_
   using Block = typename KindBlock<Kind>::type;
   constexpr int kTile = 4;
   constexpr int64_t kBlockElements =
-      kLatticeKind<Kind> || std::is_same_v<Block, BlockIQ4_XS> ? kSuperBlockSize : kLegacyBlockSize;
+      kLatticeKind<Kind> || kTernary<Block> || std::is_same_v<Block, BlockIQ4_XS> ? kSuperBlockSize
+                                                                                 : kLegacyBlockSize;
   const auto* weights = static_cast<const Block*>(w);
   const auto* rows = static_cast<const uint8_t*>(a);
   const int64_t n_blocks = n / kBlockElements;
@@ -544,6 +608,8 @@ TM_NEON_ROWS_ENTRY(vec_dot_rows_iq3_xxs_q8_K, tiled_rows, Iq3XxsLattice)
 TM_NEON_ROWS_ENTRY(vec_dot_rows_iq3_s_q8_K, tiled_rows, Iq3SLattice)
 TM_NEON_ROWS_ENTRY(vec_dot_rows_iq1_s_q8_K, tiled_rows, Iq1SLattice)
 TM_NEON_ROWS_ENTRY(vec_dot_rows_iq1_m_q8_K, tiled_rows, Iq1MLattice)
+TM_NEON_ROWS_ENTRY(vec_dot_rows_tq1_0_q8_K, tiled_rows, BlockTQ1_0)
+TM_NEON_ROWS_ENTRY(vec_dot_rows_tq2_0_q8_K, tiled_rows, BlockTQ2_0)
 TM_NEON_ROWS_ENTRY(vec_dot_rows_q4_K_q8_K, k_rows, BlockQ4_K)
 TM_NEON_ROWS_ENTRY(vec_dot_rows_q5_K_q8_K, k_rows, BlockQ5_K)
 TM_NEON_ROWS_ENTRY(vec_dot_rows_q6_K_q8_K, k_rows, BlockQ6_K)

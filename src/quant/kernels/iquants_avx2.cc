@@ -1,4 +1,4 @@
-// The IQ4_NL, IQ4_XS and MXFP4 dot products with AVX2: vpmaddubsw (two products per 16 bits, at most 2 * 127 * 127) then vpmaddwd; the body is iq4_x86-inl.h.
+// The IQ4_NL, IQ4_XS and MXFP4 dot products, and TQ1_0 / TQ2_0's (ternary_x86-inl.h), with AVX2: vpmaddubsw (two products per 16 bits, at most 2 * 127 * 127) then vpmaddwd; the body is iq4_x86-inl.h.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -30,6 +30,7 @@ struct Iq4Dot {
 };
 
 #include "quant/kernels/iq4_x86-inl.h"
+#include "quant/kernels/ternary_x86-inl.h"
 
 // IQ4_XS rows on 256 bits (AVX-512 has its own, iquants_avx512.cc): each group's exact sum
 // times its 6-bit scale, one integer per super-block fused as the reference does.
@@ -86,5 +87,7 @@ void vec_dot_panels_mxfp4_q8_0(int64_t n, const void* w, int64_t n_w_rows, const
                                int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
   mx_panels<4>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
 }
+
+TM_TERNARY_ROW_ENTRIES
 
 }  // namespace tokenmill::quant::avx2

@@ -1,4 +1,4 @@
-// The IQ4_NL, IQ4_XS and MXFP4 dot products with AVX-512 VNNI: vpdpbusd on 256 bits; the body is iq4_x86-inl.h.
+// The IQ4_NL, IQ4_XS and MXFP4 dot products, and TQ1_0 / TQ2_0's (ternary_x86-inl.h), with AVX-512 VNNI: vpdpbusd on 256 bits; the body is iq4_x86-inl.h.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -23,6 +23,7 @@ struct Iq4Dot {
 };
 
 #include "quant/kernels/iq4_x86-inl.h"
+#include "quant/kernels/ternary_x86-inl.h"
 
 // IQ4_XS on 512 bits: two groups per vector. The levels are looked up offset by +128
 // (unsigned, as vpdpbusd wants them), and the offset's share, 128 * (sum of the group's
@@ -110,5 +111,7 @@ void vec_dot_rows_mxfp4_q8_0(int64_t n, const void* w, const void* a, size_t a_s
                              float* out, int64_t out_stride) {
   iq4_rows<BlockMXFP4, Mxfp4Tile>(n, w, a, a_stride, n_a_rows, out, out_stride, kLegacyBlockSize);
 }
+
+TM_TERNARY_ROW_ENTRIES
 
 }  // namespace tokenmill::quant::avx512

@@ -44,6 +44,11 @@ void vec_dot_rows_iq4_xs_q8_K(int64_t n, const void* w, const void* a, size_t a_
                               float* out, int64_t out_stride);
 void vec_dot_rows_mxfp4_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
                              float* out, int64_t out_stride);
+// TQ1_0 / TQ2_0 rows (ternary_x86-inl.h), activation rows in tiles of 4.
+void vec_dot_rows_tq1_0_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                             float* out, int64_t out_stride);
+void vec_dot_rows_tq2_0_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                             float* out, int64_t out_stride);
 void vec_dot_panels_mxfp4_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
                                int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
 // floats_avx2.cc
@@ -144,6 +149,11 @@ void vec_dot_rows_iq4_xs_q8_K(int64_t n, const void* w, const void* a, size_t a_
                               float* out, int64_t out_stride);
 void vec_dot_rows_mxfp4_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
                              float* out, int64_t out_stride);
+// TQ1_0 / TQ2_0 rows (ternary_x86-inl.h), activation rows in tiles of 4.
+void vec_dot_rows_tq1_0_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                             float* out, int64_t out_stride);
+void vec_dot_rows_tq2_0_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
+                             float* out, int64_t out_stride);
 void vec_dot_panels_mxfp4_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
                                int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max);
 // floats_avx512.cc
@@ -228,7 +238,8 @@ using NeonDotRows = std::remove_pointer_t<VecDotRowsFn>;
       vec_dot_rows_mxfp4_q8_0, vec_dot_rows_q4_K_q8_K, vec_dot_rows_q5_K_q8_K, vec_dot_rows_q6_K_q8_K, \
       vec_dot_rows_iq4_xs_q8_K, vec_dot_rows_iq2_xxs_q8_K, vec_dot_rows_iq2_xs_q8_K, \
       vec_dot_rows_iq2_s_q8_K, vec_dot_rows_iq3_xxs_q8_K, vec_dot_rows_iq3_s_q8_K, \
-      vec_dot_rows_iq1_s_q8_K, vec_dot_rows_iq1_m_q8_K;
+      vec_dot_rows_iq1_s_q8_K, vec_dot_rows_iq1_m_q8_K, \
+      vec_dot_rows_tq1_0_q8_K, vec_dot_rows_tq2_0_q8_K;
 namespace neon {
 TM_NEON_DOT_ROWS
 // floats_neon.cc: the AVX2 floats' bits.

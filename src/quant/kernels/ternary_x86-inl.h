@@ -1,0 +1,102 @@
+// The ternary formats' dot products against Q8_K (TQ1_0, TQ2_0) for x86, written once over
+// 256-bit vectors: included after iq4_x86-inl.h (whose Iq4Dot, iq4_total, iq4_half and
+// iq4_rows it uses) in the same anonymous namespace, so each copy has internal linkage;
+// the including file expands TM_TERNARY_ROW_ENTRIES after that namespace, in its own.
+//
+// The trits t (0, 1, 2; the weight is t - 1) are the unsigned operand against the signed
+// activations, and the -1's share comes off as the block's activation total (Q8_K's
+// sums of 16): each block's integer is exact, then the reference's float step,
+// sum += float(isum) * (d_w * d_a) (quants_ternary.cc), so every set gives its bits.
+//
+// TQ1_0's bytes hold 5 (qh: 4) trits as a base-3 fraction: trit k of byte b is
+// ((b * 3^k mod 256) * 3) >> 8, i.e. 0, 1 or 2 as b * 3^k mod 256 is below 86, below 171,
+// or neither; the powers are taken by byte adds (which wrap mod 256).
+
+// sum + a * b, two roundings as the reference's source writes them (this file is built
+// with FMA, where the compiler would fuse a plain `sum += a * b`).
+inline float add_product(float sum, float a, float b) {
+  return _mm_cvtss_f32(_mm_add_ss(_mm_set_ss(sum), _mm_mul_ss(_mm_set_ss(a), _mm_set_ss(b))));
+}
+
+inline int32_t q8k_block_total(const BlockQ8_K& y) {
+  int32_t total = 0;
+  for (int16_t s : y.bsums) total += s;
+  return total;
+}
+
+// Each byte m of v: ((m * 3) >> 8).
+inline __m256i top_trit(__m256i m) {
+  const __m256i at_least_1 = _mm256_cmpeq_epi8(_mm256_max_epu8(m, _mm256_set1_epi8(86)), m);
+  const __m256i at_least_2 = _mm256_cmpeq_epi8(_mm256_max_epu8(m, _mm256_set1_epi8(static_cast<char>(171))), m);
+  return _mm256_sub_epi8(_mm256_sub_epi8(_mm256_setzero_si256(), at_least_1), at_least_2);
+}
+
+inline __m256i times3(__m256i m) { return _mm256_add_epi8(m, _mm256_add_epi8(m, m)); }
+
+// The 256 trits of a TQ1_0 block in weight order, 32 per vector.
+inline void tq1_0_trits8(const BlockTQ1_0& x, __m256i t[8]) {
+  __m256i m = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs));
+  for (int k = 0; k < 5; ++k, m = times3(m)) t[k] = top_trit(m);  // weights 32k .. 32k + 31
+  // qs[32 .. 47], trit k at weights 160 + 16k + j: two trits a vector.
+  const __m128i tail = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qs + 32));
+  __m256i pair = _mm256_setr_m128i(tail, _mm256_castsi256_si128(times3(_mm256_castsi128_si256(tail))));
+  t[5] = top_trit(pair);
+  pair = times3(times3(pair));
+  t[6] = top_trit(pair);
+  // Trit 4 of qs[32 .. 47], then qh's 4 trits of 4 bytes (weight 240 + 4k + j).
+  alignas(16) uint8_t high[16];
+  for (int k = 0, p = 1; k < 4; ++k, p *= 3) {
+    for (int j = 0; j < 4; ++j) high[4 * k + j] = static_cast<uint8_t>(x.qh[j] * p);
+  }
+  const __m128i fifth = _mm256_castsi256_si128(times3(times3(pair)));
+  t[7] = top_trit(_mm256_setr_m128i(fifth, _mm_load_si128(reinterpret_cast<const __m128i*>(high))));
+}
+
+// The 256 trits of a TQ2_0 block in weight order: 32-byte half c, bits 2l of each byte.
+inline void tq2_0_trits8(const BlockTQ2_0& x, __m256i t[8]) {
+  for (int c = 0; c < 2; ++c) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x.qs + 32 * c));
+    for (int l = 0; l < 4; ++l) t[4 * c + l] = _mm256_and_si256(_mm256_srli_epi16(q, 2 * l), _mm256_set1_epi8(3));
+  }
+}
+
+inline void ternary_trits8(const BlockTQ1_0& x, __m256i t[8]) { tq1_0_trits8(x, t); }
+inline void ternary_trits8(const BlockTQ2_0& x, __m256i t[8]) { tq2_0_trits8(x, t); }
+
+template <typename Block, int R>
+struct TernaryTile {
+  static void run(int64_t nb, const Block* x, const uint8_t* a, size_t a_stride, float* out, int64_t out_stride) {
+    const BlockQ8_K* y[R];
+    for (int r = 0; r < R; ++r) y[r] = reinterpret_cast<const BlockQ8_K*>(a + static_cast<size_t>(r) * a_stride);
+    float sums[R] = {};
+    for (int64_t b = 0; b < nb; ++b) {
+      __m256i t[8];
+      ternary_trits8(x[b], t);
+      const float dw = iq4_half(x[b].d);
+      for (int r = 0; r < R; ++r) {
+        __m256i acc = _mm256_setzero_si256();
+        for (int i = 0; i < 8; ++i) {
+          acc = Iq4Dot::dot(acc, t[i], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[r][b].qs + 32 * i)));
+        }
+        const int32_t isum = iq4_total(acc) - q8k_block_total(y[r][b]);
+        sums[r] = add_product(sums[r], static_cast<float>(isum), dw * y[r][b].d);
+      }
+    }
+    for (int r = 0; r < R; ++r) out[r * out_stride] = sums[r];
+  }
+};
+template <int R>
+using Tq1Tile = TernaryTile<BlockTQ1_0, R>;
+template <int R>
+using Tq2Tile = TernaryTile<BlockTQ2_0, R>;
+
+// The row entries simd_kernels.h declares (iq4_rows: tiles of 4 activation rows).
+#define TM_TERNARY_ROW_ENTRIES                                                                              \
+  void vec_dot_rows_tq1_0_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, \
+                               float* out, int64_t out_stride) {                                           \
+    iq4_rows<BlockTQ1_0, Tq1Tile>(n, w, a, a_stride, n_a_rows, out, out_stride, kSuperBlockSize);            \
+  }                                                                                                         \
+  void vec_dot_rows_tq2_0_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, \
+                               float* out, int64_t out_stride) {                                           \
+    iq4_rows<BlockTQ2_0, Tq2Tile>(n, w, a, a_stride, n_a_rows, out, out_stride, kSuperBlockSize);            \
+  }
