@@ -412,8 +412,7 @@ void ternary_tile(int64_t n_blocks, const Block* x, const uint8_t* a, size_t a_s
       const BlockQ8_K& y = reinterpret_cast<const BlockQ8_K*>(a + r * a_stride)[b];
       int32x4_t acc = vdupq_n_s32(0);
       for (int i = 0; i < 16; ++i) acc = dot16(acc, t[i], vld1q_s8(y.qs + 16 * i));
-      int32_t total = 0;
-      for (int16_t s : y.bsums) total += s;
+      const int32_t total = vaddlvq_s16(vld1q_s16(y.bsums)) + vaddlvq_s16(vld1q_s16(y.bsums + 8));
       sums[r] += static_cast<float>(vaddvq_s32(acc) - total) * (dw * y.d);
     }
   }

@@ -18,10 +18,9 @@ inline float add_product(float sum, float a, float b) {
   return _mm_cvtss_f32(_mm_add_ss(_mm_set_ss(sum), _mm_mul_ss(_mm_set_ss(a), _mm_set_ss(b))));
 }
 
-inline int32_t q8k_block_total(const BlockQ8_K& y) {
-  int32_t total = 0;
-  for (int16_t s : y.bsums) total += s;
-  return total;
+// The block's 16 activation sums of 16, as int32 pairs (their total is the lanes' total).
+inline __m256i q8k_block_sums(const BlockQ8_K& y) {
+  return _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.bsums)), _mm256_set1_epi16(1));
 }
 
 // Each byte m of v: ((m * 3) >> 8).
@@ -78,7 +77,7 @@ struct TernaryTile {
         for (int i = 0; i < 8; ++i) {
           acc = Iq4Dot::dot(acc, t[i], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[r][b].qs + 32 * i)));
         }
-        const int32_t isum = iq4_total(acc) - q8k_block_total(y[r][b]);
+        const int32_t isum = iq4_total(_mm256_sub_epi32(acc, q8k_block_sums(y[r][b])));
         sums[r] = add_product(sums[r], static_cast<float>(isum), dw * y[r][b].d);
       }
     }
