@@ -381,11 +381,9 @@ void block_trits(const BlockTQ1_0& x, int8x16_t t[16]) {
     t[2 * k + 1] = top_trit(vmulq_u8(head[1], power));  // 32k + 16 .. 32k + 31
     t[10 + k] = top_trit(vmulq_u8(tail, power));        // 160 + 16k ..
   }
-  uint8_t high[16];  // weight 240 + 4k + j: qh[j] * 3^k
-  for (int k = 0, p = 1; k < 4; ++k, p *= 3) {
-    for (int j = 0; j < 4; ++j) high[4 * k + j] = static_cast<uint8_t>(x.qh[j] * p);
-  }
-  t[15] = top_trit(vld1q_u8(high));
+  // Weight 240 + 4k + j is trit k of qh[j]: dword k of the vector is qh times 3^k.
+  static constexpr uint8_t kPowers[16] = {1, 1, 1, 1, 3, 3, 3, 3, 9, 9, 9, 9, 27, 27, 27, 27};
+  t[15] = top_trit(vmulq_u8(vreinterpretq_u8_u32(vdupq_n_u32(load_u32(x.qh))), vld1q_u8(kPowers)));
 }
 
 void block_trits(const BlockTQ2_0& x, int8x16_t t[16]) {

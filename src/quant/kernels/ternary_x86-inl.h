@@ -42,13 +42,17 @@ inline void tq1_0_trits8(const BlockTQ1_0& x, __m256i t[8]) {
   t[5] = top_trit(pair);
   pair = times3(times3(pair));
   t[6] = top_trit(pair);
-  // Trit 4 of qs[32 .. 47], then qh's 4 trits of 4 bytes (weight 240 + 4k + j).
-  alignas(16) uint8_t high[16];
-  for (int k = 0, p = 1; k < 4; ++k, p *= 3) {
-    for (int j = 0; j < 4; ++j) high[4 * k + j] = static_cast<uint8_t>(x.qh[j] * p);
-  }
+  // Trit 4 of qs[32 .. 47], then qh's 4 trits of 4 bytes: weight 240 + 4k + j is trit k
+  // of qh[j], so dword k of the vector is qh times 3^k.
   const __m128i fifth = _mm256_castsi256_si128(times3(times3(pair)));
-  t[7] = top_trit(_mm256_setr_m128i(fifth, _mm_load_si128(reinterpret_cast<const __m128i*>(high))));
+  uint32_t qh;
+  std::memcpy(&qh, x.qh, sizeof qh);
+  const __m128i h1 = _mm_set1_epi32(static_cast<int>(qh));
+  const __m128i h3 = _mm_add_epi8(h1, _mm_add_epi8(h1, h1));
+  const __m128i h9 = _mm_add_epi8(h3, _mm_add_epi8(h3, h3));
+  const __m128i h27 = _mm_add_epi8(h9, _mm_add_epi8(h9, h9));
+  const __m128i high = _mm_blend_epi32(_mm_blend_epi32(h1, h3, 0b0010), _mm_blend_epi32(h9, h27, 0b1000), 0b1100);
+  t[7] = top_trit(_mm256_setr_m128i(fifth, high));
 }
 
 // The 256 trits of a TQ2_0 block in weight order: 32-byte half c, bits 2l of each byte.
