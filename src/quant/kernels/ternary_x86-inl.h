@@ -9,8 +9,8 @@
 // sum += float(isum) * (d_w * d_a) (quants_ternary.cc), so every set gives its bits.
 //
 // TQ1_0's bytes hold 5 (qh: 4) trits as a base-3 fraction: trit k of byte b is
-// ((b * 3^k mod 256) * 3) >> 8, i.e. 0, 1 or 2 as b * 3^k mod 256 is below 86, below 171,
-// or neither; the powers are taken by byte adds (which wrap mod 256).
+// ((b * 3^k mod 256) * 3) >> 8: 0 where b * 3^k mod 256 is below 86, 1 below 171, else 2;
+// the powers are taken by byte adds (which wrap mod 256).
 
 // sum + a * b, two roundings as the reference's source writes them (this file is built
 // with FMA, where the compiler would fuse a plain `sum += a * b`).
@@ -23,7 +23,7 @@ inline __m256i q8k_block_sums(const BlockQ8_K& y) {
   return _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(y.bsums)), _mm256_set1_epi16(1));
 }
 
-// Each byte m of v: ((m * 3) >> 8).
+// Each byte m: (m * 3) >> 8.
 inline __m256i top_trit(__m256i m) {
   const __m256i at_least_1 = _mm256_cmpeq_epi8(_mm256_max_epu8(m, _mm256_set1_epi8(86)), m);
   const __m256i at_least_2 = _mm256_cmpeq_epi8(_mm256_max_epu8(m, _mm256_set1_epi8(static_cast<char>(171))), m);
