@@ -85,10 +85,10 @@ void store_k(TensorType type, const float* x, BlockFit& fit, void* block) {
   std::memcpy(slevels, fit.slevels, sizeof slevels);
   switch (type) {
     case TensorType::kQ2_K: ref::store_q2_K(x, fit.scales, fit.mins, ulevels, *static_cast<BlockQ2_K*>(block)); break;
-    case TensorType::kQ3_K: ref::store_q3_K(x, fit.scales, slevels, *static_cast<BlockQ3_K*>(block)); break;
-    case TensorType::kQ4_K: ref::store_q4_K(x, fit.scales, fit.mins, ulevels, *static_cast<BlockQ4_K*>(block)); break;
-    case TensorType::kQ5_K: ref::store_q5_K(x, fit.scales, fit.mins, ulevels, *static_cast<BlockQ5_K*>(block)); break;
-    case TensorType::kQ6_K: ref::store_q6_K(x, fit.scales, slevels, *static_cast<BlockQ6_K*>(block)); break;
+    case TensorType::kQ3_K: ref::store_k16(x, fit.scales, slevels, *static_cast<BlockQ3_K*>(block)); break;
+    case TensorType::kQ4_K: ref::store_k4(x, fit.scales, fit.mins, ulevels, *static_cast<BlockQ4_K*>(block)); break;
+    case TensorType::kQ5_K: ref::store_k4(x, fit.scales, fit.mins, ulevels, *static_cast<BlockQ5_K*>(block)); break;
+    case TensorType::kQ6_K: ref::store_k16(x, fit.scales, slevels, *static_cast<BlockQ6_K*>(block)); break;
     default: break;
   }
 }

@@ -17,11 +17,11 @@ namespace tokenmill::quant::ref {
 // Q2_K: 16 groups of 16; x ~= scale * L - min, L in [0, 3].
 void store_q2_K(const float* x, const float scales[16], const float mins[16], uint8_t levels[256], BlockQ2_K& block);
 // Q3_K: 16 groups of 16; x ~= scale * (L - 4), L in [0, 7]; scales signed.
-void store_q3_K(const float* x, const float scales[16], int8_t levels[256], BlockQ3_K& block);
+void store_k16(const float* x, const float scales[16], int8_t levels[256], BlockQ3_K& block);
 // Q4_K / Q5_K: 8 groups of 32; x ~= scale * L - min, L in [0, 15] / [0, 31].
-void store_q4_K(const float* x, const float scales[8], const float mins[8], uint8_t levels[256], BlockQ4_K& block);
-void store_q5_K(const float* x, const float scales[8], const float mins[8], uint8_t levels[256], BlockQ5_K& block);
+void store_k4(const float* x, const float scales[8], const float mins[8], uint8_t levels[256], BlockQ4_K& block);
+void store_k4(const float* x, const float scales[8], const float mins[8], uint8_t levels[256], BlockQ5_K& block);
 // Q6_K: 16 groups of 16; x ~= scale * (L - 32), L in [0, 63]; scales signed.
-void store_q6_K(const float* x, const float scales[16], int8_t levels[256], BlockQ6_K& block);
+void store_k16(const float* x, const float scales[16], int8_t levels[256], BlockQ6_K& block);
 
 }  // namespace tokenmill::quant::ref

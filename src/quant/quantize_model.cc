@@ -45,20 +45,44 @@ const GptqHessian* gptq_entry(const QuantizeOptions& options, const std::string&
   return it == options.gptq->end() || !it->second ? nullptr : it->second.get();
 }
 
-// Converts every row of `info` from its type to new_type.
-Status convert_tensor(const gguf::File& file, const gguf::TensorInfo& info, TensorType new_type,
-                      const float* importance, ThreadPool& pool, std::vector<uint8_t>& out) {
-  const int64_t n_cols = info.shape[0];
-  const int64_t n_rows = info.n_rows();
-  const TypeTraits* source = find_type_traits(info.type);
-  if (!source) {
+// A tensor's rows as floats: its type's dequantization over the file's bytes.
+struct SourceRows {
+  const gguf::TensorInfo* info;
+  const TypeTraits* traits;
+  const uint8_t* data;
+  size_t row_bytes;
+
+  int64_t n_cols() const { return info->shape[0]; }
+  int64_t n_rows() const { return info->n_rows(); }
+  // Row r into values[0, n_cols()); false where a value is not finite.
+  bool read(int64_t r, float* values) const {
+    traits->dequantize_row(data + static_cast<size_t>(r) * row_bytes, values, n_cols());
+    return std::all_of(values, values + n_cols(), [](float v) { return std::isfinite(v); });
+  }
+  Status non_finite(int64_t r) const {
+    return corrupt_data("tensor '" + info->name + "' holds a non-finite value in row " + std::to_string(r));
+  }
+};
+
+Result<SourceRows> source_rows(const gguf::File& file, const gguf::TensorInfo& info) {
+  const TypeTraits* traits = find_type_traits(info.type);
+  if (!traits) {
     return unsupported("tensor '" + info.name + "' has type " + std::string(gguf::tensor_type_name(info.type)) +
                        ", which cannot be converted");
   }
-  const size_t source_row_bytes = info.n_bytes / static_cast<size_t>(std::max<int64_t>(1, n_rows));
+  return SourceRows{&info, traits, file.tensor_data(info).data(),
+                    info.n_bytes / static_cast<size_t>(std::max<int64_t>(1, info.n_rows()))};
+}
+
+// Converts every row of `info` from its type to new_type.
+Status convert_tensor(const gguf::File& file, const gguf::TensorInfo& info, TensorType new_type,
+                      const float* importance, ThreadPool& pool, std::vector<uint8_t>& out) {
+  auto source = source_rows(file, info);
+  if (!source.ok()) return source.status();
+  const int64_t n_cols = source->n_cols();
+  const int64_t n_rows = source->n_rows();
   const size_t out_row_bytes = row_size(new_type, n_cols);
   out.assign(out_row_bytes * static_cast<size_t>(n_rows), 0);
-  const uint8_t* src = file.tensor_data(info).data();
 
   std::mutex error_mutex;
   int64_t bad_row = -1;
@@ -66,8 +90,7 @@ Status convert_tensor(const gguf::File& file, const gguf::TensorInfo& info, Tens
   pool.parallel_for(static_cast<size_t>(n_rows), [&](int thread, size_t begin, size_t end) {
     float* values = row_buffers[thread].data();  // [n_cols]
     for (size_t r = begin; r < end; ++r) {
-      source->dequantize_row(src + r * source_row_bytes, values, n_cols);
-      if (!std::all_of(values, values + n_cols, [](float v) { return std::isfinite(v); })) {
+      if (!source->read(static_cast<int64_t>(r), values)) {
         std::lock_guard<std::mutex> lock(error_mutex);
         if (bad_row < 0 || static_cast<int64_t>(r) < bad_row) bad_row = static_cast<int64_t>(r);
         return;
@@ -75,23 +98,17 @@ Status convert_tensor(const gguf::File& file, const gguf::TensorInfo& info, Tens
       quantize_row_weighted(new_type, values, out.data() + r * out_row_bytes, n_cols, importance);
     }
   });
-  if (bad_row >= 0) {
-    return corrupt_data("tensor '" + info.name + "' holds a non-finite value in row " + std::to_string(bad_row));
-  }
-  return {};
+  return bad_row >= 0 ? source->non_finite(bad_row) : Status{};
 }
 
 // GPTQ for one tensor: all rows dequantized, then quantized in tiles of rows over the
 // pool, against the inverse factor of the tensor's calibration Hessian.
 Status convert_tensor_gptq(const gguf::File& file, const gguf::TensorInfo& info, TensorType new_type,
                            const GptqHessian& hessian, double damp, ThreadPool& pool, std::vector<uint8_t>& out) {
-  const int64_t n_cols = info.shape[0];
-  const int64_t n_rows = info.n_rows();
-  const TypeTraits* source = find_type_traits(info.type);
-  if (!source) {
-    return unsupported("tensor '" + info.name + "' has type " + std::string(gguf::tensor_type_name(info.type)) +
-                       ", which cannot be converted");
-  }
+  auto source = source_rows(file, info);
+  if (!source.ok()) return source.status();
+  const int64_t n_cols = source->n_cols();
+  const int64_t n_rows = source->n_rows();
   if (hessian.n != n_cols || hessian.sum_xxt.size() != static_cast<size_t>(n_cols * n_cols)) {
     return invalid_argument("the GPTQ statistics of '" + info.name + "' have " + std::to_string(hessian.n) +
                             " columns but the tensor has " + std::to_string(n_cols));
@@ -100,17 +117,11 @@ Status convert_tensor_gptq(const gguf::File& file, const gguf::TensorInfo& info,
   if (!u.ok()) return invalid_argument("tensor '" + info.name + "': " + u.status().message());
   const std::vector<float> importance = gptq_importance(hessian.sum_xxt.data(), n_cols);
 
-  const size_t source_row_bytes = info.n_bytes / static_cast<size_t>(std::max<int64_t>(1, n_rows));
   const size_t out_row_bytes = row_size(new_type, n_cols);
   out.assign(out_row_bytes * static_cast<size_t>(n_rows), 0);
-  const uint8_t* src = file.tensor_data(info).data();
   std::vector<float> values(static_cast<size_t>(n_rows * n_cols));
   for (int64_t r = 0; r < n_rows; ++r) {
-    float* row = values.data() + r * n_cols;
-    source->dequantize_row(src + r * source_row_bytes, row, n_cols);
-    if (!std::all_of(row, row + n_cols, [](float v) { return std::isfinite(v); })) {
-      return corrupt_data("tensor '" + info.name + "' holds a non-finite value in row " + std::to_string(r));
-    }
+    if (!source->read(r, values.data() + r * n_cols)) return source->non_finite(r);
   }
   constexpr int64_t kTile = 16;  // rows per call: U's rows are reused from cache across them
   const int64_t n_tiles = (n_rows + kTile - 1) / kTile;

@@ -114,7 +114,7 @@ void store_q2_K(const float* x, const float scales[16], const float mins[16], ui
   pack_2bit_planes(levels, block.qs);
 }
 
-void store_q3_K(const float* x, const float scales[16], int8_t levels[256], BlockQ3_K& block) {
+void store_k16(const float* x, const float scales[16], int8_t levels[256], BlockQ3_K& block) {
   float max_scale = 0.0f, max_abs_scale = 0.0f;
   for (int j = 0; j < 16; ++j) {
     if (std::fabs(scales[j]) > max_abs_scale) {
@@ -218,7 +218,7 @@ void fit_groups_k(const float* x, int n_max, float rmin, int n_steps, float scal
 
 }  // namespace
 
-void store_q4_K(const float* x, const float scales[8], const float mins[8], uint8_t levels[256], BlockQ4_K& block) {
+void store_k4(const float* x, const float scales[8], const float mins[8], uint8_t levels[256], BlockQ4_K& block) {
   store_scales_mins_k(x, scales, mins, 15, &block.d, &block.dmin, block.scales, levels);
   for (int c = 0; c < 4; ++c) {
     for (int i = 0; i < 32; ++i) {
@@ -227,7 +227,7 @@ void store_q4_K(const float* x, const float scales[8], const float mins[8], uint
   }
 }
 
-void store_q5_K(const float* x, const float scales[8], const float mins[8], uint8_t levels[256], BlockQ5_K& block) {
+void store_k4(const float* x, const float scales[8], const float mins[8], uint8_t levels[256], BlockQ5_K& block) {
   store_scales_mins_k(x, scales, mins, 31, &block.d, &block.dmin, block.scales, levels);
   std::memset(block.qh, 0, sizeof block.qh);
   for (int c = 0; c < 4; ++c) {
@@ -240,7 +240,7 @@ void store_q5_K(const float* x, const float scales[8], const float mins[8], uint
   }
 }
 
-void store_q6_K(const float* x, const float scales[16], int8_t levels[256], BlockQ6_K& block) {
+void store_k16(const float* x, const float scales[16], int8_t levels[256], BlockQ6_K& block) {
   float max_scale = 0.0f, max_abs_scale = 0.0f;
   for (int j = 0; j < 16; ++j) {
     if (std::fabs(scales[j]) > max_abs_scale) {
@@ -304,29 +304,29 @@ void quantize_row_q3_K(const float* src, void* dst, int64_t n) {
     int8_t levels[kQK];
     float scales[16];
     for (int j = 0; j < 16; ++j) scales[j] = fit_symmetric_scale_iterative(16, 4, src + 16 * j, levels + 16 * j);
-    store_q3_K(src, scales, levels, blocks[b]);
+    store_k16(src, scales, levels, blocks[b]);
   }
 }
 
-void quantize_row_q4_K(const float* src, void* dst, int64_t n) {
-  auto* blocks = static_cast<BlockQ4_K*>(dst);
+namespace {
+
+// Q4_K / Q5_K: 8 groups of 32 fitted with a scale and a minimum each.
+template <typename Block>
+void quantize_row_k4(const float* src, void* dst, int64_t n, int n_max, float rmin, int n_steps) {
+  auto* blocks = static_cast<Block*>(dst);
   for (int64_t b = 0; b < n / kQK; ++b, src += kQK) {
     uint8_t levels[kQK];
     float scales[8], mins[8];
-    fit_groups_k(src, 15, -1.0f, 20, scales, mins, levels);
-    store_q4_K(src, scales, mins, levels, blocks[b]);
+    fit_groups_k(src, n_max, rmin, n_steps, scales, mins, levels);
+    store_k4(src, scales, mins, levels, blocks[b]);
   }
 }
 
-void quantize_row_q5_K(const float* src, void* dst, int64_t n) {
-  auto* blocks = static_cast<BlockQ5_K*>(dst);
-  for (int64_t b = 0; b < n / kQK; ++b, src += kQK) {
-    uint8_t levels[kQK];
-    float scales[8], mins[8];
-    fit_groups_k(src, 31, -0.5f, 15, scales, mins, levels);
-    store_q5_K(src, scales, mins, levels, blocks[b]);
-  }
-}
+}  // namespace
+
+void quantize_row_q4_K(const float* src, void* dst, int64_t n) { quantize_row_k4<BlockQ4_K>(src, dst, n, 15, -1.0f, 20); }
+
+void quantize_row_q5_K(const float* src, void* dst, int64_t n) { quantize_row_k4<BlockQ5_K>(src, dst, n, 31, -0.5f, 15); }
 
 void quantize_row_q6_K(const float* src, void* dst, int64_t n) {
   auto* blocks = static_cast<BlockQ6_K*>(dst);
@@ -334,7 +334,7 @@ void quantize_row_q6_K(const float* src, void* dst, int64_t n) {
     int8_t levels[kQK];
     float scales[16];
     for (int j = 0; j < 16; ++j) scales[j] = fit_symmetric_scale(16, 32, src + 16 * j, levels + 16 * j, nullptr);
-    store_q6_K(src, scales, levels, blocks[b]);
+    store_k16(src, scales, levels, blocks[b]);
   }
 }
 
@@ -404,10 +404,20 @@ void dequantize_row_q3_K(const void* src, float* dst, int64_t n) {
   }
 }
 
-void dequantize_row_q4_K(const void* src, float* dst, int64_t n) {
-  const auto* blocks = static_cast<const BlockQ4_K*>(src);
+namespace {
+
+// Level i of sub-block j (0..15 / 0..31).
+int k4_level(const BlockQ4_K& block, int j, int i) { return (block.qs[32 * (j / 2) + i] >> (4 * (j % 2))) & 0x0f; }
+int k4_level(const BlockQ5_K& block, int j, int i) {
+  return ((block.qs[32 * (j / 2) + i] >> (4 * (j % 2))) & 0x0f) | (((block.qh[i] >> j) & 1) << 4);
+}
+
+// x = d * scale_j * level - dmin * min_j over 8 sub-blocks of 32.
+template <typename Block>
+void dequantize_k4(const void* src, float* dst, int64_t n) {
+  const auto* blocks = static_cast<const Block*>(src);
   for (int64_t b = 0; b < n / kQK; ++b, dst += kQK) {
-    const BlockQ4_K& block = blocks[b];
+    const Block& block = blocks[b];
     const float d = f16_to_f32(block.d);
     const float dmin = f16_to_f32(block.dmin);
     for (int j = 0; j < 8; ++j) {
@@ -415,35 +425,16 @@ void dequantize_row_q4_K(const void* src, float* dst, int64_t n) {
       unpack_scale_min_k4(j, block.scales, &scale_q, &min_q);
       const float group_d = d * static_cast<float>(scale_q);
       const float group_min = dmin * static_cast<float>(min_q);
-      const uint8_t* qs = block.qs + 32 * (j / 2);
-      const int shift = 4 * (j % 2);
-      for (int i = 0; i < 32; ++i) {
-        dst[32 * j + i] = group_d * static_cast<float>((qs[i] >> shift) & 0x0f) - group_min;
-      }
+      for (int i = 0; i < 32; ++i) dst[32 * j + i] = group_d * static_cast<float>(k4_level(block, j, i)) - group_min;
     }
   }
 }
 
-void dequantize_row_q5_K(const void* src, float* dst, int64_t n) {
-  const auto* blocks = static_cast<const BlockQ5_K*>(src);
-  for (int64_t b = 0; b < n / kQK; ++b, dst += kQK) {
-    const BlockQ5_K& block = blocks[b];
-    const float d = f16_to_f32(block.d);
-    const float dmin = f16_to_f32(block.dmin);
-    for (int j = 0; j < 8; ++j) {
-      int scale_q, min_q;
-      unpack_scale_min_k4(j, block.scales, &scale_q, &min_q);
-      const float group_d = d * static_cast<float>(scale_q);
-      const float group_min = dmin * static_cast<float>(min_q);
-      const uint8_t* qs = block.qs + 32 * (j / 2);
-      const int shift = 4 * (j % 2);
-      for (int i = 0; i < 32; ++i) {
-        const int q = ((qs[i] >> shift) & 0x0f) | (((block.qh[i] >> j) & 1) << 4);
-        dst[32 * j + i] = group_d * static_cast<float>(q) - group_min;
-      }
-    }
-  }
-}
+}  // namespace
+
+void dequantize_row_q4_K(const void* src, float* dst, int64_t n) { dequantize_k4<BlockQ4_K>(src, dst, n); }
+
+void dequantize_row_q5_K(const void* src, float* dst, int64_t n) { dequantize_k4<BlockQ5_K>(src, dst, n); }
 
 void dequantize_row_q6_K(const void* src, float* dst, int64_t n) {
   const auto* blocks = static_cast<const BlockQ6_K*>(src);

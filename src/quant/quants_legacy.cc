@@ -59,6 +59,61 @@ uint32_t load_u32(const uint8_t bytes[4]) {
 
 void store_u32(uint8_t bytes[4], uint32_t value) { std::memcpy(bytes, &value, sizeof value); }
 
+// Stores 32 levels level(0..31): the low nibbles paired (element j low, j + 16 high); with
+// qh (the 5-bit formats) the fifth bit of element j as its bit j.
+template <typename Level>
+void store_nibbles(Level level, uint8_t qs[kHalf], uint8_t* qh) {
+  uint32_t high_bits = 0;
+  for (int j = 0; j < kHalf; ++j) {
+    const int lo = level(j);
+    const int hi = level(j + kHalf);
+    qs[j] = static_cast<uint8_t>((lo & 0x0f) | ((hi & 0x0f) << 4));
+    high_bits |= static_cast<uint32_t>(lo >> 4) << j;
+    high_bits |= static_cast<uint32_t>(hi >> 4) << (j + kHalf);
+  }
+  if (qh != nullptr) store_u32(qh, high_bits);
+}
+
+template <typename Level>
+void store_levels(Level level, BlockQ4_0& block) { store_nibbles(level, block.qs, nullptr); }
+template <typename Level>
+void store_levels(Level level, BlockQ4_1& block) { store_nibbles(level, block.qs, nullptr); }
+template <typename Level>
+void store_levels(Level level, BlockQ5_0& block) { store_nibbles(level, block.qs, block.qh); }
+template <typename Level>
+void store_levels(Level level, BlockQ5_1& block) { store_nibbles(level, block.qs, block.qh); }
+
+// x ~= d * (level - 2^(bits - 1)), d = the signed value of largest magnitude / -2^(bits - 1)
+// (Q4_0, Q5_0).
+template <typename Block, int kBits>
+void quantize_symmetric(const float* src, void* dst, int64_t n) {
+  constexpr float kOffset = static_cast<float>(1 << (kBits - 1));
+  auto* blocks = static_cast<Block*>(dst);
+  for (int64_t b = 0; b < n / kLegacyBlockSize; ++b, src += kLegacyBlockSize) {
+    const float d = signed_absmax(src) / -kOffset;
+    const float inv_d = inverse_or_zero(d);
+    blocks[b].d = f32_to_f16(d);
+    store_levels([&](int j) { return truncate_to_quant(src[j] * inv_d + (kOffset + 0.5f), (1 << kBits) - 1); },
+                 blocks[b]);
+  }
+}
+
+// x ~= d * level + min over the block's range (Q4_1, Q5_1).
+template <typename Block, int kBits>
+void quantize_with_min(const float* src, void* dst, int64_t n) {
+  auto* blocks = static_cast<Block*>(dst);
+  for (int64_t b = 0; b < n / kLegacyBlockSize; ++b, src += kLegacyBlockSize) {
+    float min, max;
+    min_max(src, &min, &max);
+    const float d = (max - min) / static_cast<float>((1 << kBits) - 1);
+    const float inv_d = inverse_or_zero(d);
+    blocks[b].d = f32_to_f16(d);
+    blocks[b].m = f32_to_f16(min);
+    store_levels([&](int j) { return truncate_to_quant((src[j] - min) * inv_d + 0.5f, (1 << kBits) - 1); },
+                 blocks[b]);
+  }
+}
+
 // Shared by Q8_0 and Q8_1: d and the 32 rounded quants; returns d.
 float quantize_int8_block(const float* x, int8_t* qs) {
   float amax = 0.0f;
@@ -73,75 +128,10 @@ float quantize_int8_block(const float* x, int8_t* qs) {
 
 // ---------------------------------------------------------------------------- quantize
 
-void quantize_row_q4_0(const float* src, void* dst, int64_t n) {
-  auto* blocks = static_cast<BlockQ4_0*>(dst);
-  for (int64_t b = 0; b < n / kLegacyBlockSize; ++b, src += kLegacyBlockSize) {
-    const float d = signed_absmax(src) / -8.0f;
-    const float inv_d = inverse_or_zero(d);
-    blocks[b].d = f32_to_f16(d);
-    for (int j = 0; j < kHalf; ++j) {
-      const int lo = truncate_to_quant(src[j] * inv_d + 8.5f, 15);
-      const int hi = truncate_to_quant(src[j + kHalf] * inv_d + 8.5f, 15);
-      blocks[b].qs[j] = static_cast<uint8_t>(lo | (hi << 4));
-    }
-  }
-}
-
-void quantize_row_q4_1(const float* src, void* dst, int64_t n) {
-  auto* blocks = static_cast<BlockQ4_1*>(dst);
-  for (int64_t b = 0; b < n / kLegacyBlockSize; ++b, src += kLegacyBlockSize) {
-    float min, max;
-    min_max(src, &min, &max);
-    const float d = (max - min) / 15.0f;
-    const float inv_d = inverse_or_zero(d);
-    blocks[b].d = f32_to_f16(d);
-    blocks[b].m = f32_to_f16(min);
-    for (int j = 0; j < kHalf; ++j) {
-      const int lo = truncate_to_quant((src[j] - min) * inv_d + 0.5f, 15);
-      const int hi = truncate_to_quant((src[j + kHalf] - min) * inv_d + 0.5f, 15);
-      blocks[b].qs[j] = static_cast<uint8_t>(lo | (hi << 4));
-    }
-  }
-}
-
-void quantize_row_q5_0(const float* src, void* dst, int64_t n) {
-  auto* blocks = static_cast<BlockQ5_0*>(dst);
-  for (int64_t b = 0; b < n / kLegacyBlockSize; ++b, src += kLegacyBlockSize) {
-    const float d = signed_absmax(src) / -16.0f;
-    const float inv_d = inverse_or_zero(d);
-    blocks[b].d = f32_to_f16(d);
-    uint32_t high_bits = 0;
-    for (int j = 0; j < kHalf; ++j) {
-      const int lo = truncate_to_quant(src[j] * inv_d + 16.5f, 31);
-      const int hi = truncate_to_quant(src[j + kHalf] * inv_d + 16.5f, 31);
-      blocks[b].qs[j] = static_cast<uint8_t>((lo & 0x0f) | ((hi & 0x0f) << 4));
-      high_bits |= static_cast<uint32_t>(lo >> 4) << j;
-      high_bits |= static_cast<uint32_t>(hi >> 4) << (j + kHalf);
-    }
-    store_u32(blocks[b].qh, high_bits);
-  }
-}
-
-void quantize_row_q5_1(const float* src, void* dst, int64_t n) {
-  auto* blocks = static_cast<BlockQ5_1*>(dst);
-  for (int64_t b = 0; b < n / kLegacyBlockSize; ++b, src += kLegacyBlockSize) {
-    float min, max;
-    min_max(src, &min, &max);
-    const float d = (max - min) / 31.0f;
-    const float inv_d = inverse_or_zero(d);
-    blocks[b].d = f32_to_f16(d);
-    blocks[b].m = f32_to_f16(min);
-    uint32_t high_bits = 0;
-    for (int j = 0; j < kHalf; ++j) {
-      const int lo = truncate_to_quant((src[j] - min) * inv_d + 0.5f, 31);
-      const int hi = truncate_to_quant((src[j + kHalf] - min) * inv_d + 0.5f, 31);
-      blocks[b].qs[j] = static_cast<uint8_t>((lo & 0x0f) | ((hi & 0x0f) << 4));
-      high_bits |= static_cast<uint32_t>(lo >> 4) << j;
-      high_bits |= static_cast<uint32_t>(hi >> 4) << (j + kHalf);
-    }
-    store_u32(blocks[b].qh, high_bits);
-  }
-}
+void quantize_row_q4_0(const float* src, void* dst, int64_t n) { quantize_symmetric<BlockQ4_0, 4>(src, dst, n); }
+void quantize_row_q4_1(const float* src, void* dst, int64_t n) { quantize_with_min<BlockQ4_1, 4>(src, dst, n); }
+void quantize_row_q5_0(const float* src, void* dst, int64_t n) { quantize_symmetric<BlockQ5_0, 5>(src, dst, n); }
+void quantize_row_q5_1(const float* src, void* dst, int64_t n) { quantize_with_min<BlockQ5_1, 5>(src, dst, n); }
 
 void quantize_row_q8_0(const float* src, void* dst, int64_t n) {
   auto* blocks = static_cast<BlockQ8_0*>(dst);

@@ -128,15 +128,17 @@ void quantize_q2_K(const float* x, BlockQ2_K* blocks, int64_t n, const float* im
   }
 }
 
-void quantize_q3_K(const float* x, BlockQ3_K* blocks, int64_t n, const float* importance, float sigma2) {
+// Q3_K and Q6_K: 16 groups of 16, symmetric, levels in [-n_max, n_max).
+template <typename Block>
+void quantize_k16(const float* x, Block* blocks, int64_t n, const float* importance, float sigma2, int n_max) {
   for (int64_t b = 0; b < n / kQK; ++b, x += kQK, importance += kQK) {
     int8_t levels[kQK];
     float weights[16], scales[16];
     for (int j = 0; j < 16; ++j) {
       error_weights(x + 16 * j, importance + 16 * j, sigma2, 16, weights);
-      scales[j] = fit_symmetric_scale(16, 4, x + 16 * j, levels + 16 * j, weights);
+      scales[j] = fit_symmetric_scale(16, n_max, x + 16 * j, levels + 16 * j, weights);
     }
-    ref::store_q3_K(x, scales, levels, blocks[b]);
+    ref::store_k16(x, scales, levels, blocks[b]);
   }
 }
 
@@ -152,33 +154,13 @@ void fit_groups_k(const float* x, const float* importance, float sigma2, int n_m
   }
 }
 
-void quantize_q4_K(const float* x, BlockQ4_K* blocks, int64_t n, const float* importance, float sigma2) {
+template <typename Block>
+void quantize_k4(const float* x, Block* blocks, int64_t n, const float* importance, float sigma2, int n_max) {
   for (int64_t b = 0; b < n / kQK; ++b, x += kQK, importance += kQK) {
     uint8_t levels[kQK];
     float scales[8], mins[8];
-    fit_groups_k(x, importance, sigma2, 15, -0.9f, 20, scales, mins, levels);
-    ref::store_q4_K(x, scales, mins, levels, blocks[b]);
-  }
-}
-
-void quantize_q5_K(const float* x, BlockQ5_K* blocks, int64_t n, const float* importance, float sigma2) {
-  for (int64_t b = 0; b < n / kQK; ++b, x += kQK, importance += kQK) {
-    uint8_t levels[kQK];
-    float scales[8], mins[8];
-    fit_groups_k(x, importance, sigma2, 31, -0.9f, 20, scales, mins, levels);
-    ref::store_q5_K(x, scales, mins, levels, blocks[b]);
-  }
-}
-
-void quantize_q6_K(const float* x, BlockQ6_K* blocks, int64_t n, const float* importance, float sigma2) {
-  for (int64_t b = 0; b < n / kQK; ++b, x += kQK, importance += kQK) {
-    int8_t levels[kQK];
-    float weights[16], scales[16];
-    for (int j = 0; j < 16; ++j) {
-      error_weights(x + 16 * j, importance + 16 * j, sigma2, 16, weights);
-      scales[j] = fit_symmetric_scale(16, 32, x + 16 * j, levels + 16 * j, weights);
-    }
-    ref::store_q6_K(x, scales, levels, blocks[b]);
+    fit_groups_k(x, importance, sigma2, n_max, -0.9f, 20, scales, mins, levels);
+    ref::store_k4(x, scales, mins, levels, blocks[b]);
   }
 }
 
@@ -223,10 +205,10 @@ void quantize_row_weighted(gguf::TensorType type, const float* src, void* dst, i
     case TensorType::kQ5_0: quantize_q5_0(src, static_cast<BlockQ5_0*>(dst), n, importance, sigma2); break;
     case TensorType::kQ5_1: quantize_q5_1(src, static_cast<BlockQ5_1*>(dst), n, importance, sigma2); break;
     case TensorType::kQ2_K: quantize_q2_K(src, static_cast<BlockQ2_K*>(dst), n, importance, sigma2); break;
-    case TensorType::kQ3_K: quantize_q3_K(src, static_cast<BlockQ3_K*>(dst), n, importance, sigma2); break;
-    case TensorType::kQ4_K: quantize_q4_K(src, static_cast<BlockQ4_K*>(dst), n, importance, sigma2); break;
-    case TensorType::kQ5_K: quantize_q5_K(src, static_cast<BlockQ5_K*>(dst), n, importance, sigma2); break;
-    case TensorType::kQ6_K: quantize_q6_K(src, static_cast<BlockQ6_K*>(dst), n, importance, sigma2); break;
+    case TensorType::kQ3_K: quantize_k16(src, static_cast<BlockQ3_K*>(dst), n, importance, sigma2, 4); break;
+    case TensorType::kQ4_K: quantize_k4(src, static_cast<BlockQ4_K*>(dst), n, importance, sigma2, 15); break;
+    case TensorType::kQ5_K: quantize_k4(src, static_cast<BlockQ5_K*>(dst), n, importance, sigma2, 31); break;
+    case TensorType::kQ6_K: quantize_k16(src, static_cast<BlockQ6_K*>(dst), n, importance, sigma2, 32); break;
     case TensorType::kIQ4_NL: ref::quantize_row_iq4_nl_weighted(src, dst, n, importance); break;
     case TensorType::kIQ4_XS: ref::quantize_row_iq4_xs_weighted(src, dst, n, importance); break;
     case TensorType::kMXFP4: ref::quantize_row_mxfp4_weighted(src, dst, n, importance); break;

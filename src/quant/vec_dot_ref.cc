@@ -64,6 +64,20 @@ void accumulate_lanes(float d, const int32_t lanes[kLanes], float totals[kLanes]
   for (int l = 0; l < kLanes; ++l) totals[l] += d * static_cast<float>(lanes[l]);
 }
 
+// One super-block's scaled levels against its activations into the lane totals, by d_w * d_a.
+void add_super_block(const int8_t* levels, const int* scales, int group_size, float d_w, const BlockQ8_K& y,
+                     float totals[kLanes]) {
+  int32_t lanes[kLanes];
+  lane_sums(levels, y.qs, scales, group_size, lanes);
+  accumulate_lanes(d_w * y.d, lanes, totals);
+}
+
+// sum + the lane totals, lane by lane.
+float add_lanes(float sum, const float totals[kLanes]) {
+  for (int l = 0; l < kLanes; ++l) sum += totals[l];
+  return sum;
+}
+
 int level_2bit(const uint8_t* qs, int element) {
   const int chunk = element / 128, within = element % 128;
   return (qs[32 * chunk + within % 32] >> (2 * (within / 32))) & 3;
@@ -118,85 +132,74 @@ float k4_vec_dot(const Block* x, const BlockQ8_K* y, int64_t n) {
     k4_levels(x[b], levels);
     int scales[8], mins[8];
     for (int j = 0; j < 8; ++j) unpack_scale_min_k4(j, x[b].scales, &scales[j], &mins[j]);
-    int32_t lanes[kLanes];
-    lane_sums(levels, y[b].qs, scales, 32, lanes);
-    accumulate_lanes(f16_to_f32(x[b].d) * y[b].d, lanes, totals);
+    add_super_block(levels, scales, 32, f16_to_f32(x[b].d), y[b], totals);
     const float d_min = f16_to_f32(x[b].dmin) * y[b].d;
     sum -= d_min * static_cast<float>(weighted_min_sum(y[b], mins));
   }
-  for (float t : totals) sum += t;
-  return sum;
+  return add_lanes(sum, totals);
 }
 
 }  // namespace
 
 // --------------------------------------------------------------------- legacy x Q8_0/1
 
-float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* a) {
-  const auto* x = static_cast<const BlockQ4_0*>(w);
-  const auto* y = static_cast<const BlockQ8_0*>(a);
+namespace {
+
+// The signed levels of one legacy block.
+void legacy_levels(const BlockQ4_0& x, int levels[kLegacyBlockSize]) { unpack_nibbles(x.qs, 8, levels); }
+void legacy_levels(const BlockQ4_1& x, int levels[kLegacyBlockSize]) { unpack_nibbles(x.qs, 0, levels); }
+void legacy_levels(const BlockQ5_0& x, int levels[kLegacyBlockSize]) { unpack_nibbles_5bit(x.qs, x.qh, 16, levels); }
+void legacy_levels(const BlockQ5_1& x, int levels[kLegacyBlockSize]) { unpack_nibbles_5bit(x.qs, x.qh, 0, levels); }
+void legacy_levels(const BlockQ8_0& x, int levels[kLegacyBlockSize]) {
+  for (int j = 0; j < kLegacyBlockSize; ++j) levels[j] = x.qs[j];
+}
+
+// sum over blocks of block_term(x, y, the blocks' integer dot product), in block order.
+template <typename Block, typename ActivationBlock, typename BlockTerm>
+float legacy_dot(int64_t n, const void* w, const void* a, BlockTerm block_term) {
+  const auto* x = static_cast<const Block*>(w);
+  const auto* y = static_cast<const ActivationBlock*>(a);
   float sum = 0.0f;
   for (int64_t b = 0; b < n / kLegacyBlockSize; ++b) {
     int levels[kLegacyBlockSize];
-    unpack_nibbles(x[b].qs, 8, levels);
-    const int32_t isum = dot_32(levels, y[b].qs);
-    sum += static_cast<float>(isum) * f16_to_f32(x[b].d) * f16_to_f32(y[b].d);
+    legacy_levels(x[b], levels);
+    sum += block_term(x[b], y[b], static_cast<float>(dot_32(levels, y[b].qs)));
   }
   return sum;
+}
+
+// d_w * d_a * sum(q_w * q_a) + m_w * s_a, with s_a = d_a * sum(q_a).
+template <typename Block>
+float with_min(const Block& x, const BlockQ8_1& y, float isum) {
+  return (f16_to_f32(x.d) * f16_to_f32(y.d)) * isum + f16_to_f32(x.m) * f16_to_f32(y.s);
+}
+
+}  // namespace
+
+float vec_dot_q4_0_q8_0(int64_t n, const void* w, const void* a) {
+  return legacy_dot<BlockQ4_0, BlockQ8_0>(n, w, a, [](const BlockQ4_0& x, const BlockQ8_0& y, float isum) {
+    return isum * f16_to_f32(x.d) * f16_to_f32(y.d);
+  });
 }
 
 float vec_dot_q4_1_q8_1(int64_t n, const void* w, const void* a) {
-  const auto* x = static_cast<const BlockQ4_1*>(w);
-  const auto* y = static_cast<const BlockQ8_1*>(a);
-  float sum = 0.0f;
-  for (int64_t b = 0; b < n / kLegacyBlockSize; ++b) {
-    int levels[kLegacyBlockSize];
-    unpack_nibbles(x[b].qs, 0, levels);
-    const int32_t isum = dot_32(levels, y[b].qs);
-    // d_w * d_a * sum(q_w * q_a) + m_w * s_a, with s_a = d_a * sum(q_a).
-    sum += (f16_to_f32(x[b].d) * f16_to_f32(y[b].d)) * static_cast<float>(isum) +
-           f16_to_f32(x[b].m) * f16_to_f32(y[b].s);
-  }
-  return sum;
+  return legacy_dot<BlockQ4_1, BlockQ8_1>(n, w, a, with_min<BlockQ4_1>);
 }
 
 float vec_dot_q5_0_q8_0(int64_t n, const void* w, const void* a) {
-  const auto* x = static_cast<const BlockQ5_0*>(w);
-  const auto* y = static_cast<const BlockQ8_0*>(a);
-  float sum = 0.0f;
-  for (int64_t b = 0; b < n / kLegacyBlockSize; ++b) {
-    int levels[kLegacyBlockSize];
-    unpack_nibbles_5bit(x[b].qs, x[b].qh, 16, levels);
-    const int32_t isum = dot_32(levels, y[b].qs);
-    sum += (f16_to_f32(x[b].d) * f16_to_f32(y[b].d)) * static_cast<float>(isum);
-  }
-  return sum;
+  return legacy_dot<BlockQ5_0, BlockQ8_0>(n, w, a, [](const BlockQ5_0& x, const BlockQ8_0& y, float isum) {
+    return (f16_to_f32(x.d) * f16_to_f32(y.d)) * isum;
+  });
 }
 
 float vec_dot_q5_1_q8_1(int64_t n, const void* w, const void* a) {
-  const auto* x = static_cast<const BlockQ5_1*>(w);
-  const auto* y = static_cast<const BlockQ8_1*>(a);
-  float sum = 0.0f;
-  for (int64_t b = 0; b < n / kLegacyBlockSize; ++b) {
-    int levels[kLegacyBlockSize];
-    unpack_nibbles_5bit(x[b].qs, x[b].qh, 0, levels);
-    const int32_t isum = dot_32(levels, y[b].qs);
-    sum += (f16_to_f32(x[b].d) * f16_to_f32(y[b].d)) * static_cast<float>(isum) +
-           f16_to_f32(x[b].m) * f16_to_f32(y[b].s);
-  }
-  return sum;
+  return legacy_dot<BlockQ5_1, BlockQ8_1>(n, w, a, with_min<BlockQ5_1>);
 }
 
 float vec_dot_q8_0_q8_0(int64_t n, const void* w, const void* a) {
-  const auto* x = static_cast<const BlockQ8_0*>(w);
-  const auto* y = static_cast<const BlockQ8_0*>(a);
-  float sum = 0.0f;
-  for (int64_t b = 0; b < n / kLegacyBlockSize; ++b) {
-    int32_t isum = 0;
-    for (int j = 0; j < kLegacyBlockSize; ++j) isum += x[b].qs[j] * y[b].qs[j];
-    sum += static_cast<float>(isum) * (f16_to_f32(x[b].d) * f16_to_f32(y[b].d));
-  }
-  return sum;
+  return legacy_dot<BlockQ8_0, BlockQ8_0>(n, w, a, [](const BlockQ8_0& x, const BlockQ8_0& y, float isum) {
+    return isum * (f16_to_f32(x.d) * f16_to_f32(y.d));
+  });
 }
 
 // ------------------------------------------------------------------------ K x Q8_K
@@ -238,13 +241,9 @@ float vec_dot_q3_K_q8_K(int64_t n, const void* w, const void* a) {
       const int high = (x[b].scales[8 + j % 4] >> (2 * (j / 4))) & 3;
       scales[j] = (low | (high << 4)) - 32;
     }
-    int32_t lanes[kLanes];
-    lane_sums(levels, y[b].qs, scales, 16, lanes);
-    accumulate_lanes(f16_to_f32(x[b].d) * y[b].d, lanes, totals);
+    add_super_block(levels, scales, 16, f16_to_f32(x[b].d), y[b], totals);
   }
-  float sum = 0.0f;
-  for (float t : totals) sum += t;
-  return sum;
+  return add_lanes(0.0f, totals);
 }
 
 float vec_dot_q4_K_q8_K(int64_t n, const void* w, const void* a) {
@@ -274,13 +273,9 @@ float vec_dot_q6_K_q8_K(int64_t n, const void* w, const void* a) {
     }
     int scales[16];
     for (int j = 0; j < 16; ++j) scales[j] = x[b].scales[j];
-    int32_t lanes[kLanes];
-    lane_sums(levels, y[b].qs, scales, 16, lanes);
-    accumulate_lanes(f16_to_f32(x[b].d) * y[b].d, lanes, totals);
+    add_super_block(levels, scales, 16, f16_to_f32(x[b].d), y[b], totals);
   }
-  float sum = 0.0f;
-  for (float t : totals) sum += t;
-  return sum;
+  return add_lanes(0.0f, totals);
 }
 
 }  // namespace tokenmill::quant::ref

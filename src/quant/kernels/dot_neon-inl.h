@@ -207,10 +207,7 @@ LatticeSubBlock signed_sub_block(const uint64_t grid[4], const uint64_t signs[4]
           {vdupq_n_s8(0), vdupq_n_s8(0)}};
 }
 
-struct Iq2XxsLattice {
-  using Block = BlockIQ2_XXS;
-  static constexpr bool kShifted = false;
-  static constexpr float kFinal = 0.125f;
+struct Iq2XxsLattice : Iq2XxsFacts {
   static LatticeSubBlock sub_block(const Block& x, int ib) {
     const uint32_t a0 = load_u32(&x.qs[4 * ib]), a1 = load_u32(&x.qs[4 * ib + 2]);
     uint64_t grid[4], signs[4];
@@ -220,10 +217,7 @@ struct Iq2XxsLattice {
   }
 };
 
-struct Iq2XsLattice {
-  using Block = BlockIQ2_XS;
-  static constexpr bool kShifted = false;
-  static constexpr float kFinal = 0.125f;
+struct Iq2XsLattice : Iq2XsFacts {
   static LatticeSubBlock sub_block(const Block& x, int ib) {
     const uint16_t* q = x.qs + 4 * ib;
     uint64_t grid[4], signs[4];
@@ -235,10 +229,7 @@ struct Iq2XsLattice {
   }
 };
 
-struct Iq2SLattice {
-  using Block = BlockIQ2_S;
-  static constexpr bool kShifted = false;
-  static constexpr float kFinal = 0.125f;
+struct Iq2SLattice : Iq2SFacts {
   static LatticeSubBlock sub_block(const Block& x, int ib) {
     const uint8_t* q = x.qs + 4 * ib;
     const uint32_t h = x.qh[ib];
@@ -251,10 +242,7 @@ struct Iq2SLattice {
   }
 };
 
-struct Iq3XxsLattice {
-  using Block = BlockIQ3_XXS;
-  static constexpr bool kShifted = false;
-  static constexpr float kFinal = 0.25f;
+struct Iq3XxsLattice : Iq3XxsFacts {
   static LatticeSubBlock sub_block(const Block& x, int ib) {
     const uint8_t* q = x.qs + 8 * ib;
     const uint32_t a1 = load_u32(x.scales_and_signs + 4 * ib);
@@ -265,10 +253,7 @@ struct Iq3XxsLattice {
   }
 };
 
-struct Iq3SLattice {
-  using Block = BlockIQ3_S;
-  static constexpr bool kShifted = false;
-  static constexpr float kFinal = 1.0f;
+struct Iq3SLattice : Iq3SFacts {
   static LatticeSubBlock sub_block(const Block& x, int ib) {
     const uint8_t* q = x.qs + 8 * ib;
     const uint32_t h = x.qh[ib];
@@ -296,10 +281,7 @@ LatticeSubBlock iq1_sub_block(const uint8_t* q, uint32_t h, int index_stride, in
 
 constexpr uint64_t kPlusOnes = 0x0101010101010101;
 
-struct Iq1SLattice {
-  using Block = BlockIQ1_S;
-  static constexpr bool kShifted = true;
-  static constexpr float kFinal = 1.0f;
+struct Iq1SLattice : Iq1SFacts {
   static LatticeSubBlock sub_block(const Block& x, int ib) {
     const uint32_t h = x.qh[ib];
     const uint64_t sign = h & 0x8000 ? ~uint64_t{0} : kPlusOnes;
@@ -309,10 +291,7 @@ struct Iq1SLattice {
   }
 };
 
-struct Iq1MLattice {
-  using Block = BlockIQ1_M;
-  static constexpr bool kShifted = true;
-  static constexpr float kFinal = 1.0f;
+struct Iq1MLattice : Iq1MFacts {
   static LatticeSubBlock sub_block(const Block& x, int ib) {
     const uint32_t h = x.qh[2 * ib] | static_cast<uint32_t>(x.qh[2 * ib + 1]) << 8;  // a nibble per row
     const uint32_t sc = x.scales[ib / 2] >> (6 * (ib % 2));
@@ -322,12 +301,6 @@ struct Iq1MLattice {
                          static_cast<int32_t>(2 * ((sc >> 3) & 7) + 1), shift);
   }
 };
-
-float lattice_scale(const BlockIQ1_M& x) { return half_to_float(iq1_m_scale_bits(x)); }
-template <typename Block>
-float lattice_scale(const Block& x) {
-  return half_to_float(x.d);
-}
 
 // sum over 16 lanes of a * b (exact).
 int32_t sum16(int8x16_t a, int8x16_t b) { return vaddvq_s32(dot16(vdupq_n_s32(0), a, b)); }
@@ -349,7 +322,7 @@ void lattice_tile(int64_t n_blocks, const typename Format::Block* x, const uint8
         }
       }
     }
-    const float dw = lattice_scale(x[b]);
+    const float dw = half_to_float(Format::scale_bits(x[b]));
     for (int t = 0; t < kTokens; ++t) {
       float total = static_cast<float>(grid[t]);
       if constexpr (Format::kShifted) total = total + 0.125f * static_cast<float>(shift[t]);
@@ -467,11 +440,6 @@ void tiled_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_
   }
 }
 
-// One super-block's integers for one row and one token.
-struct SuperBlockSums {
-  int32_t t_lo = 0, t_hi = 0, m = 0;
-};
-
 // Q4_K / Q5_K's 6-bit scales and minimums of the 8 sub-blocks.
 void unpack_k4_scales(const uint8_t* packed, int32_t scale[8], int32_t min[8]) {
   for (int j = 0; j < 4; ++j) {
@@ -556,58 +524,31 @@ SuperBlockSums q6_sums(const BlockQ6_K& x, const BlockQ8_K& y) {
   return s;
 }
 
-SuperBlockSums sums_of(const BlockQ4_K& x, const BlockQ8_K& y) { return k4_sums<false>(x, y); }
-SuperBlockSums sums_of(const BlockQ5_K& x, const BlockQ8_K& y) { return k4_sums<true>(x, y); }
-SuperBlockSums sums_of(const BlockQ6_K& x, const BlockQ8_K& y) { return q6_sums(x, y); }
-float dmin_of(const BlockQ4_K& x) { return half_to_float(x.dmin); }
-float dmin_of(const BlockQ5_K& x) { return half_to_float(x.dmin); }
-float dmin_of(const BlockQ6_K&) { return 0.0f; }
-
-template <typename Block>
-void k_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
-  constexpr bool kHasMin = !std::is_same_v<Block, BlockQ6_K>;
-  const auto* x = static_cast<const Block*>(w);
-  const int64_t n_blocks = n / kSuperBlockSize;
-  for (int64_t t = 0; t < n_a_rows; ++t) {
-    const auto* y = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(a) + t * a_stride);
-    float acc = 0.0f;
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      const char* ahead = reinterpret_cast<const char*>(x + b) + 2048;
-      for (size_t line = 0; line < sizeof(Block); line += 64) __builtin_prefetch(ahead + line, 0, 3);
-      const SuperBlockSums s = sums_of(x[b], y[b]);
-      const float d = half_to_float(x[b].d) * y[b].d;
-      if (kHasMin) acc = __builtin_fmaf(-static_cast<float>(s.m), dmin_of(x[b]) * y[b].d, acc);
-      acc = __builtin_fmaf(static_cast<float>(s.t_lo), d, acc);
-      acc = __builtin_fmaf(static_cast<float>(s.t_hi), d, acc);
-    }
-    out[t * out_stride] = acc;
-  }
-}
+struct KSums {
+  static SuperBlockSums of(const BlockQ4_K& x, const BlockQ8_K& y) { return k4_sums<false>(x, y); }
+  static SuperBlockSums of(const BlockQ5_K& x, const BlockQ8_K& y) { return k4_sums<true>(x, y); }
+  static SuperBlockSums of(const BlockQ6_K& x, const BlockQ8_K& y) { return q6_sums(x, y); }
+  static float half(uint16_t h) { return half_to_float(h); }
+};
 
 }  // namespace
 
 // The entries simd_kernels.h declares, each one format's rows.
-#define TM_NEON_ROWS_ENTRY(NAME, ROWS, BLOCK)                                                               \
-  void NAME(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,         \
-            int64_t out_stride) {                                                                           \
-    ROWS<BLOCK>(n, w, a, a_stride, n_a_rows, out, out_stride);                                              \
-  }
-TM_NEON_ROWS_ENTRY(vec_dot_rows_q4_0_q8_0, tiled_rows, BlockQ4_0)
-TM_NEON_ROWS_ENTRY(vec_dot_rows_q5_0_q8_0, tiled_rows, BlockQ5_0)
-TM_NEON_ROWS_ENTRY(vec_dot_rows_q8_0_q8_0, tiled_rows, BlockQ8_0)
-TM_NEON_ROWS_ENTRY(vec_dot_rows_iq4_nl_q8_0, tiled_rows, BlockIQ4_NL)
-TM_NEON_ROWS_ENTRY(vec_dot_rows_mxfp4_q8_0, tiled_rows, BlockMXFP4)
-TM_NEON_ROWS_ENTRY(vec_dot_rows_iq4_xs_q8_K, tiled_rows, BlockIQ4_XS)
-TM_NEON_ROWS_ENTRY(vec_dot_rows_iq2_xxs_q8_K, tiled_rows, Iq2XxsLattice)
-TM_NEON_ROWS_ENTRY(vec_dot_rows_iq2_xs_q8_K, tiled_rows, Iq2XsLattice)
-TM_NEON_ROWS_ENTRY(vec_dot_rows_iq2_s_q8_K, tiled_rows, Iq2SLattice)
-TM_NEON_ROWS_ENTRY(vec_dot_rows_iq3_xxs_q8_K, tiled_rows, Iq3XxsLattice)
-TM_NEON_ROWS_ENTRY(vec_dot_rows_iq3_s_q8_K, tiled_rows, Iq3SLattice)
-TM_NEON_ROWS_ENTRY(vec_dot_rows_iq1_s_q8_K, tiled_rows, Iq1SLattice)
-TM_NEON_ROWS_ENTRY(vec_dot_rows_iq1_m_q8_K, tiled_rows, Iq1MLattice)
-TM_NEON_ROWS_ENTRY(vec_dot_rows_tq1_0_q8_K, tiled_rows, BlockTQ1_0)
-TM_NEON_ROWS_ENTRY(vec_dot_rows_tq2_0_q8_K, tiled_rows, BlockTQ2_0)
-TM_NEON_ROWS_ENTRY(vec_dot_rows_q4_K_q8_K, k_rows, BlockQ4_K)
-TM_NEON_ROWS_ENTRY(vec_dot_rows_q5_K_q8_K, k_rows, BlockQ5_K)
-TM_NEON_ROWS_ENTRY(vec_dot_rows_q6_K_q8_K, k_rows, BlockQ6_K)
-#undef TM_NEON_ROWS_ENTRY
+TM_DOT_ROWS_ENTRY(vec_dot_rows_q4_0_q8_0, tiled_rows<BlockQ4_0>)
+TM_DOT_ROWS_ENTRY(vec_dot_rows_q5_0_q8_0, tiled_rows<BlockQ5_0>)
+TM_DOT_ROWS_ENTRY(vec_dot_rows_q8_0_q8_0, tiled_rows<BlockQ8_0>)
+TM_DOT_ROWS_ENTRY(vec_dot_rows_iq4_nl_q8_0, tiled_rows<BlockIQ4_NL>)
+TM_DOT_ROWS_ENTRY(vec_dot_rows_mxfp4_q8_0, tiled_rows<BlockMXFP4>)
+TM_DOT_ROWS_ENTRY(vec_dot_rows_iq4_xs_q8_K, tiled_rows<BlockIQ4_XS>)
+TM_DOT_ROWS_ENTRY(vec_dot_rows_iq2_xxs_q8_K, tiled_rows<Iq2XxsLattice>)
+TM_DOT_ROWS_ENTRY(vec_dot_rows_iq2_xs_q8_K, tiled_rows<Iq2XsLattice>)
+TM_DOT_ROWS_ENTRY(vec_dot_rows_iq2_s_q8_K, tiled_rows<Iq2SLattice>)
+TM_DOT_ROWS_ENTRY(vec_dot_rows_iq3_xxs_q8_K, tiled_rows<Iq3XxsLattice>)
+TM_DOT_ROWS_ENTRY(vec_dot_rows_iq3_s_q8_K, tiled_rows<Iq3SLattice>)
+TM_DOT_ROWS_ENTRY(vec_dot_rows_iq1_s_q8_K, tiled_rows<Iq1SLattice>)
+TM_DOT_ROWS_ENTRY(vec_dot_rows_iq1_m_q8_K, tiled_rows<Iq1MLattice>)
+TM_DOT_ROWS_ENTRY(vec_dot_rows_tq1_0_q8_K, tiled_rows<BlockTQ1_0>)
+TM_DOT_ROWS_ENTRY(vec_dot_rows_tq2_0_q8_K, tiled_rows<BlockTQ2_0>)
+TM_DOT_ROWS_ENTRY(vec_dot_rows_q4_K_q8_K, kquant_rows<KSums, BlockQ4_K, 2048>)
+TM_DOT_ROWS_ENTRY(vec_dot_rows_q5_K_q8_K, kquant_rows<KSums, BlockQ5_K, 2048>)
+TM_DOT_ROWS_ENTRY(vec_dot_rows_q6_K_q8_K, kquant_rows<KSums, BlockQ6_K, 2048>)

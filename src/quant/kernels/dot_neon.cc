@@ -9,6 +9,8 @@
 
 #include "quant/blocks.h"
 #include "quant/iq_grids.h"
+#include "quant/kernels/kquant_rows.h"
+#include "quant/kernels/lattice_facts.h"
 #include "quant/kernels/simd_kernels.h"
 #include "quant/kernels_ref.h"
 

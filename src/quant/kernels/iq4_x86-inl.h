@@ -273,10 +273,10 @@ void mx_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t
 }
 
 // One weight row against n_a_rows activation rows, kRowTile at a time.
-template <typename Block, template <int> class Tile>
+template <typename Block, template <int> class Tile, int64_t kBlockSize>
 void iq4_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
-              int64_t out_stride, int64_t block_size) {
-  const int64_t nb = n / block_size;
+              int64_t out_stride) {
+  const int64_t nb = n / kBlockSize;
   const auto* x = static_cast<const Block*>(w);
   const auto* rows = static_cast<const uint8_t*>(a);
   int64_t t = 0;
@@ -303,3 +303,21 @@ struct Mxfp4Tile {
     nibble_table_tile<Mxfp4Format, R>(nb, x, a, a_stride, out, out_stride);
   }
 };
+
+// IQ4_XS: R activation rows against one weight row, the including file's own (after this).
+template <int R>
+void iq4_xs_tile(int64_t nb, const BlockIQ4_XS* x, const uint8_t* a, size_t a_stride, float* out, int64_t out_stride);
+template <int R>
+struct Iq4XsTile {
+  static void run(int64_t nb, const BlockIQ4_XS* x, const uint8_t* a, size_t a_stride, float* out, int64_t out_stride) {
+    iq4_xs_tile<R>(nb, x, a, a_stride, out, out_stride);
+  }
+};
+
+// The entries simd_kernels.h declares, the MXFP4 panels' token tile given; expanded after
+// the including file's anonymous namespace, in its own.
+#define TM_IQ4_ENTRIES(kMxTokenTile)                                                                        \
+  TM_DOT_ROWS_ENTRY(vec_dot_rows_iq4_nl_q8_0, iq4_rows<BlockIQ4_NL, Iq4NlTile, kLegacyBlockSize>)           \
+  TM_DOT_ROWS_ENTRY(vec_dot_rows_iq4_xs_q8_K, iq4_rows<BlockIQ4_XS, Iq4XsTile, kSuperBlockSize>)     \
+  TM_DOT_ROWS_ENTRY(vec_dot_rows_mxfp4_q8_0, iq4_rows<BlockMXFP4, Mxfp4Tile, kLegacyBlockSize>)             \
+  TM_DOT_PANELS_ENTRY(vec_dot_panels_mxfp4_q8_0, mx_panels<kMxTokenTile>)

@@ -59,35 +59,9 @@ void iq4_xs_tile(int64_t nb, const BlockIQ4_XS* x, const uint8_t* a, size_t a_st
   for (int r = 0; r < R; ++r) out[r * out_stride] = sums[r];
 }
 
-template <int R>
-struct Iq4XsTile {
-  static void run(int64_t nb, const BlockIQ4_XS* x, const uint8_t* a, size_t a_stride, float* out, int64_t out_stride) {
-    iq4_xs_tile<R>(nb, x, a, a_stride, out, out_stride);
-  }
-};
-
 }  // namespace
 
-void vec_dot_rows_iq4_nl_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                              float* out, int64_t out_stride) {
-  iq4_rows<BlockIQ4_NL, Iq4NlTile>(n, w, a, a_stride, n_a_rows, out, out_stride, kLegacyBlockSize);
-}
-
-void vec_dot_rows_iq4_xs_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                              float* out, int64_t out_stride) {
-  iq4_rows<BlockIQ4_XS, Iq4XsTile>(n, w, a, a_stride, n_a_rows, out, out_stride, kSuperBlockSize);
-}
-
-void vec_dot_rows_mxfp4_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                             float* out, int64_t out_stride) {
-  iq4_rows<BlockMXFP4, Mxfp4Tile>(n, w, a, a_stride, n_a_rows, out, out_stride, kLegacyBlockSize);
-}
-
-void vec_dot_panels_mxfp4_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
-                               int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
-  mx_panels<4>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
-}
-
+TM_IQ4_ENTRIES(4)
 TM_TERNARY_ROW_ENTRIES
 
 }  // namespace tokenmill::quant::avx2

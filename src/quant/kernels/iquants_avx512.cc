@@ -30,8 +30,8 @@ struct Iq4Dot {
 // activations), comes off through Q8_K's bsums: the same exact integer per super-block as
 // the 256-bit body, so the same bits.
 template <int R>
-void iq4_xs_tile_512(int64_t nb, const BlockIQ4_XS* x, const uint8_t* a, size_t a_stride, float* out,
-                     int64_t out_stride) {
+void iq4_xs_tile(int64_t nb, const BlockIQ4_XS* x, const uint8_t* a, size_t a_stride, float* out,
+                 int64_t out_stride) {
   const __m512i levels = _mm512_broadcast_i32x4(_mm_setr_epi8(
       1, 24, 45, 63, 79, 93, 106, 118, -127, -115, -103, -90, -75, -59, -39, -15));  // level + 128, as bytes
   const __m512i low4 = _mm512_set1_epi8(0x0f);
@@ -83,35 +83,9 @@ void iq4_xs_tile_512(int64_t nb, const BlockIQ4_XS* x, const uint8_t* a, size_t 
   for (int r = 0; r < R; ++r) out[r * out_stride] = sums[r];
 }
 
-template <int R>
-struct Iq4XsTile512 {
-  static void run(int64_t nb, const BlockIQ4_XS* x, const uint8_t* a, size_t a_stride, float* out, int64_t out_stride) {
-    iq4_xs_tile_512<R>(nb, x, a, a_stride, out, out_stride);
-  }
-};
-
 }  // namespace
 
-void vec_dot_panels_mxfp4_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
-                               int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
-  mx_panels<8>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
-}
-
-void vec_dot_rows_iq4_nl_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                              float* out, int64_t out_stride) {
-  iq4_rows<BlockIQ4_NL, Iq4NlTile>(n, w, a, a_stride, n_a_rows, out, out_stride, kLegacyBlockSize);
-}
-
-void vec_dot_rows_iq4_xs_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                              float* out, int64_t out_stride) {
-  iq4_rows<BlockIQ4_XS, Iq4XsTile512>(n, w, a, a_stride, n_a_rows, out, out_stride, kSuperBlockSize);
-}
-
-void vec_dot_rows_mxfp4_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                             float* out, int64_t out_stride) {
-  iq4_rows<BlockMXFP4, Mxfp4Tile>(n, w, a, a_stride, n_a_rows, out, out_stride, kLegacyBlockSize);
-}
-
+TM_IQ4_ENTRIES(8)
 TM_TERNARY_ROW_ENTRIES
 
 }  // namespace tokenmill::quant::avx512

@@ -126,16 +126,25 @@ inline void k4_token_pairs(const BlockQ8_K& y, int32_t* pairs) {
 // vector i, lane r = codes 4i .. 4i + 3 of its row r (element order; unsigned bytes unless
 // kSignedCodes).
 
-// What Q4_K and Q5_K share: eight sub-blocks of 32 with 6-bit scales and minima.
-template <typename BlockType>
-struct K4Format {
+// The constants every format states, in the order the comment above gives them.
+template <typename BlockType, int kSubBlockCount, int kDwordCount, int kPairCount, bool kMin, int kInt16GroupSize,
+          bool kOneTotalStep = false, bool kSigned = false>
+struct PackedShape {
   using Block = BlockType;
-  static constexpr int kSubBlocks = 8;
-  static constexpr int kDwords = 8;
-  static constexpr int kPairs = 4;
-  static constexpr bool kHasMin = true;
-  static constexpr bool kOneTotal = false;
-  static constexpr bool kSignedCodes = false;
+  static constexpr int kSubBlocks = kSubBlockCount;
+  static constexpr int kDwords = kDwordCount;
+  static constexpr int kPairs = kPairCount;
+  static constexpr bool kHasMin = kMin;
+  static constexpr bool kOneTotal = kOneTotalStep;
+  static constexpr bool kSignedCodes = kSigned;
+  static constexpr int kInt16Group = kInt16GroupSize;
+};
+
+// What Q4_K and Q5_K share: eight sub-blocks of 32 with 6-bit scales and minima.
+template <typename BlockType, int kInt16GroupSize>
+struct K4Format : PackedShape<BlockType, 8, 8, 4, true, kInt16GroupSize> {
+  using Base = PackedShape<BlockType, 8, 8, 4, true, kInt16GroupSize>;
+  using Base::kPairs, Base::kSubBlocks;
 
   static void token_pairs(const BlockQ8_K& y, int32_t* pairs) { k4_token_pairs(y, pairs); }
   __attribute__((always_inline)) static Header<kSubBlocks, kPairs> header(const uint8_t* block, int half) {
@@ -143,8 +152,7 @@ struct K4Format {
   }
 };
 
-struct PackedQ4K : K4Format<BlockQ4_K> {
-  static constexpr int kInt16Group = 8;  // 8 * 2 * 15 * 128 < 2^15
+struct PackedQ4K : K4Format<BlockQ4_K, 8> {  // kInt16Group: 8 * 2 * 15 * 128 < 2^15
   static constexpr int kSubBlockOrder[kSubBlocks] = {0, 1, 2, 3, 4, 5, 6, 7};
 
   __attribute__((always_inline)) static typename V::I code(const uint8_t* block, int half, int i) {
@@ -154,8 +162,7 @@ struct PackedQ4K : K4Format<BlockQ4_K> {
 
 // Q5_K: Q4_K's nibbles plus 16 where bit j of the qh byte is set: qh dword k holds the
 // fifth bits of dword k of every sub-block.
-struct PackedQ5K : K4Format<BlockQ5_K> {
-  static constexpr int kInt16Group = 4;  // 4 * 2 * 31 * 128 < 2^15
+struct PackedQ5K : K4Format<BlockQ5_K, 4> {  // kInt16Group: 4 * 2 * 31 * 128 < 2^15
   static constexpr int kSubBlockOrder[kSubBlocks] = {0, 1, 4, 5, 2, 3, 6, 7};
 
   __attribute__((always_inline)) static typename V::I code(const uint8_t* block, int half, int i) {
@@ -168,15 +175,7 @@ struct PackedQ5K : K4Format<BlockQ5_K> {
 };
 
 // Q6_K: codes q in [0, 63], level q - 32; sixteen int8 scales of 16 quants each.
-struct PackedQ6K {
-  using Block = BlockQ6_K;
-  static constexpr int kSubBlocks = 16;
-  static constexpr int kDwords = 4;
-  static constexpr int kPairs = 8;
-  static constexpr bool kHasMin = false;
-  static constexpr bool kOneTotal = false;
-  static constexpr bool kSignedCodes = false;
-  static constexpr int kInt16Group = 2;  // 2 * 2 * 63 * 128 < 2^15
+struct PackedQ6K : PackedShape<BlockQ6_K, 16, 4, 8, false, 2> {  // kInt16Group: 2 * 2 * 63 * 128 < 2^15
   // T_lo (with every sub-block's -32 term), then T_hi: bytes 0..31 of the row kernels'
   // 64-quant steps are sub-blocks j with bit 1 of j clear.
   static constexpr int kSubBlockOrder[kSubBlocks] = {0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15};
@@ -227,15 +226,7 @@ struct PackedQ6K {
 //   (kSignedCodes: the body multiplies their magnitudes by the token's quants carrying
 //   their signs), no pair terms, and each sub-block's pair sums scaled at once
 //   (kInt16Group 1: a pair is at most 2 * 127 * 127 < 2^15).
-struct PackedIQ4XS {
-  using Block = BlockIQ4_XS;
-  static constexpr int kSubBlocks = 8;
-  static constexpr int kDwords = 8;
-  static constexpr int kPairs = V::kInt16Sums ? 0 : 4;
-  static constexpr bool kHasMin = false;
-  static constexpr bool kOneTotal = true;
-  static constexpr bool kSignedCodes = V::kInt16Sums;
-  static constexpr int kInt16Group = 1;
+struct PackedIQ4XS : PackedShape<BlockIQ4_XS, 8, 8, V::kInt16Sums ? 0 : 4, false, 1, true, V::kInt16Sums> {
   static constexpr int kSubBlockOrder[kSubBlocks] = {0, 1, 2, 3, 4, 5, 6, 7};
   static constexpr uint8_t kCodes[16] = {1, 24, 45, 63, 79, 93, 106, 118, 129, 141, 153, 166, 181, 197, 217, 241};
   // The signed levels' bytes: -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113.

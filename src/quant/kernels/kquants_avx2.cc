@@ -2,15 +2,10 @@
 // rows, one weight row at a time (decode; kquants_panels_avx2.cc has the many-token
 // matrices).
 //
-// Per super-block the integers of kquants_avx512.cc are computed exactly: T = sum_j
-// sc_j * isum_j split in two halves T_lo, T_hi by sub-block (the formats' order there),
-// and for Q4_K / Q5_K M = sum_j mn_j * (a's sum over sub-block j); Q6_K's "- 32" goes into
-// T_lo. They then take the same float steps, per super-block in this order:
-//   acc = fnmadd(float(M), dmin * y.d, acc)     (Q4_K, Q5_K)
-//   acc = fma(float(T_lo), d * y.d, acc)
-//   acc = fma(float(T_hi), d * y.d, acc)
-// so every path, AVX2 or AVX-512, gives each (row, token) the same bits. Constant
-// offsets (Q4_K's minimum, Q6_K's -32) are taken out through Q8_K's per-16 activation
+// Per super-block the integers of kquants_avx512.cc are computed exactly (T_lo, T_hi by
+// the formats' sub-block order there, M; Q6_K's "- 32" goes into T_lo), then the float
+// steps of kquant_rows.h, so every path, AVX2 or AVX-512, gives each (row, token) the
+// same bits. Constant offsets (Q4_K's minimum, Q6_K's -32) are taken out through Q8_K's per-16 activation
 // sums (bsums) instead of per quant.
 
 #include <immintrin.h>
@@ -20,25 +15,13 @@
 #include <type_traits>
 
 #include "quant/blocks.h"
+#include "quant/kernels/kquant_rows.h"
 #include "quant/kernels/simd_kernels.h"
 #include "quant/kernels/x86_helpers.h"
 
 namespace tokenmill::quant::avx2 {
 
 namespace {
-
-// One super-block's integers for one row and one token.
-struct SuperBlockSums {
-  int32_t t_lo, t_hi, m;
-};
-
-// The float steps (see the top of the file).
-__attribute__((always_inline)) inline float accumulate(float acc, const SuperBlockSums& s, float d, float dmin,
-                                                       bool has_min) {
-  if (has_min) acc = __builtin_fmaf(-static_cast<float>(s.m), dmin, acc);
-  acc = __builtin_fmaf(static_cast<float>(s.t_lo), d, acc);
-  return __builtin_fmaf(static_cast<float>(s.t_hi), d, acc);
-}
 
 // Minimum term of Q4_K / Q5_K: sum_j bsums[j] * min[j / 2] over the 16 groups of 16.
 __attribute__((always_inline)) inline int32_t k4_min_sum(__m128i scales_mins, const BlockQ8_K& y) {
@@ -136,51 +119,19 @@ SuperBlockSums sums_q6_K(const BlockQ6_K& x, const BlockQ8_K& y) {
   return {_mm_cvtsi128_si32(t), _mm_extract_epi32(t, 1), 0};
 }
 
-// d and dmin of each format's super-block, as floats.
-inline float d_of(const BlockQ4_K& x) { return half_to_float(x.d); }
-inline float d_of(const BlockQ5_K& x) { return half_to_float(x.d); }
-inline float d_of(const BlockQ6_K& x) { return half_to_float(x.d); }
-inline float dmin_of(const BlockQ4_K& x) { return half_to_float(x.dmin); }
-inline float dmin_of(const BlockQ5_K& x) { return half_to_float(x.dmin); }
-inline float dmin_of(const BlockQ6_K&) { return 0.0f; }
-inline SuperBlockSums sums_of(const BlockQ4_K& x, const BlockQ8_K& y) { return k4_sums<false>(x, y); }
-inline SuperBlockSums sums_of(const BlockQ5_K& x, const BlockQ8_K& y) { return k4_sums<true>(x, y); }
-inline SuperBlockSums sums_of(const BlockQ6_K& x, const BlockQ8_K& y) { return sums_q6_K(x, y); }
+struct Sums {
+  static SuperBlockSums of(const BlockQ4_K& x, const BlockQ8_K& y) { return k4_sums<false>(x, y); }
+  static SuperBlockSums of(const BlockQ5_K& x, const BlockQ8_K& y) { return k4_sums<true>(x, y); }
+  static SuperBlockSums of(const BlockQ6_K& x, const BlockQ8_K& y) { return sums_q6_K(x, y); }
+  static float half(uint16_t h) { return half_to_float(h); }
+};
 
-// out[t * out_stride] = dot(w, activation row t), each token through the float steps.
-template <typename Block>
-void dot_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
-              int64_t out_stride) {
-  constexpr bool kHasMin = !std::is_same_v<Block, BlockQ6_K>;
-  const auto* x = static_cast<const Block*>(w);
-  const int64_t n_blocks = n / kSuperBlockSize;
-  for (int64_t t = 0; t < n_a_rows; ++t) {
-    const auto* y = reinterpret_cast<const BlockQ8_K*>(static_cast<const uint8_t*>(a) + t * a_stride);
-    float acc = 0.0f;
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      // Decode reads each weight once: the next super-blocks are requested ahead (past a
-      // row's end that is the next row; past the matrix a prefetch is harmless).
-      const char* ahead = reinterpret_cast<const char*>(x + b) + 4096;
-      for (size_t line = 0; line < sizeof(Block); line += 64) _mm_prefetch(ahead + line, _MM_HINT_T0);
-      acc = accumulate(acc, sums_of(x[b], y[b]), d_of(x[b]) * y[b].d, dmin_of(x[b]) * y[b].d, kHasMin);
-    }
-    out[t * out_stride] = acc;
-  }
-}
+constexpr int kPrefetchBytes = 4096;
 
 }  // namespace
 
-void vec_dot_rows_q4_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
-                            int64_t out_stride) {
-  dot_rows<BlockQ4_K>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
-void vec_dot_rows_q5_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
-                            int64_t out_stride) {
-  dot_rows<BlockQ5_K>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
-void vec_dot_rows_q6_K_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
-                            int64_t out_stride) {
-  dot_rows<BlockQ6_K>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
+TM_DOT_ROWS_ENTRY(vec_dot_rows_q4_K_q8_K, kquant_rows<Sums, BlockQ4_K, kPrefetchBytes>)
+TM_DOT_ROWS_ENTRY(vec_dot_rows_q5_K_q8_K, kquant_rows<Sums, BlockQ5_K, kPrefetchBytes>)
+TM_DOT_ROWS_ENTRY(vec_dot_rows_q6_K_q8_K, kquant_rows<Sums, BlockQ6_K, kPrefetchBytes>)
 
 }  // namespace tokenmill::quant::avx2

@@ -105,16 +105,8 @@ struct V {
 // 16-row panels pays (Q6_K's costlier transposition moves its crossing one token up).
 constexpr int kRowTokens = 4;
 
-// Decode streams each weight once from memory; the hardware prefetcher alone leaves
-// bandwidth unused, so the single-token path prefetches kPrefetchBytes ahead of the
-// super-block it reads (past a row's end that is the next row: rows are contiguous;
-// past the matrix's end a prefetch is harmless).
+// The single-token path's software prefetch distance (x86_helpers.h's prefetch_ahead).
 constexpr int64_t kPrefetchBytes = 8192;
-template <typename Block>
-inline void prefetch_ahead(const Block* block) {
-  const char* p = reinterpret_cast<const char*>(block) + kPrefetchBytes;
-  for (size_t line = 0; line < sizeof(Block); line += 64) _mm_prefetch(p + line, _MM_HINT_T0);
-}
 
 // ---------------------------------------------------------------------------------------
 // Transposes: panel_transpose_avx512.h.
@@ -444,7 +436,7 @@ void dot_group_rows(int64_t n_blocks, const uint8_t* w, size_t w_stride, int64_t
   for (int64_t r = 0; r < n_rows; ++r) {
     const auto* x = reinterpret_cast<const Block*>(w + r * w_stride);
     for (int64_t b = 0; b < n_blocks; b += kPerEntry) {
-      prefetch_ahead(x + b);
+      prefetch_ahead<kPrefetchBytes>(x + b);
       const typename Format::RowSums::Unpacked unpacked = row_sums.unpack(x[b]);
       heads[b * kPanel + r] = Format::head(x[b]);
       if constexpr (kPerEntry == 1) {
@@ -454,7 +446,7 @@ void dot_group_rows(int64_t n_blocks, const uint8_t* w, size_t w_stride, int64_t
       } else {
         const bool two = b + 1 < n_blocks;
         if (two) {
-          prefetch_ahead(x + b + 1);
+          prefetch_ahead<kPrefetchBytes>(x + b + 1);
           heads[(b + 1) * kPanel + r] = Format::head(x[b + 1]);
         }
         const typename Format::RowSums::Unpacked next = row_sums.unpack(x[two ? b + 1 : b]);
@@ -588,17 +580,8 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
 
 TM_PACKED_KQUANT_ENTRIES()
 
-void vec_dot_matrix_q4_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
-                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
-  dot_matrix<Q4K>(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
-}
-void vec_dot_matrix_q5_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
-                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
-  dot_matrix<Q5K>(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
-}
-void vec_dot_matrix_q6_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
-                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
-  dot_matrix<Q6K>(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
-}
+TM_DOT_MATRIX_ENTRY(vec_dot_matrix_q4_K_q8_K, dot_matrix<Q4K>)
+TM_DOT_MATRIX_ENTRY(vec_dot_matrix_q5_K_q8_K, dot_matrix<Q5K>)
+TM_DOT_MATRIX_ENTRY(vec_dot_matrix_q6_K_q8_K, dot_matrix<Q6K>)
 
 }  // namespace tokenmill::quant::avx512

@@ -30,15 +30,8 @@ namespace {
 // (kTokens = 1), so every tile shape gives the same bits.
 constexpr int kTokenTile = 4;
 
-// As in kquants_avx512.cc: decode streams each weight once from memory, and prefetching
-// a few KB ahead of the super-block being read uses bandwidth the hardware prefetcher
-// leaves idle. Past a row's end that is the next row; past the matrix's end, harmless.
+// The single-token path's software prefetch distance (x86_helpers.h's prefetch_ahead).
 constexpr int64_t kPrefetchBytes = 8192;
-template <typename Block>
-inline void prefetch_ahead(const Block* block) {
-  const char* p = reinterpret_cast<const char*>(block) + kPrefetchBytes;
-  for (size_t line = 0; line < sizeof(Block); line += 64) _mm_prefetch(p + line, _MM_HINT_T0);
-}
 
 // For permutexvar_epi16: int16 pair-sum lane l of step s covers sub-block 4s + l / 8.
 struct GroupIndex {
@@ -76,7 +69,7 @@ void q2_K_row(int64_t n, const BlockQ2_K* x, const uint8_t* a, size_t a_stride, 
   }
   auto activations = [&](int t) { return reinterpret_cast<const BlockQ8_K*>(a + t * a_stride); };
   for (int64_t b = 0; b < n / kSuperBlockSize; ++b) {
-    if constexpr (kTokens == 1) prefetch_ahead(x + b);
+    if constexpr (kTokens == 1) prefetch_ahead<kPrefetchBytes>(x + b);
     const float x_d = half_to_float(x[b].d);
     const float x_dmin = half_to_float(x[b].dmin);
     const __m128i packed_scales = load_128(x[b].scales);
@@ -118,7 +111,7 @@ void q3_K_row(int64_t n, const BlockQ3_K* x, const uint8_t* a, size_t a_stride, 
   for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
   auto activations = [&](int t) { return reinterpret_cast<const BlockQ8_K*>(a + t * a_stride); };
   for (int64_t b = 0; b < n / kSuperBlockSize; ++b) {
-    if constexpr (kTokens == 1) prefetch_ahead(x + b);
+    if constexpr (kTokens == 1) prefetch_ahead<kPrefetchBytes>(x + b);
     const float x_d = half_to_float(x[b].d);
     const __m256i scales_16 = _mm256_cvtepi8_epi16(unpack_q3_K_scales(x[b].scales));  // s_j - 32
     const __m512i scales_512 = _mm512_castsi256_si512(scales_16);  // upper half unused by the indices
@@ -197,13 +190,7 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
 
 }  // namespace
 
-void vec_dot_matrix_q2_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
-                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
-  dot_matrix<BlockQ2_K>(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
-}
-void vec_dot_matrix_q3_K_q8_K(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
-                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
-  dot_matrix<BlockQ3_K>(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
-}
+TM_DOT_MATRIX_ENTRY(vec_dot_matrix_q2_K_q8_K, dot_matrix<BlockQ2_K>)
+TM_DOT_MATRIX_ENTRY(vec_dot_matrix_q3_K_q8_K, dot_matrix<BlockQ3_K>)
 
 }  // namespace tokenmill::quant::avx512

@@ -158,14 +158,12 @@ struct Q4K {
   }
 };
 
-struct Q5K {
+// Q4_K's panel (its scales, minima and nibbles) plus 16 where bit j of qh[l] is set
+// (element 32j + l).
+struct Q5K : Q4K {
   using Block = BlockQ5_K;
-  static constexpr int kSubBlocks = 8, kDwords = 8, kGroup = 4, kPairs = 4;
-  static constexpr bool kHasMin = true;
+  static constexpr int kGroup = 4;
   static constexpr int kSubBlockOrder[kSubBlocks] = {0, 1, 4, 5, 2, 3, 6, 7};
-  using Panel = PanelOf<kSubBlocks, kPairs>;
-  static void token_pairs(const BlockQ8_K& y, int32_t* pairs) { k4_token_pairs(y, pairs); }
-  // Q4_K's nibbles plus 16 where bit j of qh[l] is set (element 32j + l).
   static void transpose(const uint8_t* const* rows, Panel& panel) {
     transpose_k4_head(rows, panel);
     transpose_k4_nibbles(rows, offsetof(Block, qs), panel);

@@ -7,6 +7,7 @@
 
 #include "quant/blocks.h"
 #include "quant/iq_grids.h"
+#include "quant/kernels/lattice_facts.h"
 #include "quant/kernels/scratch.h"
 #include "quant/kernels/simd_kernels.h"
 #include "quant/kernels/x86_helpers.h"
@@ -26,18 +27,6 @@ struct LatticeDot {
 
 }  // namespace
 
-#define TM_LATTICE_ROWS(name, Format)                                                                        \
-  void vec_dot_rows_##name##_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, \
-                                  float* out, int64_t out_stride) {                                          \
-    lattice_rows<Format>(n, w, a, a_stride, n_a_rows, out, out_stride);                                      \
-  }
-TM_LATTICE_ROWS(iq2_xxs, Iq2XxsFormat)
-TM_LATTICE_ROWS(iq2_xs, Iq2XsFormat)
-TM_LATTICE_ROWS(iq2_s, Iq2SFormat)
-TM_LATTICE_ROWS(iq3_xxs, Iq3XxsFormat)
-TM_LATTICE_ROWS(iq3_s, Iq3SFormat)
-TM_LATTICE_ROWS(iq1_s, Iq1SFormat)
-TM_LATTICE_ROWS(iq1_m, Iq1MFormat)
-#undef TM_LATTICE_ROWS
+TM_LATTICE_ROW_ENTRIES
 
 }  // namespace tokenmill::quant::avx2

@@ -10,8 +10,8 @@
 //   };
 //
 // then includes this body in that namespace (after <cstring>, quant/blocks.h,
-// quant/iq_grids.h, quant/kernels_ref.h and quant/kernels/scratch.h), so each copy has
-// internal linkage.
+// quant/iq_grids.h, quant/kernels_ref.h, quant/kernels/lattice_facts.h and
+// quant/kernels/scratch.h), so each copy has internal linkage.
 //
 // A sub-block of 32 weights is one vector: its grid points (4 or 8 table rows) side by
 // side. The IQ2/IQ3 grids hold unsigned values, so the signs go onto the activations
@@ -101,11 +101,7 @@ struct SubBlock {
   __m256i u, s, scales, shift_signs;
 };
 
-struct Iq2XxsFormat {
-  using Block = BlockIQ2_XXS;
-  static constexpr bool kShifted = false;
-  static constexpr float kFinal = 0.125f;
-  static float scale(const Block& x) { return _cvtsh_ss(x.d); }
+struct Iq2XxsFormat : Iq2XxsFacts {
   static SubBlock sub_block(const Block& x, int ib) {
     const uint32_t a0 = word(&x.qs[4 * ib]), a1 = word(&x.qs[4 * ib + 2]);
     return {grid8x4(kIq2XxsGrid[a0 & 0xff], kIq2XxsGrid[(a0 >> 8) & 0xff], kIq2XxsGrid[(a0 >> 16) & 0xff],
@@ -118,11 +114,7 @@ inline __m256i scales_by_half(int low, int high) {
   return _mm256_setr_m128i(_mm_set1_epi16(static_cast<int16_t>(low)), _mm_set1_epi16(static_cast<int16_t>(high)));
 }
 
-struct Iq2XsFormat {
-  using Block = BlockIQ2_XS;
-  static constexpr bool kShifted = false;
-  static constexpr float kFinal = 0.125f;
-  static float scale(const Block& x) { return _cvtsh_ss(x.d); }
+struct Iq2XsFormat : Iq2XsFacts {
   static SubBlock sub_block(const Block& x, int ib) {
     const uint16_t* q = x.qs + 4 * ib;
     return {grid8x4(kIq2XsGrid[q[0] & 511], kIq2XsGrid[q[1] & 511], kIq2XsGrid[q[2] & 511], kIq2XsGrid[q[3] & 511]),
@@ -132,11 +124,7 @@ struct Iq2XsFormat {
   }
 };
 
-struct Iq2SFormat {
-  using Block = BlockIQ2_S;
-  static constexpr bool kShifted = false;
-  static constexpr float kFinal = 0.125f;
-  static float scale(const Block& x) { return _cvtsh_ss(x.d); }
+struct Iq2SFormat : Iq2SFacts {
   static SubBlock sub_block(const Block& x, int ib) {
     const uint8_t* q = x.qs + 4 * ib;
     const uint32_t h = x.qh[ib];
@@ -147,11 +135,7 @@ struct Iq2SFormat {
   }
 };
 
-struct Iq3XxsFormat {
-  using Block = BlockIQ3_XXS;
-  static constexpr bool kShifted = false;
-  static constexpr float kFinal = 0.25f;
-  static float scale(const Block& x) { return _cvtsh_ss(x.d); }
+struct Iq3XxsFormat : Iq3XxsFacts {
   static SubBlock sub_block(const Block& x, int ib) {
     const uint8_t* q = x.qs + 8 * ib;
     const uint32_t a1 = word(x.scales_and_signs + 4 * ib);
@@ -162,11 +146,7 @@ struct Iq3XxsFormat {
   }
 };
 
-struct Iq3SFormat {
-  using Block = BlockIQ3_S;
-  static constexpr bool kShifted = false;
-  static constexpr float kFinal = 1.0f;
-  static float scale(const Block& x) { return _cvtsh_ss(x.d); }
+struct Iq3SFormat : Iq3SFacts {
   static SubBlock sub_block(const Block& x, int ib) {
     const uint8_t* q = x.qs + 8 * ib;
     const uint32_t h = x.qh[ib];
@@ -177,11 +157,7 @@ struct Iq3SFormat {
   }
 };
 
-struct Iq1SFormat {
-  using Block = BlockIQ1_S;
-  static constexpr bool kShifted = true;
-  static constexpr float kFinal = 1.0f;
-  static float scale(const Block& x) { return _cvtsh_ss(x.d); }
+struct Iq1SFormat : Iq1SFacts {
   static SubBlock sub_block(const Block& x, int ib) {
     const uint8_t* q = x.qs + 4 * ib;
     const uint32_t h = x.qh[ib];
@@ -193,11 +169,7 @@ struct Iq1SFormat {
   }
 };
 
-struct Iq1MFormat {
-  using Block = BlockIQ1_M;
-  static constexpr bool kShifted = true;
-  static constexpr float kFinal = 1.0f;
-  static float scale(const Block& x) { return _cvtsh_ss(iq1_m_scale_bits(x)); }
+struct Iq1MFormat : Iq1MFacts {
   static SubBlock sub_block(const Block& x, int ib) {
     const uint8_t* q = x.qs + 4 * ib;
     const uint32_t h = x.qh[2 * ib] | static_cast<uint32_t>(x.qh[2 * ib + 1]) << 8;  // a nibble per group
@@ -265,7 +237,7 @@ void lattice_tile(int64_t nb, const typename Format::Block* x, const Source& sou
     }
     alignas(16) float a_d[4] = {};
     for (int r = 0; r < R; ++r) a_d[r] = y[r][b].d;
-    const __m128 scale = _mm_mul_ps(_mm_set1_ps(Format::scale(x[b])), _mm_load_ps(a_d));
+    const __m128 scale = _mm_mul_ps(_mm_set1_ps(_cvtsh_ss(Format::scale_bits(x[b]))), _mm_load_ps(a_d));
     sums = _mm_fmadd_ps(scale, total, sums);
   }
   alignas(16) float lanes[4];
@@ -314,3 +286,14 @@ void lattice_rows(int64_t n, const void* w, const void* a, size_t a_stride, int6
   }
   lattice_tiles<Format>(nb, x, FromUnpacked{unpacked}, rows, a_stride, n_a_rows, out, out_stride);
 }
+
+// The entries simd_kernels.h declares; the including file expands this after its
+// anonymous namespace, in its own.
+#define TM_LATTICE_ROW_ENTRIES                                              \
+  TM_DOT_ROWS_ENTRY(vec_dot_rows_iq2_xxs_q8_K, lattice_rows<Iq2XxsFormat>) \
+  TM_DOT_ROWS_ENTRY(vec_dot_rows_iq2_xs_q8_K, lattice_rows<Iq2XsFormat>)   \
+  TM_DOT_ROWS_ENTRY(vec_dot_rows_iq2_s_q8_K, lattice_rows<Iq2SFormat>)     \
+  TM_DOT_ROWS_ENTRY(vec_dot_rows_iq3_xxs_q8_K, lattice_rows<Iq3XxsFormat>) \
+  TM_DOT_ROWS_ENTRY(vec_dot_rows_iq3_s_q8_K, lattice_rows<Iq3SFormat>)     \
+  TM_DOT_ROWS_ENTRY(vec_dot_rows_iq1_s_q8_K, lattice_rows<Iq1SFormat>)     \
+  TM_DOT_ROWS_ENTRY(vec_dot_rows_iq1_m_q8_K, lattice_rows<Iq1MFormat>)

@@ -148,26 +148,10 @@ void dot_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t 
 
 }  // namespace
 
-void vec_dot_rows_q4_1_q8_1(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                            float* out, int64_t out_stride) {
-  dot_rows<BlockQ4_1>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
-void vec_dot_rows_q5_1_q8_1(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                            float* out, int64_t out_stride) {
-  dot_rows<BlockQ5_1>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
-
-void vec_dot_rows_q4_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                            float* out, int64_t out_stride) {
-  dot_rows<BlockQ4_0>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
-void vec_dot_rows_q5_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                            float* out, int64_t out_stride) {
-  dot_rows<BlockQ5_0>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
-void vec_dot_rows_q8_0_q8_0(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows,
-                            float* out, int64_t out_stride) {
-  dot_rows<BlockQ8_0>(n, w, a, a_stride, n_a_rows, out, out_stride);
-}
+TM_DOT_ROWS_ENTRY(vec_dot_rows_q4_0_q8_0, dot_rows<BlockQ4_0>)
+TM_DOT_ROWS_ENTRY(vec_dot_rows_q4_1_q8_1, dot_rows<BlockQ4_1>)
+TM_DOT_ROWS_ENTRY(vec_dot_rows_q5_0_q8_0, dot_rows<BlockQ5_0>)
+TM_DOT_ROWS_ENTRY(vec_dot_rows_q5_1_q8_1, dot_rows<BlockQ5_1>)
+TM_DOT_ROWS_ENTRY(vec_dot_rows_q8_0_q8_0, dot_rows<BlockQ8_0>)
 
 }  // namespace tokenmill::quant::avx2

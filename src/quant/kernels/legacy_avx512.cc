@@ -703,54 +703,21 @@ void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_
 
 // The packed panels with AMX tiles for whole tiles of tokens (legacy_amx.cc).
 namespace tokenmill::quant::amx {
-void vec_dot_panels_q8_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
-                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
-  avx512::dot_panels<BlockQ8_0, true>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
-}
-void vec_dot_panels_q4_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
-                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
-  avx512::dot_panels<BlockQ4_0, true>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
-}
-void vec_dot_panels_q5_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
-                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
-  avx512::dot_panels<BlockQ5_0, true>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
-}
+TM_DOT_PANELS_ENTRY(vec_dot_panels_q8_0_q8_0, avx512::dot_panels<BlockQ8_0, true>)
+TM_DOT_PANELS_ENTRY(vec_dot_panels_q4_0_q8_0, avx512::dot_panels<BlockQ4_0, true>)
+TM_DOT_PANELS_ENTRY(vec_dot_panels_q5_0_q8_0, avx512::dot_panels<BlockQ5_0, true>)
 }  // namespace tokenmill::quant::amx
 
 namespace tokenmill::quant::avx512 {
 
-void vec_dot_matrix_q4_1_q8_1(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
-                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
-  dot_matrix<BlockQ4_1>(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
-}
-void vec_dot_matrix_q5_1_q8_1(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
-                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
-  dot_matrix<BlockQ5_1>(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
-}
-void vec_dot_panels_q8_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
-                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
-  dot_panels<BlockQ8_0>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
-}
-void vec_dot_panels_q4_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
-                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
-  dot_panels<BlockQ4_0>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
-}
-void vec_dot_panels_q5_0_q8_0(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
-                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
-  dot_panels<BlockQ5_0>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
-}
+TM_DOT_MATRIX_ENTRY(vec_dot_matrix_q4_1_q8_1, dot_matrix<BlockQ4_1>)
+TM_DOT_MATRIX_ENTRY(vec_dot_matrix_q5_1_q8_1, dot_matrix<BlockQ5_1>)
+TM_DOT_PANELS_ENTRY(vec_dot_panels_q8_0_q8_0, dot_panels<BlockQ8_0>)
+TM_DOT_PANELS_ENTRY(vec_dot_panels_q4_0_q8_0, dot_panels<BlockQ4_0>)
+TM_DOT_PANELS_ENTRY(vec_dot_panels_q5_0_q8_0, dot_panels<BlockQ5_0>)
 
-void vec_dot_matrix_q4_0_q8_0(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
-                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
-  dot_matrix<BlockQ4_0>(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
-}
-void vec_dot_matrix_q5_0_q8_0(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
-                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
-  dot_matrix<BlockQ5_0>(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
-}
-void vec_dot_matrix_q8_0_q8_0(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
-                              size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
-  dot_matrix<BlockQ8_0>(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
-}
+TM_DOT_MATRIX_ENTRY(vec_dot_matrix_q4_0_q8_0, dot_matrix<BlockQ4_0>)
+TM_DOT_MATRIX_ENTRY(vec_dot_matrix_q5_0_q8_0, dot_matrix<BlockQ5_0>)
+TM_DOT_MATRIX_ENTRY(vec_dot_matrix_q8_0_q8_0, dot_matrix<BlockQ8_0>)
 
 }  // namespace tokenmill::quant::avx512

@@ -94,12 +94,6 @@ template <int R>
 using Tq2Tile = TernaryTile<BlockTQ2_0, R>;
 
 // The row entries simd_kernels.h declares (iq4_rows: tiles of 4 activation rows).
-#define TM_TERNARY_ROW_ENTRIES                                                                              \
-  void vec_dot_rows_tq1_0_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, \
-                               float* out, int64_t out_stride) {                                           \
-    iq4_rows<BlockTQ1_0, Tq1Tile>(n, w, a, a_stride, n_a_rows, out, out_stride, kSuperBlockSize);            \
-  }                                                                                                         \
-  void vec_dot_rows_tq2_0_q8_K(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, \
-                               float* out, int64_t out_stride) {                                           \
-    iq4_rows<BlockTQ2_0, Tq2Tile>(n, w, a, a_stride, n_a_rows, out, out_stride, kSuperBlockSize);            \
-  }
+#define TM_TERNARY_ROW_ENTRIES                                                                   \
+  TM_DOT_ROWS_ENTRY(vec_dot_rows_tq1_0_q8_K, iq4_rows<BlockTQ1_0, Tq1Tile, kSuperBlockSize>) \
+  TM_DOT_ROWS_ENTRY(vec_dot_rows_tq2_0_q8_K, iq4_rows<BlockTQ2_0, Tq2Tile, kSuperBlockSize>)

@@ -212,5 +212,14 @@ inline __m512 broadcast_pair(float lo, float hi) {
 
 #endif  // __AVX512F__
 
+// Decode streams each weight once from memory, and the hardware prefetcher alone leaves
+// bandwidth idle: requests the lines of the block kBytes past `block` (past a row's end
+// that is the next row, rows being contiguous; past the matrix's end, harmless).
+template <int64_t kBytes, typename Block>
+inline void prefetch_ahead(const Block* block) {
+  const char* p = reinterpret_cast<const char*>(block) + kBytes;
+  for (size_t line = 0; line < sizeof(Block); line += 64) _mm_prefetch(p + line, _MM_HINT_T0);
+}
+
 }  // namespace
 }  // namespace tokenmill::quant
