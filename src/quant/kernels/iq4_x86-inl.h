@@ -316,8 +316,8 @@ struct Iq4XsTile {
 
 // The entries simd_kernels.h declares, the MXFP4 panels' token tile given; expanded after
 // the including file's anonymous namespace, in its own.
-#define TM_IQ4_ENTRIES(kMxTokenTile)                                                                        \
-  TM_DOT_ROWS_ENTRY(vec_dot_rows_iq4_nl_q8_0, iq4_rows<BlockIQ4_NL, Iq4NlTile, kLegacyBlockSize>)           \
-  TM_DOT_ROWS_ENTRY(vec_dot_rows_iq4_xs_q8_K, iq4_rows<BlockIQ4_XS, Iq4XsTile, kSuperBlockSize>)     \
-  TM_DOT_ROWS_ENTRY(vec_dot_rows_mxfp4_q8_0, iq4_rows<BlockMXFP4, Mxfp4Tile, kLegacyBlockSize>)             \
+#define TM_IQ4_ENTRIES(kMxTokenTile)                                                              \
+  TM_DOT_ROWS_ENTRY(vec_dot_rows_iq4_nl_q8_0, iq4_rows<BlockIQ4_NL, Iq4NlTile, kLegacyBlockSize>) \
+  TM_DOT_ROWS_ENTRY(vec_dot_rows_iq4_xs_q8_K, iq4_rows<BlockIQ4_XS, Iq4XsTile, kSuperBlockSize>)  \
+  TM_DOT_ROWS_ENTRY(vec_dot_rows_mxfp4_q8_0, iq4_rows<BlockMXFP4, Mxfp4Tile, kLegacyBlockSize>)   \
   TM_DOT_PANELS_ENTRY(vec_dot_panels_mxfp4_q8_0, mx_panels<kMxTokenTile>)

@@ -289,7 +289,7 @@ void lattice_rows(int64_t n, const void* w, const void* a, size_t a_stride, int6
 
 // The entries simd_kernels.h declares; the including file expands this after its
 // anonymous namespace, in its own.
-#define TM_LATTICE_ROW_ENTRIES                                              \
+#define TM_LATTICE_ROW_ENTRIES                                             \
   TM_DOT_ROWS_ENTRY(vec_dot_rows_iq2_xxs_q8_K, lattice_rows<Iq2XxsFormat>) \
   TM_DOT_ROWS_ENTRY(vec_dot_rows_iq2_xs_q8_K, lattice_rows<Iq2XsFormat>)   \
   TM_DOT_ROWS_ENTRY(vec_dot_rows_iq2_s_q8_K, lattice_rows<Iq2SFormat>)     \

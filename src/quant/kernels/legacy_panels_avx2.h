@@ -332,7 +332,7 @@ void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_
 
 // The entries simd_kernels.h declares, with or without VNNI, for the namespace that
 // expands this.
-#define TM_LEGACY_PANEL_ENTRIES(kVnni)                                                 \
-  TM_DOT_PANELS_ENTRY(vec_dot_panels_q8_0_q8_0, dot_panels<BlockQ8_0, kVnni>)         \
-  TM_DOT_PANELS_ENTRY(vec_dot_panels_q4_0_q8_0, dot_panels<BlockQ4_0, kVnni>)         \
+#define TM_LEGACY_PANEL_ENTRIES(kVnni)                                        \
+  TM_DOT_PANELS_ENTRY(vec_dot_panels_q8_0_q8_0, dot_panels<BlockQ8_0, kVnni>) \
+  TM_DOT_PANELS_ENTRY(vec_dot_panels_q4_0_q8_0, dot_panels<BlockQ4_0, kVnni>) \
   TM_DOT_PANELS_ENTRY(vec_dot_panels_q5_0_q8_0, dot_panels<BlockQ5_0, kVnni>)

@@ -29,20 +29,20 @@ using QuantizeRow = std::remove_pointer_t<QuantizeRowFn>;
 
 // Defines the exported kernel `name` as `body` (a template instance taking the same
 // arguments), one line per entry point in the kernel files.
-#define TM_DOT_ROWS_ENTRY(name, ...)                                                                          \
-  void name(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,         \
-            int64_t out_stride) {                                                                           \
-    __VA_ARGS__(n, w, a, a_stride, n_a_rows, out, out_stride);                                              \
+#define TM_DOT_ROWS_ENTRY(name, ...)                                                                \
+  void name(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out, \
+            int64_t out_stride) {                                                                   \
+    __VA_ARGS__(n, w, a, a_stride, n_a_rows, out, out_stride);                                      \
   }
-#define TM_DOT_MATRIX_ENTRY(name, ...)                                                                        \
-  void name(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a, size_t a_stride,    \
-            int64_t n_a_rows, float* out, int64_t out_stride) {                                             \
-    __VA_ARGS__(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);                          \
+#define TM_DOT_MATRIX_ENTRY(name, ...)                                                                   \
+  void name(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a, size_t a_stride, \
+            int64_t n_a_rows, float* out, int64_t out_stride) {                                          \
+    __VA_ARGS__(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);                       \
   }
-#define TM_DOT_PANELS_ENTRY(name, ...)                                                                        \
-  void name(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride, int64_t n_a_rows,  \
-            float* out, int64_t out_stride, RunningMax* row_max) {                                          \
-    __VA_ARGS__(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);                           \
+#define TM_DOT_PANELS_ENTRY(name, ...)                                                                    \
+  void name(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride, int64_t n_a_rows, \
+            float* out, int64_t out_stride, RunningMax* row_max) {                                        \
+    __VA_ARGS__(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);                         \
   }
 
 // What both x86 widths export from one body each:
@@ -51,12 +51,12 @@ using QuantizeRow = std::remove_pointer_t<QuantizeRowFn>;
 // - iquants_*.cc (iq4_x86-inl.h, ternary_x86-inl.h): IQ4_NL, IQ4_XS, MXFP4, TQ1_0 and
 //   TQ2_0 the same way, and MXFP4's panels;
 // - floats_*.cc (floats_simd-inl.h) and activations_*.cc.
-#define TM_X86_SHARED_KERNELS                                                                                   \
-  DotRows vec_dot_rows_iq2_xxs_q8_K, vec_dot_rows_iq2_xs_q8_K, vec_dot_rows_iq2_s_q8_K,                \
-      vec_dot_rows_iq3_xxs_q8_K, vec_dot_rows_iq3_s_q8_K, vec_dot_rows_iq1_s_q8_K, vec_dot_rows_iq1_m_q8_K,  \
-      vec_dot_rows_iq4_nl_q8_0, vec_dot_rows_iq4_xs_q8_K, vec_dot_rows_mxfp4_q8_0, vec_dot_rows_tq1_0_q8_K,  \
-      vec_dot_rows_tq2_0_q8_K;                                                                                \
-  DotPanels vec_dot_panels_mxfp4_q8_0;                                                                 \
+#define TM_X86_SHARED_KERNELS                                                                               \
+  DotRows vec_dot_rows_iq2_xxs_q8_K, vec_dot_rows_iq2_xs_q8_K, vec_dot_rows_iq2_s_q8_K,                     \
+      vec_dot_rows_iq3_xxs_q8_K, vec_dot_rows_iq3_s_q8_K, vec_dot_rows_iq1_s_q8_K, vec_dot_rows_iq1_m_q8_K, \
+      vec_dot_rows_iq4_nl_q8_0, vec_dot_rows_iq4_xs_q8_K, vec_dot_rows_mxfp4_q8_0, vec_dot_rows_tq1_0_q8_K, \
+      vec_dot_rows_tq2_0_q8_K;                                                                              \
+  DotPanels vec_dot_panels_mxfp4_q8_0;                                                                      \
   DotOneRow vec_dot_f32, vec_dot_f16, vec_dot_bf16;                                                         \
   QuantizeRow quantize_row_q8_0, quantize_row_q8_K;
 
@@ -65,10 +65,10 @@ using QuantizeRow = std::remove_pointer_t<QuantizeRowFn>;
 // to the row or matrix kernels of the same type on the same rows and across the widths:
 // legacy_panels_avx2.cc / legacy_avx512.cc, kquants_packed_avx2.cc / kquants_avx512.cc
 // (one body, kquant_packed_x86-inl.h).
-#define TM_X86_PANEL_KERNELS                                                                                   \
-  DotPanels vec_dot_panels_q4_0_q8_0, vec_dot_panels_q5_0_q8_0, vec_dot_panels_q8_0_q8_0,              \
-      vec_dot_panels_q4_K_q8_K, vec_dot_panels_q4_K_q8_K_unprefetched, vec_dot_panels_q5_K_q8_K,              \
-      vec_dot_panels_q5_K_q8_K_unprefetched, vec_dot_panels_q6_K_q8_K, vec_dot_panels_iq4_xs_q8_K,            \
+#define TM_X86_PANEL_KERNELS                                                                       \
+  DotPanels vec_dot_panels_q4_0_q8_0, vec_dot_panels_q5_0_q8_0, vec_dot_panels_q8_0_q8_0,          \
+      vec_dot_panels_q4_K_q8_K, vec_dot_panels_q4_K_q8_K_unprefetched, vec_dot_panels_q5_K_q8_K,   \
+      vec_dot_panels_q5_K_q8_K_unprefetched, vec_dot_panels_q6_K_q8_K, vec_dot_panels_iq4_xs_q8_K, \
       vec_dot_panels_iq4_xs_q8_K_unprefetched;
 
 namespace avx2 {
@@ -119,12 +119,12 @@ void screen_panels(const ArgmaxScreen& screen, int64_t first_panel, int64_t last
 // dot_neon.cc (namespace neon, every arm64 CPU) and dot_neon_dotprod.cc (namespace
 // neon_dotprod, CpuFeatures::dotprod): one body (dot_neon-inl.h), the bits of the x86
 // row kernels above. Only on arm64 builds.
-#define TM_NEON_DOT_ROWS                                                                                         \
+#define TM_NEON_DOT_ROWS                                                                                    \
   DotRows vec_dot_rows_q4_0_q8_0, vec_dot_rows_q5_0_q8_0, vec_dot_rows_q8_0_q8_0, vec_dot_rows_iq4_nl_q8_0, \
-      vec_dot_rows_mxfp4_q8_0, vec_dot_rows_q4_K_q8_K, vec_dot_rows_q5_K_q8_K, vec_dot_rows_q6_K_q8_K,         \
-      vec_dot_rows_iq4_xs_q8_K, vec_dot_rows_iq2_xxs_q8_K, vec_dot_rows_iq2_xs_q8_K,                          \
-      vec_dot_rows_iq2_s_q8_K, vec_dot_rows_iq3_xxs_q8_K, vec_dot_rows_iq3_s_q8_K,                           \
-      vec_dot_rows_iq1_s_q8_K, vec_dot_rows_iq1_m_q8_K,                                                      \
+      vec_dot_rows_mxfp4_q8_0, vec_dot_rows_q4_K_q8_K, vec_dot_rows_q5_K_q8_K, vec_dot_rows_q6_K_q8_K,      \
+      vec_dot_rows_iq4_xs_q8_K, vec_dot_rows_iq2_xxs_q8_K, vec_dot_rows_iq2_xs_q8_K,                        \
+      vec_dot_rows_iq2_s_q8_K, vec_dot_rows_iq3_xxs_q8_K, vec_dot_rows_iq3_s_q8_K,                          \
+      vec_dot_rows_iq1_s_q8_K, vec_dot_rows_iq1_m_q8_K,                                                     \
       vec_dot_rows_tq1_0_q8_K, vec_dot_rows_tq2_0_q8_K;
 namespace neon {
 TM_NEON_DOT_ROWS

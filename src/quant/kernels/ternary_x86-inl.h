@@ -94,6 +94,6 @@ template <int R>
 using Tq2Tile = TernaryTile<BlockTQ2_0, R>;
 
 // The row entries simd_kernels.h declares (iq4_rows: tiles of 4 activation rows).
-#define TM_TERNARY_ROW_ENTRIES                                                                   \
+#define TM_TERNARY_ROW_ENTRIES                                                               \
   TM_DOT_ROWS_ENTRY(vec_dot_rows_tq1_0_q8_K, iq4_rows<BlockTQ1_0, Tq1Tile, kSuperBlockSize>) \
   TM_DOT_ROWS_ENTRY(vec_dot_rows_tq2_0_q8_K, iq4_rows<BlockTQ2_0, Tq2Tile, kSuperBlockSize>)
