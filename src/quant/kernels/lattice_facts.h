@@ -10,21 +10,22 @@
 
 namespace tokenmill::quant {
 
-template <typename BlockType, bool kShift, float kFinalFactor>
+// kFinal = 1 / kFinalDivisor (a power of two, so exact).
+template <typename BlockType, bool kShift, int kFinalDivisor>
 struct LatticeFacts {
   using Block = BlockType;
   static constexpr bool kShifted = kShift;
-  static constexpr float kFinal = kFinalFactor;
+  static constexpr float kFinal = 1.0f / kFinalDivisor;
   static uint16_t scale_bits(const Block& x) { return x.d; }
 };
 
-using Iq2XxsFacts = LatticeFacts<BlockIQ2_XXS, false, 0.125f>;
-using Iq2XsFacts = LatticeFacts<BlockIQ2_XS, false, 0.125f>;
-using Iq2SFacts = LatticeFacts<BlockIQ2_S, false, 0.125f>;
-using Iq3XxsFacts = LatticeFacts<BlockIQ3_XXS, false, 0.25f>;
-using Iq3SFacts = LatticeFacts<BlockIQ3_S, false, 1.0f>;
-using Iq1SFacts = LatticeFacts<BlockIQ1_S, true, 1.0f>;
-struct Iq1MFacts : LatticeFacts<BlockIQ1_M, true, 1.0f> {
+using Iq2XxsFacts = LatticeFacts<BlockIQ2_XXS, false, 8>;
+using Iq2XsFacts = LatticeFacts<BlockIQ2_XS, false, 8>;
+using Iq2SFacts = LatticeFacts<BlockIQ2_S, false, 8>;
+using Iq3XxsFacts = LatticeFacts<BlockIQ3_XXS, false, 4>;
+using Iq3SFacts = LatticeFacts<BlockIQ3_S, false, 1>;
+using Iq1SFacts = LatticeFacts<BlockIQ1_S, true, 1>;
+struct Iq1MFacts : LatticeFacts<BlockIQ1_M, true, 1> {
   static uint16_t scale_bits(const Block& x) { return iq1_m_scale_bits(x); }
 };
 
