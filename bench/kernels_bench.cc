@@ -4,8 +4,9 @@
 // The figure to read is bytes_per_second: weight bytes streamed per second (for the
 // quantizers, float input bytes). The Q8_0 640 x 262,144 output projection (178 MB)
 // does not fit in any cache, so it measures the kernel against DRAM bandwidth
-// (PERFORMANCE-NOTES.md: ~33 GB/s for one thread on the reference machine); the
+// (~33 GB/s for one thread on the reference machine); the
 // 640 x 2,048 Q5_0 matrix (1.4 MB) stays in L2/L3 and measures the kernel itself.
+// The matrix/ and prefill/ entries (16 and 128 tokens) read tokens/s.
 //
 // Weights are a few quantized random rows repeated: speed does not depend on values.
 
@@ -47,6 +48,9 @@ constexpr Shape kShapes[] = {
     {TensorType::kQ6_K, 2048, 8192, "1b_ffn_up"},
     {TensorType::kQ3_K, 2048, 8192, "1b_ffn_up"},
     {TensorType::kQ2_K, 2048, 8192, "1b_ffn_up"},
+    {TensorType::kIQ4_XS, 2048, 8192, "1b_ffn_up"},
+    {TensorType::kIQ3_S, 2048, 8192, "1b_ffn_up"},
+    {TensorType::kIQ2_XS, 2048, 8192, "1b_ffn_up"},
 };
 
 struct Path {
@@ -117,9 +121,10 @@ void bench_vec_dot(benchmark::State& state, const Shape& shape, VecDotFn vec_dot
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(weights.size()));
 }
 
-// Prefill and batched decode: every weight row against n_tokens activation rows with the
-// matrix kernel.
-void bench_matrix(benchmark::State& state, const Shape& shape, VecDotMatrixFn matrix, int64_t n_tokens) {
+// Prefill and batched decode as the engine runs them on weights in their file layout:
+// every weight row against n_tokens activation rows through the set's DotKernel (its
+// matrix kernel, else its row kernel over blocks of tokens that stay in L2).
+void bench_matrix(benchmark::State& state, const Shape& shape, DotKernel kernel, int64_t n_tokens) {
   const TypeTraits& traits = type_traits(shape.type);
   const std::vector<uint8_t> weights = make_weights(shape);
   const size_t row_bytes = row_size(shape.type, shape.n_cols);
@@ -127,8 +132,8 @@ void bench_matrix(benchmark::State& state, const Shape& shape, VecDotMatrixFn ma
   const std::vector<uint8_t> activations = make_activations(shape, n_tokens);
   std::vector<float> out(static_cast<size_t>(shape.n_rows * n_tokens));
   for (auto _ : state) {
-    matrix(shape.n_cols, weights.data(), row_bytes, shape.n_rows, activations.data(), input_row_bytes, n_tokens,
-           out.data(), shape.n_rows);
+    kernel.dot_matrix(shape.n_cols, weights.data(), row_bytes, shape.n_rows, activations.data(), input_row_bytes,
+                      n_tokens, out.data(), shape.n_rows);
     benchmark::DoNotOptimize(out.data());
     benchmark::ClobberMemory();
   }
@@ -205,8 +210,25 @@ void register_all() {
       if (!path.available || path.kernels == nullptr || path.kernels(traits)->vec_dot_matrix == nullptr) continue;
       const std::string name = "matrix/" + std::string(traits.name) + "/" + std::to_string(shape.n_cols) + "x" +
                                std::to_string(shape.n_rows) + "x" + std::to_string(kBatchTokens) + "tok/" + path.name;
-      benchmark::RegisterBenchmark(name.c_str(), bench_matrix, shape, path.kernels(traits)->vec_dot_matrix,
-                                   kBatchTokens)
+      const SimdKernels& k = *path.kernels(traits);
+      const DotKernel kernel{.vec_dot = k.vec_dot, .vec_dot_matrix = k.vec_dot_matrix, .isa = path.name};
+      benchmark::RegisterBenchmark(name.c_str(), bench_matrix, shape, kernel, kBatchTokens)
+          ->Unit(benchmark::kMillisecond);
+    }
+  }
+
+  // Prefill on the file layout, 128 tokens.
+  constexpr int64_t kPrefillTokens = 128;
+  for (const Shape& shape : kShapes) {
+    const TypeTraits& traits = type_traits(shape.type);
+    for (const Path& path : paths) {
+      if (!path.available || path.kernels == nullptr || path.kernels(traits)->vec_dot == nullptr) continue;
+      const SimdKernels& k = *path.kernels(traits);
+      const DotKernel kernel{.vec_dot = k.vec_dot, .vec_dot_rows = k.vec_dot_rows, .vec_dot_matrix = k.vec_dot_matrix,
+                             .isa = path.name};
+      const std::string name = "prefill/" + std::string(traits.name) + "/" + std::to_string(shape.n_cols) + "x" +
+                               std::to_string(shape.n_rows) + "x" + std::to_string(kPrefillTokens) + "tok/" + path.name;
+      benchmark::RegisterBenchmark(name.c_str(), bench_matrix, shape, kernel, kPrefillTokens)
           ->Unit(benchmark::kMillisecond);
     }
   }

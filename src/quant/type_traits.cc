@@ -175,24 +175,24 @@ constexpr std::array<TypeTraits, 27> kTypeTraits = {{
      .bytes_per_block = sizeof(BlockIQ2_XXS), .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
      .dequantize_row = ref::dequantize_row_iq2_xxs, .quantize_row_ref = ref::quantize_row_iq2_xxs,
      .vec_dot_ref = ref::vec_dot_iq2_xxs_q8_K,
-     TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_iq2_xxs_q8_K>(),
-                    .avx512 = by_rows<avx512::vec_dot_rows_iq2_xxs_q8_K>())
+     TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_iq2_xxs_q8_K>(avx2::vec_dot_matrix_iq2_xxs_q8_K),
+                    .avx512 = by_rows<avx512::vec_dot_rows_iq2_xxs_q8_K>(avx512::vec_dot_matrix_iq2_xxs_q8_K))
      TM_ARM64_KERNELS(.neon = by_rows<neon::vec_dot_rows_iq2_xxs_q8_K>(),
                       .neon_dotprod = by_rows<neon_dotprod::vec_dot_rows_iq2_xxs_q8_K>())},
     {.type = TensorType::kIQ2_XS, .name = "iq2_xs", .block_size = kSuperBlockSize,
      .bytes_per_block = sizeof(BlockIQ2_XS), .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
      .dequantize_row = ref::dequantize_row_iq2_xs, .quantize_row_ref = ref::quantize_row_iq2_xs,
      .vec_dot_ref = ref::vec_dot_iq2_xs_q8_K,
-     TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_iq2_xs_q8_K>(),
-                    .avx512 = by_rows<avx512::vec_dot_rows_iq2_xs_q8_K>())
+     TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_iq2_xs_q8_K>(avx2::vec_dot_matrix_iq2_xs_q8_K),
+                    .avx512 = by_rows<avx512::vec_dot_rows_iq2_xs_q8_K>(avx512::vec_dot_matrix_iq2_xs_q8_K))
      TM_ARM64_KERNELS(.neon = by_rows<neon::vec_dot_rows_iq2_xs_q8_K>(),
                       .neon_dotprod = by_rows<neon_dotprod::vec_dot_rows_iq2_xs_q8_K>())},
     {.type = TensorType::kIQ3_XXS, .name = "iq3_xxs", .block_size = kSuperBlockSize,
      .bytes_per_block = sizeof(BlockIQ3_XXS), .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
      .dequantize_row = ref::dequantize_row_iq3_xxs, .quantize_row_ref = ref::quantize_row_iq3_xxs,
      .vec_dot_ref = ref::vec_dot_iq3_xxs_q8_K,
-     TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_iq3_xxs_q8_K>(),
-                    .avx512 = by_rows<avx512::vec_dot_rows_iq3_xxs_q8_K>())
+     TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_iq3_xxs_q8_K>(avx2::vec_dot_matrix_iq3_xxs_q8_K),
+                    .avx512 = by_rows<avx512::vec_dot_rows_iq3_xxs_q8_K>(avx512::vec_dot_matrix_iq3_xxs_q8_K))
      TM_ARM64_KERNELS(.neon = by_rows<neon::vec_dot_rows_iq3_xxs_q8_K>(),
                       .neon_dotprod = by_rows<neon_dotprod::vec_dot_rows_iq3_xxs_q8_K>())},
     {.type = TensorType::kIQ1_S, .name = "iq1_s", .block_size = kSuperBlockSize,
@@ -215,16 +215,16 @@ constexpr std::array<TypeTraits, 27> kTypeTraits = {{
      .bytes_per_block = sizeof(BlockIQ3_S), .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
      .dequantize_row = ref::dequantize_row_iq3_s, .quantize_row_ref = ref::quantize_row_iq3_s,
      .vec_dot_ref = ref::vec_dot_iq3_s_q8_K,
-     TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_iq3_s_q8_K>(),
-                    .avx512 = by_rows<avx512::vec_dot_rows_iq3_s_q8_K>())
+     TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_iq3_s_q8_K>(avx2::vec_dot_matrix_iq3_s_q8_K),
+                    .avx512 = by_rows<avx512::vec_dot_rows_iq3_s_q8_K>(avx512::vec_dot_matrix_iq3_s_q8_K))
      TM_ARM64_KERNELS(.neon = by_rows<neon::vec_dot_rows_iq3_s_q8_K>(),
                       .neon_dotprod = by_rows<neon_dotprod::vec_dot_rows_iq3_s_q8_K>())},
     {.type = TensorType::kIQ2_S, .name = "iq2_s", .block_size = kSuperBlockSize,
      .bytes_per_block = sizeof(BlockIQ2_S), .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
      .dequantize_row = ref::dequantize_row_iq2_s, .quantize_row_ref = ref::quantize_row_iq2_s,
      .vec_dot_ref = ref::vec_dot_iq2_s_q8_K,
-     TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_iq2_s_q8_K>(),
-                    .avx512 = by_rows<avx512::vec_dot_rows_iq2_s_q8_K>())
+     TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_iq2_s_q8_K>(avx2::vec_dot_matrix_iq2_s_q8_K),
+                    .avx512 = by_rows<avx512::vec_dot_rows_iq2_s_q8_K>(avx512::vec_dot_matrix_iq2_s_q8_K))
      TM_ARM64_KERNELS(.neon = by_rows<neon::vec_dot_rows_iq2_s_q8_K>(),
                       .neon_dotprod = by_rows<neon_dotprod::vec_dot_rows_iq2_s_q8_K>())},
     {.type = TensorType::kIQ4_XS, .name = "iq4_xs", .block_size = kSuperBlockSize,

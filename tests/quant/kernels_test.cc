@@ -489,6 +489,26 @@ TEST(Kernels, LatticeAndTernaryKernelsGiveTheReferenceBits) {
                       testing::bits_of(expected));
           }
         }
+        if (kernels.vec_dot_matrix == nullptr || ternary) continue;
+        // The matrix kernel: weight rows in tiles of 2 (AVX2) or 4 (AVX-512) and the rows
+        // past the last tile, each against every token.
+        constexpr int64_t kWeightRows = 5;
+        const size_t w_bytes = w.size();
+        std::vector<uint8_t> matrix(kWeightRows * w_bytes);
+        for (int64_t r = 0; r < kWeightRows; ++r) {
+          const std::vector<uint8_t> row = random_lattice_row(type, n_blocks, seed + 1000 * static_cast<uint32_t>(r));
+          std::memcpy(matrix.data() + r * w_bytes, row.data(), w_bytes);
+        }
+        std::vector<float> out(kTokens * kWeightRows);
+        kernels.vec_dot_matrix(n, matrix.data(), w_bytes, kWeightRows, a.data(), a_bytes, kTokens, out.data(),
+                               kWeightRows);
+        for (int64_t t = 0; t < kTokens; ++t) {
+          for (int64_t r = 0; r < kWeightRows; ++r) {
+            const float expected = traits.vec_dot_ref(n, matrix.data() + r * w_bytes, a.data() + t * a_bytes);
+            EXPECT_EQ(testing::bits_of(out[t * kWeightRows + r]), testing::bits_of(expected))
+                << traits.name << " " << path.name << " matrix n_blocks=" << n_blocks << " row " << r << " token " << t;
+          }
+        }
       }
     }
     std::printf("[ kernels  ] %s: %d vector sets give the reference's bits\n", std::string(traits.name).c_str(), n_paths);

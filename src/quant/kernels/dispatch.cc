@@ -180,10 +180,7 @@ void DotKernel::dot_matrix(int64_t n, const void* weights, size_t weight_stride,
                    out_stride);
     return;
   }
-  // The activations a block of tokens at a time, a block small enough to stay in L2 while
-  // every weight row passes it: all of a prompt's rows at once (a 512-token prompt of 2048
-  // columns is 1.2 MB as Q8_K) would be streamed again from L3 for each weight row.
-  constexpr size_t kActivationBlockBytes = 256 * 1024;
+  // The activations a block of tokens at a time (kActivationBlockBytes).
   const int64_t block = std::max<int64_t>(1, static_cast<int64_t>(kActivationBlockBytes / activation_stride));
   const auto* rows = static_cast<const uint8_t*>(weights);
   const auto* tokens = static_cast<const uint8_t*>(activations);

@@ -1,6 +1,7 @@
 // The lattice i-quants' dot products with AVX-512 VNNI: vpmaddubsw then vpdpwssd by the scales on 256 bits; the body is lattice_x86-inl.h.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

@@ -24,7 +24,8 @@
 // (quants_iq_lattice.cc: one fused multiply-add per super-block), so every set gives its bits.
 //
 // Activation rows are taken kLatticeRowTile at a time: a sub-block's grid points and
-// signs are gathered once for them all, and for many rows once for the whole call.
+// signs are gathered once for them all, and for many rows once for the whole call (then,
+// for the formats without a shift, as signed weights offset to unsigned bytes: OffsetBlock).
 
 constexpr int kLatticeRowTile = 4;
 
@@ -47,41 +48,57 @@ constexpr struct StoredSignBytes {
   }
 } kStoredSignBytes;
 
-inline __m256i u64x4(uint64_t a, uint64_t b, uint64_t c, uint64_t d) {
-  return _mm256_setr_epi64x(static_cast<long long>(a), static_cast<long long>(b), static_cast<long long>(c),
-                            static_cast<long long>(d));
+// Vectors assembled from table rows by broadcasting loads and blends: neither needs the
+// shuffle port that inserts from scalars would, which bounds decode on every x86 core.
+
+// The four 8-byte rows at p0..p3, side by side.
+inline __m256i rows8x4(const void* p0, const void* p1, const void* p2, const void* p3) {
+  auto b = [](const void* p) { return _mm256_castpd_si256(_mm256_broadcast_sd(static_cast<const double*>(p))); };
+  const __m256i lo = _mm256_blend_epi32(b(p0), b(p1), 0x0c);
+  const __m256i hi = _mm256_blend_epi32(b(p2), b(p3), 0xc0);
+  return _mm256_blend_epi32(lo, hi, 0xf0);
+}
+
+// The eight 4-byte rows at p[0..7], side by side.
+inline __m256i rows4x8(const void* const p[8]) {
+  auto b = [](const void* q) { return _mm256_castps_si256(_mm256_broadcast_ss(static_cast<const float*>(q))); };
+  const __m256i a = _mm256_blend_epi32(b(p[0]), b(p[1]), 0x02), c = _mm256_blend_epi32(b(p[2]), b(p[3]), 0x08);
+  const __m256i e = _mm256_blend_epi32(b(p[4]), b(p[5]), 0x20), g = _mm256_blend_epi32(b(p[6]), b(p[7]), 0x80);
+  return _mm256_blend_epi32(_mm256_blend_epi32(a, c, 0x0c), _mm256_blend_epi32(e, g, 0xc0), 0xf0);
 }
 
 // Four stored sign patterns at bits 0, 7, 14, 21 of `bits` as ±1 bytes.
 inline __m256i stored_signs(uint32_t bits) {
-  return u64x4(kStoredSignBytes.v[bits & 127], kStoredSignBytes.v[(bits >> 7) & 127],
-               kStoredSignBytes.v[(bits >> 14) & 127], kStoredSignBytes.v[(bits >> 21) & 127]);
+  return rows8x4(&kStoredSignBytes.v[bits & 127], &kStoredSignBytes.v[(bits >> 7) & 127],
+                 &kStoredSignBytes.v[(bits >> 14) & 127], &kStoredSignBytes.v[(bits >> 21) & 127]);
 }
 
 // Four sign bytes, one bit per weight, as ±1 bytes.
 inline __m256i bit_signs(const uint8_t* b) {
-  return u64x4(kSignBytes.v[b[0]], kSignBytes.v[b[1]], kSignBytes.v[b[2]], kSignBytes.v[b[3]]);
+  return rows8x4(&kSignBytes.v[b[0]], &kSignBytes.v[b[1]], &kSignBytes.v[b[2]], &kSignBytes.v[b[3]]);
 }
 
-inline uint64_t row8(const void* p) {
-  uint64_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-inline int32_t row4(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
 inline uint32_t word(const void* p) {
   uint32_t v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
 
-inline __m256i grid8x4(const void* g0, const void* g1, const void* g2, const void* g3) {
-  return u64x4(row8(g0), row8(g1), row8(g2), row8(g3));
+// The 16-bit scale operand of a sub-block: entry i is 2 * (i & 15) + 1 in the lanes of its
+// first 16 weights and 2 * (i >> 4) + 1 in those of its last 16 (every format's odd scale).
+constexpr struct HalfScales {
+  alignas(32) int16_t v[256][16];
+  constexpr HalfScales() : v() {
+    for (int i = 0; i < 256; ++i) {
+      for (int l = 0; l < 16; ++l) v[i][l] = static_cast<int16_t>(2 * (l < 8 ? i & 15 : i >> 4) + 1);
+    }
+  }
+} kHalfScales;
+
+inline __m256i half_scales(uint32_t low, uint32_t high) {
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(kHalfScales.v[low | high << 4]));
 }
+inline __m256i scale(uint32_t s) { return half_scales(s, s); }
 
 // Lane r = the total of acc[r]'s eight lanes (exact integer adds), for r < R; 0 beyond.
 template <int R>
@@ -104,23 +121,19 @@ struct SubBlock {
 struct Iq2XxsFormat : Iq2XxsFacts {
   static SubBlock sub_block(const Block& x, int ib) {
     const uint32_t a0 = word(&x.qs[4 * ib]), a1 = word(&x.qs[4 * ib + 2]);
-    return {grid8x4(kIq2XxsGrid[a0 & 0xff], kIq2XxsGrid[(a0 >> 8) & 0xff], kIq2XxsGrid[(a0 >> 16) & 0xff],
+    return {rows8x4(kIq2XxsGrid[a0 & 0xff], kIq2XxsGrid[(a0 >> 8) & 0xff], kIq2XxsGrid[(a0 >> 16) & 0xff],
                     kIq2XxsGrid[a0 >> 24]),
-            stored_signs(a1), _mm256_set1_epi16(static_cast<int16_t>(2 * (a1 >> 28) + 1)), _mm256_setzero_si256()};
+            stored_signs(a1), scale(a1 >> 28), _mm256_setzero_si256()};
   }
 };
-
-inline __m256i scales_by_half(int low, int high) {
-  return _mm256_setr_m128i(_mm_set1_epi16(static_cast<int16_t>(low)), _mm_set1_epi16(static_cast<int16_t>(high)));
-}
 
 struct Iq2XsFormat : Iq2XsFacts {
   static SubBlock sub_block(const Block& x, int ib) {
     const uint16_t* q = x.qs + 4 * ib;
-    return {grid8x4(kIq2XsGrid[q[0] & 511], kIq2XsGrid[q[1] & 511], kIq2XsGrid[q[2] & 511], kIq2XsGrid[q[3] & 511]),
-            u64x4(kStoredSignBytes.v[q[0] >> 9], kStoredSignBytes.v[q[1] >> 9], kStoredSignBytes.v[q[2] >> 9],
-                  kStoredSignBytes.v[q[3] >> 9]),
-            scales_by_half(2 * (x.scales[ib] & 0xf) + 1, 2 * (x.scales[ib] >> 4) + 1), _mm256_setzero_si256()};
+    return {rows8x4(kIq2XsGrid[q[0] & 511], kIq2XsGrid[q[1] & 511], kIq2XsGrid[q[2] & 511], kIq2XsGrid[q[3] & 511]),
+            rows8x4(&kStoredSignBytes.v[q[0] >> 9], &kStoredSignBytes.v[q[1] >> 9], &kStoredSignBytes.v[q[2] >> 9],
+                    &kStoredSignBytes.v[q[3] >> 9]),
+            half_scales(x.scales[ib] & 0xf, x.scales[ib] >> 4), _mm256_setzero_si256()};
   }
 };
 
@@ -128,10 +141,9 @@ struct Iq2SFormat : Iq2SFacts {
   static SubBlock sub_block(const Block& x, int ib) {
     const uint8_t* q = x.qs + 4 * ib;
     const uint32_t h = x.qh[ib];
-    return {grid8x4(kIq2SGrid[q[0] | (h & 3) << 8], kIq2SGrid[q[1] | (h >> 2 & 3) << 8],
+    return {rows8x4(kIq2SGrid[q[0] | (h & 3) << 8], kIq2SGrid[q[1] | (h >> 2 & 3) << 8],
                     kIq2SGrid[q[2] | (h >> 4 & 3) << 8], kIq2SGrid[q[3] | (h >> 6 & 3) << 8]),
-            bit_signs(x.signs + 4 * ib),
-            scales_by_half(2 * (x.scales[ib] & 0xf) + 1, 2 * (x.scales[ib] >> 4) + 1), _mm256_setzero_si256()};
+            bit_signs(x.signs + 4 * ib), half_scales(x.scales[ib] & 0xf, x.scales[ib] >> 4), _mm256_setzero_si256()};
   }
 };
 
@@ -139,10 +151,9 @@ struct Iq3XxsFormat : Iq3XxsFacts {
   static SubBlock sub_block(const Block& x, int ib) {
     const uint8_t* q = x.qs + 8 * ib;
     const uint32_t a1 = word(x.scales_and_signs + 4 * ib);
-    return {_mm256_setr_epi32(row4(kIq3XxsGrid[q[0]]), row4(kIq3XxsGrid[q[1]]), row4(kIq3XxsGrid[q[2]]),
-                              row4(kIq3XxsGrid[q[3]]), row4(kIq3XxsGrid[q[4]]), row4(kIq3XxsGrid[q[5]]),
-                              row4(kIq3XxsGrid[q[6]]), row4(kIq3XxsGrid[q[7]])),
-            stored_signs(a1), _mm256_set1_epi16(static_cast<int16_t>(2 * (a1 >> 28) + 1)), _mm256_setzero_si256()};
+    const void* const rows[8] = {kIq3XxsGrid[q[0]], kIq3XxsGrid[q[1]], kIq3XxsGrid[q[2]], kIq3XxsGrid[q[3]],
+                                 kIq3XxsGrid[q[4]], kIq3XxsGrid[q[5]], kIq3XxsGrid[q[6]], kIq3XxsGrid[q[7]]};
+    return {rows4x8(rows), stored_signs(a1), scale(a1 >> 28), _mm256_setzero_si256()};
   }
 };
 
@@ -150,22 +161,24 @@ struct Iq3SFormat : Iq3SFacts {
   static SubBlock sub_block(const Block& x, int ib) {
     const uint8_t* q = x.qs + 8 * ib;
     const uint32_t h = x.qh[ib];
-    auto g = [&](int k) { return row4(kIq3SGrid[q[k] | (h >> k & 1) << 8]); };
-    return {_mm256_setr_epi32(g(0), g(1), g(2), g(3), g(4), g(5), g(6), g(7)), bit_signs(x.signs + 4 * ib),
-            _mm256_set1_epi16(static_cast<int16_t>(1 + 2 * ((x.scales[ib / 2] >> (4 * (ib % 2))) & 0xf))),
+    const void* rows[8];
+    for (int k = 0; k < 8; ++k) rows[k] = kIq3SGrid[q[k] | (h >> k & 1) << 8];
+    return {rows4x8(rows), bit_signs(x.signs + 4 * ib), scale((x.scales[ib / 2] >> (4 * (ib % 2))) & 0xf),
             _mm256_setzero_si256()};
   }
 };
+
+// The shift's sign on all eight bytes of a group: row 0 for +1, row 1 for -1.
+constexpr uint64_t kShiftRows[2] = {0x0101010101010101, ~uint64_t{0}};
 
 struct Iq1SFormat : Iq1SFacts {
   static SubBlock sub_block(const Block& x, int ib) {
     const uint8_t* q = x.qs + 4 * ib;
     const uint32_t h = x.qh[ib];
     return {_mm256_set1_epi8(1),
-            grid8x4(kIq1SGrid[q[0] | (h & 7) << 8], kIq1SGrid[q[1] | (h >> 3 & 7) << 8],
+            rows8x4(kIq1SGrid[q[0] | (h & 7) << 8], kIq1SGrid[q[1] | (h >> 3 & 7) << 8],
                     kIq1SGrid[q[2] | (h >> 6 & 7) << 8], kIq1SGrid[q[3] | (h >> 9 & 7) << 8]),
-            _mm256_set1_epi16(static_cast<int16_t>(2 * ((h >> 12) & 7) + 1)),
-            _mm256_set1_epi8(h & 0x8000 ? -1 : 1)};
+            scale((h >> 12) & 7), _mm256_set1_epi8(h & 0x8000 ? -1 : 1)};
   }
 };
 
@@ -174,39 +187,31 @@ struct Iq1MFormat : Iq1MFacts {
     const uint8_t* q = x.qs + 4 * ib;
     const uint32_t h = x.qh[2 * ib] | static_cast<uint32_t>(x.qh[2 * ib + 1]) << 8;  // a nibble per group
     const uint32_t sc = x.scales[ib / 2] >> (6 * (ib % 2));
-    // The shift's sign per group (bit 3 of its nibble) on all 8 of its bytes.
-    auto shift = [&](int g) { return h >> (4 * g + 3) & 1 ? ~uint64_t{0} : uint64_t{0x0101010101010101}; };
+    // Bit 3 of each group's nibble: the sign of its shift.
     return {_mm256_set1_epi8(1),
-            grid8x4(kIq1SGrid[q[0] | (h & 7) << 8], kIq1SGrid[q[1] | (h >> 4 & 7) << 8],
+            rows8x4(kIq1SGrid[q[0] | (h & 7) << 8], kIq1SGrid[q[1] | (h >> 4 & 7) << 8],
                     kIq1SGrid[q[2] | (h >> 8 & 7) << 8], kIq1SGrid[q[3] | (h >> 12 & 7) << 8]),
-            scales_by_half(static_cast<int>(2 * (sc & 7) + 1), static_cast<int>(2 * (sc >> 3 & 7) + 1)),
-            u64x4(shift(0), shift(1), shift(2), shift(3))};
+            half_scales(sc & 7, sc >> 3 & 7),
+            rows8x4(&kShiftRows[h >> 3 & 1], &kShiftRows[h >> 7 & 1], &kShiftRows[h >> 11 & 1], &kShiftRows[h >> 15 & 1])};
   }
 };
 
-// Where a tile's sub-blocks come from: unpacked from the row's blocks as they are needed,
-// or read back from a row unpacked once beforehand (unpack_row).
-template <typename Format>
-struct FromBlocks {
-  const typename Format::Block* x;
-  SubBlock get(int64_t b, int ib) const { return Format::sub_block(x[b], ib); }
-};
-struct FromUnpacked {
-  const SubBlock* sub_blocks;
-  const SubBlock& get(int64_t b, int ib) const { return sub_blocks[b * (kSuperBlockSize / 32) + ib]; }
-};
+// A tile's integer sums for one super-block b of R activation rows y: per row, the grid
+// sum (times the sub-block scales) and for the IQ1 formats the shift's sum, each as eight
+// 32-bit lanes whose total is the exact integer the reference forms. Three sources:
 
-template <typename Format, int R, typename Source>
-void lattice_tile(int64_t nb, const typename Format::Block* x, const Source& source, const uint8_t* a,
-                  size_t a_stride, float* out, int64_t out_stride) {
-  const BlockQ8_K* y[R];
-  for (int r = 0; r < R; ++r) y[r] = reinterpret_cast<const BlockQ8_K*>(a + static_cast<size_t>(r) * a_stride);
-  const __m256i ones = _mm256_set1_epi8(1);
-  // Few rows leave the accumulators' latency exposed: then even and odd sub-blocks add
-  // into two chains (exact integer sums, so any split gives the same totals).
-  constexpr int kChains = R <= 2 ? 2 : 1;
-  __m128 sums = _mm_setzero_ps();  // lane r: row r's running sum
-  for (int64_t b = 0; b < nb; ++b) {
+// Sub-blocks gathered from the row's blocks as they are needed (decode, small batches) or
+// read back from a row gathered once beforehand (the IQ1 formats in prefill).
+template <typename Format, typename SubBlocks>
+struct GatheredSums {
+  SubBlocks sub_blocks;
+
+  template <int R>
+  void operator()(int64_t b, const BlockQ8_K* const* y, __m256i* grid, __m256i* shift) const {
+    const __m256i ones = _mm256_set1_epi8(1);
+    // Few rows leave the accumulators' latency exposed: then even and odd sub-blocks add
+    // into two chains (exact integer sums, so any split gives the same totals).
+    constexpr int kChains = R <= 2 ? 2 : 1;
     __m256i grid_acc[kChains][R], shift_acc[kChains][R];
     for (int c = 0; c < kChains; ++c) {
       for (int r = 0; r < R; ++r) grid_acc[c][r] = shift_acc[c][r] = _mm256_setzero_si256();
@@ -214,7 +219,7 @@ void lattice_tile(int64_t nb, const typename Format::Block* x, const Source& sou
 #pragma GCC unroll 8
     for (int ib = 0; ib < kSuperBlockSize / 32; ++ib) {
       const int c = ib % kChains;  // a constant once unrolled: the accumulators stay in registers
-      const SubBlock& sb = source.get(b, ib);
+      const SubBlock& sb = sub_blocks.get(b, ib);
       for (int r = 0; r < R; ++r) {
         const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[r][b].qs + 32 * ib));
         grid_acc[c][r] = LatticeDot::dot(grid_acc[c][r], sb.u, _mm256_sign_epi8(q, sb.s), sb.scales);
@@ -223,17 +228,155 @@ void lattice_tile(int64_t nb, const typename Format::Block* x, const Source& sou
         }
       }
     }
-    for (int c = 1; c < kChains; ++c) {
-      for (int r = 0; r < R; ++r) {
-        grid_acc[0][r] = _mm256_add_epi32(grid_acc[0][r], grid_acc[c][r]);
-        shift_acc[0][r] = _mm256_add_epi32(shift_acc[0][r], shift_acc[c][r]);
+    for (int r = 0; r < R; ++r) {
+      grid[r] = grid_acc[0][r];
+      shift[r] = shift_acc[0][r];
+      for (int c = 1; c < kChains; ++c) {
+        grid[r] = _mm256_add_epi32(grid[r], grid_acc[c][r]);
+        shift[r] = _mm256_add_epi32(shift[r], shift_acc[c][r]);
       }
     }
+  }
+};
+
+template <typename Format>
+struct FromBlocks {
+  const typename Format::Block* x;
+  SubBlock get(int64_t b, int ib) const { return Format::sub_block(x[b], ib); }
+};
+struct FromGathered {
+  const SubBlock* sub_blocks;
+  const SubBlock& get(int64_t b, int ib) const { return sub_blocks[b * (kSuperBlockSize / 32) + ib]; }
+};
+
+// A super-block of a format without a shift, unpacked once for prefill: each weight
+// (grid value with its sign, |w| <= 62) plus 64 as an unsigned byte, so that one
+// vpmaddubsw against the activations takes the place of vpsignb and vpmaddubsw (pair sums
+// at most 2 * 126 * 127, no saturation); the 64 times the activations' scaled sums is
+// taken back per super-block from Q8_K's 16-weight sums, exactly.
+struct OffsetBlock {
+  __m256i weights[kSuperBlockSize / 32];
+  __m256i scales[kSuperBlockSize / 32];  // as SubBlock::scales
+  __m256i group_scales;                  // lane g (int16): the scale of weights 16g .. 16g + 15
+};
+constexpr int kWeightOffsetShift = 6;
+constexpr int kWeightOffset = 1 << kWeightOffsetShift;
+
+template <typename Format>
+OffsetBlock offset_block(const typename Format::Block& x) {
+  OffsetBlock o;
+  alignas(32) int16_t lanes[16], groups[16];
+  for (int ib = 0; ib < kSuperBlockSize / 32; ++ib) {
+    const SubBlock sb = Format::sub_block(x, ib);
+    o.weights[ib] = _mm256_add_epi8(_mm256_sign_epi8(sb.u, sb.s), _mm256_set1_epi8(kWeightOffset));
+    o.scales[ib] = sb.scales;
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), sb.scales);
+    groups[2 * ib] = lanes[0];
+    groups[2 * ib + 1] = lanes[8];
+  }
+  o.group_scales = _mm256_load_si256(reinterpret_cast<const __m256i*>(groups));
+  return o;
+}
+
+// W weight rows (unpacked) against R activation rows: each activation vector loaded once
+// for all W weight rows, which halves the activations' traffic from L2 (what bounds this
+// loop) for W = 2. out[r * out_stride + w].
+template <typename Format, int W, int R>
+void offset_tile(int64_t nb, const typename Format::Block* const* x, const OffsetBlock* const* blocks,
+                 const uint8_t* a, size_t a_stride, float* out, int64_t out_stride) {
+  const BlockQ8_K* y[R];
+  for (int r = 0; r < R; ++r) y[r] = reinterpret_cast<const BlockQ8_K*>(a + static_cast<size_t>(r) * a_stride);
+  __m128 sums[W];  // lane r: activation row r's running sum
+  for (int w = 0; w < W; ++w) sums[w] = _mm_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i acc[W][R];
+    for (int w = 0; w < W; ++w) {
+      for (int r = 0; r < R; ++r) acc[w][r] = _mm256_setzero_si256();
+    }
+#pragma GCC unroll 8
+    for (int ib = 0; ib < kSuperBlockSize / 32; ++ib) {
+      __m256i weights[W], scales[W];
+      for (int w = 0; w < W; ++w) {
+        weights[w] = _mm256_load_si256(&blocks[w][b].weights[ib]);
+        scales[w] = _mm256_load_si256(&blocks[w][b].scales[ib]);
+      }
+      for (int r = 0; r < R; ++r) {
+        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[r][b].qs + 32 * ib));
+        for (int w = 0; w < W; ++w) acc[w][r] = LatticeDot::dot(acc[w][r], weights[w], q, scales[w]);
+      }
+    }
+    alignas(16) float a_d[4] = {};
+    for (int r = 0; r < R; ++r) a_d[r] = y[r][b].d;
+    for (int w = 0; w < W; ++w) {
+      const __m256i group_scales = _mm256_load_si256(&blocks[w][b].group_scales);
+      for (int r = 0; r < R; ++r) {
+        const __m256i q_sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[r][b].bsums));
+        const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(q_sums, group_scales), kWeightOffsetShift);
+        acc[w][r] = _mm256_sub_epi32(acc[w][r], offset);
+      }
+      // As lattice_tile: the reference's fused step for the R rows at once.
+      const __m128 total = _mm_cvtepi32_ps(totals4<R>(acc[w]));
+      const __m128 scale = _mm_mul_ps(_mm_set1_ps(_cvtsh_ss(Format::scale_bits(x[w][b]))), _mm_load_ps(a_d));
+      sums[w] = _mm_fmadd_ps(scale, total, sums[w]);
+    }
+  }
+  for (int w = 0; w < W; ++w) {
+    alignas(16) float lanes[4];
+    _mm_store_ps(lanes, sums[w]);
+    for (int r = 0; r < R; ++r) out[r * out_stride + w] = Format::kFinal * lanes[r];
+  }
+}
+
+template <typename Format, int W>
+void offset_tiles(int64_t nb, const typename Format::Block* const* x, const OffsetBlock* const* blocks,
+                  const uint8_t* rows, size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
+  int64_t t = 0;
+  for (; t + kLatticeRowTile <= n_a_rows; t += kLatticeRowTile) {
+    offset_tile<Format, W, kLatticeRowTile>(nb, x, blocks, rows + static_cast<size_t>(t) * a_stride, a_stride,
+                                            out + t * out_stride, out_stride);
+  }
+  const uint8_t* rest = rows + static_cast<size_t>(t) * a_stride;
+  switch (n_a_rows - t) {
+    case 3: offset_tile<Format, W, 3>(nb, x, blocks, rest, a_stride, out + t * out_stride, out_stride); break;
+    case 2: offset_tile<Format, W, 2>(nb, x, blocks, rest, a_stride, out + t * out_stride, out_stride); break;
+    case 1: offset_tile<Format, W, 1>(nb, x, blocks, rest, a_stride, out + t * out_stride, out_stride); break;
+    default: break;
+  }
+}
+
+// Weight rows per prefill tile: as many as the accumulators (W * kLatticeRowTile) and the
+// weight operands leave registers for: 16 vector registers with AVX2, 32 with AVX-512.
+#if defined(__AVX512VL__)
+constexpr int kMatrixWeightRows = 4;
+#else
+constexpr int kMatrixWeightRows = 2;
+#endif
+
+// W consecutive weight rows unpacked into scratch memory, one after another.
+template <typename Format, int W>
+void unpack_offset_rows(int64_t nb, const typename Format::Block* const* x, const OffsetBlock** blocks) {
+  auto* scratch = static_cast<OffsetBlock*>(
+      thread_scratch(ScratchSlot::kPanel, static_cast<size_t>(W * nb) * sizeof(OffsetBlock)));
+  for (int w = 0; w < W; ++w) {
+    for (int64_t b = 0; b < nb; ++b) scratch[w * nb + b] = offset_block<Format>(x[w][b]);
+    blocks[w] = scratch + w * nb;
+  }
+}
+
+template <typename Format, int R, typename Sums>
+void lattice_tile(int64_t nb, const typename Format::Block* x, const Sums& super_block_sums, const uint8_t* a,
+                  size_t a_stride, float* out, int64_t out_stride) {
+  const BlockQ8_K* y[R];
+  for (int r = 0; r < R; ++r) y[r] = reinterpret_cast<const BlockQ8_K*>(a + static_cast<size_t>(r) * a_stride);
+  __m128 sums = _mm_setzero_ps();  // lane r: row r's running sum
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i grid[R], shift[R];
+    super_block_sums.template operator()<R>(b, y, grid, shift);
     // The rows' super-block totals side by side, then the reference's fused step for all
     // of them at once (lane r: the same operations on the same values as its scalar form).
-    __m128 total = _mm_cvtepi32_ps(totals4<R>(grid_acc[0]));
+    __m128 total = _mm_cvtepi32_ps(totals4<R>(grid));
     if constexpr (Format::kShifted) {
-      total = _mm_add_ps(total, _mm_mul_ps(_mm_set1_ps(0.125f), _mm_cvtepi32_ps(totals4<R>(shift_acc[0]))));
+      total = _mm_add_ps(total, _mm_mul_ps(_mm_set1_ps(0.125f), _mm_cvtepi32_ps(totals4<R>(shift))));
     }
     alignas(16) float a_d[4] = {};
     for (int r = 0; r < R; ++r) a_d[r] = y[r][b].d;
@@ -245,24 +388,24 @@ void lattice_tile(int64_t nb, const typename Format::Block* x, const Source& sou
   for (int r = 0; r < R; ++r) out[r * out_stride] = Format::kFinal * lanes[r];
 }
 
-// Rows of activations from which on a weight row is unpacked once into scratch memory
-// (128 bytes per 32 weights) and its tiles read it back, in place of unpacking it again
-// for every tile of kLatticeRowTile rows: prefill.
+// Rows of activations from which on a weight row is unpacked once into scratch memory and
+// its tiles read it back, in place of unpacking it again for every tile of
+// kLatticeRowTile rows: prefill.
 constexpr int64_t kUnpackFromRows = 2 * kLatticeRowTile;
 
-template <typename Format, typename Source>
-void lattice_tiles(int64_t nb, const typename Format::Block* x, const Source& source, const uint8_t* rows,
+template <typename Format, typename Sums>
+void lattice_tiles(int64_t nb, const typename Format::Block* x, const Sums& sums, const uint8_t* rows,
                    size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
   int64_t t = 0;
   for (; t + kLatticeRowTile <= n_a_rows; t += kLatticeRowTile) {
-    lattice_tile<Format, kLatticeRowTile>(nb, x, source, rows + static_cast<size_t>(t) * a_stride, a_stride,
+    lattice_tile<Format, kLatticeRowTile>(nb, x, sums, rows + static_cast<size_t>(t) * a_stride, a_stride,
                                           out + t * out_stride, out_stride);
   }
   const uint8_t* rest = rows + static_cast<size_t>(t) * a_stride;
   switch (n_a_rows - t) {
-    case 3: lattice_tile<Format, 3>(nb, x, source, rest, a_stride, out + t * out_stride, out_stride); break;
-    case 2: lattice_tile<Format, 2>(nb, x, source, rest, a_stride, out + t * out_stride, out_stride); break;
-    case 1: lattice_tile<Format, 1>(nb, x, source, rest, a_stride, out + t * out_stride, out_stride); break;
+    case 3: lattice_tile<Format, 3>(nb, x, sums, rest, a_stride, out + t * out_stride, out_stride); break;
+    case 2: lattice_tile<Format, 2>(nb, x, sums, rest, a_stride, out + t * out_stride, out_stride); break;
+    case 1: lattice_tile<Format, 1>(nb, x, sums, rest, a_stride, out + t * out_stride, out_stride); break;
     default: break;
   }
 }
@@ -275,16 +418,58 @@ void lattice_rows(int64_t n, const void* w, const void* a, size_t a_stride, int6
   const auto* x = static_cast<const typename Format::Block*>(w);
   const auto* rows = static_cast<const uint8_t*>(a);
   if (n_a_rows < kUnpackFromRows) {
-    lattice_tiles<Format>(nb, x, FromBlocks<Format>{x}, rows, a_stride, n_a_rows, out, out_stride);
+    const GatheredSums<Format, FromBlocks<Format>> sums{{x}};
+    lattice_tiles<Format>(nb, x, sums, rows, a_stride, n_a_rows, out, out_stride);
+  } else if constexpr (Format::kShifted) {
+    constexpr int kPerBlock = kSuperBlockSize / 32;
+    auto* gathered = static_cast<SubBlock*>(
+        thread_scratch(ScratchSlot::kPanel, static_cast<size_t>(nb) * kPerBlock * sizeof(SubBlock)));
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int ib = 0; ib < kPerBlock; ++ib) gathered[b * kPerBlock + ib] = Format::sub_block(x[b], ib);
+    }
+    const GatheredSums<Format, FromGathered> sums{{gathered}};
+    lattice_tiles<Format>(nb, x, sums, rows, a_stride, n_a_rows, out, out_stride);
+  } else {
+    const OffsetBlock* blocks[1];
+    unpack_offset_rows<Format, 1>(nb, &x, blocks);
+    offset_tiles<Format, 1>(nb, &x, blocks, rows, a_stride, n_a_rows, out, out_stride);
+  }
+}
+
+// Weight rows against activation rows: the formats without a shift in prefill take the
+// activations a block at a time (kActivationBlockBytes, so that it stays in L2) and the
+// weight rows two at a time (offset_tile); everything else is lattice_rows per row.
+template <typename Format>
+void lattice_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a, size_t a_stride,
+                    int64_t n_a_rows, float* out, int64_t out_stride) {
+  const auto* weight_rows = static_cast<const uint8_t*>(w);
+  const auto* rows = static_cast<const uint8_t*>(a);
+  if (Format::kShifted || n_a_rows < kUnpackFromRows) {
+    for (int64_t r = 0; r < n_w_rows; ++r) {
+      lattice_rows<Format>(n, weight_rows + r * w_stride, a, a_stride, n_a_rows, out + r, out_stride);
+    }
     return;
   }
-  constexpr int kPerBlock = kSuperBlockSize / 32;
-  auto* unpacked = static_cast<SubBlock*>(
-      thread_scratch(ScratchSlot::kPanel, static_cast<size_t>(nb) * kPerBlock * sizeof(SubBlock)));
-  for (int64_t b = 0; b < nb; ++b) {
-    for (int ib = 0; ib < kPerBlock; ++ib) unpacked[b * kPerBlock + ib] = Format::sub_block(x[b], ib);
+  using Block = typename Format::Block;
+  const int64_t nb = n / kSuperBlockSize;
+  const int64_t block = std::max<int64_t>(kLatticeRowTile, static_cast<int64_t>(kActivationBlockBytes / a_stride));
+  for (int64_t t0 = 0; t0 < n_a_rows; t0 += block) {
+    const int64_t n_tokens = std::min(block, n_a_rows - t0);
+    const uint8_t* tokens = rows + static_cast<size_t>(t0) * a_stride;
+    int64_t r = 0;
+    for (; r + kMatrixWeightRows <= n_w_rows; r += kMatrixWeightRows) {
+      const Block* x[kMatrixWeightRows];
+      for (int w = 0; w < kMatrixWeightRows; ++w) x[w] = reinterpret_cast<const Block*>(weight_rows + (r + w) * w_stride);
+      const OffsetBlock* blocks[kMatrixWeightRows];
+      unpack_offset_rows<Format, kMatrixWeightRows>(nb, x, blocks);
+      offset_tiles<Format, kMatrixWeightRows>(nb, x, blocks, tokens, a_stride, n_tokens, out + t0 * out_stride + r,
+                                              out_stride);
+    }
+    for (; r < n_w_rows; ++r) {
+      lattice_rows<Format>(n, weight_rows + r * w_stride, tokens, a_stride, n_tokens, out + t0 * out_stride + r,
+                           out_stride);
+    }
   }
-  lattice_tiles<Format>(nb, x, FromUnpacked{unpacked}, rows, a_stride, n_a_rows, out, out_stride);
 }
 
 // The entries simd_kernels.h declares; the including file expands this after its
@@ -296,4 +481,9 @@ void lattice_rows(int64_t n, const void* w, const void* a, size_t a_stride, int6
   TM_DOT_ROWS_ENTRY(vec_dot_rows_iq3_xxs_q8_K, lattice_rows<Iq3XxsFormat>) \
   TM_DOT_ROWS_ENTRY(vec_dot_rows_iq3_s_q8_K, lattice_rows<Iq3SFormat>)     \
   TM_DOT_ROWS_ENTRY(vec_dot_rows_iq1_s_q8_K, lattice_rows<Iq1SFormat>)     \
-  TM_DOT_ROWS_ENTRY(vec_dot_rows_iq1_m_q8_K, lattice_rows<Iq1MFormat>)
+  TM_DOT_ROWS_ENTRY(vec_dot_rows_iq1_m_q8_K, lattice_rows<Iq1MFormat>)             \
+  TM_DOT_MATRIX_ENTRY(vec_dot_matrix_iq2_xxs_q8_K, lattice_matrix<Iq2XxsFormat>)   \
+  TM_DOT_MATRIX_ENTRY(vec_dot_matrix_iq2_xs_q8_K, lattice_matrix<Iq2XsFormat>)     \
+  TM_DOT_MATRIX_ENTRY(vec_dot_matrix_iq2_s_q8_K, lattice_matrix<Iq2SFormat>)       \
+  TM_DOT_MATRIX_ENTRY(vec_dot_matrix_iq3_xxs_q8_K, lattice_matrix<Iq3XxsFormat>)   \
+  TM_DOT_MATRIX_ENTRY(vec_dot_matrix_iq3_s_q8_K, lattice_matrix<Iq3SFormat>)

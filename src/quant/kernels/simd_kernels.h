@@ -45,9 +45,15 @@ using QuantizeRow = std::remove_pointer_t<QuantizeRowFn>;
     __VA_ARGS__(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);                         \
   }
 
+// The activation rows a matrix kernel takes at a time when it reads them again for every
+// weight row: a block small enough to stay in L2 while the weight rows pass it (a
+// 512-token prompt of 2048 columns is 1.2 MB as Q8_K, which would be streamed from L3).
+inline constexpr size_t kActivationBlockBytes = 256 * 1024;
+
 // What both x86 widths export from one body each:
 // - lattice_*.cc (lattice_x86-inl.h): the lattice i-quants, one weight row, activation
-//   rows in tiles of 4;
+//   rows in tiles of 4, and for the formats without IQ1's shift a matrix kernel that
+//   unpacks two weight rows at a time for prefill;
 // - iquants_*.cc (iq4_x86-inl.h, ternary_x86-inl.h): IQ4_NL, IQ4_XS, MXFP4, TQ1_0 and
 //   TQ2_0 the same way, and MXFP4's panels;
 // - floats_*.cc (floats_simd-inl.h) and activations_*.cc.
@@ -56,6 +62,8 @@ using QuantizeRow = std::remove_pointer_t<QuantizeRowFn>;
       vec_dot_rows_iq3_xxs_q8_K, vec_dot_rows_iq3_s_q8_K, vec_dot_rows_iq1_s_q8_K, vec_dot_rows_iq1_m_q8_K, \
       vec_dot_rows_iq4_nl_q8_0, vec_dot_rows_iq4_xs_q8_K, vec_dot_rows_mxfp4_q8_0, vec_dot_rows_tq1_0_q8_K, \
       vec_dot_rows_tq2_0_q8_K;                                                                              \
+  DotMatrix vec_dot_matrix_iq2_xxs_q8_K, vec_dot_matrix_iq2_xs_q8_K, vec_dot_matrix_iq2_s_q8_K,             \
+      vec_dot_matrix_iq3_xxs_q8_K, vec_dot_matrix_iq3_s_q8_K;                                               \
   DotPanels vec_dot_panels_mxfp4_q8_0;                                                                      \
   DotOneRow vec_dot_f32, vec_dot_f16, vec_dot_bf16;                                                         \
   QuantizeRow quantize_row_q8_0, quantize_row_q8_K;
