@@ -198,10 +198,10 @@ struct Iq1MFormat : Iq1MFacts {
 
 // A tile's integer sums for one super-block b of R activation rows y: per row, the grid
 // sum (times the sub-block scales) and for the IQ1 formats the shift's sum, each as eight
-// 32-bit lanes whose total is the exact integer the reference forms. Three sources:
-
-// Sub-blocks gathered from the row's blocks as they are needed (decode, small batches) or
-// read back from a row gathered once beforehand (the IQ1 formats in prefill).
+// 32-bit lanes whose total is the exact integer the reference forms. The sub-blocks are
+// gathered from the row's blocks as they are needed (decode, small batches: FromBlocks)
+// or read back from a row gathered once beforehand (the IQ1 formats in prefill:
+// FromGathered); the other formats' prefill is offset_tile below.
 template <typename Format, typename SubBlocks>
 struct GatheredSums {
   SubBlocks sub_blocks;
