@@ -1,6 +1,7 @@
 // ops/cpu/kernel_tuner.h: the tuner times the variants where a model's matrices have
-// them, caches the choice per CPU, thread count and build, reuses it, and leaves the
-// defaults under TOKENMILL_TUNE=off; every variant gives the same bits.
+// them, settles each weight type's decode width apart, caches the choice per CPU, thread
+// count and build, reuses it, and leaves the defaults under TOKENMILL_TUNE=off; every
+// variant gives the same bits.
 
 #include "ops/cpu/kernel_tuner.h"
 
@@ -12,6 +13,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/cpu_features.h"
@@ -120,6 +122,54 @@ TEST_F(KernelTunerTest, TimesOnceThenReadsTheCacheAndOffKeepsTheDefaults) {
   const TuningReport off = tune_kernels(backend, matrices, /*force_timing=*/true);
   EXPECT_EQ(off.source, "off");
   EXPECT_TRUE(quant::kernel_tuning().prefetch_weights) << "the defaults";
+}
+
+// A tuning names each narrowed type and reads back as itself; the dispatcher narrows the
+// decode steps of exactly those types.
+TEST(KernelTuning, NarrowsEachTypeApartAndReadsBackAsWritten) {
+  const uint32_t candidates = quant::narrow_decode_candidates();
+  std::vector<TensorType> narrowable;
+  for (const quant::TypeTraits& t : quant::all_type_traits()) {
+    if (candidates & quant::narrow_decode_bit(t.type)) narrowable.push_back(t.type);
+  }
+  std::printf("[ tuning   ] %zu types can decode on AVX2 kernels here\n", narrowable.size());
+  // AVX-512 CPUs narrow Q4_K and Q6_K among others; elsewhere nothing.
+  EXPECT_EQ(narrowable.empty(), quant::best_dot_kernel(TensorType::kQ4_K).isa != std::string_view("avx512"));
+
+  std::vector<quant::KernelTuning> tunings = {{.prefetch_weights = false, .narrow_decode = 0},
+                                              {.prefetch_weights = true, .narrow_decode = candidates}};
+  for (const TensorType type : narrowable) tunings.push_back({.narrow_decode = quant::narrow_decode_bit(type)});
+  for (const quant::KernelTuning& tuning : tunings) {
+    const std::string text = quant::to_string(tuning);
+    quant::KernelTuning parsed{.prefetch_weights = !tuning.prefetch_weights, .narrow_decode = ~0u};
+    ASSERT_TRUE(quant::parse_kernel_tuning(text, parsed)) << text;
+    EXPECT_EQ(parsed.prefetch_weights, tuning.prefetch_weights) << text;
+    EXPECT_EQ(parsed.narrow_decode, tuning.narrow_decode) << text;
+  }
+  EXPECT_EQ(quant::to_string({}), "prefetch_weights=1 narrow_decode=none");
+  quant::KernelTuning untouched;
+  for (const char* bad : {"prefetch_weights=2 narrow_decode=none", "prefetch_weights=1", "narrow_decode=none",
+                          "prefetch_weights=1 narrow_decode=q9_X", "prefetch_weights=1 narrow_decode=",
+                          "prefetch_weights=1 narrow_decode=f32"}) {
+    EXPECT_FALSE(quant::parse_kernel_tuning(bad, untouched)) << bad;
+  }
+  if (!narrowable.empty()) {
+    const std::string twice = "prefetch_weights=1 narrow_decode=" + std::string(quant::type_traits(narrowable[0]).name) +
+                              "," + std::string(quant::type_traits(narrowable[0]).name);
+    EXPECT_FALSE(quant::parse_kernel_tuning(twice, untouched)) << twice;
+  }
+
+  // One type narrowed: its decode steps on AVX2, its prefill and every other type as chosen.
+  for (const TensorType type : narrowable) {
+    quant::set_kernel_tuning({.narrow_decode = quant::narrow_decode_bit(type)});
+    for (const TensorType other : narrowable) {
+      const char* expected = other == type ? "avx2" : "avx512";
+      EXPECT_STREQ(quant::dot_kernel_for(other, 1).isa, expected) << quant::type_traits(other).name;
+      EXPECT_STREQ(quant::dot_kernel_for(other, quant::kDecodeTokens + 1).isa, "avx512");
+    }
+  }
+  quant::set_kernel_tuning({});
+  for (const TensorType type : narrowable) EXPECT_STREQ(quant::dot_kernel_for(type, 1).isa, "avx512");
 }
 
 TEST_F(KernelTunerTest, EveryVariantGivesTheSameBits) {

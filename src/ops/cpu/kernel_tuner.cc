@@ -83,6 +83,8 @@ std::string TuningReport::summary() const {
     s << " in " << static_cast<int>(seconds * 1000 + 0.5) << " ms over " << timed_bytes / (1 << 20) << " MiB:";
     s << std::fixed << std::setprecision(2);
     for (const TuningTiming& t : timings) s << " " << t.variant << " " << t.seconds * 1000 << " ms";
+    if (!type_timings.empty()) s << "; by type:";
+    for (const TuningTiming& t : type_timings) s << " " << t.variant << " " << t.seconds * 1000 << " ms";
   }
   s << ")";
   return s.str();
@@ -111,6 +113,26 @@ TuningReport tune_kernels(Backend& backend, std::span<const WeightMatrix* const>
     report.source = "nothing to tune";
     return report;
   }
+  // The timed matrices by weight type, in order of first appearance: each type is timed
+  // apart, so that its narrow_decode bit can be settled on its own matrices.
+  std::vector<gguf::TensorType> types;
+  std::vector<std::vector<const WeightMatrix*>> by_type;
+  for (const WeightMatrix* m : timed) {
+    const auto at = std::find(types.begin(), types.end(), m->type);
+    if (at == types.end()) {
+      types.push_back(m->type);
+      by_type.push_back({m});
+    } else {
+      by_type[static_cast<size_t>(at - types.begin())].push_back(m);
+    }
+  }
+  // A choice holds for the types it was timed on: a model with other weight types is
+  // timed (and cached) under its own key.
+  std::vector<std::string> type_names;
+  for (const gguf::TensorType type : types) type_names.emplace_back(quant::type_traits(type).name);
+  std::sort(type_names.begin(), type_names.end());
+  report.cache_key += "|types=";
+  for (size_t k = 0; k < type_names.size(); ++k) report.cache_key += (k ? "," : "") + type_names[k];
   if (!force_timing) {
     for (const auto& [key, value] : read_cache(report.cache_path)) {
       quant::KernelTuning cached;
@@ -132,27 +154,63 @@ TuningReport tune_kernels(Backend& backend, std::span<const WeightMatrix* const>
   std::mt19937 rng(1);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (float& v : x) v = normal(rng);
-  auto pass = [&](const quant::KernelTuning& variant) {
-    quant::set_kernel_tuning(variant);
+  auto pass = [&](const std::vector<const WeightMatrix*>& group) {
     Timer t;
-    for (const WeightMatrix* m : timed) backend.matmul(*m, x.data(), 1, y.data());
+    for (const WeightMatrix* m : group) backend.matmul(*m, x.data(), 1, y.data());
     return t.seconds();
   };
   const std::span<const quant::KernelTuning> variants = quant::kernel_tunings();
-  const size_t n_variants = variants.size();
-  std::vector<std::vector<double>> samples(n_variants);
-  for (const quant::KernelTuning& v : variants) pass(v);  // warm-up: page tables, caches
+  const size_t n_variants = variants.size(), n_types = types.size();
+  // samples[variant][type]: one pass over that type's matrices per round.
+  std::vector<std::vector<std::vector<double>>> samples(n_variants, std::vector<std::vector<double>>(n_types));
+  for (const quant::KernelTuning& v : variants) {  // warm-up: page tables, caches
+    quant::set_kernel_tuning(v);
+    for (const auto& group : by_type) pass(group);
+  }
   // Rounds alternate the variants, so that drift on a shared machine hits them alike.
   for (int round = 0; round < kMaxRounds; ++round) {
     if (round >= kMinRounds && total.seconds() > kBudgetSeconds) break;
-    for (size_t i = 0; i < n_variants; ++i) samples[i].push_back(pass(variants[i]));
+    for (size_t i = 0; i < n_variants; ++i) {
+      quant::set_kernel_tuning(variants[i]);
+      for (size_t k = 0; k < n_types; ++k) samples[i][k].push_back(pass(by_type[k]));
+    }
   }
-  size_t best = 0;
+  std::vector<std::vector<double>> medians(n_variants, std::vector<double>(n_types));
   for (size_t i = 0; i < n_variants; ++i) {
-    report.timings.push_back({quant::to_string(variants[i]), median(samples[i])});
-    if (report.timings[i].seconds < report.timings[best].seconds) best = i;
+    double sum = 0;
+    for (size_t k = 0; k < n_types; ++k) sum += medians[i][k] = median(samples[i][k]);
+    report.timings.push_back({quant::to_string(variants[i]), sum});
   }
-  report.chosen = variants[best];
+  // Each prefetch setting with every type on its faster width; the faster of the two wins.
+  auto settle = [&](bool prefetch_weights, double* seconds) {
+    quant::KernelTuning tuning{.prefetch_weights = prefetch_weights};
+    *seconds = 0;
+    size_t wide = n_variants, narrow = n_variants;
+    for (size_t i = 0; i < n_variants; ++i) {
+      if (variants[i].prefetch_weights != prefetch_weights) continue;
+      (variants[i].narrow_decode == 0 ? wide : narrow) = i;
+    }
+    for (size_t k = 0; k < n_types; ++k) {
+      const bool narrower = narrow < n_variants && (variants[narrow].narrow_decode & quant::narrow_decode_bit(types[k])) &&
+                            medians[narrow][k] < medians[wide][k];
+      if (narrower) tuning.narrow_decode |= quant::narrow_decode_bit(types[k]);
+      *seconds += medians[narrower ? narrow : wide][k];
+    }
+    return tuning;
+  };
+  double with_prefetch = 0, without_prefetch = 0;
+  const quant::KernelTuning prefetching = settle(true, &with_prefetch);
+  const quant::KernelTuning streaming = settle(false, &without_prefetch);
+  report.chosen = without_prefetch < with_prefetch ? streaming : prefetching;
+  for (size_t i = 0; i < n_variants; ++i) {
+    if (variants[i].prefetch_weights != report.chosen.prefetch_weights) continue;
+    const char* width = variants[i].narrow_decode == 0 ? " wide" : " narrow";
+    for (size_t k = 0; k < n_types; ++k) {
+      if (variants[i].narrow_decode == 0 || (variants[i].narrow_decode & quant::narrow_decode_bit(types[k]))) {
+        report.type_timings.push_back({std::string(quant::type_traits(types[k]).name) + width, medians[i][k]});
+      }
+    }
+  }
   quant::set_kernel_tuning(report.chosen);
   report.source = "timed";
   write_cache(report.cache_path, report.cache_key, quant::to_string(report.chosen));

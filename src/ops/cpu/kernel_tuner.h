@@ -2,7 +2,10 @@
 // same bits (quant/kernels/dispatch.h's KernelTuning) by timing them on the model's own
 // matrices as decode reads them, and remembers the choice.
 //
-// A choice is cached per CPU model, kernel set (TOKENMILL_ISA can cap it), thread count and build (the executable's build ID) in
+// Each weight type's decode width is settled on that type's own matrices (a CPU may
+// stream one type faster on AVX2 kernels and another on AVX-512 ones). A choice is cached
+// per CPU model, kernel set (TOKENMILL_ISA can cap it), thread count, build (the
+// executable's build ID) and set of timed weight types in
 // user_cache_dir()/kernel-tuning.tsv, one line per key; the next start with the same key
 // reads it without timing. TOKENMILL_TUNE=off keeps the defaults and touches no file.
 #pragma once
@@ -18,7 +21,7 @@
 namespace tokenmill::ops {
 
 struct TuningTiming {
-  std::string variant;  // e.g. "prefetch_weights=1"
+  std::string variant;  // e.g. "prefetch_weights=1 narrow_decode=none"
   double seconds = 0;   // median time of one pass over the timed matrices, one token
 };
 
@@ -29,7 +32,10 @@ struct TuningReport {
   std::string source;
   std::string cache_key;
   std::string cache_path;
-  std::vector<TuningTiming> timings;  // when timed
+  std::vector<TuningTiming> timings;  // when timed: each of quant::kernel_tunings()
+  // When timed, under the chosen prefetch setting: each timed type's pass on its AVX-512
+  // ("q4_K wide") and, where it can take them, its AVX2 decode kernels ("q4_K narrow").
+  std::vector<TuningTiming> type_timings;
   int64_t timed_bytes = 0;            // weight bytes of one timed pass
   double seconds = 0;                 // the whole tuning, timing included
 

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cassert>
 #include <string_view>
+#include <vector>
 
 #include "base/cpu_features.h"
 #include "quant/kernels/simd_kernels.h"
@@ -17,8 +18,11 @@ struct Choice {
   DotKernel dot;
   VecDotPanelsFn panels = nullptr;
   QuantizeRowFn quantize = nullptr;
-  DotKernel decode_dot;  // dot and panels for kDecodeTokens tokens or fewer
-  VecDotPanelsFn decode_panels = nullptr;
+  // The 256-bit forms of dot and panels for decode steps, where the type can take them
+  // (KernelTuning::narrow_decode).
+  bool has_narrow = false;
+  DotKernel narrow_dot;
+  VecDotPanelsFn narrow_panels = nullptr;
 };
 
 #if defined(__x86_64__)
@@ -38,15 +42,16 @@ bool same_bits_on_both_widths(gguf::TensorType type) {
   }
 }
 
-// Decode on the AVX2 kernels of the type (narrow_decode), where the choice is AVX-512's:
-// the row-layout kernels always, the panel kernel only where the AVX-512 choice repacks
-// (the matrix is in panels then) and AVX2 has one for it.
-void narrow_decode_kernels(const TypeTraits& traits, const KernelTuning& tuning, Choice& choice) {
+// The AVX2 kernels of the type for its decode steps (narrow_decode), where the choice is
+// AVX-512's: the row-layout kernels always, the panel kernel only where the AVX-512
+// choice repacks (the matrix is in panels then) and AVX2 has one for it.
+void narrow_decode_kernels(const TypeTraits& traits, bool prefetch_weights, Choice& choice) {
   const SimdKernels& narrow = traits.avx2;
   if (narrow.vec_dot == nullptr || (choice.panels != nullptr && narrow.vec_dot_panels == nullptr)) return;
-  choice.decode_dot = {narrow.vec_dot, narrow.vec_dot_rows, narrow.vec_dot_matrix, "avx2"};
+  choice.has_narrow = true;
+  choice.narrow_dot = {narrow.vec_dot, narrow.vec_dot_rows, narrow.vec_dot_matrix, "avx2"};
   if (choice.panels != nullptr) {
-    choice.decode_panels = !tuning.prefetch_weights && narrow.vec_dot_panels_unprefetched != nullptr
+    choice.narrow_panels = !prefetch_weights && narrow.vec_dot_panels_unprefetched != nullptr
                                ? narrow.vec_dot_panels_unprefetched
                                : narrow.vec_dot_panels;
   }
@@ -60,7 +65,7 @@ struct ChoiceTable {
   std::array<Choice, kMaxTypes> choices;
 };
 
-ChoiceTable choose_kernels(const KernelTuning& tuning) {
+ChoiceTable choose_kernels(bool prefetch_weights) {
   const CpuFeatures& cpu = cpu_features();
   ChoiceTable table;
   const std::span<const TypeTraits> all = all_type_traits();
@@ -86,7 +91,7 @@ ChoiceTable choose_kernels(const KernelTuning& tuning) {
         choice.dot.vec_dot_rows = set.kernels.vec_dot_rows;
         choice.dot.vec_dot_matrix = set.kernels.vec_dot_matrix;
         choice.panels = set.kernels.vec_dot_panels;
-        if (!tuning.prefetch_weights && set.kernels.vec_dot_panels_unprefetched != nullptr) {
+        if (!prefetch_weights && set.kernels.vec_dot_panels_unprefetched != nullptr) {
           choice.panels = set.kernels.vec_dot_panels_unprefetched;
         }
         choice.dot.isa = set.name;
@@ -114,49 +119,41 @@ ChoiceTable choose_kernels(const KernelTuning& tuning) {
         default: break;
       }
     }
-#endif
-    choice.decode_dot = choice.dot;
-    choice.decode_panels = choice.panels;
-#if defined(__x86_64__)
-    if (tuning.narrow_decode && choice.dot.isa == std::string_view("avx512") && cpu.has_avx2_kernels() &&
+    if (choice.dot.isa == std::string_view("avx512") && cpu.has_avx2_kernels() &&
         same_bits_on_both_widths(traits.type)) {
-      narrow_decode_kernels(traits, tuning, choice);
+      narrow_decode_kernels(traits, prefetch_weights, choice);
     }
 #endif
   }
   return table;
 }
 
-// One table per tuning (KernelTuning's fields as bits of the index), all chosen once; the
-// tuning only picks which one answers.
-constexpr KernelTuning kAllTunings[] = {{.prefetch_weights = true, .narrow_decode = false},
-                                        {.prefetch_weights = false, .narrow_decode = false},
-                                        {.prefetch_weights = true, .narrow_decode = true},
-                                        {.prefetch_weights = false, .narrow_decode = true}};
-constexpr int kTunings = static_cast<int>(std::size(kAllTunings));
-int tuning_index(const KernelTuning& tuning) {
-  for (int i = 0; i < kTunings; ++i) {
-    if (kAllTunings[i].prefetch_weights == tuning.prefetch_weights &&
-        kAllTunings[i].narrow_decode == tuning.narrow_decode) {
-      return i;
-    }
-  }
-  return 0;
-}
-KernelTuning tuning_of(int index) { return kAllTunings[index]; }
-std::atomic<int> g_tuning{0};
+// One table per prefetch setting, both chosen once; the tuning only picks which one
+// answers, and for each type whether its decode steps take the narrow kernels.
+std::atomic<bool> g_prefetch_weights{true};
+std::atomic<uint32_t> g_narrow_decode{0};
 
-const Choice& choice_in(int tuning, gguf::TensorType type) {
-  static const std::array<ChoiceTable, kTunings> tables = [] {
-    std::array<ChoiceTable, kTunings> all;
-    for (int i = 0; i < kTunings; ++i) all[i] = choose_kernels(tuning_of(i));
-    return all;
-  }();
+const ChoiceTable& table_for(bool prefetch_weights) {
+  static const std::array<ChoiceTable, 2> tables = {choose_kernels(false), choose_kernels(true)};
+  return tables[prefetch_weights ? 1 : 0];
+}
+
+size_t type_index(gguf::TensorType type) {
   const TypeTraits& traits = type_traits(type);
-  return tables[tuning].choices[static_cast<size_t>(&traits - all_type_traits().data())];
+  return static_cast<size_t>(&traits - all_type_traits().data());
 }
 
-const Choice& choice_for(gguf::TensorType type) { return choice_in(g_tuning.load(std::memory_order_relaxed), type); }
+const Choice& choice_in(bool prefetch_weights, gguf::TensorType type) {
+  return table_for(prefetch_weights).choices[type_index(type)];
+}
+
+const Choice& choice_for(gguf::TensorType type) {
+  return choice_in(g_prefetch_weights.load(std::memory_order_relaxed), type);
+}
+
+bool narrowed(const Choice& choice, gguf::TensorType type) {
+  return choice.has_narrow && (g_narrow_decode.load(std::memory_order_relaxed) & narrow_decode_bit(type)) != 0;
+}
 
 }  // namespace
 
@@ -203,45 +200,95 @@ VecDotPanelsFn best_panel_kernel(gguf::TensorType weight_type) { return choice_f
 
 const DotKernel& dot_kernel_for(gguf::TensorType weight_type, int64_t n_tokens) {
   const Choice& choice = choice_for(weight_type);
-  return n_tokens <= kDecodeTokens ? choice.decode_dot : choice.dot;
+  return n_tokens <= kDecodeTokens && narrowed(choice, weight_type) ? choice.narrow_dot : choice.dot;
 }
 
 VecDotPanelsFn panel_kernel_for(gguf::TensorType weight_type, int64_t n_tokens) {
   const Choice& choice = choice_for(weight_type);
-  return n_tokens <= kDecodeTokens ? choice.decode_panels : choice.panels;
+  return n_tokens <= kDecodeTokens && narrowed(choice, weight_type) ? choice.narrow_panels : choice.panels;
+}
+
+uint32_t narrow_decode_bit(gguf::TensorType type) { return uint32_t{1} << type_index(type); }
+
+uint32_t narrow_decode_candidates() {
+  static const uint32_t candidates = [] {
+    uint32_t bits = 0;
+    const ChoiceTable& table = table_for(true);
+    for (size_t i = 0; i < all_type_traits().size(); ++i) {
+      if (table.choices[i].has_narrow) bits |= uint32_t{1} << i;
+    }
+    return bits;
+  }();
+  return candidates;
+}
+
+std::span<const KernelTuning> kernel_tunings() {
+  static const std::vector<KernelTuning> tunings = [] {
+    std::vector<KernelTuning> all = {{.prefetch_weights = true, .narrow_decode = 0},
+                                     {.prefetch_weights = false, .narrow_decode = 0}};
+    if (const uint32_t candidates = narrow_decode_candidates(); candidates != 0) {
+      all.push_back({.prefetch_weights = true, .narrow_decode = candidates});
+      all.push_back({.prefetch_weights = false, .narrow_decode = candidates});
+    }
+    return all;
+  }();
+  return tunings;
 }
 
 std::string to_string(const KernelTuning& tuning) {
+  std::string narrow;
+  const std::span<const TypeTraits> all = all_type_traits();
+  for (size_t i = 0; i < all.size(); ++i) {
+    if ((tuning.narrow_decode >> i) & 1) narrow += (narrow.empty() ? "" : ",") + std::string(all[i].name);
+  }
   return std::string("prefetch_weights=") + (tuning.prefetch_weights ? "1" : "0") +
-         " narrow_decode=" + (tuning.narrow_decode ? "1" : "0");
+         " narrow_decode=" + (narrow.empty() ? "none" : narrow);
 }
-
-std::span<const KernelTuning> kernel_tunings() { return kAllTunings; }
 
 bool parse_kernel_tuning(std::string_view text, KernelTuning& out) {
-  for (const KernelTuning& tuning : kAllTunings) {
-    if (text == to_string(tuning)) {
-      out = tuning;
-      return true;
+  KernelTuning parsed;
+  constexpr std::string_view kPrefetch = "prefetch_weights=", kNarrow = " narrow_decode=";
+  if (!text.starts_with(kPrefetch) || text.size() < kPrefetch.size() + 1) return false;
+  const char flag = text[kPrefetch.size()];
+  if (flag != '0' && flag != '1') return false;
+  parsed.prefetch_weights = flag == '1';
+  text.remove_prefix(kPrefetch.size() + 1);
+  if (!text.starts_with(kNarrow)) return false;
+  text.remove_prefix(kNarrow.size());
+  if (text != "none") {
+    while (true) {
+      const size_t comma = text.find(',');
+      const std::string_view name = text.substr(0, comma);
+      const TypeTraits* traits = nullptr;
+      for (const TypeTraits& t : all_type_traits()) {
+        if (t.name == name) traits = &t;
+      }
+      if (traits == nullptr) return false;
+      const uint32_t bit = narrow_decode_bit(traits->type);
+      if ((narrow_decode_candidates() & bit) == 0 || (parsed.narrow_decode & bit) != 0) return false;
+      parsed.narrow_decode |= bit;
+      if (comma == std::string_view::npos) break;
+      text.remove_prefix(comma + 1);
     }
   }
-  return false;
+  out = parsed;
+  return true;
 }
 
-KernelTuning kernel_tuning() { return tuning_of(g_tuning.load(std::memory_order_relaxed)); }
+KernelTuning kernel_tuning() {
+  return {.prefetch_weights = g_prefetch_weights.load(std::memory_order_relaxed),
+          .narrow_decode = g_narrow_decode.load(std::memory_order_relaxed)};
+}
 
-void set_kernel_tuning(const KernelTuning& tuning) { g_tuning.store(tuning_index(tuning), std::memory_order_relaxed); }
+void set_kernel_tuning(const KernelTuning& tuning) {
+  g_prefetch_weights.store(tuning.prefetch_weights, std::memory_order_relaxed);
+  g_narrow_decode.store(tuning.narrow_decode & narrow_decode_candidates(), std::memory_order_relaxed);
+}
 
 bool tuning_changes_kernels(gguf::TensorType weight_type) {
-  const Choice& first = choice_in(0, weight_type);
-  for (int i = 1; i < kTunings; ++i) {
-    const Choice& other = choice_in(i, weight_type);
-    if (other.panels != first.panels || other.decode_panels != first.decode_panels ||
-        other.decode_dot.vec_dot != first.decode_dot.vec_dot) {
-      return true;
-    }
-  }
-  return false;
+  const Choice& with = choice_in(true, weight_type);
+  const Choice& without = choice_in(false, weight_type);
+  return with.has_narrow || with.panels != without.panels;
 }
 
 }  // namespace tokenmill::quant

@@ -58,34 +58,43 @@ VecDotPanelsFn best_panel_kernel(gguf::TensorType weight_type);
 // kernels of the same bits (KernelTuning::narrow_decode).
 inline constexpr int64_t kDecodeTokens = 2;
 // The kernels for a call of n_tokens tokens: best_dot_kernel / best_panel_kernel, or for a
-// decode step under narrow_decode their 256-bit forms. The same bits either way; the panel
-// kernel is null exactly where best_panel_kernel is.
+// decode step of a type the tuning narrows their 256-bit forms. The same bits either way;
+// the panel kernel is null exactly where best_panel_kernel is.
 const DotKernel& dot_kernel_for(gguf::TensorType weight_type, int64_t n_tokens);
 VecDotPanelsFn panel_kernel_for(gguf::TensorType weight_type, int64_t n_tokens);
 
 // Kernel variants that give the same bits but whose speed depends on the CPU: the
 // load-time tuner (ops/cpu/kernel_tuner.h) times them on the model's own matrices and
-// picks one per process. Every combination's kernel table is chosen once; the tuning
-// only selects which table answers.
+// picks one per process. Every variant's kernels are chosen once; the tuning only selects
+// which answer.
 struct KernelTuning {
   // Software prefetch of the weight stream in the repacked-panel kernels that have a
   // variant without it (AVX-512 Q4_K and Q5_K); without it the hardware prefetcher
   // alone follows the (sequential) panels.
   bool prefetch_weights = true;
-  // On a CPU with AVX-512 kernels, decode steps (kDecodeTokens tokens or fewer) of the
-  // types whose AVX2 and AVX-512 kernels give the same bits (the legacy _0 formats, Q4_K,
-  // Q5_K, Q6_K, IQ4_XS) run the AVX2 kernels: where 512-bit work is split in two halves
-  // (Zen 4) those can stream the weights faster. Prefill keeps the 512-bit kernels.
-  bool narrow_decode = false;
+  // The weight types whose decode steps (kDecodeTokens tokens or fewer) run the AVX2
+  // kernels on a CPU with AVX-512 kernels, as a set of bits indexed like
+  // all_type_traits(). Only types whose AVX2 and AVX-512 kernels give the same bits can
+  // be in it (narrow_decode_candidates()). Which width streams a type's weights faster
+  // depends on the CPU and the type: where 512-bit work is split in two halves (Zen 4)
+  // the AVX2 kernels often win; on Sapphire Rapids Q4_K's do and Q6_K's do not. Prefill
+  // keeps the 512-bit kernels.
+  uint32_t narrow_decode = 0;
 };
 
-// Every tuning the dispatcher has a table for, the default first.
+// The types narrow_decode can hold on this CPU (bits as in KernelTuning::narrow_decode).
+uint32_t narrow_decode_candidates();
+// The bit of a type in KernelTuning::narrow_decode.  REQUIRES: find_type_traits(type).
+uint32_t narrow_decode_bit(gguf::TensorType type);
+// The tunings the tuner times whole, the default first: each prefetch setting with no
+// type narrowed and with every candidate narrowed (it then settles each type apart).
 std::span<const KernelTuning> kernel_tunings();
 KernelTuning kernel_tuning();
-// "prefetch_weights=1 narrow_decode=0": the tuning's fields as name=value (the tuner's
-// cache and logs).
+// "prefetch_weights=1 narrow_decode=q4_K,q6_K" ("narrow_decode=none" for the empty set):
+// the tuning's fields as name=value (the tuner's cache and logs).
 std::string to_string(const KernelTuning& tuning);
-// The inverse of to_string over kernel_tunings(); false (out untouched) for anything else.
+// The inverse of to_string for any tuning this CPU can take; false (out untouched) for
+// anything else (an unknown type, or one that is not a candidate).
 bool parse_kernel_tuning(std::string_view text, KernelTuning& out);
 // Takes effect for every kernel chosen after it; the kernels of either tuning give the
 // same bits, so a call in flight on another thread is unaffected either way.
