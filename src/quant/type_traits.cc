@@ -255,16 +255,16 @@ constexpr std::array<TypeTraits, 27> kTypeTraits = {{
      .bytes_per_block = sizeof(BlockTQ1_0), .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
      .dequantize_row = ref::dequantize_row_tq1_0, .quantize_row_ref = ref::quantize_row_tq1_0,
      .vec_dot_ref = ref::vec_dot_tq1_0_q8_K,
-     TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_tq1_0_q8_K>(),
-                    .avx512 = by_rows<avx512::vec_dot_rows_tq1_0_q8_K>())
+     TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_tq1_0_q8_K>(avx2::vec_dot_matrix_tq1_0_q8_K),
+                    .avx512 = by_rows<avx512::vec_dot_rows_tq1_0_q8_K>(avx512::vec_dot_matrix_tq1_0_q8_K))
      TM_ARM64_KERNELS(.neon = by_rows<neon::vec_dot_rows_tq1_0_q8_K>(),
                       .neon_dotprod = by_rows<neon_dotprod::vec_dot_rows_tq1_0_q8_K>())},
     {.type = TensorType::kTQ2_0, .name = "tq2_0", .block_size = kSuperBlockSize,
      .bytes_per_block = sizeof(BlockTQ2_0), .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
      .dequantize_row = ref::dequantize_row_tq2_0, .quantize_row_ref = ref::quantize_row_tq2_0,
      .vec_dot_ref = ref::vec_dot_tq2_0_q8_K,
-     TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_tq2_0_q8_K>(),
-                    .avx512 = by_rows<avx512::vec_dot_rows_tq2_0_q8_K>())
+     TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_tq2_0_q8_K>(avx2::vec_dot_matrix_tq2_0_q8_K),
+                    .avx512 = by_rows<avx512::vec_dot_rows_tq2_0_q8_K>(avx512::vec_dot_matrix_tq2_0_q8_K))
      TM_ARM64_KERNELS(.neon = by_rows<neon::vec_dot_rows_tq2_0_q8_K>(),
                       .neon_dotprod = by_rows<neon_dotprod::vec_dot_rows_tq2_0_q8_K>())},
     {.type = TensorType::kMXFP4, .name = "mxfp4", .block_size = kLegacyBlockSize,

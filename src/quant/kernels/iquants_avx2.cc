@@ -29,6 +29,15 @@ struct Iq4Dot {
   static __m256i dot(__m256i acc, __m256i u, __m256i s) { return scaled_dot(acc, u, s, 1); }
 };
 
+// The trits' products as int16 pair sums (each at most 2 * 2 * 127; eight vectors' worth
+// at most 4064), widened once per block.
+struct TernaryDot {
+  static __m256i add(__m256i acc, __m256i t, __m256i q) {
+    return in_register(_mm256_add_epi16(acc, _mm256_maddubs_epi16(t, q)));
+  }
+  static __m256i finish(__m256i acc) { return _mm256_madd_epi16(acc, _mm256_set1_epi16(1)); }
+};
+
 #include "quant/kernels/iq4_x86-inl.h"
 #include "quant/kernels/ternary_x86-inl.h"
 

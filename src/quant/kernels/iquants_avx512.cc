@@ -9,6 +9,7 @@
 #include "quant/blocks.h"
 #include "quant/kernels/scratch.h"
 #include "quant/kernels/simd_kernels.h"
+#include "quant/kernels/x86_helpers.h"
 #include "quant/kernels_ref.h"
 #include "quant/panel_layout.h"
 
@@ -20,6 +21,10 @@ struct Iq4Dot {
   static __m256i dot(__m256i acc, __m256i u, __m256i s) {
     return _mm256_dpbusd_epi32(acc, u, s);
   }
+};
+struct TernaryDot {
+  static __m256i add(__m256i acc, __m256i t, __m256i q) { return _mm256_dpbusd_epi32(acc, t, q); }
+  static __m256i finish(__m256i acc) { return acc; }
 };
 
 #include "quant/kernels/iq4_x86-inl.h"

@@ -1,7 +1,6 @@
 // The lattice i-quants' dot products with AVX2: vpmaddubsw then vpmaddwd by the scales; the body is lattice_x86-inl.h.
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>

@@ -1,7 +1,6 @@
 // The lattice i-quants' dot products with AVX-512 VNNI: vpmaddubsw then vpdpwssd by the scales on 256 bits; the body is lattice_x86-inl.h.
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -11,6 +10,7 @@
 #include "quant/kernels/lattice_facts.h"
 #include "quant/kernels/scratch.h"
 #include "quant/kernels/simd_kernels.h"
+#include "quant/kernels/x86_helpers.h"
 #include "quant/kernels_ref.h"
 
 namespace tokenmill::quant::avx512 {

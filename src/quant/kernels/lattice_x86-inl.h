@@ -10,8 +10,9 @@
 //   };
 //
 // then includes this body in that namespace (after <cstring>, quant/blocks.h,
-// quant/iq_grids.h, quant/kernels_ref.h, quant/kernels/lattice_facts.h and
-// quant/kernels/scratch.h), so each copy has internal linkage.
+// quant/iq_grids.h, quant/kernels_ref.h, quant/kernels/lattice_facts.h,
+// quant/kernels/scratch.h and quant/kernels/x86_helpers.h), so each copy has internal
+// linkage.
 //
 // A sub-block of 32 weights is one vector: its grid points (4 or 8 table rows) side by
 // side. The IQ2/IQ3 grids hold unsigned values, so the signs go onto the activations
@@ -99,17 +100,6 @@ inline __m256i half_scales(uint32_t low, uint32_t high) {
   return _mm256_load_si256(reinterpret_cast<const __m256i*>(kHalfScales.v[low | high << 4]));
 }
 inline __m256i scale(uint32_t s) { return half_scales(s, s); }
-
-// Lane r = the total of acc[r]'s eight lanes (exact integer adds), for r < R; 0 beyond.
-template <int R>
-inline __m128i totals4(const __m256i* acc) {
-  static_assert(R >= 1 && R <= 4);
-  const __m256i zero = _mm256_setzero_si256();
-  const __m256i h01 = _mm256_hadd_epi32(acc[0], R > 1 ? acc[1 % R] : zero);
-  const __m256i h23 = _mm256_hadd_epi32(R > 2 ? acc[2 % R] : zero, R > 3 ? acc[3 % R] : zero);
-  const __m256i h = _mm256_hadd_epi32(h01, h23);
-  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
-}
 
 // One sub-block (32 weights) of a format: u (unsigned bytes) and s (signs, or IQ1's grid)
 // such that weight_i * a_i = u_i * sign(a_i, s_i); the scale of each 16-bit pair sum; for
@@ -315,7 +305,7 @@ void offset_tile(int64_t nb, const typename Format::Block* const* x, const Offse
         acc[w][r] = _mm256_sub_epi32(acc[w][r], offset);
       }
       // As lattice_tile: the reference's fused step for the R rows at once.
-      const __m128 total = _mm_cvtepi32_ps(totals4<R>(acc[w]));
+      const __m128 total = _mm_cvtepi32_ps(lane_totals<R>(acc[w]));
       const __m128 scale = _mm_mul_ps(_mm_set1_ps(_cvtsh_ss(Format::scale_bits(x[w][b]))), _mm_load_ps(a_d));
       sums[w] = _mm_fmadd_ps(scale, total, sums[w]);
     }
@@ -330,18 +320,10 @@ void offset_tile(int64_t nb, const typename Format::Block* const* x, const Offse
 template <typename Format, int W>
 void offset_tiles(int64_t nb, const typename Format::Block* const* x, const OffsetBlock* const* blocks,
                   const uint8_t* rows, size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
-  int64_t t = 0;
-  for (; t + kLatticeRowTile <= n_a_rows; t += kLatticeRowTile) {
-    offset_tile<Format, W, kLatticeRowTile>(nb, x, blocks, rows + static_cast<size_t>(t) * a_stride, a_stride,
-                                            out + t * out_stride, out_stride);
-  }
-  const uint8_t* rest = rows + static_cast<size_t>(t) * a_stride;
-  switch (n_a_rows - t) {
-    case 3: offset_tile<Format, W, 3>(nb, x, blocks, rest, a_stride, out + t * out_stride, out_stride); break;
-    case 2: offset_tile<Format, W, 2>(nb, x, blocks, rest, a_stride, out + t * out_stride, out_stride); break;
-    case 1: offset_tile<Format, W, 1>(nb, x, blocks, rest, a_stride, out + t * out_stride, out_stride); break;
-    default: break;
-  }
+  for_token_tiles<kLatticeRowTile>(n_a_rows, [&](auto tokens, int64_t t) {
+    offset_tile<Format, W, decltype(tokens)::value>(nb, x, blocks, rows + static_cast<size_t>(t) * a_stride,
+                                                    a_stride, out + t * out_stride, out_stride);
+  });
 }
 
 // Weight rows per prefill tile: as many as the accumulators (W * kLatticeRowTile) and the
@@ -374,9 +356,9 @@ void lattice_tile(int64_t nb, const typename Format::Block* x, const Sums& super
     super_block_sums.template operator()<R>(b, y, grid, shift);
     // The rows' super-block totals side by side, then the reference's fused step for all
     // of them at once (lane r: the same operations on the same values as its scalar form).
-    __m128 total = _mm_cvtepi32_ps(totals4<R>(grid));
+    __m128 total = _mm_cvtepi32_ps(lane_totals<R>(grid));
     if constexpr (Format::kShifted) {
-      total = _mm_add_ps(total, _mm_mul_ps(_mm_set1_ps(0.125f), _mm_cvtepi32_ps(totals4<R>(shift))));
+      total = _mm_add_ps(total, _mm_mul_ps(_mm_set1_ps(0.125f), _mm_cvtepi32_ps(lane_totals<R>(shift))));
     }
     alignas(16) float a_d[4] = {};
     for (int r = 0; r < R; ++r) a_d[r] = y[r][b].d;
@@ -396,18 +378,10 @@ constexpr int64_t kUnpackFromRows = 2 * kLatticeRowTile;
 template <typename Format, typename Sums>
 void lattice_tiles(int64_t nb, const typename Format::Block* x, const Sums& sums, const uint8_t* rows,
                    size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
-  int64_t t = 0;
-  for (; t + kLatticeRowTile <= n_a_rows; t += kLatticeRowTile) {
-    lattice_tile<Format, kLatticeRowTile>(nb, x, sums, rows + static_cast<size_t>(t) * a_stride, a_stride,
-                                          out + t * out_stride, out_stride);
-  }
-  const uint8_t* rest = rows + static_cast<size_t>(t) * a_stride;
-  switch (n_a_rows - t) {
-    case 3: lattice_tile<Format, 3>(nb, x, sums, rest, a_stride, out + t * out_stride, out_stride); break;
-    case 2: lattice_tile<Format, 2>(nb, x, sums, rest, a_stride, out + t * out_stride, out_stride); break;
-    case 1: lattice_tile<Format, 1>(nb, x, sums, rest, a_stride, out + t * out_stride, out_stride); break;
-    default: break;
-  }
+  for_token_tiles<kLatticeRowTile>(n_a_rows, [&](auto tokens, int64_t t) {
+    lattice_tile<Format, decltype(tokens)::value>(nb, x, sums, rows + static_cast<size_t>(t) * a_stride, a_stride,
+                                                  out + t * out_stride, out_stride);
+  });
 }
 
 // One weight row against n_a_rows activation rows, kLatticeRowTile at a time.
@@ -452,24 +426,16 @@ void lattice_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows,
   }
   using Block = typename Format::Block;
   const int64_t nb = n / kSuperBlockSize;
-  const int64_t block = std::max<int64_t>(kLatticeRowTile, static_cast<int64_t>(kActivationBlockBytes / a_stride));
-  for (int64_t t0 = 0; t0 < n_a_rows; t0 += block) {
-    const int64_t n_tokens = std::min(block, n_a_rows - t0);
-    const uint8_t* tokens = rows + static_cast<size_t>(t0) * a_stride;
-    int64_t r = 0;
-    for (; r + kMatrixWeightRows <= n_w_rows; r += kMatrixWeightRows) {
-      const Block* x[kMatrixWeightRows];
-      for (int w = 0; w < kMatrixWeightRows; ++w) x[w] = reinterpret_cast<const Block*>(weight_rows + (r + w) * w_stride);
-      const OffsetBlock* blocks[kMatrixWeightRows];
-      unpack_offset_rows<Format, kMatrixWeightRows>(nb, x, blocks);
-      offset_tiles<Format, kMatrixWeightRows>(nb, x, blocks, tokens, a_stride, n_tokens, out + t0 * out_stride + r,
-                                              out_stride);
-    }
-    for (; r < n_w_rows; ++r) {
-      lattice_rows<Format>(n, weight_rows + r * w_stride, tokens, a_stride, n_tokens, out + t0 * out_stride + r,
-                           out_stride);
-    }
-  }
+  for_row_groups_by_token_blocks<kMatrixWeightRows, kLatticeRowTile>(
+      n_w_rows, n_a_rows, a_stride, [&](auto group, int64_t first_row, int64_t t0, int64_t n_tokens) {
+        constexpr int W = decltype(group)::value;
+        const Block* x[W];
+        for (int w = 0; w < W; ++w) x[w] = reinterpret_cast<const Block*>(weight_rows + (first_row + w) * w_stride);
+        const OffsetBlock* blocks[W];
+        unpack_offset_rows<Format, W>(nb, x, blocks);
+        offset_tiles<Format, W>(nb, x, blocks, rows + static_cast<size_t>(t0) * a_stride, a_stride, n_tokens,
+                                out + t0 * out_stride + first_row, out_stride);
+      });
 }
 
 // The entries simd_kernels.h declares; the including file expands this after its

@@ -55,7 +55,8 @@ inline constexpr size_t kActivationBlockBytes = 256 * 1024;
 //   rows in tiles of 4, and for the formats without IQ1's shift a matrix kernel that
 //   unpacks two weight rows at a time for prefill;
 // - iquants_*.cc (iq4_x86-inl.h, ternary_x86-inl.h): IQ4_NL, IQ4_XS, MXFP4, TQ1_0 and
-//   TQ2_0 the same way, and MXFP4's panels;
+//   TQ2_0 the same way, MXFP4's panels, and for TQ1_0/TQ2_0 a matrix kernel that
+//   unpacks the trits of several weight rows at a time for prefill;
 // - floats_*.cc (floats_simd-inl.h) and activations_*.cc.
 #define TM_X86_SHARED_KERNELS                                                                               \
   DotRows vec_dot_rows_iq2_xxs_q8_K, vec_dot_rows_iq2_xs_q8_K, vec_dot_rows_iq2_s_q8_K,                     \
@@ -63,7 +64,8 @@ inline constexpr size_t kActivationBlockBytes = 256 * 1024;
       vec_dot_rows_iq4_nl_q8_0, vec_dot_rows_iq4_xs_q8_K, vec_dot_rows_mxfp4_q8_0, vec_dot_rows_tq1_0_q8_K, \
       vec_dot_rows_tq2_0_q8_K;                                                                              \
   DotMatrix vec_dot_matrix_iq2_xxs_q8_K, vec_dot_matrix_iq2_xs_q8_K, vec_dot_matrix_iq2_s_q8_K,             \
-      vec_dot_matrix_iq3_xxs_q8_K, vec_dot_matrix_iq3_s_q8_K;                                               \
+      vec_dot_matrix_iq3_xxs_q8_K, vec_dot_matrix_iq3_s_q8_K, vec_dot_matrix_tq1_0_q8_K,                    \
+      vec_dot_matrix_tq2_0_q8_K;                                                                            \
   DotPanels vec_dot_panels_mxfp4_q8_0;                                                                      \
   DotOneRow vec_dot_f32, vec_dot_f16, vec_dot_bf16;                                                         \
   QuantizeRow quantize_row_q8_0, quantize_row_q8_K;

@@ -1,7 +1,16 @@
 // The ternary formats' dot products against Q8_K (TQ1_0, TQ2_0) for x86, written once over
 // 256-bit vectors: included after iq4_x86-inl.h (whose Iq4Dot, iq4_total, iq4_half and
 // iq4_rows it uses) in the same anonymous namespace, so each copy has internal linkage;
-// the including file expands TM_TERNARY_ROW_ENTRIES after that namespace, in its own.
+// the including file expands TM_TERNARY_ROW_ENTRIES after that namespace, in its own. For
+// prefill the including file also defines
+//
+//   struct TernaryDot {
+//     // acc + the products t[i] * q[i] (t: trits, 0 .. 2; q signed), in whatever lanes
+//     // the set accumulates eight vectors of them in without overflow
+//     static __m256i add(__m256i acc, __m256i t, __m256i q);
+//     // those lanes as eight int32 partial sums
+//     static __m256i finish(__m256i acc);
+//   };
 //
 // The trits t (0, 1, 2; the weight is t - 1) are the unsigned operand against the signed
 // activations, and the -1's share comes off as the block's activation total (Q8_K's
@@ -93,7 +102,113 @@ using Tq1Tile = TernaryTile<BlockTQ1_0, R>;
 template <int R>
 using Tq2Tile = TernaryTile<BlockTQ2_0, R>;
 
-// The row entries simd_kernels.h declares (iq4_rows: tiles of 4 activation rows).
-#define TM_TERNARY_ROW_ENTRIES                                                               \
-  TM_DOT_ROWS_ENTRY(vec_dot_rows_tq1_0_q8_K, iq4_rows<BlockTQ1_0, Tq1Tile, kSuperBlockSize>) \
-  TM_DOT_ROWS_ENTRY(vec_dot_rows_tq2_0_q8_K, iq4_rows<BlockTQ2_0, Tq2Tile, kSuperBlockSize>)
+// Prefill: W weight rows, their trits unpacked beforehand (8 vectors a block), against R
+// activation rows; each activation vector loaded once for all W rows (reading the
+// activations from L2 is what bounds a one-row loop). out[r * out_stride + w]. The float
+// step is the reference's, lane r for activation row r: sum + float(isum) * (d_w * d_a),
+// two roundings.
+template <typename Block, int W, int R>
+void ternary_tile(int64_t nb, const Block* const* x, const __m256i* const* trits, const uint8_t* a, size_t a_stride,
+                  float* out, int64_t out_stride) {
+  const BlockQ8_K* y[R];
+  for (int r = 0; r < R; ++r) y[r] = reinterpret_cast<const BlockQ8_K*>(a + static_cast<size_t>(r) * a_stride);
+  __m128 sums[W];
+  for (int w = 0; w < W; ++w) sums[w] = _mm_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i acc[W][R];
+    for (int w = 0; w < W; ++w) {
+      for (int r = 0; r < R; ++r) acc[w][r] = _mm256_setzero_si256();
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) {
+      __m256i t[W];
+      for (int w = 0; w < W; ++w) t[w] = _mm256_load_si256(trits[w] + 8 * b + i);
+      for (int r = 0; r < R; ++r) {
+        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[r][b].qs + 32 * i));
+        for (int w = 0; w < W; ++w) acc[w][r] = TernaryDot::add(acc[w][r], t[w], q);
+      }
+    }
+    alignas(16) float a_d[4] = {};
+    __m256i block_sums[R];
+    for (int r = 0; r < R; ++r) {
+      a_d[r] = y[r][b].d;
+      block_sums[r] = q8k_block_sums(y[r][b]);
+    }
+    for (int w = 0; w < W; ++w) {
+      for (int r = 0; r < R; ++r) acc[w][r] = _mm256_sub_epi32(TernaryDot::finish(acc[w][r]), block_sums[r]);
+      const __m128 isum = _mm_cvtepi32_ps(lane_totals<R>(acc[w]));
+      const __m128 scale = _mm_mul_ps(_mm_set1_ps(iq4_half(x[w][b].d)), _mm_load_ps(a_d));
+      sums[w] = _mm_add_ps(sums[w], in_register(_mm_mul_ps(isum, scale)));  // not fused
+    }
+  }
+  for (int w = 0; w < W; ++w) {
+    alignas(16) float lanes[4];
+    _mm_store_ps(lanes, sums[w]);
+    for (int r = 0; r < R; ++r) out[r * out_stride + w] = lanes[r];
+  }
+}
+
+// Weight rows per prefill tile: W * 4 accumulators and W trit vectors fit 16 vector
+// registers for W = 2 (AVX2), 32 for W = 4 (AVX-512).
+#if defined(__AVX512VL__)
+constexpr int kTernaryWeightRows = 4;
+#else
+constexpr int kTernaryWeightRows = 2;
+#endif
+// Activation rows from which on the weight rows' trits are unpacked once for the whole
+// block of tokens (below it each tile of 4 decodes them for itself: decode).
+constexpr int64_t kTernaryUnpackFromRows = 8;
+
+// The trits of W weight rows from row `first`, each row nb * 8 vectors in scratch memory.
+template <typename Block, int W>
+void unpack_trit_rows(int64_t nb, const Block* const* x, const __m256i** trits) {
+  auto* scratch = static_cast<__m256i*>(
+      thread_scratch(ScratchSlot::kPanel, static_cast<size_t>(W * nb * 8) * sizeof(__m256i)));
+  for (int w = 0; w < W; ++w) {
+    for (int64_t b = 0; b < nb; ++b) ternary_trits8(x[w][b], scratch + (w * nb + b) * 8);
+    trits[w] = scratch + w * nb * 8;
+  }
+}
+
+template <typename Block, int W>
+void ternary_tiles(int64_t nb, const Block* const* x, const uint8_t* rows, size_t a_stride, int64_t n_a_rows,
+                   float* out, int64_t out_stride) {
+  const __m256i* trits[W];
+  unpack_trit_rows<Block, W>(nb, x, trits);
+  for_token_tiles<kRowTile>(n_a_rows, [&](auto tokens, int64_t t) {
+    ternary_tile<Block, W, decltype(tokens)::value>(nb, x, trits, rows + static_cast<size_t>(t) * a_stride, a_stride,
+                                                    out + t * out_stride, out_stride);
+  });
+}
+
+// Weight rows against activation rows: decode as tiles of 4 tokens per row (TernaryTile);
+// prefill with the activations a block at a time that stays in L2 (kActivationBlockBytes)
+// and the weight rows kTernaryWeightRows at a time.
+template <typename Block, template <int> class Tile>
+void ternary_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a, size_t a_stride,
+                    int64_t n_a_rows, float* out, int64_t out_stride) {
+  const auto* weight_rows = static_cast<const uint8_t*>(w);
+  const auto* rows = static_cast<const uint8_t*>(a);
+  const int64_t nb = n / kSuperBlockSize;
+  if (n_a_rows < kTernaryUnpackFromRows) {
+    for (int64_t r = 0; r < n_w_rows; ++r) {
+      iq4_rows<Block, Tile, kSuperBlockSize>(n, weight_rows + r * w_stride, a, a_stride, n_a_rows, out + r, out_stride);
+    }
+    return;
+  }
+  for_row_groups_by_token_blocks<kTernaryWeightRows, kRowTile>(
+      n_w_rows, n_a_rows, a_stride, [&](auto group, int64_t first_row, int64_t t0, int64_t n_tokens) {
+        constexpr int W = decltype(group)::value;
+        const Block* x[W];
+        for (int k = 0; k < W; ++k) x[k] = reinterpret_cast<const Block*>(weight_rows + (first_row + k) * w_stride);
+        ternary_tiles<Block, W>(nb, x, rows + static_cast<size_t>(t0) * a_stride, a_stride, n_tokens,
+                                out + t0 * out_stride + first_row, out_stride);
+      });
+}
+
+// The entries simd_kernels.h declares (iq4_rows: tiles of 4 activation rows).
+#define TM_TERNARY_ROW_ENTRIES                                                                  \
+  TM_DOT_ROWS_ENTRY(vec_dot_rows_tq1_0_q8_K, iq4_rows<BlockTQ1_0, Tq1Tile, kSuperBlockSize>)    \
+  TM_DOT_ROWS_ENTRY(vec_dot_rows_tq2_0_q8_K, iq4_rows<BlockTQ2_0, Tq2Tile, kSuperBlockSize>)    \
+  TM_DOT_MATRIX_ENTRY(vec_dot_matrix_tq1_0_q8_K, ternary_matrix<BlockTQ1_0, Tq1Tile>)          \
+  TM_DOT_MATRIX_ENTRY(vec_dot_matrix_tq2_0_q8_K, ternary_matrix<BlockTQ2_0, Tq2Tile>)

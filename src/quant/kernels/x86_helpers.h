@@ -18,6 +18,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "quant/kernels/simd_kernels.h"
 #include "quant/type_traits.h"
 
 namespace tokenmill::quant {
@@ -43,6 +44,23 @@ void for_token_tiles(int64_t n_tokens, Tile&& tile) {
   int64_t t = 0;
   for (; t + kTile <= n_tokens; t += kTile) tile(std::integral_constant<int, kTile>{}, t);
   if (n_tokens > t) dispatch_tile_size<kTile - 1>(static_cast<int>(n_tokens - t), t, tile);
+}
+
+// Prefill's loop order for kernels that read the activations again for every weight
+// row: the activations a block of tokens at a time that stays in L2
+// (kActivationBlockBytes, at least kMinTokens tokens), and within a block the weight rows
+// kRows at a time, the rows past the last group one at a time. Calls
+// tile(rows, first_row, first_token, n_tokens), rows as a std::integral_constant.
+template <int kRows, int64_t kMinTokens, typename Tile>
+void for_row_groups_by_token_blocks(int64_t n_w_rows, int64_t n_a_rows, size_t a_stride, Tile&& tile) {
+  const int64_t fit = static_cast<int64_t>(kActivationBlockBytes / a_stride);
+  const int64_t block = fit > kMinTokens ? fit : kMinTokens;
+  for (int64_t t0 = 0; t0 < n_a_rows; t0 += block) {
+    const int64_t n_tokens = n_a_rows - t0 < block ? n_a_rows - t0 : block;
+    int64_t r = 0;
+    for (; r + kRows <= n_w_rows; r += kRows) tile(std::integral_constant<int, kRows>{}, r, t0, n_tokens);
+    for (; r < n_w_rows; ++r) tile(std::integral_constant<int, 1>{}, r, t0, n_tokens);
+  }
 }
 
 // IEEE half to float with F16C (exact, as base/half.h's f16_to_f32).
@@ -101,6 +119,22 @@ inline int32_t hsum_epi32(__m256i v) {
 inline __m256i in_register(__m256i v) {
   asm("" : "+x"(v));
   return v;
+}
+
+inline __m128 in_register(__m128 v) {
+  asm("" : "+x"(v));
+  return v;
+}
+
+// Lane r = the total of acc[r]'s eight lanes (exact integer adds), for r < R; 0 beyond.
+template <int R>
+inline __m128i lane_totals(const __m256i* acc) {
+  static_assert(R >= 1 && R <= 4);
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i h01 = _mm256_hadd_epi32(acc[0], R > 1 ? acc[1 % R] : zero);
+  const __m256i h23 = _mm256_hadd_epi32(R > 2 ? acc[2 % R] : zero, R > 3 ? acc[3 % R] : zero);
+  const __m256i h = _mm256_hadd_epi32(h01, h23);
+  return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
 
 // The lane sums of a and b, in lanes 0 and 1 of the result (one reduction for both).
