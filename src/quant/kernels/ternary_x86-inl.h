@@ -159,7 +159,7 @@ constexpr int kTernaryWeightRows = 2;
 // block of tokens (below it each tile of 4 decodes them for itself: decode).
 constexpr int64_t kTernaryUnpackFromRows = 8;
 
-// The trits of W weight rows from row `first`, each row nb * 8 vectors in scratch memory.
+// The trits of the W weight rows x, each row nb * 8 vectors in scratch memory.
 template <typename Block, int W>
 void unpack_trit_rows(int64_t nb, const Block* const* x, const __m256i** trits) {
   auto* scratch = static_cast<__m256i*>(
