@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <optional>
 #include <cassert>
 #include <string_view>
 #include <vector>
@@ -18,9 +19,9 @@ struct Choice {
   DotKernel dot;
   VecDotPanelsFn panels = nullptr;
   QuantizeRowFn quantize = nullptr;
-  // The 256-bit forms of dot and panels for decode steps, where the type can take them
-  // (KernelTuning::narrow_decode).
-  bool has_narrow = false;
+  // The 256-bit forms of dot and panels for decode steps, where the type can take them:
+  // then narrow_bit is the type's bit in KernelTuning::narrow_decode, else 0.
+  uint32_t narrow_bit = 0;
   DotKernel narrow_dot;
   VecDotPanelsFn narrow_panels = nullptr;
 };
@@ -45,10 +46,10 @@ bool same_bits_on_both_widths(gguf::TensorType type) {
 // The AVX2 kernels of the type for its decode steps (narrow_decode), where the choice is
 // AVX-512's: the row-layout kernels always, the panel kernel only where the AVX-512
 // choice repacks (the matrix is in panels then) and AVX2 has one for it.
-void narrow_decode_kernels(const TypeTraits& traits, bool prefetch_weights, Choice& choice) {
+void narrow_decode_kernels(const TypeTraits& traits, uint32_t bit, bool prefetch_weights, Choice& choice) {
   const SimdKernels& narrow = traits.avx2;
   if (narrow.vec_dot == nullptr || (choice.panels != nullptr && narrow.vec_dot_panels == nullptr)) return;
-  choice.has_narrow = true;
+  choice.narrow_bit = bit;
   choice.narrow_dot = {narrow.vec_dot, narrow.vec_dot_rows, narrow.vec_dot_matrix, "avx2"};
   if (choice.panels != nullptr) {
     choice.narrow_panels = !prefetch_weights && narrow.vec_dot_panels_unprefetched != nullptr
@@ -121,7 +122,7 @@ ChoiceTable choose_kernels(bool prefetch_weights) {
     }
     if (choice.dot.isa == std::string_view("avx512") && cpu.has_avx2_kernels() &&
         same_bits_on_both_widths(traits.type)) {
-      narrow_decode_kernels(traits, prefetch_weights, choice);
+      narrow_decode_kernels(traits, uint32_t{1} << i, prefetch_weights, choice);
     }
 #endif
   }
@@ -151,9 +152,7 @@ const Choice& choice_for(gguf::TensorType type) {
   return choice_in(g_prefetch_weights.load(std::memory_order_relaxed), type);
 }
 
-bool narrowed(const Choice& choice, gguf::TensorType type) {
-  return choice.has_narrow && (g_narrow_decode.load(std::memory_order_relaxed) & narrow_decode_bit(type)) != 0;
-}
+bool narrowed(const Choice& choice) { return (g_narrow_decode.load(std::memory_order_relaxed) & choice.narrow_bit) != 0; }
 
 }  // namespace
 
@@ -200,12 +199,12 @@ VecDotPanelsFn best_panel_kernel(gguf::TensorType weight_type) { return choice_f
 
 const DotKernel& dot_kernel_for(gguf::TensorType weight_type, int64_t n_tokens) {
   const Choice& choice = choice_for(weight_type);
-  return n_tokens <= kDecodeTokens && narrowed(choice, weight_type) ? choice.narrow_dot : choice.dot;
+  return n_tokens <= kDecodeTokens && narrowed(choice) ? choice.narrow_dot : choice.dot;
 }
 
 VecDotPanelsFn panel_kernel_for(gguf::TensorType weight_type, int64_t n_tokens) {
   const Choice& choice = choice_for(weight_type);
-  return n_tokens <= kDecodeTokens && narrowed(choice, weight_type) ? choice.narrow_panels : choice.panels;
+  return n_tokens <= kDecodeTokens && narrowed(choice) ? choice.narrow_panels : choice.panels;
 }
 
 uint32_t narrow_decode_bit(gguf::TensorType type) { return uint32_t{1} << type_index(type); }
@@ -214,9 +213,7 @@ uint32_t narrow_decode_candidates() {
   static const uint32_t candidates = [] {
     uint32_t bits = 0;
     const ChoiceTable& table = table_for(true);
-    for (size_t i = 0; i < all_type_traits().size(); ++i) {
-      if (table.choices[i].has_narrow) bits |= uint32_t{1} << i;
-    }
+    for (size_t i = 0; i < all_type_traits().size(); ++i) bits |= table.choices[i].narrow_bit;
     return bits;
   }();
   return candidates;
@@ -258,13 +255,9 @@ bool parse_kernel_tuning(std::string_view text, KernelTuning& out) {
   if (text != "none") {
     while (true) {
       const size_t comma = text.find(',');
-      const std::string_view name = text.substr(0, comma);
-      const TypeTraits* traits = nullptr;
-      for (const TypeTraits& t : all_type_traits()) {
-        if (t.name == name) traits = &t;
-      }
-      if (traits == nullptr) return false;
-      const uint32_t bit = narrow_decode_bit(traits->type);
+      const std::optional<gguf::TensorType> type = gguf::tensor_type_from_name(text.substr(0, comma));
+      if (!type || find_type_traits(*type) == nullptr) return false;
+      const uint32_t bit = narrow_decode_bit(*type);
       if ((narrow_decode_candidates() & bit) == 0 || (parsed.narrow_decode & bit) != 0) return false;
       parsed.narrow_decode |= bit;
       if (comma == std::string_view::npos) break;
@@ -288,7 +281,7 @@ void set_kernel_tuning(const KernelTuning& tuning) {
 bool tuning_changes_kernels(gguf::TensorType weight_type) {
   const Choice& with = choice_in(true, weight_type);
   const Choice& without = choice_in(false, weight_type);
-  return with.has_narrow || with.panels != without.panels;
+  return with.narrow_bit != 0 || with.panels != without.panels;
 }
 
 }  // namespace tokenmill::quant
