@@ -30,27 +30,23 @@
 
 constexpr int kLatticeRowTile = 4;
 
-// The ±1 bytes of each sign byte: byte j of kSignBytes.v[b] is -1 where bit j of b is set,
-// else 1 (the operand vpsignb applies to eight activations).
-constexpr struct SignBytes {
-  uint64_t v[256];
-  constexpr SignBytes() : v() {
-    for (uint32_t b = 0; b < 256; ++b) {
-      for (int j = 0; j < 8; ++j) v[b] |= static_cast<uint64_t>((b >> j) & 1 ? 0xff : 0x01) << (8 * j);
-    }
-  }
-} kSignBytes;
-
-// The same for the 7 stored bits of a sign pattern (iq_sign_pattern gives the 8th).
+// The ±1 bytes of a sign pattern's 7 stored bits (iq_sign_pattern gives the 8th): byte j
+// of v[i] is -1 where bit j of the pattern is set, else 1 (vpsignb's operand for eight
+// activations).
 constexpr struct StoredSignBytes {
   uint64_t v[128];
   constexpr StoredSignBytes() : v() {
-    for (uint32_t i = 0; i < 128; ++i) v[i] = kSignBytes.v[iq_sign_pattern(i)];
+    for (uint32_t i = 0; i < 128; ++i) {
+      const uint32_t pattern = iq_sign_pattern(i);
+      for (int j = 0; j < 8; ++j) v[i] |= static_cast<uint64_t>((pattern >> j) & 1 ? 0xff : 0x01) << (8 * j);
+    }
   }
 } kStoredSignBytes;
 
-// Vectors assembled from table rows by broadcasting loads and blends: neither needs the
-// shuffle port that inserts from scalars would, which bounds decode on every x86 core.
+// Decode is bound by loads and by the shuffle port (one each per cycle on some x86
+// cores). Grid rows are assembled by broadcasting loads and blends, which need no
+// shuffle; sign patterns that sit side by side in a block are spread in registers (one
+// load for one or more sub-blocks, a shuffle for each) in place of four table loads.
 
 // The four 8-byte rows at p0..p3, side by side.
 inline __m256i rows8x4(const void* p0, const void* p1, const void* p2, const void* p3) {
@@ -74,9 +70,18 @@ inline __m256i stored_signs(uint32_t bits) {
                  &kStoredSignBytes.v[(bits >> 14) & 127], &kStoredSignBytes.v[(bits >> 21) & 127]);
 }
 
-// Four sign bytes, one bit per weight, as ±1 bytes.
+// ±1 bytes from bytes that each hold a sign pattern: byte i is -1 where bit i % 8 of byte
+// i of `spread` is set, else 1 (vpsignb's operand).
+inline __m256i signs_of_spread_bits(__m256i spread) {
+  const __m256i bits = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ull));
+  return _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bits), bits), _mm256_set1_epi8(1));
+}
+
+// Four sign bytes, one bit per weight, as ±1 bytes: one load, then registers.
 inline __m256i bit_signs(const uint8_t* b) {
-  return rows8x4(&kSignBytes.v[b[0]], &kSignBytes.v[b[1]], &kSignBytes.v[b[2]], &kSignBytes.v[b[3]]);
+  return signs_of_spread_bits(_mm256_shuffle_epi8(
+      _mm256_castps_si256(_mm256_broadcast_ss(reinterpret_cast<const float*>(b))),
+      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3)));
 }
 
 inline uint32_t word(const void* p) {
@@ -96,9 +101,11 @@ constexpr struct HalfScales {
   }
 } kHalfScales;
 
-inline __m256i half_scales(uint32_t low, uint32_t high) {
-  return _mm256_load_si256(reinterpret_cast<const __m256i*>(kHalfScales.v[low | high << 4]));
+// The operand of a byte holding the two halves' 4-bit scales (low nibble first).
+inline __m256i packed_half_scales(uint8_t nibbles) {
+  return _mm256_load_si256(reinterpret_cast<const __m256i*>(kHalfScales.v[nibbles]));
 }
+inline __m256i half_scales(uint32_t low, uint32_t high) { return packed_half_scales(low | high << 4); }
 inline __m256i scale(uint32_t s) { return half_scales(s, s); }
 
 // One sub-block (32 weights) of a format: u (unsigned bytes) and s (signs, or IQ1's grid)
@@ -117,13 +124,44 @@ struct Iq2XxsFormat : Iq2XxsFacts {
   }
 };
 
+// The sign patterns of sixteen IQ2_XS entries (each its top 7 bits, the 8th bit the
+// parity of those 7): byte 2k of 64-bit lane j is entry 4j + k's pattern, computed in
+// registers (see above). Each entry's odd byte is 0.
+inline __m256i iq2_xs_sign_patterns(const uint16_t* q) {
+  // Byte i (in each 128-bit lane): 0x80 where i has an odd number of set bits.
+  const __m256i odd = _mm256_setr_epi8(0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0,
+                                       0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0);
+  const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+  const __m256i stored = _mm256_srli_epi16(v, 9);
+  // Bits 0..3 of stored ^ (stored >> 4) have stored's parity; the byte is below 128, as
+  // vpshufb needs, and each entry's high byte is 0 (so it stays 0).
+  const __m256i folded = _mm256_xor_si256(stored, _mm256_srli_epi16(v, 13));
+  return _mm256_or_si256(stored, _mm256_shuffle_epi8(odd, folded));
+}
+
+// 64-bit lane J of `patterns` (four sign patterns at its even bytes) as ±1 bytes.
+template <int J>
+inline __m256i spread_sign_patterns(__m256i patterns) {
+  return signs_of_spread_bits(_mm256_shuffle_epi8(
+      _mm256_permute4x64_epi64(patterns, J * 0x55),
+      _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2, 4, 4, 4, 4, 4, 4, 4, 4, 6, 6, 6, 6, 6, 6, 6, 6)));
+}
+
 struct Iq2XsFormat : Iq2XsFacts {
   static SubBlock sub_block(const Block& x, int ib) {
     const uint16_t* q = x.qs + 4 * ib;
+    // The patterns of sub-blocks ib & ~3 .. (ib & ~3) + 3, the same operations on the
+    // same load for each of them: computed once where the sub-blocks are unrolled.
+    const __m256i patterns = iq2_xs_sign_patterns(x.qs + 4 * (ib & ~3));
+    __m256i signs;
+    switch (ib & 3) {
+      case 0: signs = spread_sign_patterns<0>(patterns); break;
+      case 1: signs = spread_sign_patterns<1>(patterns); break;
+      case 2: signs = spread_sign_patterns<2>(patterns); break;
+      default: signs = spread_sign_patterns<3>(patterns); break;
+    }
     return {rows8x4(kIq2XsGrid[q[0] & 511], kIq2XsGrid[q[1] & 511], kIq2XsGrid[q[2] & 511], kIq2XsGrid[q[3] & 511]),
-            rows8x4(&kStoredSignBytes.v[q[0] >> 9], &kStoredSignBytes.v[q[1] >> 9], &kStoredSignBytes.v[q[2] >> 9],
-                    &kStoredSignBytes.v[q[3] >> 9]),
-            half_scales(x.scales[ib] & 0xf, x.scales[ib] >> 4), _mm256_setzero_si256()};
+            signs, packed_half_scales(x.scales[ib]), _mm256_setzero_si256()};
   }
 };
 
@@ -133,7 +171,7 @@ struct Iq2SFormat : Iq2SFacts {
     const uint32_t h = x.qh[ib];
     return {rows8x4(kIq2SGrid[q[0] | (h & 3) << 8], kIq2SGrid[q[1] | (h >> 2 & 3) << 8],
                     kIq2SGrid[q[2] | (h >> 4 & 3) << 8], kIq2SGrid[q[3] | (h >> 6 & 3) << 8]),
-            bit_signs(x.signs + 4 * ib), half_scales(x.scales[ib] & 0xf, x.scales[ib] >> 4), _mm256_setzero_si256()};
+            bit_signs(x.signs + 4 * ib), packed_half_scales(x.scales[ib]), _mm256_setzero_si256()};
   }
 };
 
@@ -295,8 +333,9 @@ void offset_tile(int64_t nb, const typename Format::Block* const* x, const Offse
         for (int w = 0; w < W; ++w) acc[w][r] = LatticeDot::dot(acc[w][r], weights[w], q, scales[w]);
       }
     }
-    alignas(16) float a_d[4] = {};
-    for (int r = 0; r < R; ++r) a_d[r] = y[r][b].d;
+    float row_d[R];
+    for (int r = 0; r < R; ++r) row_d[r] = y[r][b].d;
+    const __m128 a_d = lanes_of<R>(row_d);
     for (int w = 0; w < W; ++w) {
       const __m256i group_scales = _mm256_load_si256(&blocks[w][b].group_scales);
       for (int r = 0; r < R; ++r) {
@@ -306,7 +345,7 @@ void offset_tile(int64_t nb, const typename Format::Block* const* x, const Offse
       }
       // As lattice_tile: the reference's fused step for the R rows at once.
       const __m128 total = _mm_cvtepi32_ps(lane_totals<R>(acc[w]));
-      const __m128 scale = _mm_mul_ps(_mm_set1_ps(_cvtsh_ss(Format::scale_bits(x[w][b]))), _mm_load_ps(a_d));
+      const __m128 scale = _mm_mul_ps(_mm_set1_ps(_cvtsh_ss(Format::scale_bits(x[w][b]))), a_d);
       sums[w] = _mm_fmadd_ps(scale, total, sums[w]);
     }
   }
@@ -360,9 +399,9 @@ void lattice_tile(int64_t nb, const typename Format::Block* x, const Sums& super
     if constexpr (Format::kShifted) {
       total = _mm_add_ps(total, _mm_mul_ps(_mm_set1_ps(0.125f), _mm_cvtepi32_ps(lane_totals<R>(shift))));
     }
-    alignas(16) float a_d[4] = {};
-    for (int r = 0; r < R; ++r) a_d[r] = y[r][b].d;
-    const __m128 scale = _mm_mul_ps(_mm_set1_ps(_cvtsh_ss(Format::scale_bits(x[b]))), _mm_load_ps(a_d));
+    float row_d[R];
+    for (int r = 0; r < R; ++r) row_d[r] = y[r][b].d;
+    const __m128 scale = _mm_mul_ps(_mm_set1_ps(_cvtsh_ss(Format::scale_bits(x[b]))), lanes_of<R>(row_d));
     sums = _mm_fmadd_ps(scale, total, sums);
   }
   alignas(16) float lanes[4];

@@ -128,16 +128,16 @@ void ternary_tile(int64_t nb, const Block* const* x, const __m256i* const* trits
         for (int w = 0; w < W; ++w) acc[w][r] = TernaryDot::add(acc[w][r], t[w], q);
       }
     }
-    alignas(16) float a_d[4] = {};
+    float row_d[R];
     __m256i block_sums[R];
     for (int r = 0; r < R; ++r) {
-      a_d[r] = y[r][b].d;
+      row_d[r] = y[r][b].d;
       block_sums[r] = q8k_block_sums(y[r][b]);
     }
     for (int w = 0; w < W; ++w) {
       for (int r = 0; r < R; ++r) acc[w][r] = _mm256_sub_epi32(TernaryDot::finish(acc[w][r]), block_sums[r]);
       const __m128 isum = _mm_cvtepi32_ps(lane_totals<R>(acc[w]));
-      const __m128 scale = _mm_mul_ps(_mm_set1_ps(iq4_half(x[w][b].d)), _mm_load_ps(a_d));
+      const __m128 scale = _mm_mul_ps(_mm_set1_ps(iq4_half(x[w][b].d)), lanes_of<R>(row_d));
       sums[w] = _mm_add_ps(sums[w], in_register(_mm_mul_ps(isum, scale)));  // not fused
     }
   }

@@ -137,6 +137,17 @@ inline __m128i lane_totals(const __m256i* acc) {
   return _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
 }
 
+// Lane r: rows[r] for r < R, 0 above; built in registers (a store of the values and a
+// 16-byte load of them would miss store forwarding, a stall per call).
+template <int R>
+inline __m128 lanes_of(const float* rows) {
+  static_assert(R >= 1 && R <= 4);
+  if constexpr (R == 1) return _mm_set_ss(rows[0]);
+  if constexpr (R == 2) return _mm_setr_ps(rows[0], rows[1], 0.0f, 0.0f);
+  if constexpr (R == 3) return _mm_setr_ps(rows[0], rows[1], rows[2], 0.0f);
+  if constexpr (R == 4) return _mm_setr_ps(rows[0], rows[1], rows[2], rows[3]);
+}
+
 // The lane sums of a and b, in lanes 0 and 1 of the result (one reduction for both).
 inline __m128i hsum2_epi32(__m256i a, __m256i b) {
   const __m256i pairs = _mm256_add_epi32(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
