@@ -281,45 +281,46 @@ struct FromGathered {
 // (grid value with its sign, |w| <= 62) plus 64 as an unsigned byte, so that one
 // vpmaddubsw against the activations takes the place of vpsignb and vpmaddubsw (pair sums
 // at most 2 * 126 * 127, no saturation); the 64 times the activations' scaled sums is
-// taken back per super-block from Q8_K's 16-weight sums, exactly.
+// taken back from Q8_K's 16-weight sums, exactly: each tile's integer sums start from it.
 struct OffsetBlock {
   __m256i weights[kSuperBlockSize / 32];
   __m256i scales[kSuperBlockSize / 32];  // as SubBlock::scales
-  __m256i group_scales;                  // lane g (int16): the scale of weights 16g .. 16g + 15
+  __m256i offset_scales;                 // lane g (int16): -64 times the scale of weights 16g .. 16g + 15
+  float d;                               // the super-block scale
 };
-constexpr int kWeightOffsetShift = 6;
-constexpr int kWeightOffset = 1 << kWeightOffsetShift;
+constexpr int kWeightOffset = 64;
 
 template <typename Format>
-OffsetBlock offset_block(const typename Format::Block& x) {
-  OffsetBlock o;
+void unpack_offset_block(const typename Format::Block& x, OffsetBlock& o) {
   alignas(32) int16_t lanes[16], groups[16];
+#pragma GCC unroll 8
   for (int ib = 0; ib < kSuperBlockSize / 32; ++ib) {
     const SubBlock sb = Format::sub_block(x, ib);
     o.weights[ib] = _mm256_add_epi8(_mm256_sign_epi8(sb.u, sb.s), _mm256_set1_epi8(kWeightOffset));
     o.scales[ib] = sb.scales;
     _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), sb.scales);
-    groups[2 * ib] = lanes[0];
-    groups[2 * ib + 1] = lanes[8];
+    groups[2 * ib] = static_cast<int16_t>(-kWeightOffset * lanes[0]);
+    groups[2 * ib + 1] = static_cast<int16_t>(-kWeightOffset * lanes[8]);
   }
-  o.group_scales = _mm256_load_si256(reinterpret_cast<const __m256i*>(groups));
-  return o;
+  o.offset_scales = _mm256_load_si256(reinterpret_cast<const __m256i*>(groups));
+  o.d = _cvtsh_ss(Format::scale_bits(x));
 }
 
 // W weight rows (unpacked) against R activation rows: each activation vector loaded once
 // for all W weight rows, which halves the activations' traffic from L2 (what bounds this
 // loop) for W = 2. out[r * out_stride + w].
 template <typename Format, int W, int R>
-void offset_tile(int64_t nb, const typename Format::Block* const* x, const OffsetBlock* const* blocks,
-                 const uint8_t* a, size_t a_stride, float* out, int64_t out_stride) {
+void offset_tile(int64_t nb, const OffsetBlock* const* blocks, const uint8_t* a, size_t a_stride, float* out,
+                 int64_t out_stride) {
   const BlockQ8_K* y[R];
   for (int r = 0; r < R; ++r) y[r] = reinterpret_cast<const BlockQ8_K*>(a + static_cast<size_t>(r) * a_stride);
   __m128 sums[W];  // lane r: activation row r's running sum
   for (int w = 0; w < W; ++w) sums[w] = _mm_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     __m256i acc[W][R];
-    for (int w = 0; w < W; ++w) {
-      for (int r = 0; r < R; ++r) acc[w][r] = _mm256_setzero_si256();
+    for (int r = 0; r < R; ++r) {
+      const __m256i q_sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[r][b].bsums));
+      for (int w = 0; w < W; ++w) acc[w][r] = _mm256_madd_epi16(q_sums, _mm256_load_si256(&blocks[w][b].offset_scales));
     }
 #pragma GCC unroll 8
     for (int ib = 0; ib < kSuperBlockSize / 32; ++ib) {
@@ -337,16 +338,9 @@ void offset_tile(int64_t nb, const typename Format::Block* const* x, const Offse
     for (int r = 0; r < R; ++r) row_d[r] = y[r][b].d;
     const __m128 a_d = lanes_of<R>(row_d);
     for (int w = 0; w < W; ++w) {
-      const __m256i group_scales = _mm256_load_si256(&blocks[w][b].group_scales);
-      for (int r = 0; r < R; ++r) {
-        const __m256i q_sums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[r][b].bsums));
-        const __m256i offset = _mm256_slli_epi32(_mm256_madd_epi16(q_sums, group_scales), kWeightOffsetShift);
-        acc[w][r] = _mm256_sub_epi32(acc[w][r], offset);
-      }
       // As lattice_tile: the reference's fused step for the R rows at once.
       const __m128 total = _mm_cvtepi32_ps(lane_totals<R>(acc[w]));
-      const __m128 scale = _mm_mul_ps(_mm_set1_ps(_cvtsh_ss(Format::scale_bits(x[w][b]))), a_d);
-      sums[w] = _mm_fmadd_ps(scale, total, sums[w]);
+      sums[w] = _mm_fmadd_ps(_mm_mul_ps(_mm_set1_ps(blocks[w][b].d), a_d), total, sums[w]);
     }
   }
   for (int w = 0; w < W; ++w) {
@@ -357,11 +351,11 @@ void offset_tile(int64_t nb, const typename Format::Block* const* x, const Offse
 }
 
 template <typename Format, int W>
-void offset_tiles(int64_t nb, const typename Format::Block* const* x, const OffsetBlock* const* blocks,
-                  const uint8_t* rows, size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
+void offset_tiles(int64_t nb, const OffsetBlock* const* blocks, const uint8_t* rows, size_t a_stride,
+                  int64_t n_a_rows, float* out, int64_t out_stride) {
   for_token_tiles<kLatticeRowTile>(n_a_rows, [&](auto tokens, int64_t t) {
-    offset_tile<Format, W, decltype(tokens)::value>(nb, x, blocks, rows + static_cast<size_t>(t) * a_stride,
-                                                    a_stride, out + t * out_stride, out_stride);
+    offset_tile<Format, W, decltype(tokens)::value>(nb, blocks, rows + static_cast<size_t>(t) * a_stride, a_stride,
+                                                    out + t * out_stride, out_stride);
   });
 }
 
@@ -379,7 +373,7 @@ void unpack_offset_rows(int64_t nb, const typename Format::Block* const* x, cons
   auto* scratch = static_cast<OffsetBlock*>(
       thread_scratch(ScratchSlot::kPanel, static_cast<size_t>(W * nb) * sizeof(OffsetBlock)));
   for (int w = 0; w < W; ++w) {
-    for (int64_t b = 0; b < nb; ++b) scratch[w * nb + b] = offset_block<Format>(x[w][b]);
+    for (int64_t b = 0; b < nb; ++b) unpack_offset_block<Format>(x[w][b], scratch[w * nb + b]);
     blocks[w] = scratch + w * nb;
   }
 }
@@ -445,13 +439,20 @@ void lattice_rows(int64_t n, const void* w, const void* a, size_t a_stride, int6
   } else {
     const OffsetBlock* blocks[1];
     unpack_offset_rows<Format, 1>(nb, &x, blocks);
-    offset_tiles<Format, 1>(nb, &x, blocks, rows, a_stride, n_a_rows, out, out_stride);
+    offset_tiles<Format, 1>(nb, blocks, rows, a_stride, n_a_rows, out, out_stride);
   }
 }
 
+// Tokens per activation block at the least in lattice_matrix: unpacking a weight row
+// costs about as much as a few dozen tokens' tiles against it, so the blocks that
+// kActivationBlockBytes leaves of rows 8192 wide (28 tokens) would spend a third of their
+// time unpacking; a larger block that spills from L2 costs less than that.
+constexpr int64_t kLatticeMinBlockTokens = 128;
+
 // Weight rows against activation rows: the formats without a shift in prefill take the
-// activations a block at a time (kActivationBlockBytes, so that it stays in L2) and the
-// weight rows two at a time (offset_tile); everything else is lattice_rows per row.
+// activations a block at a time (kActivationBlockBytes, so that it stays in L2, but at
+// least kLatticeMinBlockTokens) and the weight rows kMatrixWeightRows at a time
+// (offset_tile); everything else is lattice_rows per row.
 template <typename Format>
 void lattice_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a, size_t a_stride,
                     int64_t n_a_rows, float* out, int64_t out_stride) {
@@ -465,14 +466,14 @@ void lattice_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows,
   }
   using Block = typename Format::Block;
   const int64_t nb = n / kSuperBlockSize;
-  for_row_groups_by_token_blocks<kMatrixWeightRows, kLatticeRowTile>(
+  for_row_groups_by_token_blocks<kMatrixWeightRows, kLatticeMinBlockTokens>(
       n_w_rows, n_a_rows, a_stride, [&](auto group, int64_t first_row, int64_t t0, int64_t n_tokens) {
         constexpr int W = decltype(group)::value;
         const Block* x[W];
         for (int w = 0; w < W; ++w) x[w] = reinterpret_cast<const Block*>(weight_rows + (first_row + w) * w_stride);
         const OffsetBlock* blocks[W];
         unpack_offset_rows<Format, W>(nb, x, blocks);
-        offset_tiles<Format, W>(nb, x, blocks, rows + static_cast<size_t>(t0) * a_stride, a_stride, n_tokens,
+        offset_tiles<Format, W>(nb, blocks, rows + static_cast<size_t>(t0) * a_stride, a_stride, n_tokens,
                                 out + t0 * out_stride + first_row, out_stride);
       });
 }
