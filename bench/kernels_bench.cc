@@ -51,6 +51,8 @@ constexpr Shape kShapes[] = {
     {TensorType::kIQ4_XS, 2048, 8192, "1b_ffn_up"},
     {TensorType::kIQ3_S, 2048, 8192, "1b_ffn_up"},
     {TensorType::kIQ2_XS, 2048, 8192, "1b_ffn_up"},
+    {TensorType::kIQ3_XXS, 2048, 8192, "1b_ffn_up"},
+    {TensorType::kIQ2_XXS, 2048, 8192, "1b_ffn_up"},
     {TensorType::kTQ2_0, 2048, 8192, "1b_ffn_up"},
 };
 

@@ -48,6 +48,13 @@ constexpr SimdKernels by_rows(VecDotMatrixFn matrix = nullptr, VecDotPanelsFn pa
           .vec_dot_panels = panels, .vec_dot_panels_unprefetched = panels_unprefetched};
 }
 
+// kernels with the grid-gathering forms of their rows and matrix kernels beside them (x86).
+[[maybe_unused]] constexpr SimdKernels with_gathered(SimdKernels kernels, VecDotRowsFn rows, VecDotMatrixFn matrix) {
+  kernels.vec_dot_rows_gathered = rows;
+  kernels.vec_dot_matrix_gathered = matrix;
+  return kernels;
+}
+
 // The x86 and arm64 columns of the table exist only where their kernel files are compiled
 // (cmake/layers.cmake leaves them out of other targets); each macro brings its own comma.
 #if defined(__x86_64__)
@@ -191,8 +198,10 @@ constexpr std::array<TypeTraits, 27> kTypeTraits = {{
      .bytes_per_block = sizeof(BlockIQ3_XXS), .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
      .dequantize_row = ref::dequantize_row_iq3_xxs, .quantize_row_ref = ref::quantize_row_iq3_xxs,
      .vec_dot_ref = ref::vec_dot_iq3_xxs_q8_K,
-     TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_iq3_xxs_q8_K>(avx2::vec_dot_matrix_iq3_xxs_q8_K),
-                    .avx512 = by_rows<avx512::vec_dot_rows_iq3_xxs_q8_K>(avx512::vec_dot_matrix_iq3_xxs_q8_K))
+     TM_X86_KERNELS(.avx2 = with_gathered(by_rows<avx2::vec_dot_rows_iq3_xxs_q8_K>(avx2::vec_dot_matrix_iq3_xxs_q8_K),
+                                         avx2::vec_dot_rows_iq3_xxs_q8_K_gathered, avx2::vec_dot_matrix_iq3_xxs_q8_K_gathered),
+                    .avx512 = with_gathered(by_rows<avx512::vec_dot_rows_iq3_xxs_q8_K>(avx512::vec_dot_matrix_iq3_xxs_q8_K),
+                                         avx512::vec_dot_rows_iq3_xxs_q8_K_gathered, avx512::vec_dot_matrix_iq3_xxs_q8_K_gathered))
      TM_ARM64_KERNELS(.neon = by_rows<neon::vec_dot_rows_iq3_xxs_q8_K>(),
                       .neon_dotprod = by_rows<neon_dotprod::vec_dot_rows_iq3_xxs_q8_K>())},
     {.type = TensorType::kIQ1_S, .name = "iq1_s", .block_size = kSuperBlockSize,
@@ -215,8 +224,10 @@ constexpr std::array<TypeTraits, 27> kTypeTraits = {{
      .bytes_per_block = sizeof(BlockIQ3_S), .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
      .dequantize_row = ref::dequantize_row_iq3_s, .quantize_row_ref = ref::quantize_row_iq3_s,
      .vec_dot_ref = ref::vec_dot_iq3_s_q8_K,
-     TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_iq3_s_q8_K>(avx2::vec_dot_matrix_iq3_s_q8_K),
-                    .avx512 = by_rows<avx512::vec_dot_rows_iq3_s_q8_K>(avx512::vec_dot_matrix_iq3_s_q8_K))
+     TM_X86_KERNELS(.avx2 = with_gathered(by_rows<avx2::vec_dot_rows_iq3_s_q8_K>(avx2::vec_dot_matrix_iq3_s_q8_K),
+                                         avx2::vec_dot_rows_iq3_s_q8_K_gathered, avx2::vec_dot_matrix_iq3_s_q8_K_gathered),
+                    .avx512 = with_gathered(by_rows<avx512::vec_dot_rows_iq3_s_q8_K>(avx512::vec_dot_matrix_iq3_s_q8_K),
+                                         avx512::vec_dot_rows_iq3_s_q8_K_gathered, avx512::vec_dot_matrix_iq3_s_q8_K_gathered))
      TM_ARM64_KERNELS(.neon = by_rows<neon::vec_dot_rows_iq3_s_q8_K>(),
                       .neon_dotprod = by_rows<neon_dotprod::vec_dot_rows_iq3_s_q8_K>())},
     {.type = TensorType::kIQ2_S, .name = "iq2_s", .block_size = kSuperBlockSize,

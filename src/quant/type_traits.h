@@ -75,6 +75,11 @@ struct SimdKernels {
   // vec_dot_panels without software prefetch of the weights: a variant the load-time
   // tuner may choose (quant/kernels/dispatch.h), the same bits.
   VecDotPanelsFn vec_dot_panels_unprefetched = nullptr;
+  // vec_dot_rows and vec_dot_matrix reading a lattice format's grid rows by vector gathers
+  // (IQ3_XXS and IQ3_S on x86): a decode variant the tuner may choose, the same bits;
+  // null where the type has none.
+  VecDotRowsFn vec_dot_rows_gathered = nullptr;
+  VecDotMatrixFn vec_dot_matrix_gathered = nullptr;
 };
 
 struct TypeTraits {

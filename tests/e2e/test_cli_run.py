@@ -113,7 +113,7 @@ def test_bench_tune_prints_the_choice_and_the_profile_reads_weights_in_gb_per_s(
     # under the user's cache directory), else said so.
     if "(timed" in line:
         assert "prefetch_weights=1" in line and "prefetch_weights=0" in line and " ms" in line, line
-        assert "narrow_decode=none" in line, line
+        assert "decode_variant=none" in line, line
         cache = tmp_path / "tokenmill" / "kernel-tuning.tsv"
         assert cache.read_text().count("\t") == 1, cache.read_text()
     else:
@@ -123,7 +123,7 @@ def test_bench_tune_prints_the_choice_and_the_profile_reads_weights_in_gb_per_s(
                          env={**env, "TOKENMILL_TUNE": "off"})
     assert off.returncode == 0, off.stderr
     [row] = json.loads(off.stdout)
-    assert row["kernel_tuning"] == "prefetch_weights=1 narrow_decode=none"  # the default
+    assert row["kernel_tuning"] == "prefetch_weights=1 decode_variant=none"  # the default
     matmuls = [op for op in row["profile"] if op["op"].startswith("matmul ")]
     assert matmuls and all(op["weight_gbs"] > 0 for op in matmuls), row["profile"]
 

@@ -124,61 +124,69 @@ TEST_F(KernelTunerTest, TimesOnceThenReadsTheCacheAndOffKeepsTheDefaults) {
   EXPECT_TRUE(quant::kernel_tuning().prefetch_weights) << "the defaults";
 }
 
-// A tuning names each narrowed type and reads back as itself; the dispatcher narrows the
-// decode steps of exactly those types.
-TEST(KernelTuning, NarrowsEachTypeApartAndReadsBackAsWritten) {
-  const uint32_t candidates = quant::narrow_decode_candidates();
-  std::vector<TensorType> narrowable;
+// A tuning names each type on its variant and reads back as itself; the dispatcher gives
+// the decode steps of exactly those types their variant kernels.
+TEST(KernelTuning, PutsEachTypeOnItsVariantApartAndReadsBackAsWritten) {
+  const uint32_t candidates = quant::decode_variant_candidates();
+  std::vector<TensorType> with_variant;
   for (const quant::TypeTraits& t : quant::all_type_traits()) {
-    if (candidates & quant::narrow_decode_bit(t.type)) narrowable.push_back(t.type);
+    if (candidates & quant::decode_variant_bit(t.type)) with_variant.push_back(t.type);
   }
-  std::printf("[ tuning   ] %zu types can decode on AVX2 kernels here\n", narrowable.size());
-  // AVX-512 CPUs narrow Q4_K and Q6_K among others; elsewhere nothing.
-  EXPECT_EQ(narrowable.empty(), quant::best_dot_kernel(TensorType::kQ4_K).isa != std::string_view("avx512"));
+  std::printf("[ tuning   ] %zu types have a decode variant here\n", with_variant.size());
+  const std::string_view q4_k_isa = quant::best_dot_kernel(TensorType::kQ4_K).isa;
+  // AVX-512 CPUs narrow Q4_K and Q6_K among others; every x86 set gathers IQ3_S's grid.
+  EXPECT_EQ((candidates & quant::decode_variant_bit(TensorType::kQ4_K)) != 0, q4_k_isa == "avx512");
+  EXPECT_EQ((candidates & quant::decode_variant_bit(TensorType::kIQ3_S)) != 0,
+            q4_k_isa == "avx512" || q4_k_isa == "avx2");
 
-  std::vector<quant::KernelTuning> tunings = {{.prefetch_weights = false, .narrow_decode = 0},
-                                              {.prefetch_weights = true, .narrow_decode = candidates}};
-  for (const TensorType type : narrowable) tunings.push_back({.narrow_decode = quant::narrow_decode_bit(type)});
+  std::vector<quant::KernelTuning> tunings = {{.prefetch_weights = false, .decode_variant = 0},
+                                              {.prefetch_weights = true, .decode_variant = candidates}};
+  for (const TensorType type : with_variant) tunings.push_back({.decode_variant = quant::decode_variant_bit(type)});
   for (const quant::KernelTuning& tuning : tunings) {
     const std::string text = quant::to_string(tuning);
-    quant::KernelTuning parsed{.prefetch_weights = !tuning.prefetch_weights, .narrow_decode = ~0u};
+    quant::KernelTuning parsed{.prefetch_weights = !tuning.prefetch_weights, .decode_variant = ~0u};
     ASSERT_TRUE(quant::parse_kernel_tuning(text, parsed)) << text;
     EXPECT_EQ(parsed.prefetch_weights, tuning.prefetch_weights) << text;
-    EXPECT_EQ(parsed.narrow_decode, tuning.narrow_decode) << text;
+    EXPECT_EQ(parsed.decode_variant, tuning.decode_variant) << text;
   }
-  EXPECT_EQ(quant::to_string({}), "prefetch_weights=1 narrow_decode=none");
+  EXPECT_EQ(quant::to_string({}), "prefetch_weights=1 decode_variant=none");
   quant::KernelTuning untouched;
-  for (const char* bad : {"prefetch_weights=2 narrow_decode=none", "prefetch_weights=1", "narrow_decode=none",
-                          "prefetch_weights=1 narrow_decode=q9_X", "prefetch_weights=1 narrow_decode=",
-                          "prefetch_weights=1 narrow_decode=f32"}) {
+  for (const char* bad : {"prefetch_weights=2 decode_variant=none", "prefetch_weights=1", "decode_variant=none",
+                          "prefetch_weights=1 decode_variant=q9_X", "prefetch_weights=1 decode_variant=",
+                          "prefetch_weights=1 decode_variant=f32"}) {
     EXPECT_FALSE(quant::parse_kernel_tuning(bad, untouched)) << bad;
   }
-  if (!narrowable.empty()) {
-    const std::string twice = "prefetch_weights=1 narrow_decode=" + std::string(quant::type_traits(narrowable[0]).name) +
-                              "," + std::string(quant::type_traits(narrowable[0]).name);
+  if (!with_variant.empty()) {
+    const std::string twice = "prefetch_weights=1 decode_variant=" +
+                              std::string(quant::type_traits(with_variant[0]).name) + "," +
+                              std::string(quant::type_traits(with_variant[0]).name);
     EXPECT_FALSE(quant::parse_kernel_tuning(twice, untouched)) << twice;
   }
 
-  // One type narrowed: its decode steps on AVX2, its prefill and every other type as chosen.
-  for (const TensorType type : narrowable) {
-    quant::set_kernel_tuning({.narrow_decode = quant::narrow_decode_bit(type)});
-    for (const TensorType other : narrowable) {
-      const char* expected = other == type ? "avx2" : "avx512";
-      EXPECT_STREQ(quant::dot_kernel_for(other, 1).isa, expected) << quant::type_traits(other).name;
-      EXPECT_STREQ(quant::dot_kernel_for(other, quant::kDecodeTokens + 1).isa, "avx512");
+  // One type on its variant: its decode steps on other kernels, its prefill and every
+  // other type as chosen.
+  for (const TensorType type : with_variant) {
+    quant::set_kernel_tuning({.decode_variant = quant::decode_variant_bit(type)});
+    for (const TensorType other : with_variant) {
+      const std::string_view own = quant::best_dot_kernel(other).isa;
+      EXPECT_EQ(quant::dot_kernel_for(other, 1).isa == own, other != type) << quant::type_traits(other).name;
+      EXPECT_EQ(quant::dot_kernel_for(other, quant::kDecodeTokens + 1).isa, own);
     }
   }
   quant::set_kernel_tuning({});
-  for (const TensorType type : narrowable) EXPECT_STREQ(quant::dot_kernel_for(type, 1).isa, "avx512");
+  for (const TensorType type : with_variant) {
+    EXPECT_EQ(std::string_view(quant::dot_kernel_for(type, 1).isa), quant::best_dot_kernel(type).isa);
+  }
 }
 
 TEST_F(KernelTunerTest, EveryVariantGivesTheSameBits) {
   CpuBackend backend(2);
-  // Q4_K in panels where this CPU repacks it; Q6_K, IQ4_XS and Q8_0 as the loader leaves
-  // them (narrow_decode switches their decode kernels too).
+  // Q4_K in panels where this CPU repacks it; Q6_K, IQ4_XS, Q8_0, IQ3_S and IQ3_XXS as
+  // the loader leaves them (decode_variant switches their decode kernels too).
   std::vector<PackedMatrix> matrices;
   matrices.push_back(packed_q4_k(96, 768));
-  for (const TensorType type : {TensorType::kQ6_K, TensorType::kIQ4_XS, TensorType::kQ8_0}) {
+  for (const TensorType type : {TensorType::kQ6_K, TensorType::kIQ4_XS, TensorType::kQ8_0, TensorType::kIQ3_S,
+                                TensorType::kIQ3_XXS}) {
     matrices.push_back(packed_matrix(type, 48, 512));
   }
   std::mt19937 rng(9);

@@ -114,7 +114,7 @@ TuningReport tune_kernels(Backend& backend, std::span<const WeightMatrix* const>
     return report;
   }
   // The timed matrices by weight type, in order of first appearance: each type is timed
-  // apart, so that its narrow_decode bit can be settled on its own matrices.
+  // apart, so that its decode_variant bit can be settled on its own matrices.
   std::vector<gguf::TensorType> types;
   std::vector<std::vector<const WeightMatrix*>> by_type;
   for (const WeightMatrix* m : timed) {
@@ -181,20 +181,22 @@ TuningReport tune_kernels(Backend& backend, std::span<const WeightMatrix* const>
     for (size_t k = 0; k < n_types; ++k) sum += medians[i][k] = median(samples[i][k]);
     report.timings.push_back({quant::to_string(variants[i]), sum});
   }
-  // Each prefetch setting with every type on its faster width; the faster of the two wins.
+  // Each prefetch setting with every type on its faster kernels (its own or its variant);
+  // the faster of the two settings wins.
   auto settle = [&](bool prefetch_weights, double* seconds) {
     quant::KernelTuning tuning{.prefetch_weights = prefetch_weights};
     *seconds = 0;
-    size_t wide = n_variants, narrow = n_variants;
+    size_t own = n_variants, variant = n_variants;
     for (size_t i = 0; i < n_variants; ++i) {
       if (variants[i].prefetch_weights != prefetch_weights) continue;
-      (variants[i].narrow_decode == 0 ? wide : narrow) = i;
+      (variants[i].decode_variant == 0 ? own : variant) = i;
     }
     for (size_t k = 0; k < n_types; ++k) {
-      const bool narrower = narrow < n_variants && (variants[narrow].narrow_decode & quant::narrow_decode_bit(types[k])) &&
-                            medians[narrow][k] < medians[wide][k];
-      if (narrower) tuning.narrow_decode |= quant::narrow_decode_bit(types[k]);
-      *seconds += medians[narrower ? narrow : wide][k];
+      const bool faster = variant < n_variants &&
+                          (variants[variant].decode_variant & quant::decode_variant_bit(types[k])) &&
+                          medians[variant][k] < medians[own][k];
+      if (faster) tuning.decode_variant |= quant::decode_variant_bit(types[k]);
+      *seconds += medians[faster ? variant : own][k];
     }
     return tuning;
   };
@@ -204,12 +206,17 @@ TuningReport tune_kernels(Backend& backend, std::span<const WeightMatrix* const>
   report.chosen = without_prefetch < with_prefetch ? streaming : prefetching;
   for (size_t i = 0; i < n_variants; ++i) {
     if (variants[i].prefetch_weights != report.chosen.prefetch_weights) continue;
-    const char* width = variants[i].narrow_decode == 0 ? " wide" : " narrow";
+    // Each type under the kernels this variant gives it, named by their instruction set.
+    const quant::KernelTuning saved = quant::kernel_tuning();
+    quant::set_kernel_tuning(variants[i]);
     for (size_t k = 0; k < n_types; ++k) {
-      if (variants[i].narrow_decode == 0 || (variants[i].narrow_decode & quant::narrow_decode_bit(types[k]))) {
-        report.type_timings.push_back({std::string(quant::type_traits(types[k]).name) + width, medians[i][k]});
+      if (variants[i].decode_variant == 0 || (variants[i].decode_variant & quant::decode_variant_bit(types[k]))) {
+        report.type_timings.push_back({std::string(quant::type_traits(types[k]).name) + " " +
+                                           quant::dot_kernel_for(types[k], 1).isa,
+                                       medians[i][k]});
       }
     }
+    quant::set_kernel_tuning(saved);
   }
   quant::set_kernel_tuning(report.chosen);
   report.source = "timed";

@@ -21,7 +21,7 @@
 namespace tokenmill::ops {
 
 struct TuningTiming {
-  std::string variant;  // e.g. "prefetch_weights=1 narrow_decode=none"
+  std::string variant;  // e.g. "prefetch_weights=1 decode_variant=none"
   double seconds = 0;   // median time of one pass over the timed matrices, one token
 };
 
@@ -33,8 +33,9 @@ struct TuningReport {
   std::string cache_key;
   std::string cache_path;
   std::vector<TuningTiming> timings;  // when timed: each of quant::kernel_tunings()
-  // When timed, under the chosen prefetch setting: each timed type's pass on its AVX-512
-  // ("q4_K wide") and, where it can take them, its AVX2 decode kernels ("q4_K narrow").
+  // When timed, under the chosen prefetch setting: each timed type's pass on its own
+  // kernels and, where it has them, on its decode variant, named by their instruction set
+  // ("q4_K avx512", "q4_K avx2", "iq3_s avx512+gather").
   std::vector<TuningTiming> type_timings;
   int64_t timed_bytes = 0;            // weight bytes of one timed pass
   double seconds = 0;                 // the whole tuning, timing included

@@ -19,11 +19,11 @@ struct Choice {
   DotKernel dot;
   VecDotPanelsFn panels = nullptr;
   QuantizeRowFn quantize = nullptr;
-  // The 256-bit forms of dot and panels for decode steps, where the type can take them:
-  // then narrow_bit is the type's bit in KernelTuning::narrow_decode, else 0.
-  uint32_t narrow_bit = 0;
-  DotKernel narrow_dot;
-  VecDotPanelsFn narrow_panels = nullptr;
+  // The type's variant kernels for decode steps (KernelTuning::decode_variant), where it
+  // has them: then variant_bit is its bit there, else 0.
+  uint32_t variant_bit = 0;
+  DotKernel variant_dot;
+  VecDotPanelsFn variant_panels = nullptr;
 };
 
 #if defined(__x86_64__)
@@ -43,16 +43,16 @@ bool same_bits_on_both_widths(gguf::TensorType type) {
   }
 }
 
-// The AVX2 kernels of the type for its decode steps (narrow_decode), where the choice is
-// AVX-512's: the row-layout kernels always, the panel kernel only where the AVX-512
-// choice repacks (the matrix is in panels then) and AVX2 has one for it.
-void narrow_decode_kernels(const TypeTraits& traits, uint32_t bit, bool prefetch_weights, Choice& choice) {
+// The AVX2 kernels of the type as its decode variant, where the choice is AVX-512's: the
+// row-layout kernels always, the panel kernel only where the AVX-512 choice repacks (the
+// matrix is in panels then) and AVX2 has one for it.
+void narrow_kernels(const TypeTraits& traits, uint32_t bit, bool prefetch_weights, Choice& choice) {
   const SimdKernels& narrow = traits.avx2;
   if (narrow.vec_dot == nullptr || (choice.panels != nullptr && narrow.vec_dot_panels == nullptr)) return;
-  choice.narrow_bit = bit;
-  choice.narrow_dot = {narrow.vec_dot, narrow.vec_dot_rows, narrow.vec_dot_matrix, "avx2"};
+  choice.variant_bit = bit;
+  choice.variant_dot = {narrow.vec_dot, narrow.vec_dot_rows, narrow.vec_dot_matrix, "avx2"};
   if (choice.panels != nullptr) {
-    choice.narrow_panels = !prefetch_weights && narrow.vec_dot_panels_unprefetched != nullptr
+    choice.variant_panels = !prefetch_weights && narrow.vec_dot_panels_unprefetched != nullptr
                                ? narrow.vec_dot_panels_unprefetched
                                : narrow.vec_dot_panels;
   }
@@ -122,7 +122,15 @@ ChoiceTable choose_kernels(bool prefetch_weights) {
     }
     if (choice.dot.isa == std::string_view("avx512") && cpu.has_avx2_kernels() &&
         same_bits_on_both_widths(traits.type)) {
-      narrow_decode_kernels(traits, uint32_t{1} << i, prefetch_weights, choice);
+      narrow_kernels(traits, uint32_t{1} << i, prefetch_weights, choice);
+    }
+    // The lattice formats whose grid rows can come by vector gathers: those kernels of the
+    // chosen set are their decode variant (how fast a gather is differs most between CPUs).
+    const SimdKernels& chosen = choice.dot.isa == std::string_view("avx512") ? traits.avx512 : traits.avx2;
+    if (choice.dot.isa != std::string_view("scalar") && chosen.vec_dot_rows_gathered != nullptr) {
+      choice.variant_bit = uint32_t{1} << i;
+      choice.variant_dot = {choice.dot.vec_dot, chosen.vec_dot_rows_gathered, chosen.vec_dot_matrix_gathered,
+                            choice.dot.isa == std::string_view("avx512") ? "avx512+gather" : "avx2+gather"};
     }
 #endif
   }
@@ -130,9 +138,9 @@ ChoiceTable choose_kernels(bool prefetch_weights) {
 }
 
 // One table per prefetch setting, both chosen once; the tuning only picks which one
-// answers, and for each type whether its decode steps take the narrow kernels.
+// answers, and for each type whether its decode steps take its variant kernels.
 std::atomic<bool> g_prefetch_weights{true};
-std::atomic<uint32_t> g_narrow_decode{0};
+std::atomic<uint32_t> g_decode_variant{0};
 
 const ChoiceTable& table_for(bool prefetch_weights) {
   static const std::array<ChoiceTable, 2> tables = {choose_kernels(false), choose_kernels(true)};
@@ -152,7 +160,7 @@ const Choice& choice_for(gguf::TensorType type) {
   return choice_in(g_prefetch_weights.load(std::memory_order_relaxed), type);
 }
 
-bool narrowed(const Choice& choice) { return (g_narrow_decode.load(std::memory_order_relaxed) & choice.narrow_bit) != 0; }
+bool takes_variant(const Choice& choice) { return (g_decode_variant.load(std::memory_order_relaxed) & choice.variant_bit) != 0; }
 
 }  // namespace
 
@@ -199,21 +207,21 @@ VecDotPanelsFn best_panel_kernel(gguf::TensorType weight_type) { return choice_f
 
 const DotKernel& dot_kernel_for(gguf::TensorType weight_type, int64_t n_tokens) {
   const Choice& choice = choice_for(weight_type);
-  return n_tokens <= kDecodeTokens && narrowed(choice) ? choice.narrow_dot : choice.dot;
+  return n_tokens <= kDecodeTokens && takes_variant(choice) ? choice.variant_dot : choice.dot;
 }
 
 VecDotPanelsFn panel_kernel_for(gguf::TensorType weight_type, int64_t n_tokens) {
   const Choice& choice = choice_for(weight_type);
-  return n_tokens <= kDecodeTokens && narrowed(choice) ? choice.narrow_panels : choice.panels;
+  return n_tokens <= kDecodeTokens && takes_variant(choice) ? choice.variant_panels : choice.panels;
 }
 
-uint32_t narrow_decode_bit(gguf::TensorType type) { return uint32_t{1} << type_index(type); }
+uint32_t decode_variant_bit(gguf::TensorType type) { return uint32_t{1} << type_index(type); }
 
-uint32_t narrow_decode_candidates() {
+uint32_t decode_variant_candidates() {
   static const uint32_t candidates = [] {
     uint32_t bits = 0;
     const ChoiceTable& table = table_for(true);
-    for (size_t i = 0; i < all_type_traits().size(); ++i) bits |= table.choices[i].narrow_bit;
+    for (size_t i = 0; i < all_type_traits().size(); ++i) bits |= table.choices[i].variant_bit;
     return bits;
   }();
   return candidates;
@@ -221,11 +229,11 @@ uint32_t narrow_decode_candidates() {
 
 std::span<const KernelTuning> kernel_tunings() {
   static const std::vector<KernelTuning> tunings = [] {
-    std::vector<KernelTuning> all = {{.prefetch_weights = true, .narrow_decode = 0},
-                                     {.prefetch_weights = false, .narrow_decode = 0}};
-    if (const uint32_t candidates = narrow_decode_candidates(); candidates != 0) {
-      all.push_back({.prefetch_weights = true, .narrow_decode = candidates});
-      all.push_back({.prefetch_weights = false, .narrow_decode = candidates});
+    std::vector<KernelTuning> all = {{.prefetch_weights = true, .decode_variant = 0},
+                                     {.prefetch_weights = false, .decode_variant = 0}};
+    if (const uint32_t candidates = decode_variant_candidates(); candidates != 0) {
+      all.push_back({.prefetch_weights = true, .decode_variant = candidates});
+      all.push_back({.prefetch_weights = false, .decode_variant = candidates});
     }
     return all;
   }();
@@ -233,33 +241,33 @@ std::span<const KernelTuning> kernel_tunings() {
 }
 
 std::string to_string(const KernelTuning& tuning) {
-  std::string narrow;
+  std::string types;
   const std::span<const TypeTraits> all = all_type_traits();
   for (size_t i = 0; i < all.size(); ++i) {
-    if ((tuning.narrow_decode >> i) & 1) narrow += (narrow.empty() ? "" : ",") + std::string(all[i].name);
+    if ((tuning.decode_variant >> i) & 1) types += (types.empty() ? "" : ",") + std::string(all[i].name);
   }
   return std::string("prefetch_weights=") + (tuning.prefetch_weights ? "1" : "0") +
-         " narrow_decode=" + (narrow.empty() ? "none" : narrow);
+         " decode_variant=" + (types.empty() ? "none" : types);
 }
 
 bool parse_kernel_tuning(std::string_view text, KernelTuning& out) {
   KernelTuning parsed;
-  constexpr std::string_view kPrefetch = "prefetch_weights=", kNarrow = " narrow_decode=";
+  constexpr std::string_view kPrefetch = "prefetch_weights=", kVariant = " decode_variant=";
   if (!text.starts_with(kPrefetch) || text.size() < kPrefetch.size() + 1) return false;
   const char flag = text[kPrefetch.size()];
   if (flag != '0' && flag != '1') return false;
   parsed.prefetch_weights = flag == '1';
   text.remove_prefix(kPrefetch.size() + 1);
-  if (!text.starts_with(kNarrow)) return false;
-  text.remove_prefix(kNarrow.size());
+  if (!text.starts_with(kVariant)) return false;
+  text.remove_prefix(kVariant.size());
   if (text != "none") {
     while (true) {
       const size_t comma = text.find(',');
       const std::optional<gguf::TensorType> type = gguf::tensor_type_from_name(text.substr(0, comma));
       if (!type || find_type_traits(*type) == nullptr) return false;
-      const uint32_t bit = narrow_decode_bit(*type);
-      if ((narrow_decode_candidates() & bit) == 0 || (parsed.narrow_decode & bit) != 0) return false;
-      parsed.narrow_decode |= bit;
+      const uint32_t bit = decode_variant_bit(*type);
+      if ((decode_variant_candidates() & bit) == 0 || (parsed.decode_variant & bit) != 0) return false;
+      parsed.decode_variant |= bit;
       if (comma == std::string_view::npos) break;
       text.remove_prefix(comma + 1);
     }
@@ -270,18 +278,18 @@ bool parse_kernel_tuning(std::string_view text, KernelTuning& out) {
 
 KernelTuning kernel_tuning() {
   return {.prefetch_weights = g_prefetch_weights.load(std::memory_order_relaxed),
-          .narrow_decode = g_narrow_decode.load(std::memory_order_relaxed)};
+          .decode_variant = g_decode_variant.load(std::memory_order_relaxed)};
 }
 
 void set_kernel_tuning(const KernelTuning& tuning) {
   g_prefetch_weights.store(tuning.prefetch_weights, std::memory_order_relaxed);
-  g_narrow_decode.store(tuning.narrow_decode & narrow_decode_candidates(), std::memory_order_relaxed);
+  g_decode_variant.store(tuning.decode_variant & decode_variant_candidates(), std::memory_order_relaxed);
 }
 
 bool tuning_changes_kernels(gguf::TensorType weight_type) {
   const Choice& with = choice_in(true, weight_type);
   const Choice& without = choice_in(false, weight_type);
-  return with.narrow_bit != 0 || with.panels != without.panels;
+  return with.variant_bit != 0 || with.panels != without.panels;
 }
 
 }  // namespace tokenmill::quant

@@ -55,11 +55,11 @@ VecDotFn best_vec_dot(gguf::TensorType weight_type);
 VecDotPanelsFn best_panel_kernel(gguf::TensorType weight_type);
 
 // Calls with at most this many tokens are decode steps: the tuning may give them other
-// kernels of the same bits (KernelTuning::narrow_decode).
+// kernels of the same bits (KernelTuning::decode_variant).
 inline constexpr int64_t kDecodeTokens = 2;
 // The kernels for a call of n_tokens tokens: best_dot_kernel / best_panel_kernel, or for a
-// decode step of a type the tuning narrows their 256-bit forms. The same bits either way;
-// the panel kernel is null exactly where best_panel_kernel is.
+// decode step of a type in the tuning's decode_variant its variant kernels. The same bits
+// either way; the panel kernel is null exactly where best_panel_kernel is.
 const DotKernel& dot_kernel_for(gguf::TensorType weight_type, int64_t n_tokens);
 VecDotPanelsFn panel_kernel_for(gguf::TensorType weight_type, int64_t n_tokens);
 
@@ -72,25 +72,30 @@ struct KernelTuning {
   // variant without it (AVX-512 Q4_K and Q5_K); without it the hardware prefetcher
   // alone follows the (sequential) panels.
   bool prefetch_weights = true;
-  // The weight types whose decode steps (kDecodeTokens tokens or fewer) run the AVX2
-  // kernels on a CPU with AVX-512 kernels, as a set of bits indexed like
-  // all_type_traits(). Only types whose AVX2 and AVX-512 kernels give the same bits can
-  // be in it (narrow_decode_candidates()). Which width streams a type's weights faster
-  // depends on the CPU and the type: where 512-bit work is split in two halves (Zen 4)
-  // the AVX2 kernels often win; on Sapphire Rapids Q4_K's do and Q6_K's do not. Prefill
-  // keeps the 512-bit kernels.
-  uint32_t narrow_decode = 0;
+  // The weight types whose decode steps (kDecodeTokens tokens or fewer) run their variant
+  // kernels, as a set of bits indexed like all_type_traits(); the types that have a
+  // variant on this CPU are decode_variant_candidates(). A type's variant is one of:
+  // - its AVX2 kernels, on a CPU with AVX-512 kernels, for the types whose AVX2 and
+  //   AVX-512 kernels give the same bits. Which width streams a type's weights faster
+  //   depends on the CPU and the type: where 512-bit work is split in two halves (Zen 4)
+  //   the AVX2 kernels often win; on Sapphire Rapids Q4_K's do and Q6_K's do not;
+  // - for IQ3_XXS and IQ3_S, its kernels reading the grid rows by vector gathers, in
+  //   place of a load and a blend per row: faster on Sapphire Rapids, but a gather's
+  //   cost differs widely between cores (Intel's Downfall microcode mitigation, for
+  //   one, makes them several times slower).
+  // Prefill keeps the type's own kernels.
+  uint32_t decode_variant = 0;
 };
 
-// The types narrow_decode can hold on this CPU (bits as in KernelTuning::narrow_decode).
-uint32_t narrow_decode_candidates();
-// The bit of a type in KernelTuning::narrow_decode.  REQUIRES: find_type_traits(type).
-uint32_t narrow_decode_bit(gguf::TensorType type);
+// The types decode_variant can hold on this CPU (bits as in KernelTuning::decode_variant).
+uint32_t decode_variant_candidates();
+// The bit of a type in KernelTuning::decode_variant.  REQUIRES: find_type_traits(type).
+uint32_t decode_variant_bit(gguf::TensorType type);
 // The tunings the tuner times whole, the default first: each prefetch setting with no
-// type narrowed and with every candidate narrowed (it then settles each type apart).
+// type on its variant and with every candidate on it (it then settles each type apart).
 std::span<const KernelTuning> kernel_tunings();
 KernelTuning kernel_tuning();
-// "prefetch_weights=1 narrow_decode=q4_K,q6_K" ("narrow_decode=none" for the empty set):
+// "prefetch_weights=1 decode_variant=q4_K,q6_K" ("decode_variant=none" for the empty set):
 // the tuning's fields as name=value (the tuner's cache and logs).
 std::string to_string(const KernelTuning& tuning);
 // The inverse of to_string for any tuning this CPU can take; false (out untouched) for

@@ -53,7 +53,9 @@ inline constexpr size_t kActivationBlockBytes = 256 * 1024;
 // What both x86 widths export from one body each:
 // - lattice_*.cc (lattice_x86-inl.h): the lattice i-quants, one weight row, activation
 //   rows in tiles of 4, and for the formats without IQ1's shift a matrix kernel that
-//   unpacks two weight rows at a time for prefill;
+//   unpacks two weight rows at a time for prefill; for IQ3_XXS and IQ3_S also the same
+//   kernels reading the grid rows by vector gathers (_gathered: a tuning variant, the
+//   same bits);
 // - iquants_*.cc (iq4_x86-inl.h, ternary_x86-inl.h): IQ4_NL, IQ4_XS, MXFP4, TQ1_0 and
 //   TQ2_0 the same way, MXFP4's panels, and for TQ1_0/TQ2_0 a matrix kernel that
 //   unpacks the trits of several weight rows at a time for prefill;
@@ -66,6 +68,8 @@ inline constexpr size_t kActivationBlockBytes = 256 * 1024;
   DotMatrix vec_dot_matrix_iq2_xxs_q8_K, vec_dot_matrix_iq2_xs_q8_K, vec_dot_matrix_iq2_s_q8_K,             \
       vec_dot_matrix_iq3_xxs_q8_K, vec_dot_matrix_iq3_s_q8_K, vec_dot_matrix_tq1_0_q8_K,                    \
       vec_dot_matrix_tq2_0_q8_K;                                                                            \
+  DotRows vec_dot_rows_iq3_xxs_q8_K_gathered, vec_dot_rows_iq3_s_q8_K_gathered;                             \
+  DotMatrix vec_dot_matrix_iq3_xxs_q8_K_gathered, vec_dot_matrix_iq3_s_q8_K_gathered;                       \
   DotPanels vec_dot_panels_mxfp4_q8_0;                                                                      \
   DotOneRow vec_dot_f32, vec_dot_f16, vec_dot_bf16;                                                         \
   QuantizeRow quantize_row_q8_0, quantize_row_q8_K;
