@@ -181,12 +181,13 @@ TEST(KernelTuning, PutsEachTypeOnItsVariantApartAndReadsBackAsWritten) {
 
 TEST_F(KernelTunerTest, EveryVariantGivesTheSameBits) {
   CpuBackend backend(2);
-  // Q4_K in panels where this CPU repacks it; Q6_K, IQ4_XS, Q8_0, IQ3_S and IQ3_XXS as
-  // the loader leaves them (decode_variant switches their decode kernels too).
+  // Q4_K in panels where this CPU repacks it; the others as the loader leaves them
+  // (decode_variant switches their decode kernels too: IQ3_S and IQ3_XXS to the
+  // gathering kernels, the rest to AVX2's).
   std::vector<PackedMatrix> matrices;
   matrices.push_back(packed_q4_k(96, 768));
   for (const TensorType type : {TensorType::kQ6_K, TensorType::kIQ4_XS, TensorType::kQ8_0, TensorType::kIQ3_S,
-                                TensorType::kIQ3_XXS}) {
+                                TensorType::kIQ3_XXS, TensorType::kIQ2_XS, TensorType::kTQ2_0}) {
     matrices.push_back(packed_matrix(type, 48, 512));
   }
   std::mt19937 rng(9);

@@ -271,9 +271,12 @@ TEST_P(KernelVecDot, MatrixMatchesSingleRowKernelOnLargeShapes) {
 // steps on every instruction set: where the CPU has several, their matrix kernels (the
 // many-token tiles and the few-token rows) give the same bits.
 TEST(Kernels, InstructionSetsAgreeBitForBit) {
-  const TensorType kTypes[] = {TensorType::kQ4_0,  TensorType::kQ5_0,   TensorType::kQ8_0,
-                               TensorType::kQ4_K,  TensorType::kQ5_K,   TensorType::kQ6_K,
-                               TensorType::kIQ4_NL, TensorType::kIQ4_XS, TensorType::kMXFP4};
+  // Every type whose decode the tuner may move to the other width (dispatch.cc's
+  // same_bits_on_both_widths) is here.
+  const TensorType kTypes[] = {TensorType::kQ4_0,   TensorType::kQ5_0,   TensorType::kQ8_0,   TensorType::kQ4_K,
+                               TensorType::kQ5_K,   TensorType::kQ6_K,   TensorType::kIQ4_NL, TensorType::kIQ4_XS,
+                               TensorType::kMXFP4,  TensorType::kIQ2_XXS, TensorType::kIQ2_XS, TensorType::kIQ2_S,
+                               TensorType::kIQ1_S,  TensorType::kIQ1_M,  TensorType::kTQ1_0,  TensorType::kTQ2_0};
   std::vector<const IsaPath*> paths;
   for (const IsaPath& path : isa_paths()) {
     if (path.available) paths.push_back(&path);
@@ -325,9 +328,12 @@ TEST(Kernels, InstructionSetsAgreeBitForBit) {
 // against the AVX-512 and AVX2 ones; on x86 it checks the quantizers and kernels did not
 // drift.
 TEST(Kernels, DispatchedKernelsGiveTheRecordedBitsOnEveryTarget) {
-  const TensorType kTypes[] = {TensorType::kQ4_0,  TensorType::kQ5_0,   TensorType::kQ8_0,
-                               TensorType::kQ4_K,  TensorType::kQ5_K,   TensorType::kQ6_K,
-                               TensorType::kIQ4_NL, TensorType::kIQ4_XS, TensorType::kMXFP4};
+  // Every type whose decode the tuner may move to the other width (dispatch.cc's
+  // same_bits_on_both_widths) is here.
+  const TensorType kTypes[] = {TensorType::kQ4_0,   TensorType::kQ5_0,   TensorType::kQ8_0,   TensorType::kQ4_K,
+                               TensorType::kQ5_K,   TensorType::kQ6_K,   TensorType::kIQ4_NL, TensorType::kIQ4_XS,
+                               TensorType::kMXFP4,  TensorType::kIQ2_XXS, TensorType::kIQ2_XS, TensorType::kIQ2_S,
+                               TensorType::kIQ1_S,  TensorType::kIQ1_M,  TensorType::kTQ1_0,  TensorType::kTQ2_0};
   std::string lines, compared;
   std::vector<std::string> vector_types;  // "name " of each type a vector body ran
   for (TensorType type : kTypes) {

@@ -29,7 +29,8 @@ struct Choice {
 #if defined(__x86_64__)
 // The types whose AVX2 and AVX-512 kernels compute the same integers and float steps, so
 // that a call may take either (tests/quant: Kernels.InstructionSetsAgreeBitForBit,
-// PanelLayout.PanelKernelMatchesRowKernelBitForBit).
+// PanelLayout.PanelKernelMatchesRowKernelBitForBit). IQ3_XXS and IQ3_S agree as well, but
+// their one decode variant is the grid-gathering kernels.
 bool same_bits_on_both_widths(gguf::TensorType type) {
   switch (type) {
     case gguf::TensorType::kQ8_0:
@@ -38,7 +39,14 @@ bool same_bits_on_both_widths(gguf::TensorType type) {
     case gguf::TensorType::kQ4_K:
     case gguf::TensorType::kQ5_K:
     case gguf::TensorType::kQ6_K:
-    case gguf::TensorType::kIQ4_XS: return true;
+    case gguf::TensorType::kIQ4_XS:
+    case gguf::TensorType::kIQ2_XXS:
+    case gguf::TensorType::kIQ2_XS:
+    case gguf::TensorType::kIQ2_S:
+    case gguf::TensorType::kIQ1_S:
+    case gguf::TensorType::kIQ1_M:
+    case gguf::TensorType::kTQ1_0:
+    case gguf::TensorType::kTQ2_0: return true;
     default: return false;
   }
 }

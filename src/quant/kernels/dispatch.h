@@ -76,9 +76,11 @@ struct KernelTuning {
   // kernels, as a set of bits indexed like all_type_traits(); the types that have a
   // variant on this CPU are decode_variant_candidates(). A type's variant is one of:
   // - its AVX2 kernels, on a CPU with AVX-512 kernels, for the types whose AVX2 and
-  //   AVX-512 kernels give the same bits. Which width streams a type's weights faster
-  //   depends on the CPU and the type: where 512-bit work is split in two halves (Zen 4)
-  //   the AVX2 kernels often win; on Sapphire Rapids Q4_K's do and Q6_K's do not;
+  //   AVX-512 kernels give the same bits (the legacy _0 formats, the K-quants Q4_K to
+  //   Q6_K, IQ4_XS, the lattice i-quants but IQ3_XXS and IQ3_S, the ternary types).
+  //   Which width runs a type's decode faster depends on the CPU and the type: where
+  //   512-bit work is split in two halves (Zen 4) the AVX2 kernels often win; on
+  //   Sapphire Rapids Q4_K's and IQ2_XS's do and Q6_K's do not;
   // - for IQ3_XXS and IQ3_S, its kernels reading the grid rows by vector gathers, in
   //   place of a load and a blend per row: faster on Sapphire Rapids, but a gather's
   //   cost differs widely between cores (Intel's Downfall microcode mitigation, for
