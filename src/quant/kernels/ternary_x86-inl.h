@@ -1,8 +1,8 @@
 // The ternary formats' dot products against Q8_K (TQ1_0, TQ2_0) for x86, written once over
-// 256-bit vectors: included after iq4_x86-inl.h (whose Iq4Dot, iq4_total, iq4_half and
-// iq4_rows it uses) in the same anonymous namespace, so each copy has internal linkage;
-// the including file expands TM_TERNARY_ROW_ENTRIES after that namespace, in its own. For
-// prefill the including file also defines
+// 256-bit vectors: included after iq4_x86-inl.h (whose iq4_half and kRowTile it uses) in
+// the same anonymous namespace, so each copy has internal linkage; the including file
+// expands TM_TERNARY_ROW_ENTRIES after that namespace, in its own. The including file
+// also defines
 //
 //   struct TernaryDot {
 //     // acc + the products t[i] * q[i] (t: trits, 0 .. 2; q signed), in whatever lanes
@@ -20,12 +20,6 @@
 // TQ1_0's bytes hold 5 (qh: 4) trits as a base-3 fraction: trit k of byte b is
 // ((b * 3^k mod 256) * 3) >> 8: 0 where b * 3^k mod 256 is below 86, 1 below 171, else 2;
 // the powers are taken by byte adds (which wrap mod 256).
-
-// sum + a * b, two roundings as the reference's source writes them (this file is built
-// with FMA, where the compiler would fuse a plain `sum += a * b`).
-inline float add_product(float sum, float a, float b) {
-  return _mm_cvtss_f32(_mm_add_ss(_mm_set_ss(sum), _mm_mul_ss(_mm_set_ss(a), _mm_set_ss(b))));
-}
 
 // The block's 16 activation sums of 16, as int32 pairs (their total is the lanes' total).
 inline __m256i q8k_block_sums(const BlockQ8_K& y) {
@@ -75,41 +69,16 @@ inline void tq2_0_trits8(const BlockTQ2_0& x, __m256i t[8]) {
 inline void ternary_trits8(const BlockTQ1_0& x, __m256i t[8]) { tq1_0_trits8(x, t); }
 inline void ternary_trits8(const BlockTQ2_0& x, __m256i t[8]) { tq2_0_trits8(x, t); }
 
-template <typename Block, int R>
-struct TernaryTile {
-  static void run(int64_t nb, const Block* x, const uint8_t* a, size_t a_stride, float* out, int64_t out_stride) {
-    const BlockQ8_K* y[R];
-    for (int r = 0; r < R; ++r) y[r] = reinterpret_cast<const BlockQ8_K*>(a + static_cast<size_t>(r) * a_stride);
-    float sums[R] = {};
-    for (int64_t b = 0; b < nb; ++b) {
-      __m256i t[8];
-      ternary_trits8(x[b], t);
-      const float dw = iq4_half(x[b].d);
-      for (int r = 0; r < R; ++r) {
-        __m256i acc = _mm256_setzero_si256();
-        for (int i = 0; i < 8; ++i) {
-          acc = Iq4Dot::dot(acc, t[i], _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[r][b].qs + 32 * i)));
-        }
-        const int32_t isum = iq4_total(_mm256_sub_epi32(acc, q8k_block_sums(y[r][b])));
-        sums[r] = add_product(sums[r], static_cast<float>(isum), dw * y[r][b].d);
-      }
-    }
-    for (int r = 0; r < R; ++r) out[r * out_stride] = sums[r];
-  }
-};
-template <int R>
-using Tq1Tile = TernaryTile<BlockTQ1_0, R>;
-template <int R>
-using Tq2Tile = TernaryTile<BlockTQ2_0, R>;
-
-// Prefill: W weight rows, their trits unpacked beforehand (8 vectors a block), against R
-// activation rows; each activation vector loaded once for all W rows (reading the
-// activations from L2 is what bounds a one-row loop). out[r * out_stride + w]. The float
-// step is the reference's, lane r for activation row r: sum + float(isum) * (d_w * d_a),
-// two roundings.
-template <typename Block, int W, int R>
-void ternary_tile(int64_t nb, const Block* const* x, const __m256i* const* trits, const uint8_t* a, size_t a_stride,
-                  float* out, int64_t out_stride) {
+// W weight rows against R activation rows; each activation vector loaded once for all W
+// rows (reading the activations from L2 is what bounds a one-row loop in prefill, and
+// decode keeps W rows' weights in flight). block_trits(b, t) points t[w] at the 8 trit
+// vectors of row w's block b: unpacked beforehand for a whole block of tokens (prefill)
+// or as the tile reaches the block (decode). out[r * out_stride + w]. The float step is
+// the reference's, lane r for activation row r: sum + float(isum) * (d_w * d_a), two
+// roundings.
+template <typename Block, int W, int R, typename BlockTrits>
+void ternary_tile(int64_t nb, const Block* const* x, const BlockTrits& block_trits, const uint8_t* a,
+                  size_t a_stride, float* out, int64_t out_stride) {
   const BlockQ8_K* y[R];
   for (int r = 0; r < R; ++r) y[r] = reinterpret_cast<const BlockQ8_K*>(a + static_cast<size_t>(r) * a_stride);
   __m128 sums[W];
@@ -119,10 +88,12 @@ void ternary_tile(int64_t nb, const Block* const* x, const __m256i* const* trits
     for (int w = 0; w < W; ++w) {
       for (int r = 0; r < R; ++r) acc[w][r] = _mm256_setzero_si256();
     }
+    const __m256i* trits[W];
+    block_trits(b, trits);
 #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) {
       __m256i t[W];
-      for (int w = 0; w < W; ++w) t[w] = _mm256_load_si256(trits[w] + 8 * b + i);
+      for (int w = 0; w < W; ++w) t[w] = _mm256_load_si256(trits[w] + i);
       for (int r = 0; r < R; ++r) {
         const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[r][b].qs + 32 * i));
         for (int w = 0; w < W; ++w) acc[w][r] = TernaryDot::add(acc[w][r], t[w], q);
@@ -156,7 +127,7 @@ constexpr int kTernaryWeightRows = 4;
 constexpr int kTernaryWeightRows = 2;
 #endif
 // Activation rows from which on the weight rows' trits are unpacked once for the whole
-// block of tokens (below it each tile of 4 decodes them for itself: decode).
+// block of tokens (below it, in decode, each tile unpacks a block as it reaches it).
 constexpr int64_t kTernaryUnpackFromRows = 8;
 
 // The trits of the W weight rows x, each row nb * 8 vectors in scratch memory.
@@ -170,32 +141,43 @@ void unpack_trit_rows(int64_t nb, const Block* const* x, const __m256i** trits) 
   }
 }
 
+// The W weight rows against n_a_rows activation rows, kRowTile at a time: their trits
+// unpacked once beforehand (prefill) or per tile as it reaches each block (decode).
 template <typename Block, int W>
 void ternary_tiles(int64_t nb, const Block* const* x, const uint8_t* rows, size_t a_stride, int64_t n_a_rows,
                    float* out, int64_t out_stride) {
-  const __m256i* trits[W];
-  unpack_trit_rows<Block, W>(nb, x, trits);
+  const bool unpack_first = n_a_rows >= kTernaryUnpackFromRows;
+  const __m256i* unpacked[W];
+  if (unpack_first) unpack_trit_rows<Block, W>(nb, x, unpacked);
+  alignas(32) __m256i block[W][8];
   for_token_tiles<kRowTile>(n_a_rows, [&](auto tokens, int64_t t) {
-    ternary_tile<Block, W, decltype(tokens)::value>(nb, x, trits, rows + static_cast<size_t>(t) * a_stride, a_stride,
-                                                    out + t * out_stride, out_stride);
+    constexpr int R = decltype(tokens)::value;
+    const uint8_t* a = rows + static_cast<size_t>(t) * a_stride;
+    if (unpack_first) {
+      const auto from_scratch = [&](int64_t b, const __m256i** trits) {
+        for (int w = 0; w < W; ++w) trits[w] = unpacked[w] + 8 * b;
+      };
+      ternary_tile<Block, W, R>(nb, x, from_scratch, a, a_stride, out + t * out_stride, out_stride);
+    } else {
+      const auto as_reached = [&](int64_t b, const __m256i** trits) {
+        for (int w = 0; w < W; ++w) {
+          ternary_trits8(x[w][b], block[w]);
+          trits[w] = block[w];
+        }
+      };
+      ternary_tile<Block, W, R>(nb, x, as_reached, a, a_stride, out + t * out_stride, out_stride);
+    }
   });
 }
 
-// Weight rows against activation rows: decode as tiles of 4 tokens per row (TernaryTile);
-// prefill with the activations a block at a time that stays in L2 (kActivationBlockBytes)
-// and the weight rows kTernaryWeightRows at a time.
-template <typename Block, template <int> class Tile>
+// Weight rows against activation rows, kTernaryWeightRows at a time; in prefill the
+// activations a block at a time that stays in L2 (kActivationBlockBytes).
+template <typename Block>
 void ternary_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a, size_t a_stride,
                     int64_t n_a_rows, float* out, int64_t out_stride) {
   const auto* weight_rows = static_cast<const uint8_t*>(w);
   const auto* rows = static_cast<const uint8_t*>(a);
   const int64_t nb = n / kSuperBlockSize;
-  if (n_a_rows < kTernaryUnpackFromRows) {
-    for (int64_t r = 0; r < n_w_rows; ++r) {
-      iq4_rows<Block, Tile, kSuperBlockSize>(n, weight_rows + r * w_stride, a, a_stride, n_a_rows, out + r, out_stride);
-    }
-    return;
-  }
   for_row_groups_by_token_blocks<kTernaryWeightRows, kRowTile>(
       n_w_rows, n_a_rows, a_stride, [&](auto group, int64_t first_row, int64_t t0, int64_t n_tokens) {
         constexpr int W = decltype(group)::value;
@@ -206,9 +188,16 @@ void ternary_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows,
       });
 }
 
-// The entries simd_kernels.h declares (iq4_rows: tiles of 4 activation rows).
-#define TM_TERNARY_ROW_ENTRIES                                                                  \
-  TM_DOT_ROWS_ENTRY(vec_dot_rows_tq1_0_q8_K, iq4_rows<BlockTQ1_0, Tq1Tile, kSuperBlockSize>)    \
-  TM_DOT_ROWS_ENTRY(vec_dot_rows_tq2_0_q8_K, iq4_rows<BlockTQ2_0, Tq2Tile, kSuperBlockSize>)    \
-  TM_DOT_MATRIX_ENTRY(vec_dot_matrix_tq1_0_q8_K, ternary_matrix<BlockTQ1_0, Tq1Tile>)          \
-  TM_DOT_MATRIX_ENTRY(vec_dot_matrix_tq2_0_q8_K, ternary_matrix<BlockTQ2_0, Tq2Tile>)
+// One weight row: a matrix of one row.
+template <typename Block>
+void ternary_rows(int64_t n, const void* w, const void* a, size_t a_stride, int64_t n_a_rows, float* out,
+                  int64_t out_stride) {
+  ternary_matrix<Block>(n, w, 0, 1, a, a_stride, n_a_rows, out, out_stride);
+}
+
+// The entries simd_kernels.h declares.
+#define TM_TERNARY_ROW_ENTRIES                                                         \
+  TM_DOT_ROWS_ENTRY(vec_dot_rows_tq1_0_q8_K, ternary_rows<BlockTQ1_0>)                 \
+  TM_DOT_ROWS_ENTRY(vec_dot_rows_tq2_0_q8_K, ternary_rows<BlockTQ2_0>)                 \
+  TM_DOT_MATRIX_ENTRY(vec_dot_matrix_tq1_0_q8_K, ternary_matrix<BlockTQ1_0>)           \
+  TM_DOT_MATRIX_ENTRY(vec_dot_matrix_tq2_0_q8_K, ternary_matrix<BlockTQ2_0>)

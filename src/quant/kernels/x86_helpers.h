@@ -53,7 +53,8 @@ void for_token_tiles(int64_t n_tokens, Tile&& tile) {
 // tile(rows, first_row, first_token, n_tokens), rows as a std::integral_constant.
 template <int kRows, int64_t kMinTokens, typename Tile>
 void for_row_groups_by_token_blocks(int64_t n_w_rows, int64_t n_a_rows, size_t a_stride, Tile&& tile) {
-  const int64_t fit = static_cast<int64_t>(kActivationBlockBytes / a_stride);
+  // A stride of 0 (one activation row, as the one-row forms pass it) fits whole.
+  const int64_t fit = a_stride == 0 ? n_a_rows : static_cast<int64_t>(kActivationBlockBytes / a_stride);
   const int64_t block = fit > kMinTokens ? fit : kMinTokens;
   for (int64_t t0 = 0; t0 < n_a_rows; t0 += block) {
     const int64_t n_tokens = n_a_rows - t0 < block ? n_a_rows - t0 : block;
