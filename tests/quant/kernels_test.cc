@@ -507,14 +507,21 @@ TEST(Kernels, LatticeAndTernaryKernelsGiveTheReferenceBits) {
                                                    : random_lattice_row(type, n_blocks, row_seed);
           std::memcpy(matrix.data() + r * w_bytes, row.data(), w_bytes);
         }
-        std::vector<float> out(kTokens * kWeightRows);
-        kernels.vec_dot_matrix(n, matrix.data(), w_bytes, kWeightRows, a.data(), a_bytes, kTokens, out.data(),
-                               kWeightRows);
-        for (int64_t t = 0; t < kTokens; ++t) {
-          for (int64_t r = 0; r < kWeightRows; ++r) {
-            const float expected = traits.vec_dot_ref(n, matrix.data() + r * w_bytes, a.data() + t * a_bytes);
-            EXPECT_EQ(testing::bits_of(out[t * kWeightRows + r]), testing::bits_of(expected))
-                << traits.name << " " << path.name << " matrix n_blocks=" << n_blocks << " row " << r << " token " << t;
+        // One token (decode: weight rows a few at a time, unpacked as reached) and many
+        // (prefill: unpacked once per block of tokens); the grid-gathering variant too.
+        for (const VecDotMatrixFn matrix_kernel : {kernels.vec_dot_matrix, kernels.vec_dot_matrix_gathered}) {
+          if (matrix_kernel == nullptr) continue;
+          for (const int64_t n_tokens : {int64_t{1}, kTokens}) {
+            std::vector<float> out(n_tokens * kWeightRows);
+            matrix_kernel(n, matrix.data(), w_bytes, kWeightRows, a.data(), a_bytes, n_tokens, out.data(), kWeightRows);
+            for (int64_t t = 0; t < n_tokens; ++t) {
+              for (int64_t r = 0; r < kWeightRows; ++r) {
+                const float expected = traits.vec_dot_ref(n, matrix.data() + r * w_bytes, a.data() + t * a_bytes);
+                EXPECT_EQ(testing::bits_of(out[t * kWeightRows + r]), testing::bits_of(expected))
+                    << traits.name << " " << path.name << " matrix n_blocks=" << n_blocks << " row " << r << " token " << t
+                    << " of " << n_tokens << (matrix_kernel == kernels.vec_dot_matrix ? "" : " (gathered)");
+              }
+            }
           }
         }
       }

@@ -444,6 +444,40 @@ void lattice_tile(int64_t nb, const typename Format::Block* x, const Sums& super
   for (int r = 0; r < R; ++r) out[r * out_stride] = Format::kFinal * lanes[r];
 }
 
+// W weight rows against one activation row (decode): each activation vector loaded once
+// for the W rows, their W totals reduced together, and lane w of the float step row w's
+// (the reference's fused step, as lattice_tile). out[w].
+template <typename Format, int W>
+void lattice_rows_tile(int64_t nb, const typename Format::Block* const* x, const BlockQ8_K* y, float* out) {
+  __m128 sums = _mm_setzero_ps();  // lane w: weight row w's running sum
+  for (int64_t b = 0; b < nb; ++b) {
+    __m256i grid[W], shift[W];
+    for (int w = 0; w < W; ++w) grid[w] = shift[w] = _mm256_setzero_si256();
+    const __m256i ones = _mm256_set1_epi8(1);
+#pragma GCC unroll 8
+    for (int ib = 0; ib < kSuperBlockSize / 32; ++ib) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[b].qs + 32 * ib));
+      for (int w = 0; w < W; ++w) {
+        const SubBlock sb = Format::sub_block(x[w][b], ib);
+        grid[w] = LatticeDot::dot(grid[w], sb.u, _mm256_sign_epi8(q, sb.s), sb.scales);
+        if constexpr (Format::kShifted) {
+          shift[w] = LatticeDot::dot(shift[w], ones, _mm256_sign_epi8(q, sb.shift_signs), sb.scales);
+        }
+      }
+    }
+    __m128 total = _mm_cvtepi32_ps(lane_totals<W>(grid));
+    if constexpr (Format::kShifted) {
+      total = _mm_add_ps(total, _mm_mul_ps(_mm_set1_ps(0.125f), _mm_cvtepi32_ps(lane_totals<W>(shift))));
+    }
+    float row_d[W];
+    for (int w = 0; w < W; ++w) row_d[w] = _cvtsh_ss(Format::scale_bits(x[w][b]));
+    sums = _mm_fmadd_ps(_mm_mul_ps(lanes_of<W>(row_d), _mm_set1_ps(y[b].d)), total, sums);
+  }
+  alignas(16) float lanes[4];
+  _mm_store_ps(lanes, sums);
+  for (int w = 0; w < W; ++w) out[w] = Format::kFinal * lanes[w];
+}
+
 // Rows of activations from which on a weight row is unpacked once into scratch memory and
 // its tiles read it back, in place of unpacking it again for every tile of
 // kLatticeRowTile rows: prefill.
@@ -490,6 +524,10 @@ void lattice_rows(int64_t n, const void* w, const void* a, size_t a_stride, int6
 // time unpacking; a larger block that spills from L2 costs less than that.
 constexpr int64_t kLatticeMinBlockTokens = 128;
 
+// Weight rows per decode pass (lattice_rows_tile): two share each activation load and
+// keep two weight streams in flight; four leave the 8-row formats short of registers.
+constexpr int kLatticeDecodeRows = 2;
+
 // Weight rows against activation rows: the formats without a shift in prefill take the
 // activations a block at a time (kActivationBlockBytes, so that it stays in L2, but at
 // least kLatticeMinBlockTokens) and the weight rows kMatrixWeightRows at a time
@@ -499,6 +537,21 @@ void lattice_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows,
                     int64_t n_a_rows, float* out, int64_t out_stride) {
   const auto* weight_rows = static_cast<const uint8_t*>(w);
   const auto* rows = static_cast<const uint8_t*>(a);
+  if (n_a_rows == 1) {  // decode: kLatticeDecodeRows weight rows a pass
+    using Block = typename Format::Block;
+    const int64_t nb = n / kSuperBlockSize;
+    const auto* y = static_cast<const BlockQ8_K*>(a);
+    int64_t r = 0;
+    for (; r + kLatticeDecodeRows <= n_w_rows; r += kLatticeDecodeRows) {
+      const Block* x[kLatticeDecodeRows];
+      for (int w = 0; w < kLatticeDecodeRows; ++w) x[w] = reinterpret_cast<const Block*>(weight_rows + (r + w) * w_stride);
+      float results[kLatticeDecodeRows];
+      lattice_rows_tile<Format, kLatticeDecodeRows>(nb, x, y, results);
+      for (int w = 0; w < kLatticeDecodeRows; ++w) out[r + w] = results[w];
+    }
+    for (; r < n_w_rows; ++r) lattice_rows<Format>(n, weight_rows + r * w_stride, a, a_stride, 1, out + r, out_stride);
+    return;
+  }
   if (Format::kShifted || n_a_rows < kUnpackFromRows) {
     for (int64_t r = 0; r < n_w_rows; ++r) {
       lattice_rows<Format>(n, weight_rows + r * w_stride, a, a_stride, n_a_rows, out + r, out_stride);
