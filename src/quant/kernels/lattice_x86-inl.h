@@ -528,9 +528,10 @@ constexpr int64_t kLatticeMinBlockTokens = 128;
 // keep two weight streams in flight; four leave the 8-row formats short of registers.
 constexpr int kLatticeDecodeRows = 2;
 
-// Weight rows against activation rows: the formats without a shift in prefill take the
-// activations a block at a time (kActivationBlockBytes, so that it stays in L2, but at
-// least kLatticeMinBlockTokens) and the weight rows kMatrixWeightRows at a time
+// Weight rows against activation rows. Decode (one token) takes the weight rows
+// kLatticeDecodeRows at a time (lattice_rows_tile); the formats without a shift in prefill
+// take the activations a block at a time (kActivationBlockBytes, so that it stays in L2,
+// but at least kLatticeMinBlockTokens) and the weight rows kMatrixWeightRows at a time
 // (offset_tile); everything else is lattice_rows per row.
 template <typename Format>
 void lattice_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a, size_t a_stride,
