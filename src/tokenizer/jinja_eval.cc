@@ -20,26 +20,30 @@ std::string where(int line) { return "line " + std::to_string(line) + ": "; }
 
 // ---- checks run once at parse time ----
 
-void check_expr(const Expr* e) {
+// Unknown filters and tests are refused at parse time, except inside an if's branches: there
+// jinja2 defers the check to the moment one is evaluated, so a template can guard a filter
+// another engine provides ({% if 'from_json' is filter %}) or use it on a path never taken.
+void check_expr(const Expr* e, bool deferred) {
   if (e == nullptr) return;
-  if (e->kind == Expr::Kind::kFilter && !is_known_filter(e->name)) {
+  if (!deferred && e->kind == Expr::Kind::kFilter && !is_known_filter(e->name)) {
     throw Error(where(e->line) + "unknown filter '" + e->name + "'");
   }
-  if (e->kind == Expr::Kind::kTest && !is_known_test(e->name)) {
+  if (!deferred && e->kind == Expr::Kind::kTest && !is_known_test(e->name)) {
     throw Error(where(e->line) + "unknown test '" + e->name + "'");
   }
-  for (const auto& child : e->children) check_expr(child.get());
-  for (const auto& key : e->key_exprs) check_expr(key.get());
-  for (const auto& [name, arg] : e->kwargs) check_expr(arg.get());
+  for (const auto& child : e->children) check_expr(child.get(), deferred);
+  for (const auto& key : e->key_exprs) check_expr(key.get(), deferred);
+  for (const auto& [name, arg] : e->kwargs) check_expr(arg.get(), deferred);
 }
 
-void check_body(const Body& body) {
+void check_body(const Body& body, bool deferred) {
   for (const auto& s : body) {
-    check_expr(s->expr.get());
-    check_expr(s->filter.get());
-    for (const auto& c : s->conditions) check_expr(c.get());
-    for (const auto& p : s->params) check_expr(p.default_value.get());
-    for (const auto& b : s->bodies) check_body(b);
+    check_expr(s->expr.get(), deferred);
+    check_expr(s->filter.get(), deferred);
+    for (const auto& c : s->conditions) check_expr(c.get(), deferred);
+    for (const auto& p : s->params) check_expr(p.default_value.get(), deferred);
+    const bool branches = deferred || s->kind == Stmt::Kind::kIf;
+    for (const auto& b : s->bodies) check_body(b, branches);
   }
 }
 
@@ -213,7 +217,7 @@ bool contains(const Value& container, const Value& item) {
     return false;
   }
   if (container.is_dict()) return item.is_string() && container.find(item.as_string()) != nullptr;
-  if (container.is_undefined()) throw Error("'" + container.undefined_name() + "' is undefined");
+  if (container.is_undefined()) return false;  // jinja2's Undefined iterates as empty
   throw Error(std::string("argument of type '") + container.type_name() + "' is not iterable");
 }
 
@@ -609,7 +613,7 @@ class Renderer {
 
 Template Template::parse(const std::string& source, const LexOptions& options) {
   auto body = std::make_shared<Body>(jinja::parse(lex(source, options)));
-  check_body(*body);
+  check_body(*body, false);
   Template t;
   t.body_ = std::move(body);
   return t;

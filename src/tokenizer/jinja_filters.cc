@@ -87,6 +87,7 @@ Value select_items(const Value& operand, const CallArgs& args, bool by_attribute
     test_args.positional.assign(args.positional.begin() + static_cast<std::ptrdiff_t>(next), args.positional.end());
   }
   List out;
+  if (operand.is_none()) return Value(std::move(out));  // jinja2 selects only from a true operand
   for (const Value& item : iterate(operand)) {
     Value subject = by_attribute ? get_path(item, attribute) : item;
     bool match = test.empty() ? subject.truthy() : apply_test(test, subject, test_args);
@@ -153,6 +154,7 @@ Value filter_join(const Value& v, const CallArgs& args) {
 
 Value filter_map(const Value& v, const CallArgs& args) {
   List out;
+  if (v.is_none()) return Value(std::move(out));  // jinja2 maps only over a true operand
   if (const Value* attribute = args.get(99, "attribute")) {
     const Value* fallback = args.get(99, "default");
     for (const Value& item : iterate(v)) {
@@ -235,7 +237,7 @@ const std::unordered_map<std::string, FilterFn>& filters() {
   static const auto* table = [] {
   auto* t = new std::unordered_map<std::string, FilterFn>{
       {"trim", [](const Value& v, const CallArgs& a) {
-         return Value(strip(string_operand(v, "trim"), arg(a, 0, "chars", Value("")).to_str(), 'b'));
+         return Value(strip(v.to_str(), arg(a, 0, "chars", Value("")).to_str(), 'b'));
        }},
       {"length", [](const Value& v, const CallArgs&) { return Value(length_of(v)); }},
       {"count", [](const Value& v, const CallArgs&) { return Value(length_of(v)); }},
@@ -381,6 +383,8 @@ const std::unordered_map<std::string, TestFn>& tests() {
         {"iterable", [](const Value& v, const CallArgs&) { return v.is_list() || v.is_dict() || v.is_string() || v.is_undefined(); }},
         {"sequence", [](const Value& v, const CallArgs&) { return v.is_list() || v.is_dict() || v.is_string(); }},
         {"callable", [](const Value& v, const CallArgs&) { return v.is_function(); }},
+        {"filter", [](const Value& v, const CallArgs&) { return v.is_string() && is_known_filter(v.as_string()); }},
+        {"test", [](const Value& v, const CallArgs&) { return v.is_string() && is_known_test(v.as_string()); }},
         {"odd", [](const Value& v, const CallArgs&) { return v.is_int() && v.as_int() % 2 != 0; }},
         {"even", [](const Value& v, const CallArgs&) { return v.is_int() && v.as_int() % 2 == 0; }},
         {"divisibleby", [](const Value& v, const CallArgs& a) {

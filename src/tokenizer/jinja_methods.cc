@@ -1,5 +1,6 @@
 // Methods of strings and dicts ("x".strip(), d.items()), the global functions, and the
 // string helpers they share with the filters.
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 
@@ -89,6 +90,63 @@ std::string replace_all(const std::string& s, const std::string& from, const std
   return out + s.substr(start);
 }
 
+// Python's str.format for the replacement fields templates use: "{}", "{0}", "{name}" and the
+// "{{" / "}}" escapes. Each value is formatted as str() would; a format spec or conversion
+// ("{:>8}", "{!r}") is refused rather than ignored, so no output silently differs.
+std::string python_format(const std::string& s, const CallArgs& a) {
+  std::string out;
+  size_t next_auto = 0;
+  char numbering = '\0';  // 'a' once "{}" is used, 'm' once "{0}" is: Python refuses mixing them
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '}') {
+      if (i + 1 < s.size() && s[i + 1] == '}') {
+        out += '}';
+        ++i;
+        continue;
+      }
+      throw Error("format(): single '}' encountered in format string");
+    }
+    if (c != '{') {
+      out += c;
+      continue;
+    }
+    if (i + 1 < s.size() && s[i + 1] == '{') {
+      out += '{';
+      ++i;
+      continue;
+    }
+    const size_t close = s.find('}', i + 1);
+    if (close == std::string::npos) throw Error("format(): single '{' encountered in format string");
+    const std::string field = s.substr(i + 1, close - i - 1);
+    if (field.find_first_of(":!") != std::string::npos) {
+      throw Error("format(): format specifications and conversions are not supported ('{" + field + "}')");
+    }
+    const bool automatic = field.empty();
+    const bool positional = automatic || std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; });
+    if (positional && numbering != '\0' && numbering != (automatic ? 'a' : 'm')) {
+      throw Error("format(): cannot switch between automatic and manual field numbering");
+    }
+    if (positional) numbering = automatic ? 'a' : 'm';
+    const Value* value = nullptr;
+    if (automatic) {
+      value = next_auto < a.positional.size() ? &a.positional[next_auto] : nullptr;
+      ++next_auto;
+    } else if (positional) {
+      const size_t index = field.size() <= 6 ? std::stoul(field) : a.positional.size();
+      value = index < a.positional.size() ? &a.positional[index] : nullptr;
+    } else {
+      for (const auto& [key, v] : a.keyword) {
+        if (key == field) value = &v;
+      }
+    }
+    if (value == nullptr) throw Error("format(): no argument for the field '{" + field + "}'");
+    out += value->to_str();
+    i = close;
+  }
+  return out;
+}
+
 Value string_method(const std::string& s, const std::string& name) {
   auto bind = [&](Function f) { return Value::function("str." + name, std::move(f)); };
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
@@ -167,6 +225,7 @@ Value string_method(const std::string& s, const std::string& name) {
       return Value(std::move(out));
     });
   }
+  if (name == "format") return bind([s](const CallArgs& a) { return Value(python_format(s, a)); });
   if (name == "isdigit" || name == "isspace" || name == "isalpha") {
     return bind([s, name](const CallArgs&) {
       if (s.empty()) return Value(false);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -19,7 +20,12 @@ namespace {
 
 using nlohmann::ordered_json;
 
-std::filesystem::path fixture_dir() { return std::filesystem::path(TOKENMILL_FIXTURES_DIR) / "chat_templates"; }
+// TOKENMILL_CHAT_TEMPLATE_FIXTURES points the fixture test at another directory of the same
+// format: tools/check_published_templates.py uses it for templates we do not commit.
+std::filesystem::path fixture_dir() {
+  if (const char* other = std::getenv("TOKENMILL_CHAT_TEMPLATE_FIXTURES"); other != nullptr && *other != '\0') return other;
+  return std::filesystem::path(TOKENMILL_FIXTURES_DIR) / "chat_templates";
+}
 
 ordered_json load(const std::filesystem::path& path) {
   std::ifstream in(path);

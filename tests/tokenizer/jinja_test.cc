@@ -115,6 +115,33 @@ TEST(JinjaMethods, StringAndDictMethods) {
             "['a', 'b'] [1, 2] 1 None 0 a=1 b=2");
 }
 
+TEST(JinjaMethods, StrFormatLikePython) {
+  EXPECT_EQ(render("{{ 'x{}y{}'.format(1, none) }} {{ '{1}{0}'.format('a', 'b') }} {{ '{k}={{v}}'.format(k=True) }}"),
+            "x1yNone ba True={v}");
+  EXPECT_NE(error_of("{{ '{}{0}'.format(1) }}").find("cannot switch"), std::string::npos);
+  EXPECT_NE(error_of("{{ '{'.format(1) }}").find("single '{'"), std::string::npos);
+  EXPECT_NE(error_of("{{ '{}'.format() }}").find("no argument"), std::string::npos);
+  // A format spec would change the text; it is refused, not ignored.
+  EXPECT_NE(error_of("{{ '{:>3}'.format(1) }}").find("not supported"), std::string::npos);
+}
+
+// jinja2's default Undefined (what HF renders with) prints as "", iterates as empty and is
+// not "in" anything; select/map over none give nothing. Published templates rely on each.
+TEST(JinjaExpressions, UndefinedAndNoneAsJinja2Treats) {
+  EXPECT_EQ(render("[{{ missing | trim }}] [{{ 5 | trim }}]"), "[] [5]");
+  EXPECT_EQ(render("{{ 'a' in missing }} {{ 'a' not in missing }}"), "False True");
+  EXPECT_EQ(render("{{ none | selectattr('type', 'equalto', 'x') | list }} {{ none | map(attribute='x') | list }} "
+                   "{{ none | reject | list }}"),
+            "[] [] []");
+}
+
+TEST(JinjaErrors, UnknownFiltersInsideAnIfAreCheckedWhenEvaluated) {
+  EXPECT_EQ(render("{% if false %}{{ x | from_json }}{% endif %}ok"), "ok");
+  EXPECT_EQ(render("{{ 'trim' is filter }} {{ 'from_json' is filter }} {{ 'odd' is test }} {{ 'nope' is test }}"),
+            "True False True False");
+  EXPECT_EQ(error_of("{% if true %}\n{{ 'a' | from_json }}{% endif %}"), "line 2: unknown filter 'from_json'");
+}
+
 TEST(JinjaStatements, IfElifElse) {
   const char* t = "{% if x == 1 %}one{% elif x == 2 %}two{% else %}many{% endif %}";
   EXPECT_EQ(render(t, {{"x", Value(1)}}), "one");
