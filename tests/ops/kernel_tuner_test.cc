@@ -173,6 +173,16 @@ TEST(KernelTuning, PutsEachTypeOnItsVariantApartAndReadsBackAsWritten) {
       EXPECT_EQ(quant::dot_kernel_for(other, quant::kDecodeTokens + 1).isa, own);
     }
   }
+  // decode_kernel_isa names what dot_kernel_for gives under each tuning, without setting it.
+  for (const quant::KernelTuning& tuning : quant::kernel_tunings()) {
+    for (const TensorType type : with_variant) {
+      const std::string named = quant::decode_kernel_isa(tuning, type);
+      const quant::KernelTuning before = quant::kernel_tuning();
+      quant::set_kernel_tuning(tuning);
+      EXPECT_EQ(named, quant::dot_kernel_for(type, 1).isa) << quant::type_traits(type).name << " " << quant::to_string(tuning);
+      quant::set_kernel_tuning(before);
+    }
+  }
   quant::set_kernel_tuning({});
   for (const TensorType type : with_variant) {
     EXPECT_EQ(std::string_view(quant::dot_kernel_for(type, 1).isa), quant::best_dot_kernel(type).isa);

@@ -207,16 +207,13 @@ TuningReport tune_kernels(Backend& backend, std::span<const WeightMatrix* const>
   for (size_t i = 0; i < n_variants; ++i) {
     if (variants[i].prefetch_weights != report.chosen.prefetch_weights) continue;
     // Each type under the kernels this variant gives it, named by their instruction set.
-    const quant::KernelTuning saved = quant::kernel_tuning();
-    quant::set_kernel_tuning(variants[i]);
     for (size_t k = 0; k < n_types; ++k) {
       if (variants[i].decode_variant == 0 || (variants[i].decode_variant & quant::decode_variant_bit(types[k]))) {
         report.type_timings.push_back({std::string(quant::type_traits(types[k]).name) + " " +
-                                           quant::dot_kernel_for(types[k], 1).isa,
+                                           quant::decode_kernel_isa(variants[i], types[k]),
                                        medians[i][k]});
       }
     }
-    quant::set_kernel_tuning(saved);
   }
   quant::set_kernel_tuning(report.chosen);
   report.source = "timed";

@@ -225,6 +225,11 @@ VecDotPanelsFn panel_kernel_for(gguf::TensorType weight_type, int64_t n_tokens) 
 
 uint32_t decode_variant_bit(gguf::TensorType type) { return uint32_t{1} << type_index(type); }
 
+const char* decode_kernel_isa(const KernelTuning& tuning, gguf::TensorType type) {
+  const Choice& choice = choice_in(tuning.prefetch_weights, type);
+  return (tuning.decode_variant & choice.variant_bit) != 0 ? choice.variant_dot.isa : choice.dot.isa;
+}
+
 uint32_t decode_variant_candidates() {
   static const uint32_t candidates = [] {
     uint32_t bits = 0;

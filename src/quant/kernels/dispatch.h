@@ -91,6 +91,10 @@ struct KernelTuning {
 
 // The types decode_variant can hold on this CPU (bits as in KernelTuning::decode_variant).
 uint32_t decode_variant_candidates();
+// The instruction set ("avx2", "avx512+gather", ...) of the kernels a decode step of type
+// runs under tuning, as dot_kernel_for would give it with that tuning set; the tuning in
+// force is not touched.  REQUIRES: find_type_traits(type).
+const char* decode_kernel_isa(const KernelTuning& tuning, gguf::TensorType type);
 // The bit of a type in KernelTuning::decode_variant.  REQUIRES: find_type_traits(type).
 uint32_t decode_variant_bit(gguf::TensorType type);
 // The tunings the tuner times whole, the default first: each prefetch setting with no
