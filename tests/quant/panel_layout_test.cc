@@ -111,6 +111,7 @@ VecDotPanelsFn amx_panels(TensorType type) {
     case TensorType::kQ8_0: return amx::vec_dot_panels_q8_0_q8_0;
     case TensorType::kQ4_0: return amx::vec_dot_panels_q4_0_q8_0;
     case TensorType::kQ5_0: return amx::vec_dot_panels_q5_0_q8_0;
+    case TensorType::kQ4_K: return amx::vec_dot_panels_q4_K_q8_K;
     default: return nullptr;
   }
 }

@@ -22,4 +22,29 @@ struct TileConfig {
 };
 static_assert(sizeof(TileConfig) == 64);
 
+// legacy_amx.cc: loads this thread's tile configuration / releases the tiles, around every
+// run of tile kernel calls on a thread. One configuration serves every tile kernel: A is
+// 16 tokens x 32 quant bytes, B 8 rows of 64 bytes (four codes of each of 16 weight rows
+// a row), C 16 tokens x 16 int32 sums.
+void begin_tiles();
+void end_tiles();
+
+// kquant_amx.cc: a Q4_K super-block's T (sum_j sc_j * isum_j) on tiles, for the AVX-512
+// panel kernel, as two exact parts: sc_j = 8 * (sc_j >> 3) + (sc_j & 7), each part times a
+// code (at most 7 * 15) fitting a signed byte, so the scales ride in the weight tiles and
+// each half of T is one tile sum over 128 quants. The codes of one super-block as the
+// tiles read them: four slices of 64 quants (sub-blocks 2m, 2m + 1), each as two 16-row x
+// 64-byte tiles, high part then low part; row k lane r = codes 4k .. 4k + 3 of weight row r
+// of the slice times its sub-block's part.
+inline constexpr int kQ4KSliceBytes = 16 * 64;
+inline constexpr int kQ4KBlockCodesBytes = 4 * 2 * kQ4KSliceBytes;
+// Loads the tile configuration of q4_k_block_sums (end_tiles releases it).
+void begin_q4_k_tiles();
+// For super-blocks b < n_blocks (codes: kQ4KBlockCodesBytes each; token t's 256 quants at
+// quants + b * quants_block_stride + t * 256): sums[((b * 4 + c) * kTileTokens + t) * 16 + r]
+// for row r and token t: c = 0 / 1 the high / low part of T over sub-blocks 0-3, c = 2 / 3
+// over sub-blocks 4-7.
+void q4_k_block_sums(int n_blocks, const uint8_t* codes, const int8_t* quants, int64_t quants_block_stride,
+                     int32_t* sums);
+
 }  // namespace tokenmill::quant::amx

@@ -115,6 +115,9 @@ ChoiceTable choose_kernels(bool prefetch_weights) {
         case gguf::TensorType::kQ8_0: choice.panels = amx::vec_dot_panels_q8_0_q8_0; break;
         case gguf::TensorType::kQ4_0: choice.panels = amx::vec_dot_panels_q4_0_q8_0; break;
         case gguf::TensorType::kQ5_0: choice.panels = amx::vec_dot_panels_q5_0_q8_0; break;
+        case gguf::TensorType::kQ4_K:
+          choice.panels = prefetch_weights ? amx::vec_dot_panels_q4_K_q8_K : amx::vec_dot_panels_q4_K_q8_K_unprefetched;
+          break;
         default: break;
       }
     }

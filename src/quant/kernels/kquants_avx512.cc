@@ -39,6 +39,7 @@
 #include <type_traits>
 
 #include "quant/blocks.h"
+#include "quant/kernels/amx_tiles.h"
 #include "quant/kernels/kquant_panels.h"
 #include "quant/panel_layout.h"
 #include "quant/kernels/scratch.h"
@@ -576,6 +577,110 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
   }
 }
 
+// Packed Q4_K panels with AMX (CpuFeatures::has_amx_kernels()): whole tiles of
+// amx::kTileTokens staged tokens take T's halves from the tiles (amx::q4_k_block_sums),
+// every other step as dot_packed_block<PackedQ4K> takes it, in the same order, so the bits
+// are the same; fewer tokens (decode, a block's last few) run dot_packed_panel as without
+// AMX. Each panel's codes are unpacked once per block of staged tokens into the tiles'
+// layout, with the sub-block scales' parts multiplied in.
+constexpr int kAmxChunkBlocks = 4;  // super-blocks whose tile sums are computed before their float steps
+
+// Each byte of c times s's 16-bit lane (every product below 256).
+__attribute__((always_inline)) inline V::I bytes_times(V::I c, V::I s16) {
+  const V::I even = _mm512_mullo_epi16(V::and_(c, V::set1_32(0x00ff00ff)), s16);
+  const V::I odd = _mm512_mullo_epi16(V::and_(c, V::set1_32(0xff00ff00)), s16);
+  return V::or_(even, odd);
+}
+
+void unpack_q4_k_tile_codes(const uint8_t* block, uint8_t* codes) {
+  const auto p = PackedQ4K::header(block, 0);
+#pragma GCC unroll 8
+  for (int j = 0; j < PackedQ4K::kSubBlocks; ++j) {
+    const V::I high = V::srli(p.scales[j], 3), low = V::and_(p.scales[j], V::set1_32(7));
+    const V::I high16 = V::or_(high, V::slli(high, 16)), low16 = V::or_(low, V::slli(low, 16));
+    uint8_t* slice = codes + j / 2 * 2 * amx::kQ4KSliceBytes + j % 2 * 8 * 64;
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+      const V::I c = PackedQ4K::code(block, 0, 8 * j + k);
+      _mm512_store_si512(slice + 64 * k, bytes_times(c, high16));
+      _mm512_store_si512(slice + amx::kQ4KSliceBytes + 64 * k, bytes_times(c, low16));
+    }
+  }
+}
+
+// One packed super-block's float steps for the tile's tokens from its T parts.
+__attribute__((always_inline)) inline void add_tile_block(const uint8_t* block, const int32_t* sums,
+                                                          const TokenBlock* meta, Accumulator* acc) {
+  const auto p = PackedQ4K::header(block, 0);
+  for (int t = 0; t < amx::kTileTokens; ++t) {
+    V::I m = V::zero();
+    for (int i = 0; i < PackedQ4K::kPairs; ++i) m = V::dot2(m, p.pairs[i], V::set1_32(meta[t].pairs[i]));
+    acc[t].add_min(m, p.dmin, meta[t].d);
+    for (int h = 0; h < 2; ++h) {
+      const auto part = [&](int c) {
+        return V::load(reinterpret_cast<const uint8_t*>(sums + ((2 * h + c) * amx::kTileTokens + t) * 16));
+      };
+      acc[t].add_half(V::add(V::slli(part(0), 3), part(1)), p.d, meta[t].d);
+    }
+  }
+}
+
+template <bool kPrefetch>
+void dot_q4_k_panels_amx(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                         int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
+  if (n_a_rows < amx::kTileTokens) {
+    dot_packed_panels<PackedQ4K, kPrefetch>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
+    return;
+  }
+  constexpr size_t kBlockBytes = kPanelRows * sizeof(BlockQ4_K);
+  const auto* weights = static_cast<const uint8_t*>(w);
+  const auto* activations = static_cast<const uint8_t*>(a);
+  const int64_t n_blocks = n / kSuperBlockSize;
+  const int64_t panel_bytes = static_cast<int64_t>(kBlockBytes) * n_blocks;
+  auto* codes = static_cast<uint8_t*>(
+      thread_scratch(ScratchSlot::kTileCodes, static_cast<size_t>(n_blocks) * amx::kQ4KBlockCodesBytes));
+  alignas(64) int32_t sums[kAmxChunkBlocks * 4 * amx::kTileTokens * 16];
+  amx::begin_q4_k_tiles();
+  for (int64_t t0 = 0; t0 < n_a_rows; t0 += kKQuantTokenBlock) {
+    const int64_t n_tokens = n_a_rows - t0 < kKQuantTokenBlock ? n_a_rows - t0 : kKQuantTokenBlock;
+    const StagedTokens tokens = stage_tokens<PackedQ4K>(n_blocks, activations + t0 * a_stride, a_stride, n_tokens);
+    const int64_t n_tiled = n_tokens / amx::kTileTokens * amx::kTileTokens;
+    for (int64_t r0 = 0; r0 < n_w_rows; r0 += kPanelRows) {
+      const uint8_t* panel = weights + r0 / kPanelRows * panel_bytes;
+      for (int64_t b = 0; b < n_blocks && n_tiled > 0; ++b) {
+        unpack_q4_k_tile_codes(panel + b * kBlockBytes, codes + b * amx::kQ4KBlockCodesBytes);
+      }
+      for (int64_t t = 0; t < n_tiled; t += amx::kTileTokens) {
+        const StagedTokens tile = tokens.from(t);
+        Accumulator acc[amx::kTileTokens];
+        for (int64_t b0 = 0; b0 < n_blocks; b0 += kAmxChunkBlocks) {
+          const int n_chunk = static_cast<int>(n_blocks - b0 < kAmxChunkBlocks ? n_blocks - b0 : kAmxChunkBlocks);
+          amx::q4_k_block_sums(n_chunk, codes + b0 * amx::kQ4KBlockCodesBytes, tile.block_quants(b0),
+                               tokens.stride * kSuperBlockSize, sums);
+          for (int i = 0; i < n_chunk; ++i) {
+            add_tile_block(panel + (b0 + i) * kBlockBytes, sums + i * 4 * amx::kTileTokens * 16,
+                           tile.block_meta(b0 + i), acc);
+          }
+        }
+        for (int k = 0; k < amx::kTileTokens; ++k) {
+          if (out != nullptr) V::store(out + (t0 + t + k) * out_stride + r0, acc[k].sum, V::kLanes);
+          if (row_max != nullptr) V::fold_max(acc[k].sum, r0, row_max[t0 + t + k]);
+        }
+      }
+      const int64_t n_rest = n_tokens - n_tiled;
+      PrefetchCursor prefetch(panel + panel_bytes, 0, 0, 1);
+      for_token_tiles<V::kTokenTile>(n_rest, [&](auto size, int64_t t) {
+        const int64_t first = n_tiled + t;
+        dot_packed_panel<PackedQ4K, decltype(size)::value>(
+            n_blocks, panel, tokens.from(first), kPanelRows,
+            out != nullptr ? out + (t0 + first) * out_stride + r0 : nullptr, out_stride, prefetch,
+            row_max != nullptr ? row_max + t0 + first : nullptr, r0);
+      });
+    }
+  }
+  amx::end_tiles();
+}
+
 }  // namespace
 
 TM_PACKED_KQUANT_ENTRIES()
@@ -585,3 +690,18 @@ TM_DOT_MATRIX_ENTRY(vec_dot_matrix_q5_K_q8_K, dot_matrix<Q5K>)
 TM_DOT_MATRIX_ENTRY(vec_dot_matrix_q6_K_q8_K, dot_matrix<Q6K>)
 
 }  // namespace tokenmill::quant::avx512
+
+namespace tokenmill::quant::amx {
+
+void vec_dot_panels_q4_K_q8_K(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
+  avx512::dot_q4_k_panels_amx<true>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
+}
+
+void vec_dot_panels_q4_K_q8_K_unprefetched(int64_t n, const void* w, int64_t n_w_rows, const void* a,
+                                           size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride,
+                                           RunningMax* row_max) {
+  avx512::dot_q4_k_panels_amx<false>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
+}
+
+}  // namespace tokenmill::quant::amx

@@ -72,11 +72,6 @@ struct PrefetchShare {
 // legacy_amx.cc: the same results as the AVX-512 kernels, from AMX tiles.
 namespace tokenmill::quant::amx {
 
-// Loads this thread's tile configuration / releases the tiles: around every run of
-// dot_packed_tile calls on a thread.
-void begin_tiles();
-void end_tiles();
-
 // kTileTokens staged tokens against one panel in packed Q8_0's layout, whose codes are
 // given as signed levels (`codes`: per block the eight code vectors less the format's
 // offset, 512 bytes a block) beside the panel itself (`panel`, for its scales): out[t *

@@ -123,6 +123,9 @@ DotMatrix vec_dot_matrix_q4_0_q8_0, vec_dot_matrix_q4_1_q8_1, vec_dot_matrix_q5_
 // cpu_features().has_amx_kernels().
 namespace amx {
 DotPanels vec_dot_panels_q4_0_q8_0, vec_dot_panels_q5_0_q8_0, vec_dot_panels_q8_0_q8_0;
+// kquants_avx512.cc, sums in kquant_amx.cc: the packed Q4_K panels, whole tiles of 16
+// tokens' sub-block sums on AMX.
+DotPanels vec_dot_panels_q4_K_q8_K, vec_dot_panels_q4_K_q8_K_unprefetched;
 // argmax_screen_amx.cc: quant::fill_argmax_screen and quant::screen_panels
 // (quant/argmax_screen.h), the screen itself on AMX tiles.
 bool fill_screen_panels(ArgmaxScreen& screen, const uint8_t* panels, int64_t first_panel, int64_t last_panel);

@@ -1,0 +1,79 @@
+// AMX tiles for the packed Q4_K panels: per super-block, 16 tokens against 16 weight rows,
+// the two parts of each half of T (amx_tiles.h) as four result tiles, each the sum of two
+// tdpbssd over 64 quants (tile A: the tokens' quants, straight from the staged tokens;
+// tile B: the rows' codes times their sub-block's scale part). Everything after T (the
+// minima and the float steps) is the AVX-512 panel kernel's, so each (row, token) result
+// has that kernel's bits.
+
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "quant/blocks.h"
+#include "quant/kernels/amx_tiles.h"
+
+namespace tokenmill::quant::amx {
+
+namespace {
+
+// Tiles 0-3: the four result parts (16 tokens x 16 int32); 4: quants (16 tokens x 64
+// bytes); 5, 6: a slice's high and low weight parts (16 rows of 64 bytes).
+constexpr TileConfig q4_k_tile_config() {
+  TileConfig config;
+  for (int tile = 0; tile < 7; ++tile) {
+    config.rows[tile] = kTileTokens;
+    config.bytes_per_row[tile] = 64;
+  }
+  return config;
+}
+
+alignas(64) constexpr TileConfig kQ4KTileConfig = q4_k_tile_config();
+
+constexpr int kRowBytes = 64;
+
+}  // namespace
+
+void begin_q4_k_tiles() { _tile_loadconfig(&kQ4KTileConfig); }
+
+void q4_k_block_sums(int n_blocks, const uint8_t* codes, const int8_t* quants, int64_t quants_block_stride,
+                     int32_t* sums) {
+  for (int b = 0; b < n_blocks; ++b) {
+    const uint8_t* c = codes + b * kQ4KBlockCodesBytes;
+    const int8_t* q = quants + b * quants_block_stride;
+    int32_t* s = sums + b * 4 * kTileTokens * 16;
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    // Slices 0, 1 (sub-blocks 0-3) into tiles 0 and 1; slices 2, 3 into tiles 2 and 3.
+    _tile_loadd(4, q, kSuperBlockSize);
+    _tile_loadd(5, c, kRowBytes);
+    _tile_loadd(6, c + kQ4KSliceBytes, kRowBytes);
+    _tile_dpbssd(0, 4, 5);
+    _tile_dpbssd(1, 4, 6);
+    _tile_loadd(4, q + 64, kSuperBlockSize);
+    _tile_loadd(5, c + 2 * kQ4KSliceBytes, kRowBytes);
+    _tile_loadd(6, c + 3 * kQ4KSliceBytes, kRowBytes);
+    _tile_dpbssd(0, 4, 5);
+    _tile_dpbssd(1, 4, 6);
+    _tile_loadd(4, q + 128, kSuperBlockSize);
+    _tile_loadd(5, c + 4 * kQ4KSliceBytes, kRowBytes);
+    _tile_loadd(6, c + 5 * kQ4KSliceBytes, kRowBytes);
+    _tile_dpbssd(2, 4, 5);
+    _tile_dpbssd(3, 4, 6);
+    _tile_loadd(4, q + 192, kSuperBlockSize);
+    _tile_loadd(5, c + 6 * kQ4KSliceBytes, kRowBytes);
+    _tile_loadd(6, c + 7 * kQ4KSliceBytes, kRowBytes);
+    _tile_dpbssd(2, 4, 5);
+    _tile_dpbssd(3, 4, 6);
+    _tile_stored(0, s, kRowBytes);
+    _tile_stored(1, s + kTileTokens * 16, kRowBytes);
+    _tile_stored(2, s + 2 * kTileTokens * 16, kRowBytes);
+    _tile_stored(3, s + 3 * kTileTokens * 16, kRowBytes);
+  }
+}
+
+}  // namespace tokenmill::quant::amx
