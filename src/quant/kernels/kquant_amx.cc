@@ -34,6 +34,13 @@ alignas(64) constexpr TileConfig kQ4KTileConfig = q4_k_tile_config();
 
 constexpr int kRowBytes = 64;
 
+// Slice m of a super-block into tiles 4 (the tokens' 64 quants) and 5, 6 (the weight parts).
+__attribute__((always_inline)) inline void load_slice(const uint8_t* codes, const int8_t* quants, int m) {
+  _tile_loadd(4, quants + 64 * m, kSuperBlockSize);
+  _tile_loadd(5, codes + 2 * m * kQ4KSliceBytes, kRowBytes);
+  _tile_loadd(6, codes + (2 * m + 1) * kQ4KSliceBytes, kRowBytes);
+}
+
 }  // namespace
 
 void begin_q4_k_tiles() { _tile_loadconfig(&kQ4KTileConfig); }
@@ -49,26 +56,17 @@ void q4_k_block_sums(int n_blocks, const uint8_t* codes, const int8_t* quants, i
     _tile_zero(2);
     _tile_zero(3);
     // Slices 0, 1 (sub-blocks 0-3) into tiles 0 and 1; slices 2, 3 into tiles 2 and 3.
-    _tile_loadd(4, q, kSuperBlockSize);
-    _tile_loadd(5, c, kRowBytes);
-    _tile_loadd(6, c + kQ4KSliceBytes, kRowBytes);
-    _tile_dpbssd(0, 4, 5);
-    _tile_dpbssd(1, 4, 6);
-    _tile_loadd(4, q + 64, kSuperBlockSize);
-    _tile_loadd(5, c + 2 * kQ4KSliceBytes, kRowBytes);
-    _tile_loadd(6, c + 3 * kQ4KSliceBytes, kRowBytes);
-    _tile_dpbssd(0, 4, 5);
-    _tile_dpbssd(1, 4, 6);
-    _tile_loadd(4, q + 128, kSuperBlockSize);
-    _tile_loadd(5, c + 4 * kQ4KSliceBytes, kRowBytes);
-    _tile_loadd(6, c + 5 * kQ4KSliceBytes, kRowBytes);
-    _tile_dpbssd(2, 4, 5);
-    _tile_dpbssd(3, 4, 6);
-    _tile_loadd(4, q + 192, kSuperBlockSize);
-    _tile_loadd(5, c + 6 * kQ4KSliceBytes, kRowBytes);
-    _tile_loadd(6, c + 7 * kQ4KSliceBytes, kRowBytes);
-    _tile_dpbssd(2, 4, 5);
-    _tile_dpbssd(3, 4, 6);
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; ++m) {
+      load_slice(c, q, m);
+      if (m < 2) {
+        _tile_dpbssd(0, 4, 5);
+        _tile_dpbssd(1, 4, 6);
+      } else {
+        _tile_dpbssd(2, 4, 5);
+        _tile_dpbssd(3, 4, 6);
+      }
+    }
     _tile_stored(0, s, kRowBytes);
     _tile_stored(1, s + kTileTokens * 16, kRowBytes);
     _tile_stored(2, s + 2 * kTileTokens * 16, kRowBytes);
