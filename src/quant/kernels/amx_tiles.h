@@ -22,6 +22,17 @@ struct TileConfig {
 };
 static_assert(sizeof(TileConfig) == 64);
 
+// Tiles 0 .. n_tiles - 1 each 16 rows of 64 bytes (the largest tile: 16 x 64 int8, or 16
+// x 16 int32).
+constexpr TileConfig full_tiles_config(int n_tiles) {
+  TileConfig config;
+  for (int tile = 0; tile < n_tiles; ++tile) {
+    config.rows[tile] = 16;
+    config.bytes_per_row[tile] = 64;
+  }
+  return config;
+}
+
 // legacy_amx.cc: loads this thread's tile configuration / releases the tiles, around every
 // run of tile kernel calls on a thread. One configuration serves every tile kernel: A is
 // 16 tokens x 32 quant bytes, B 8 rows of 64 bytes (four codes of each of 16 weight rows

@@ -27,15 +27,7 @@ namespace {
 // Tiles 0, 1: the levels of panels p and p + 1 (16 rows of 64 bytes: four levels of each
 // of the 16 weight rows); 6, 7: 16 activation rows x 64 levels, y and z; 2, 3: the 16 x
 // 16 int32 sums p.y and p.z of panel p; 4, 5: those of panel p + 1.
-constexpr TileConfig screen_tile_config() {
-  TileConfig config;
-  for (int tile = 0; tile < 8; ++tile) {
-    config.rows[tile] = 16;
-    config.bytes_per_row[tile] = 64;
-  }
-  return config;
-}
-alignas(64) constexpr TileConfig kScreenTileConfig = screen_tile_config();
+alignas(64) constexpr TileConfig kScreenTileConfig = full_tiles_config(8);
 
 // Panels whose levels stay in L2 while every tile of activation rows (in L1) passes over
 // them: 16 x 16 rows x n_cols levels, 160 KB at 640 columns. The weights stream from

@@ -5,9 +5,6 @@
 // minima and the float steps) is the AVX-512 panel kernel's, so each (row, token) result
 // has that kernel's bits.
 
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
 #include <immintrin.h>
 
 #include <cstdint>
@@ -21,16 +18,7 @@ namespace {
 
 // Tiles 0-3: the four result parts (16 tokens x 16 int32); 4: quants (16 tokens x 64
 // bytes); 5, 6: a slice's high and low weight parts (16 rows of 64 bytes).
-constexpr TileConfig q4_k_tile_config() {
-  TileConfig config;
-  for (int tile = 0; tile < 7; ++tile) {
-    config.rows[tile] = kTileTokens;
-    config.bytes_per_row[tile] = 64;
-  }
-  return config;
-}
-
-alignas(64) constexpr TileConfig kQ4KTileConfig = q4_k_tile_config();
+alignas(64) constexpr TileConfig kQ4KTileConfig = full_tiles_config(7);
 
 constexpr int kRowBytes = 64;
 
