@@ -130,6 +130,21 @@ def test_a_json_schema_constrains_the_final_message_not_the_analysis(client):
     assert r.choices[0].finish_reason == "stop"
 
 
+def test_ollama_think_gives_the_analysis_as_thinking(harmony_server):
+    """Ollama's client with think=True and a format: the prompt opens the analysis message,
+    which this model never closes, so all it writes is thinking and none of it content."""
+    o = ollama.Client(host=harmony_server.url)
+    schema = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"]}
+    reply = o.chat(model="default", messages=QUESTION, think=True, format=schema,
+                   options={"temperature": 0, "num_predict": 5})
+    assert reply.message.thinking == "!!!!!"
+    assert not reply.message.content
+    streamed = list(o.chat(model="default", messages=QUESTION, think=True, format=schema, stream=True,
+                           options={"temperature": 0, "num_predict": 5}))
+    assert "".join(c.message.thinking or "" for c in streamed) == "!!!!!"
+    assert not "".join(c.message.content or "" for c in streamed)
+
+
 # Arguments this model can only finish: every logit is 0, so within a string it would
 # write "!" forever; an enum and a bounded integer end.
 FORECAST = [{"type": "function", "function": {
