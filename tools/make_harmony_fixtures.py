@@ -212,6 +212,39 @@ COMPLETIONS = [
     ("two_analyses", "<|channel|>analysis<|message|>First thought.<|end|>"
                      "<|start|>assistant<|channel|>analysis<|message|>Second thought.<|end|>"
                      "<|start|>assistant<|channel|>final<|message|>Answer.<|return|>"),
+    ("final_with_code_block", "<|channel|>analysis<|message|>Show code.<|end|>"
+                              "<|start|>assistant<|channel|>final<|message|>```python\nprint(\"hi\")\n```<|return|>"),
+    ("final_json_answer", "<|channel|>analysis<|message|>Return JSON.<|end|>"
+                          "<|start|>assistant<|channel|>final<|message|>{\"answer\": 4, \"sure\": true}<|return|>"),
+    ("call_nested_arguments", "<|channel|>analysis<|message|>Book it.<|end|>"
+                              "<|start|>assistant<|channel|>commentary to=functions.book <|constrain|>json<|message|>"
+                              "{\"trip\":{\"from\":\"OSL\",\"to\":\"CDG\"},\"seats\":[1,2]}<|call|>"),
+    ("call_without_analysis", "<|channel|>commentary to=functions.get_location <|constrain|>json<|message|>{}<|call|>"),
+    ("call_recipient_first_constrain", "<|channel|>analysis<|message|>Look it up.<|end|>"
+                                       "<|start|>assistant to=functions.search_docs<|channel|>commentary <|constrain|>json"
+                                       "<|message|>{\"query\":\"gpu\"}<|call|>"),
+    ("preamble_call_after_analysis", "<|channel|>analysis<|message|>Two steps.<|end|>"
+                                     "<|start|>assistant<|channel|>commentary<|message|>First the weather.<|end|>"
+                                     "<|start|>assistant<|channel|>commentary to=functions.get_current_weather"
+                                     " <|constrain|>json<|message|>{\"location\":\"Oslo\"}<|call|>"),
+    ("empty_final", "<|channel|>final<|message|><|return|>"),
+    ("empty_analysis_then_final", "<|channel|>analysis<|message|><|end|>"
+                                  "<|start|>assistant<|channel|>final<|message|>Yes.<|return|>"),
+    ("final_length_cut", "<|channel|>analysis<|message|>Short.<|end|>"
+                         "<|start|>assistant<|channel|>final<|message|>The answer is"),
+    ("call_arguments_length_cut", "<|channel|>commentary to=functions.echo <|constrain|>json<|message|>{\"text\":\"he"),
+    ("analysis_with_markdown", "<|channel|>analysis<|message|># Plan\n- **one**\n- _two_\n\n| a | b |\n|---|---|"
+                               "<|end|><|start|>assistant<|channel|>final<|message|>OK<|return|>"),
+    ("final_with_tabs_and_spaces", "<|channel|>final<|message|>\tindented\n    four spaces  \n<|return|>"),
+    ("analysis_quotes_tags", "<|channel|>analysis<|message|>The user wrote <think> and </think> literally.<|end|>"
+                             "<|start|>assistant<|channel|>final<|message|>Those are just text.<|return|>"),
+    ("final_mixed_scripts", "<|channel|>final<|message|>Ελληνικά, русский, العربية, हिन्दी<|return|>"),
+    ("three_analyses_then_call", "<|channel|>analysis<|message|>a<|end|>"
+                                 "<|start|>assistant<|channel|>analysis<|message|>b<|end|>"
+                                 "<|start|>assistant<|channel|>analysis<|message|>c<|end|>"
+                                 "<|start|>assistant<|channel|>commentary to=functions.get_time <|constrain|>json"
+                                 "<|message|>{\"zone\":\"UTC\"}<|call|>"),
+    ("final_emoji_only", "<|channel|>final<|message|>👍🏽🎉<|return|>"),
 ]
 
 

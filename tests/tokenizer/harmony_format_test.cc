@@ -76,7 +76,9 @@ void expect_messages(const std::vector<ParsedMessage>& got, const json& expected
 }
 
 TEST(Harmony, ParsesEveryCompletionAsOpenAiHarmonyDoes) {
-  for (const json& c : read_fixture("parse.json")) {
+  const json cases = read_fixture("parse.json");
+  ASSERT_GE(cases.size(), 30u);
+  for (const json& c : cases) {
     const std::string completion = c["completion"].get<std::string>();
     auto whole = parse_completion(completion);
     ASSERT_TRUE(whole.ok()) << c["name"] << ": " << whole.status().message();
