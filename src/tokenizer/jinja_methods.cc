@@ -142,6 +142,7 @@ std::string python_format(const std::string& s, const CallArgs& a) {
     }
     if (value == nullptr) throw Error("format(): no argument for the field '{" + field + "}'");
     out += value->to_str();
+    check_string_size(out.size());
     i = close;
   }
   return out;

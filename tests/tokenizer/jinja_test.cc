@@ -123,6 +123,8 @@ TEST(JinjaMethods, StrFormatLikePython) {
   EXPECT_NE(error_of("{{ '{}'.format() }}").find("no argument"), std::string::npos);
   // A format spec would change the text; it is refused, not ignored.
   EXPECT_NE(error_of("{{ '{:>3}'.format(1) }}").find("not supported"), std::string::npos);
+  // Bounded as every string a template builds: 4,000 copies of 1 MB stop at 16 MiB.
+  EXPECT_NE(error_of("{% set s = 'x' * 1000000 %}{{ ('{0}' * 4000).format(s) }}").find("MiB"), std::string::npos);
 }
 
 // jinja2's default Undefined (what HF renders with) prints as "", iterates as empty and is
