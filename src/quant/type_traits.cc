@@ -81,14 +81,16 @@ constexpr std::array<TypeTraits, 27> kTypeTraits = {{
      .is_quantized = false, .vec_dot_type = TensorType::kF32,
      .dequantize_row = ref::dequantize_row_f32, .quantize_row_ref = ref::quantize_row_f32,
      .vec_dot_ref = ref::vec_dot_f32,
-     TM_X86_KERNELS(.avx2 = {.vec_dot = avx2::vec_dot_f32}, .avx512 = {.vec_dot = avx512::vec_dot_f32})
-     TM_ARM64_KERNELS(.neon = {.vec_dot = neon::vec_dot_f32})},
+     TM_X86_KERNELS(.avx2 = {.vec_dot = avx2::vec_dot_f32, .vec_dot_rows = avx2::vec_dot_rows_f32},
+                    .avx512 = {.vec_dot = avx512::vec_dot_f32, .vec_dot_rows = avx512::vec_dot_rows_f32})
+     TM_ARM64_KERNELS(.neon = {.vec_dot = neon::vec_dot_f32, .vec_dot_rows = neon::vec_dot_rows_f32})},
     {.type = TensorType::kF16, .name = "f16", .block_size = 1, .bytes_per_block = sizeof(uint16_t),
      .is_quantized = false, .vec_dot_type = TensorType::kF16,
      .dequantize_row = ref::dequantize_row_f16, .quantize_row_ref = ref::quantize_row_f16,
      .vec_dot_ref = ref::vec_dot_f16,
-     TM_X86_KERNELS(.avx2 = {.vec_dot = avx2::vec_dot_f16}, .avx512 = {.vec_dot = avx512::vec_dot_f16})
-     TM_ARM64_KERNELS(.neon = {.vec_dot = neon::vec_dot_f16})},
+     TM_X86_KERNELS(.avx2 = {.vec_dot = avx2::vec_dot_f16, .vec_dot_rows = avx2::vec_dot_rows_f16},
+                    .avx512 = {.vec_dot = avx512::vec_dot_f16, .vec_dot_rows = avx512::vec_dot_rows_f16})
+     TM_ARM64_KERNELS(.neon = {.vec_dot = neon::vec_dot_f16, .vec_dot_rows = neon::vec_dot_rows_f16})},
     {.type = TensorType::kQ4_0, .name = "q4_0", .block_size = kLegacyBlockSize, .bytes_per_block = sizeof(BlockQ4_0),
      .is_quantized = true, .vec_dot_type = TensorType::kQ8_0,
      .dequantize_row = ref::dequantize_row_q4_0, .quantize_row_ref = ref::quantize_row_q4_0,
@@ -260,8 +262,9 @@ constexpr std::array<TypeTraits, 27> kTypeTraits = {{
      .is_quantized = false, .vec_dot_type = TensorType::kBF16,
      .dequantize_row = ref::dequantize_row_bf16, .quantize_row_ref = ref::quantize_row_bf16,
      .vec_dot_ref = ref::vec_dot_bf16,
-     TM_X86_KERNELS(.avx2 = {.vec_dot = avx2::vec_dot_bf16}, .avx512 = {.vec_dot = avx512::vec_dot_bf16})
-     TM_ARM64_KERNELS(.neon = {.vec_dot = neon::vec_dot_bf16})},
+     TM_X86_KERNELS(.avx2 = {.vec_dot = avx2::vec_dot_bf16, .vec_dot_rows = avx2::vec_dot_rows_bf16},
+                    .avx512 = {.vec_dot = avx512::vec_dot_bf16, .vec_dot_rows = avx512::vec_dot_rows_bf16})
+     TM_ARM64_KERNELS(.neon = {.vec_dot = neon::vec_dot_bf16, .vec_dot_rows = neon::vec_dot_rows_bf16})},
     {.type = TensorType::kTQ1_0, .name = "tq1_0", .block_size = kSuperBlockSize,
      .bytes_per_block = sizeof(BlockTQ1_0), .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
      .dequantize_row = ref::dequantize_row_tq1_0, .quantize_row_ref = ref::quantize_row_tq1_0,

@@ -40,22 +40,28 @@ constexpr TileConfig full_tiles_config(int n_tiles) {
 void begin_tiles();
 void end_tiles();
 
-// kquant_amx.cc: a Q4_K super-block's T (sum_j sc_j * isum_j) on tiles, for the AVX-512
-// panel kernel, as two exact parts: sc_j = 8 * (sc_j >> 3) + (sc_j & 7), each part times a
-// code (at most 7 * 15) fitting a signed byte, so the scales ride in the weight tiles and
-// each half of T is one tile sum over 128 quants. The codes of one super-block as the
-// tiles read them: four slices of 64 quants (sub-blocks 2m, 2m + 1), each as two 16-row x
-// 64-byte tiles, high part then low part; row k lane r = codes 4k .. 4k + 3 of weight row r
-// of the slice times its sub-block's part.
-inline constexpr int kQ4KSliceBytes = 16 * 64;
-inline constexpr int kQ4KBlockCodesBytes = 4 * 2 * kQ4KSliceBytes;
-// Loads the tile configuration of q4_k_block_sums (end_tiles releases it).
-void begin_q4_k_tiles();
-// For super-blocks b < n_blocks (codes: kQ4KBlockCodesBytes each; token t's 256 quants at
+// kquant_amx.cc: a K-quant super-block's T (amx_tiles' callers: the packed Q4_K panels
+// and the Q6_K matrix kernel, kquants_avx512.cc) on tiles, as two halves of 128 quants,
+// each the sum of two exact parts of the weights that fit a signed byte:
+// - Q4_K: the scale split sc_j = 8 * (sc_j >> 3) + (sc_j & 7), each part times a code (at
+//   most 7 * 15); half h is sub-blocks 4h .. 4h + 3, T_h = 8 * high + low;
+// - Q6_K: each weight w = sc_j * q (|w| <= 128 * 63) split w = 64 * (w >> 6) + (w & 63);
+//   half 0 is the sub-blocks with bit 1 of j clear (PackedQ6K's T_lo), half 1 the others,
+//   T_h = 64 * high + low (before the -32 terms).
+// So the scales ride in the weight tiles and each part of a half is one tile sum. The
+// codes of one super-block as the tiles read them: four slices of 64 quants (slices 2h,
+// 2h + 1 are half h), each as two 16-row x 64-byte tiles, high part then low part; row k
+// lane r = the parts of quants 4k .. 4k + 3 of the slice, of weight row r. The tokens'
+// quants of slice m are bytes 64m .. 64m + 63 of their 256 (for Q6_K, in the halves'
+// order: the caller reorders them).
+inline constexpr int kSliceBytes = 16 * 64;
+inline constexpr int kBlockCodesBytes = 4 * 2 * kSliceBytes;
+// Loads the tile configuration of block_sums (end_tiles releases it).
+void begin_block_sums();
+// For super-blocks b < n_blocks (codes: kBlockCodesBytes each; token t's 256 quants at
 // quants + b * quants_block_stride + t * 256): sums[((b * 4 + c) * kTileTokens + t) * 16 + r]
-// for row r and token t: c = 0 / 1 the high / low part of T over sub-blocks 0-3, c = 2 / 3
-// over sub-blocks 4-7.
-void q4_k_block_sums(int n_blocks, const uint8_t* codes, const int8_t* quants, int64_t quants_block_stride,
-                     int32_t* sums);
+// for row r and token t: c = 0 / 1 the high / low part of half 0, c = 2 / 3 of half 1.
+void block_sums(int n_blocks, const uint8_t* codes, const int8_t* quants, int64_t quants_block_stride,
+                int32_t* sums);
 
 }  // namespace tokenmill::quant::amx

@@ -108,8 +108,8 @@ ChoiceTable choose_kernels(bool prefetch_weights) {
       if (set.kernels.quantize_row != nullptr) choice.quantize = set.kernels.quantize_row;
     }
 #if defined(__x86_64__)
-    // With AMX, the AVX-512 packed panels of the legacy _0 formats run their whole tiles
-    // of tokens on it (the same bits).
+    // With AMX, the AVX-512 packed panels of the legacy _0 formats and Q4_K, and Q6_K's
+    // matrix kernel, run their whole tiles of tokens on it (the same bits).
     if (choice.dot.isa == std::string_view("avx512") && cpu.has_amx_kernels()) {
       switch (traits.type) {
         case gguf::TensorType::kQ8_0: choice.panels = amx::vec_dot_panels_q8_0_q8_0; break;
@@ -118,6 +118,7 @@ ChoiceTable choose_kernels(bool prefetch_weights) {
         case gguf::TensorType::kQ4_K:
           choice.panels = prefetch_weights ? amx::vec_dot_panels_q4_K_q8_K : amx::vec_dot_panels_q4_K_q8_K_unprefetched;
           break;
+        case gguf::TensorType::kQ6_K: choice.dot.vec_dot_matrix = amx::vec_dot_matrix_q6_K_q8_K; break;
         default: break;
       }
     }

@@ -1,9 +1,8 @@
-// AMX tiles for the packed Q4_K panels: per super-block, 16 tokens against 16 weight rows,
-// the two parts of each half of T (amx_tiles.h) as four result tiles, each the sum of two
-// tdpbssd over 64 quants (tile A: the tokens' quants, straight from the staged tokens;
-// tile B: the rows' codes times their sub-block's scale part). Everything after T (the
-// minima and the float steps) is the AVX-512 panel kernel's, so each (row, token) result
-// has that kernel's bits.
+// AMX tiles for the Q4_K and Q6_K kernels: per super-block, 16 tokens against 16 weight
+// rows, the two parts of each half of T (amx_tiles.h) as four result tiles, each the sum
+// of two tdpbssd over 64 quants (tile A: the tokens' quants; tile B: the rows' weight
+// parts). Everything after T (the minima or offsets and the float steps) is the AVX-512
+// panel kernel's, so each (row, token) result has that kernel's bits.
 
 #include <immintrin.h>
 
@@ -18,25 +17,25 @@ namespace {
 
 // Tiles 0-3: the four result parts (16 tokens x 16 int32); 4: quants (16 tokens x 64
 // bytes); 5, 6: a slice's high and low weight parts (16 rows of 64 bytes).
-alignas(64) constexpr TileConfig kQ4KTileConfig = full_tiles_config(7);
+alignas(64) constexpr TileConfig kBlockSumsTileConfig = full_tiles_config(7);
 
 constexpr int kRowBytes = 64;
 
 // Slice m of a super-block into tiles 4 (the tokens' 64 quants) and 5, 6 (the weight parts).
 __attribute__((always_inline)) inline void load_slice(const uint8_t* codes, const int8_t* quants, int m) {
   _tile_loadd(4, quants + 64 * m, kSuperBlockSize);
-  _tile_loadd(5, codes + 2 * m * kQ4KSliceBytes, kRowBytes);
-  _tile_loadd(6, codes + (2 * m + 1) * kQ4KSliceBytes, kRowBytes);
+  _tile_loadd(5, codes + 2 * m * kSliceBytes, kRowBytes);
+  _tile_loadd(6, codes + (2 * m + 1) * kSliceBytes, kRowBytes);
 }
 
 }  // namespace
 
-void begin_q4_k_tiles() { _tile_loadconfig(&kQ4KTileConfig); }
+void begin_block_sums() { _tile_loadconfig(&kBlockSumsTileConfig); }
 
-void q4_k_block_sums(int n_blocks, const uint8_t* codes, const int8_t* quants, int64_t quants_block_stride,
-                     int32_t* sums) {
+void block_sums(int n_blocks, const uint8_t* codes, const int8_t* quants, int64_t quants_block_stride,
+                int32_t* sums) {
   for (int b = 0; b < n_blocks; ++b) {
-    const uint8_t* c = codes + b * kQ4KBlockCodesBytes;
+    const uint8_t* c = codes + b * kBlockCodesBytes;
     const int8_t* q = quants + b * quants_block_stride;
     int32_t* s = sums + b * 4 * kTileTokens * 16;
     _tile_zero(0);

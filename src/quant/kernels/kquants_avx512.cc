@@ -577,13 +577,20 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
   }
 }
 
-// Packed Q4_K panels with AMX (CpuFeatures::has_amx_kernels()): whole tiles of
-// amx::kTileTokens staged tokens take T's halves from the tiles (amx::q4_k_block_sums),
-// every other step as dot_packed_block<PackedQ4K> takes it, in the same order, so the bits
-// are the same; fewer tokens (decode, a block's last few) run dot_packed_panel as without
-// AMX. Each panel's codes are unpacked once per block of staged tokens into the tiles'
-// layout, with the sub-block scales' parts multiplied in.
+// ---------------------------------------------------------------------------------------
+// AMX (CpuFeatures::has_amx_kernels()): Q4_K's packed panels and Q6_K's rows. Whole tiles
+// of amx::kTileTokens staged tokens take T's halves from the tiles (amx::block_sums),
+// every other step as dot_packed_block takes it, in the same order, so the bits are the
+// same; fewer tokens (decode, a block's last few) run dot_packed_panel as without AMX.
+// Each panel's weights are unpacked once per block of staged tokens into the tiles'
+// layout (amx_tiles.h), the sub-block scales multiplied in.
 constexpr int kAmxChunkBlocks = 4;  // super-blocks whose tile sums are computed before their float steps
+
+// What differs between the formats on tiles: unpack writes one packed super-block's tile
+// codes, tile_quants gives the staged tokens' quants in the slices' order, and T's half
+// is 2^kHighShift * high + low.
+template <typename Format>
+struct TileForm;
 
 // Each byte of c times s's 16-bit lane (every product below 256).
 __attribute__((always_inline)) inline V::I bytes_times(V::I c, V::I s16) {
@@ -592,37 +599,140 @@ __attribute__((always_inline)) inline V::I bytes_times(V::I c, V::I s16) {
   return V::or_(even, odd);
 }
 
-void unpack_q4_k_tile_codes(const uint8_t* block, uint8_t* codes) {
-  const auto p = PackedQ4K::header(block, 0);
+template <>
+struct TileForm<PackedQ4K> {
+  static constexpr int kHighShift = 3;
+  static const int8_t* tile_quants(const StagedTokens& tokens, int64_t) { return tokens.quants; }
+  static void unpack(const uint8_t* block, uint8_t* codes) {
+    const auto p = PackedQ4K::header(block, 0);
 #pragma GCC unroll 8
-  for (int j = 0; j < PackedQ4K::kSubBlocks; ++j) {
-    const V::I high = V::srli(p.scales[j], 3), low = V::and_(p.scales[j], V::set1_32(7));
-    const V::I high16 = V::or_(high, V::slli(high, 16)), low16 = V::or_(low, V::slli(low, 16));
-    uint8_t* slice = codes + j / 2 * 2 * amx::kQ4KSliceBytes + j % 2 * 8 * 64;
+    for (int j = 0; j < PackedQ4K::kSubBlocks; ++j) {
+      const V::I high = V::srli(p.scales[j], 3), low = V::and_(p.scales[j], V::set1_32(7));
+      const V::I high16 = V::or_(high, V::slli(high, 16)), low16 = V::or_(low, V::slli(low, 16));
+      uint8_t* slice = codes + j / 2 * 2 * amx::kSliceBytes + j % 2 * 8 * 64;
 #pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) {
-      const V::I c = PackedQ4K::code(block, 0, 8 * j + k);
-      _mm512_store_si512(slice + 64 * k, bytes_times(c, high16));
-      _mm512_store_si512(slice + amx::kQ4KSliceBytes + 64 * k, bytes_times(c, low16));
+      for (int k = 0; k < 8; ++k) {
+        const V::I c = PackedQ4K::code(block, 0, 8 * j + k);
+        _mm512_store_si512(slice + 64 * k, bytes_times(c, high16));
+        _mm512_store_si512(slice + amx::kSliceBytes + 64 * k, bytes_times(c, low16));
+      }
     }
   }
-}
+};
 
-// One packed super-block's float steps for the tile's tokens from its T parts.
+// Q6_K's halves are sub-blocks j with bit 1 clear (quants 0-31, 64-95, 128-159, 192-223)
+// and the rest: slice m, tile row k is code dword i = (2 (m % 2) + k / 8) * 16 + 8 (m / 2) + k % 8.
+template <>
+struct TileForm<PackedQ6K> {
+  static constexpr int kHighShift = 6;
+  // The staged quants with each super-block's 32-byte chunks 0, 2, 4, 6 first, then 1, 3, 5, 7.
+  static const int8_t* tile_quants(const StagedTokens& tokens, int64_t n_blocks) {
+    const size_t bytes = static_cast<size_t>(n_blocks * tokens.stride) * kSuperBlockSize;
+    auto* reordered = static_cast<int8_t*>(thread_scratch(ScratchSlot::kTileQuants, bytes));
+    for (size_t offset = 0; offset < bytes; offset += kSuperBlockSize) {
+      for (int c = 0; c < 8; ++c) {
+        std::memcpy(reordered + offset + 32 * c, tokens.quants + offset + 32 * (2 * (c % 4) + c / 4), 32);
+      }
+    }
+    return reordered;
+  }
+  static void unpack(const uint8_t* block, uint8_t* codes) {
+    const auto p = PackedQ6K::header(block, 0);
+    const V::I low_bytes = V::set1_32(0x00ff00ff), six_bits = V::set1_32(0x003f003f);
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; ++m) {
+      uint8_t* slice = codes + 2 * m * amx::kSliceBytes;
+#pragma GCC unroll 16
+      for (int k = 0; k < 16; ++k) {
+        const int i = (2 * (m % 2) + k / 8) * 16 + 8 * (m / 2) + k % 8;
+        const V::I c = PackedQ6K::code(block, 0, i);
+        const V::I sc = p.scales[i / 4];
+        const V::I sc16 = V::or_(V::and_(sc, V::set1_32(0xffff)), V::slli(sc, 16));
+        // w = sc * q per byte, as int16 (|w| <= 128 * 63), even bytes then odd ones.
+        const V::I even = _mm512_mullo_epi16(V::and_(c, low_bytes), sc16);
+        const V::I odd = _mm512_mullo_epi16(V::and_(V::srli(c, 8), low_bytes), sc16);
+        const V::I high = V::or_(V::and_(_mm512_srai_epi16(even, 6), low_bytes),
+                                 _mm512_slli_epi16(_mm512_srai_epi16(odd, 6), 8));
+        const V::I low = V::or_(V::and_(even, six_bits), _mm512_slli_epi16(V::and_(odd, six_bits), 8));
+        _mm512_store_si512(slice + 64 * k, high);
+        _mm512_store_si512(slice + amx::kSliceBytes + 64 * k, low);
+      }
+    }
+  }
+};
+
+// One packed super-block's float steps for the tile's tokens from its four tile sums.
+template <typename Format>
 __attribute__((always_inline)) inline void add_tile_block(const uint8_t* block, const int32_t* sums,
                                                           const TokenBlock* meta, Accumulator* acc) {
-  const auto p = PackedQ4K::header(block, 0);
+  const auto p = Format::header(block, 0);
   for (int t = 0; t < amx::kTileTokens; ++t) {
-    V::I m = V::zero();
-    for (int i = 0; i < PackedQ4K::kPairs; ++i) m = V::dot2(m, p.pairs[i], V::set1_32(meta[t].pairs[i]));
-    acc[t].add_min(m, p.dmin, meta[t].d);
+    V::I pair_terms = V::zero();  // Q4_K: M; Q6_K: the -32 terms, part of T_lo
+    for (int i = 0; i < Format::kPairs; ++i) pair_terms = V::dot2(pair_terms, p.pairs[i], V::set1_32(meta[t].pairs[i]));
+    if constexpr (Format::kHasMin) acc[t].add_min(pair_terms, p.dmin, meta[t].d);
     for (int h = 0; h < 2; ++h) {
       const auto part = [&](int c) {
         return V::load(reinterpret_cast<const uint8_t*>(sums + ((2 * h + c) * amx::kTileTokens + t) * 16));
       };
-      acc[t].add_half(V::add(V::slli(part(0), 3), part(1)), p.d, meta[t].d);
+      V::I half = V::add(V::slli(part(0), TileForm<Format>::kHighShift), part(1));
+      if (!Format::kHasMin && h == 0) half = V::add(pair_terms, half);
+      acc[t].add_half(half, p.d, meta[t].d);
     }
   }
+}
+
+// n_w_rows rows as packed panels (panel_at(r0): the panel of rows r0 .. r0 + 15, of which
+// the first min(16, n_w_rows - r0) are stored) against n_a_rows >= amx::kTileTokens tokens.
+// row_max only with whole panels.
+template <typename Format, typename PanelAt>
+void dot_panels_on_tiles(int64_t n_blocks, PanelAt panel_at, int64_t n_w_rows, const uint8_t* activations,
+                         size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
+  constexpr size_t kBlockBytes = kPanelRows * sizeof(typename Format::Block);
+  auto* codes = static_cast<uint8_t*>(
+      thread_scratch(ScratchSlot::kTileCodes, static_cast<size_t>(n_blocks) * amx::kBlockCodesBytes));
+  alignas(64) int32_t sums[kAmxChunkBlocks * 4 * amx::kTileTokens * 16];
+  amx::begin_block_sums();
+  for (int64_t t0 = 0; t0 < n_a_rows; t0 += kKQuantTokenBlock) {
+    const int64_t n_tokens = n_a_rows - t0 < kKQuantTokenBlock ? n_a_rows - t0 : kKQuantTokenBlock;
+    const StagedTokens tokens = stage_tokens<Format>(n_blocks, activations + t0 * a_stride, a_stride, n_tokens);
+    const int64_t n_tiled = n_tokens / amx::kTileTokens * amx::kTileTokens;
+    const int8_t* tile_quants = n_tiled > 0 ? TileForm<Format>::tile_quants(tokens, n_blocks) : nullptr;
+    for (int64_t r0 = 0; r0 < n_w_rows; r0 += kPanelRows) {
+      const uint8_t* panel = panel_at(r0);
+      const int n_rows = static_cast<int>(n_w_rows - r0 < kPanelRows ? n_w_rows - r0 : kPanelRows);
+      for (int64_t b = 0; b < n_blocks && n_tiled > 0; ++b) {
+        TileForm<Format>::unpack(panel + b * kBlockBytes, codes + b * amx::kBlockCodesBytes);
+      }
+      for (int64_t t = 0; t < n_tiled; t += amx::kTileTokens) {
+        const StagedTokens tile = tokens.from(t);
+        Accumulator acc[amx::kTileTokens];
+        for (int64_t b0 = 0; b0 < n_blocks; b0 += kAmxChunkBlocks) {
+          const int n_chunk = static_cast<int>(n_blocks - b0 < kAmxChunkBlocks ? n_blocks - b0 : kAmxChunkBlocks);
+          amx::block_sums(n_chunk, codes + b0 * amx::kBlockCodesBytes,
+                          tile_quants + (b0 * tokens.stride + t) * kSuperBlockSize, tokens.stride * kSuperBlockSize,
+                          sums);
+          for (int i = 0; i < n_chunk; ++i) {
+            add_tile_block<Format>(panel + (b0 + i) * kBlockBytes, sums + i * 4 * amx::kTileTokens * 16,
+                                   tile.block_meta(b0 + i), acc);
+          }
+        }
+        for (int k = 0; k < amx::kTileTokens; ++k) {
+          if (out != nullptr) V::store(out + (t0 + t + k) * out_stride + r0, acc[k].sum, n_rows);
+          if (row_max != nullptr) V::fold_max(acc[k].sum, r0, row_max[t0 + t + k]);
+        }
+      }
+      const int64_t n_rest = n_tokens - n_tiled;
+      PrefetchCursor prefetch(panel, 0, 0, 1);
+      for_token_tiles<V::kTokenTile>(n_rest, [&](auto size, int64_t t) {
+        const int64_t first = n_tiled + t;
+        dot_packed_panel<Format, decltype(size)::value>(
+            n_blocks, panel, tokens.from(first), n_rows,
+            out != nullptr ? out + (t0 + first) * out_stride + r0 : nullptr, out_stride, prefetch,
+            row_max != nullptr ? row_max + t0 + first : nullptr, r0);
+      });
+    }
+  }
+  amx::end_tiles();
 }
 
 template <bool kPrefetch>
@@ -632,53 +742,38 @@ void dot_q4_k_panels_amx(int64_t n, const void* w, int64_t n_w_rows, const void*
     dot_packed_panels<PackedQ4K, kPrefetch>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
     return;
   }
-  constexpr size_t kBlockBytes = kPanelRows * sizeof(BlockQ4_K);
-  const auto* weights = static_cast<const uint8_t*>(w);
-  const auto* activations = static_cast<const uint8_t*>(a);
   const int64_t n_blocks = n / kSuperBlockSize;
-  const int64_t panel_bytes = static_cast<int64_t>(kBlockBytes) * n_blocks;
-  auto* codes = static_cast<uint8_t*>(
-      thread_scratch(ScratchSlot::kTileCodes, static_cast<size_t>(n_blocks) * amx::kQ4KBlockCodesBytes));
-  alignas(64) int32_t sums[kAmxChunkBlocks * 4 * amx::kTileTokens * 16];
-  amx::begin_q4_k_tiles();
-  for (int64_t t0 = 0; t0 < n_a_rows; t0 += kKQuantTokenBlock) {
-    const int64_t n_tokens = n_a_rows - t0 < kKQuantTokenBlock ? n_a_rows - t0 : kKQuantTokenBlock;
-    const StagedTokens tokens = stage_tokens<PackedQ4K>(n_blocks, activations + t0 * a_stride, a_stride, n_tokens);
-    const int64_t n_tiled = n_tokens / amx::kTileTokens * amx::kTileTokens;
-    for (int64_t r0 = 0; r0 < n_w_rows; r0 += kPanelRows) {
-      const uint8_t* panel = weights + r0 / kPanelRows * panel_bytes;
-      for (int64_t b = 0; b < n_blocks && n_tiled > 0; ++b) {
-        unpack_q4_k_tile_codes(panel + b * kBlockBytes, codes + b * amx::kQ4KBlockCodesBytes);
-      }
-      for (int64_t t = 0; t < n_tiled; t += amx::kTileTokens) {
-        const StagedTokens tile = tokens.from(t);
-        Accumulator acc[amx::kTileTokens];
-        for (int64_t b0 = 0; b0 < n_blocks; b0 += kAmxChunkBlocks) {
-          const int n_chunk = static_cast<int>(n_blocks - b0 < kAmxChunkBlocks ? n_blocks - b0 : kAmxChunkBlocks);
-          amx::q4_k_block_sums(n_chunk, codes + b0 * amx::kQ4KBlockCodesBytes, tile.block_quants(b0),
-                               tokens.stride * kSuperBlockSize, sums);
-          for (int i = 0; i < n_chunk; ++i) {
-            add_tile_block(panel + (b0 + i) * kBlockBytes, sums + i * 4 * amx::kTileTokens * 16,
-                           tile.block_meta(b0 + i), acc);
-          }
-        }
-        for (int k = 0; k < amx::kTileTokens; ++k) {
-          if (out != nullptr) V::store(out + (t0 + t + k) * out_stride + r0, acc[k].sum, V::kLanes);
-          if (row_max != nullptr) V::fold_max(acc[k].sum, r0, row_max[t0 + t + k]);
-        }
-      }
-      const int64_t n_rest = n_tokens - n_tiled;
-      PrefetchCursor prefetch(panel + panel_bytes, 0, 0, 1);
-      for_token_tiles<V::kTokenTile>(n_rest, [&](auto size, int64_t t) {
-        const int64_t first = n_tiled + t;
-        dot_packed_panel<PackedQ4K, decltype(size)::value>(
-            n_blocks, panel, tokens.from(first), kPanelRows,
-            out != nullptr ? out + (t0 + first) * out_stride + r0 : nullptr, out_stride, prefetch,
-            row_max != nullptr ? row_max + t0 + first : nullptr, r0);
-      });
-    }
+  const int64_t panel_bytes = static_cast<int64_t>(kPanelRows * sizeof(BlockQ4_K)) * n_blocks;
+  const auto* weights = static_cast<const uint8_t*>(w);
+  dot_panels_on_tiles<PackedQ4K>(
+      n_blocks, [&](int64_t r0) { return weights + r0 / kPanelRows * panel_bytes; }, n_w_rows,
+      static_cast<const uint8_t*>(a), a_stride, n_a_rows, out, out_stride, row_max);
+}
+
+// Q6_K rows in the file's layout: each 16-row panel packed into a buffer per block of
+// staged tokens (rows past n_w_rows repeat the last one), as dot_matrix<Q6K> does.
+void dot_q6_k_matrix_amx(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, const void* a,
+                         size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride) {
+  if (n_a_rows < amx::kTileTokens) {
+    dot_matrix<Q6K>(n, w, w_stride, n_w_rows, a, a_stride, n_a_rows, out, out_stride);
+    return;
   }
-  amx::end_tiles();
+  constexpr size_t kBlockBytes = kPanel * sizeof(BlockQ6_K);
+  const int64_t n_blocks = n / kSuperBlockSize;
+  const auto* weights = static_cast<const uint8_t*>(w);
+  auto* panel = static_cast<uint8_t*>(thread_scratch(ScratchSlot::kPanel, kBlockBytes * static_cast<size_t>(n_blocks)));
+  auto pack = [&](int64_t r0) {
+    const int64_t n_rows = n_w_rows - r0 < kPanel ? n_w_rows - r0 : kPanel;
+    const uint8_t* rows[kPanel];
+    for (int r = 0; r < kPanel; ++r) rows[r] = weights + (r0 + (r < n_rows ? r : n_rows - 1)) * w_stride;
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      pack_super_block<BlockQ6_K>(rows, panel + static_cast<size_t>(b) * kBlockBytes);
+      for (int r = 0; r < kPanel; ++r) rows[r] += sizeof(BlockQ6_K);
+    }
+    return static_cast<const uint8_t*>(panel);
+  };
+  dot_panels_on_tiles<PackedQ6K>(n_blocks, pack, n_w_rows, static_cast<const uint8_t*>(a), a_stride, n_a_rows, out,
+                                 out_stride, nullptr);
 }
 
 }  // namespace
@@ -703,5 +798,7 @@ void vec_dot_panels_q4_K_q8_K_unprefetched(int64_t n, const void* w, int64_t n_w
                                            RunningMax* row_max) {
   avx512::dot_q4_k_panels_amx<false>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
 }
+
+TM_DOT_MATRIX_ENTRY(vec_dot_matrix_q6_K_q8_K, avx512::dot_q6_k_matrix_amx)
 
 }  // namespace tokenmill::quant::amx

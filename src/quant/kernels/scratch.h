@@ -15,7 +15,7 @@
 namespace tokenmill::quant {
 
 // Which buffer: a kernel call may use each of these at once.
-enum class ScratchSlot { kStagedMeta, kStagedQuants, kPanel, kSignedCodes, kTileCodes, kCount };
+enum class ScratchSlot { kStagedMeta, kStagedQuants, kPanel, kSignedCodes, kTileCodes, kTileQuants, kCount };
 
 // At least `bytes` of 64-byte-aligned memory owned by this thread, valid until the next
 // call for the same slot on the same thread. Contents are undefined.

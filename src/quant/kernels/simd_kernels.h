@@ -72,6 +72,7 @@ inline constexpr size_t kActivationBlockBytes = 256 * 1024;
   DotMatrix vec_dot_matrix_iq3_xxs_q8_K_gathered, vec_dot_matrix_iq3_s_q8_K_gathered;                       \
   DotPanels vec_dot_panels_mxfp4_q8_0;                                                                      \
   DotOneRow vec_dot_f32, vec_dot_f16, vec_dot_bf16;                                                         \
+  DotRows vec_dot_rows_f32, vec_dot_rows_f16, vec_dot_rows_bf16;                                            \
   QuantizeRow quantize_row_q8_0, quantize_row_q8_K;
 
 // The panels of both widths in quant/panel_layout.h's layout (the _unprefetched ones: a
@@ -126,6 +127,9 @@ DotPanels vec_dot_panels_q4_0_q8_0, vec_dot_panels_q5_0_q8_0, vec_dot_panels_q8_
 // kquants_avx512.cc, sums in kquant_amx.cc: the packed Q4_K panels, whole tiles of 16
 // tokens' sub-block sums on AMX.
 DotPanels vec_dot_panels_q4_K_q8_K, vec_dot_panels_q4_K_q8_K_unprefetched;
+// kquants_avx512.cc likewise: Q6_K rows in the file's layout, packed per call, whole tiles
+// of 16 tokens on AMX (avx512's bits).
+DotMatrix vec_dot_matrix_q6_K_q8_K;
 // argmax_screen_amx.cc: quant::fill_argmax_screen and quant::screen_panels
 // (quant/argmax_screen.h), the screen itself on AMX tiles.
 bool fill_screen_panels(ArgmaxScreen& screen, const uint8_t* panels, int64_t first_panel, int64_t last_panel);
@@ -147,6 +151,7 @@ namespace neon {
 TM_NEON_DOT_ROWS
 // floats_neon.cc: the AVX2 floats' bits.
 DotOneRow vec_dot_f32, vec_dot_f16, vec_dot_bf16;
+DotRows vec_dot_rows_f32, vec_dot_rows_f16, vec_dot_rows_bf16;
 }  // namespace neon
 namespace neon_dotprod {
 TM_NEON_DOT_ROWS
