@@ -1,6 +1,7 @@
 #include "model/weights.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "base/large_buffer.h"
@@ -144,45 +145,74 @@ std::vector<const ops::WeightMatrix*> decode_matrices(const ModelWeights& w) {
   return out;
 }
 
-std::shared_ptr<uint8_t[]> repack_matrix(ops::WeightMatrix& m, const gguf::File& file) {
-  if (m.panels || quant::best_panel_kernel(m.type) == nullptr || m.n_rows % quant::kPanelRows != 0) return nullptr;
-  const size_t n_bytes = static_cast<size_t>(m.n_bytes());
-  std::shared_ptr<uint8_t[]> buffer = allocate_large_buffer(n_bytes);
-  // A slab at a time, dropping the source pages behind it, so that the matrix is never
-  // resident twice, even for a moment (the 262,144-row output matrix is 178 MB).
+namespace {
+
+bool takes_panels(const ops::WeightMatrix& m) {
+  return quant::best_panel_kernel(m.type) != nullptr && m.n_rows % quant::kPanelRows == 0;
+}
+
+// m's bytes rewritten into `to` (m.n_bytes()): in panels, or its rows as they are, a slab
+// at a time, dropping the file's pages behind, so that the matrix is never resident
+// twice, even for a moment (the 262,144-row output matrix is 178 MB).
+void move_matrix(ops::WeightMatrix& m, const gguf::File& file, uint8_t* to, bool panels) {
   constexpr int64_t kSlabRows = 64 * quant::kPanelRows;
   for (int64_t r = 0; r < m.n_rows; r += kSlabRows) {
     const int64_t n = std::min(kSlabRows, m.n_rows - r);
     const size_t offset = static_cast<size_t>(r) * m.row_bytes;
-    quant::pack_panels(m.type, m.data + offset, n, m.row_bytes, buffer.get() + offset);
+    if (panels) {
+      quant::pack_panels(m.type, m.data + offset, n, m.row_bytes, to + offset);
+    } else {
+      std::memcpy(to + offset, m.data + offset, static_cast<size_t>(n) * m.row_bytes);
+    }
     // From the previous slab's start: release() keeps a page that straddles a range's
     // ends, and each such page lies inside the next call's range.
     const size_t from = r >= kSlabRows ? offset - static_cast<size_t>(kSlabRows) * m.row_bytes : 0;
     file.release(m.data + from, offset + static_cast<size_t>(n) * m.row_bytes - from);
   }
-  m.data = buffer.get();
-  m.panels = true;
+  m.data = to;
+  m.panels = panels;
+}
+
+}  // namespace
+
+std::shared_ptr<uint8_t[]> repack_matrix(ops::WeightMatrix& m, const gguf::File& file) {
+  if (m.panels || !takes_panels(m)) return nullptr;
+  std::shared_ptr<uint8_t[]> buffer = allocate_large_buffer(static_cast<size_t>(m.n_bytes()));
+  move_matrix(m, file, buffer.get(), true);
   return buffer;
 }
 
 void repack_for_kernels(ModelWeights& weights, const gguf::File& file) {
-  auto repack = [&](ops::WeightMatrix& m) {
-    if (auto buffer = repack_matrix(m, file)) weights.repacked.push_back(std::move(buffer));
+  // The matrices a forward pass multiplies (and the embedding table where it has panels:
+  // its rows are gathered from them), in the order of the file's usual layout.
+  std::vector<ops::WeightMatrix*> matrices;
+  auto add = [&](ops::WeightMatrix& m) {
+    if (m.data != nullptr && !m.panels) matrices.push_back(&m);
   };
-  repack(weights.token_embd);
-  if (weights.tied_output) {
-    weights.output = weights.token_embd;
-  } else {
-    repack(weights.output);
-  }
+  if (weights.tied_output || takes_panels(weights.token_embd)) add(weights.token_embd);
+  if (!weights.tied_output) add(weights.output);
   for (LayerWeights& layer : weights.layers) {
-    for (ops::WeightMatrix* m : dense_matrices(layer)) {
-      if (m->data != nullptr) repack(*m);
-    }
+    for (ops::WeightMatrix* m : dense_matrices(layer)) add(*m);
     for (auto* experts : expert_matrices(layer)) {
-      for (ops::WeightMatrix& m : *experts) repack(m);
+      for (ops::WeightMatrix& m : *experts) add(m);
     }
   }
+  // One buffer for all of them: a matrix smaller than a huge page in a buffer of its own
+  // would take a whole one (a MoE model's experts: twice the file's size in memory).
+  constexpr size_t kAlign = 64;
+  std::vector<size_t> offsets;
+  size_t total = 0;
+  for (const ops::WeightMatrix* m : matrices) {
+    offsets.push_back(total);
+    total += (static_cast<size_t>(m->n_bytes()) + kAlign - 1) / kAlign * kAlign;
+  }
+  if (matrices.empty()) return;
+  std::shared_ptr<uint8_t[]> buffer = allocate_large_buffer(total);
+  for (size_t i = 0; i < matrices.size(); ++i) {
+    move_matrix(*matrices[i], file, buffer.get() + offsets[i], takes_panels(*matrices[i]));
+  }
+  if (weights.tied_output) weights.output = weights.token_embd;
+  weights.repacked.push_back(std::move(buffer));
 }
 
 }  // namespace tokenmill::model

@@ -81,11 +81,13 @@ Result<ModelWeights> bind_weights(const gguf::File& file, const ModelConfig& con
 // nullptr (m unchanged) where there is nothing to gain.
 std::shared_ptr<uint8_t[]> repack_matrix(ops::WeightMatrix& m, const gguf::File& file);
 
-// Moves every matrix that the CPU's kernels read faster in quant/panel_layout.h's layout
-// (Q8_0, Q4_0, Q5_0, Q4_K and Q5_K with a multiple of 16 rows, where the kernel set has a
-// panel kernel for the type) into that layout, in buffers owned by
-// `weights`, and drops the file's pages of the originals (the same bytes, never resident
-// twice). A tied output matrix is repacked once. Results are bit-identical either way.
+// Moves every matrix a forward pass multiplies out of the file's pages into one buffer of
+// huge pages owned by `weights` (base/large_buffer.h): into quant/panel_layout.h's layout
+// where the CPU's kernels read that faster (Q8_0, Q4_0, Q5_0, Q4_K, Q5_K, IQ4_XS, MXFP4
+// with a multiple of 16 rows, where the kernel set has a panel kernel for the type), its
+// rows as they are otherwise; the embedding table too where it has panels. The file's
+// pages of the originals are dropped (the same bytes, never resident twice). A tied
+// output matrix is moved once. Results are bit-identical either way.
 void repack_for_kernels(ModelWeights& weights, const gguf::File& file);
 
 // Bytes of every weight a single decode step reads (for roofline figures).
