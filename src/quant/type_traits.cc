@@ -168,11 +168,10 @@ constexpr std::array<TypeTraits, 27> kTypeTraits = {{
      .is_quantized = true, .vec_dot_type = TensorType::kQ8_K,
      .dequantize_row = ref::dequantize_row_q6_K, .quantize_row_ref = ref::quantize_row_q6_K,
      .vec_dot_ref = ref::vec_dot_q6_K_q8_K,
-     TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_q6_K_q8_K>(avx2::vec_dot_matrix_q6_K_q8_K),
-     // No repacked panels for Q6_K: its single-token panel kernel (vec_dot_panels_q6_K_q8_K,
-     // tested, not chosen) is ahead in cache but behind the row kernel on weights streamed
-     // from memory (bench --profile on the 1B shape).
-     .avx512 = by_matrix<avx512::vec_dot_matrix_q6_K_q8_K>())
+     TM_X86_KERNELS(.avx2 = by_rows<avx2::vec_dot_rows_q6_K_q8_K>(avx2::vec_dot_matrix_q6_K_q8_K, avx2::vec_dot_panels_q6_K_q8_K,
+                                                        nullptr, avx2::vec_dot_panels_q6_K_q8_K_unprefetched),
+     .avx512 = by_matrix<avx512::vec_dot_matrix_q6_K_q8_K>(avx512::vec_dot_panels_q6_K_q8_K, nullptr,
+                                                             avx512::vec_dot_panels_q6_K_q8_K_unprefetched))
      TM_ARM64_KERNELS(.neon = by_rows<neon::vec_dot_rows_q6_K_q8_K>(),
                       .neon_dotprod = by_rows<neon_dotprod::vec_dot_rows_q6_K_q8_K>())},
     {.type = TensorType::kQ8_K, .name = "q8_K", .block_size = kSuperBlockSize, .bytes_per_block = sizeof(BlockQ8_K),

@@ -94,24 +94,13 @@ VecDotPanelsFn avx_vnni_panels(TensorType type) {
     default: return nullptr;
   }
 }
-// The AVX2 and AVX-512 sets with their Q6_K panel kernels, which the dispatch does not
-// choose (slower than the row kernels for decode) but which must give the same bits.
-SimdKernels avx2_kernels(TensorType type) {
-  SimdKernels kernels = type_traits(type).avx2;
-  if (type == TensorType::kQ6_K) kernels.vec_dot_panels = avx2::vec_dot_panels_q6_K_q8_K;
-  return kernels;
-}
-SimdKernels avx512_kernels(TensorType type) {
-  SimdKernels kernels = type_traits(type).avx512;
-  if (type == TensorType::kQ6_K) kernels.vec_dot_panels = avx512::vec_dot_panels_q6_K_q8_K;
-  return kernels;
-}
 VecDotPanelsFn amx_panels(TensorType type) {
   switch (type) {
     case TensorType::kQ8_0: return amx::vec_dot_panels_q8_0_q8_0;
     case TensorType::kQ4_0: return amx::vec_dot_panels_q4_0_q8_0;
     case TensorType::kQ5_0: return amx::vec_dot_panels_q5_0_q8_0;
     case TensorType::kQ4_K: return amx::vec_dot_panels_q4_K_q8_K;
+    case TensorType::kQ6_K: return amx::vec_dot_panels_q6_K_q8_K;
     default: return nullptr;
   }
 }
@@ -120,7 +109,7 @@ std::vector<PanelSet> panel_sets() {
   std::vector<PanelSet> sets;
 #if defined(__x86_64__)
   const CpuFeatures& cpu = cpu_features();
-  if (cpu.has_avx2_kernels()) sets.push_back({"avx2", avx2_kernels});
+  if (cpu.has_avx2_kernels()) sets.push_back({"avx2", [](TensorType t) { return type_traits(t).avx2; }});
   if (cpu.has_avx_vnni_kernels()) {
     sets.push_back({"avxvnni", [](TensorType t) {
                       SimdKernels kernels = type_traits(t).avx2;
@@ -128,15 +117,12 @@ std::vector<PanelSet> panel_sets() {
                       return kernels;
                     }});
   }
-  if (cpu.has_avx512_kernels()) sets.push_back({"avx512", avx512_kernels});
+  if (cpu.has_avx512_kernels()) sets.push_back({"avx512", [](TensorType t) { return type_traits(t).avx512; }});
   if (cpu.has_amx_kernels()) {
     sets.push_back({"amx", [](TensorType t) {
                       SimdKernels kernels = type_traits(t).avx512;
                       kernels.vec_dot_panels = amx_panels(t);
-                      if (t == TensorType::kQ6_K) {  // its matrix kernel on tiles, against the AVX-512 panels
-                        kernels.vec_dot_matrix = amx::vec_dot_matrix_q6_K_q8_K;
-                        kernels.vec_dot_panels = avx512::vec_dot_panels_q6_K_q8_K;
-                      }
+                      if (t == TensorType::kQ6_K) kernels.vec_dot_matrix = amx::vec_dot_matrix_q6_K_q8_K;
                       return kernels;
                     }});
   }

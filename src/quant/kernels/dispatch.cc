@@ -118,7 +118,10 @@ ChoiceTable choose_kernels(bool prefetch_weights) {
         case gguf::TensorType::kQ4_K:
           choice.panels = prefetch_weights ? amx::vec_dot_panels_q4_K_q8_K : amx::vec_dot_panels_q4_K_q8_K_unprefetched;
           break;
-        case gguf::TensorType::kQ6_K: choice.dot.vec_dot_matrix = amx::vec_dot_matrix_q6_K_q8_K; break;
+        case gguf::TensorType::kQ6_K:
+          choice.panels = prefetch_weights ? amx::vec_dot_panels_q6_K_q8_K : amx::vec_dot_panels_q6_K_q8_K_unprefetched;
+          choice.dot.vec_dot_matrix = amx::vec_dot_matrix_q6_K_q8_K;
+          break;
         default: break;
       }
     }

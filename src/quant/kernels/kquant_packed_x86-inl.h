@@ -424,8 +424,7 @@ void dot_packed_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a
   }
 }
 
-// The entry points of simd_kernels.h for one kernel file, outside its anonymous namespace
-// (vec_dot_panels_q6_K_q8_K is tested but not chosen: slower than the row kernels).
+// The entry points of simd_kernels.h for one kernel file, outside its anonymous namespace.
 #define TM_PACKED_KQUANT_ENTRY(name, Format, kPrefetch)                                                       \
   void name(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride, int64_t n_a_rows,     \
             float* out, int64_t out_stride, RunningMax* row_max) {                                            \
@@ -437,5 +436,6 @@ void dot_packed_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a
   TM_PACKED_KQUANT_ENTRY(vec_dot_panels_q5_K_q8_K, PackedQ5K, true)                 \
   TM_PACKED_KQUANT_ENTRY(vec_dot_panels_q5_K_q8_K_unprefetched, PackedQ5K, false)   \
   TM_PACKED_KQUANT_ENTRY(vec_dot_panels_q6_K_q8_K, PackedQ6K, true)                 \
+  TM_PACKED_KQUANT_ENTRY(vec_dot_panels_q6_K_q8_K_unprefetched, PackedQ6K, false)   \
   TM_PACKED_KQUANT_ENTRY(vec_dot_panels_iq4_xs_q8_K, PackedIQ4XS, true)             \
   TM_PACKED_KQUANT_ENTRY(vec_dot_panels_iq4_xs_q8_K_unprefetched, PackedIQ4XS, false)

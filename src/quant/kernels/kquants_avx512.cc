@@ -735,17 +735,18 @@ void dot_panels_on_tiles(int64_t n_blocks, PanelAt panel_at, int64_t n_w_rows, c
   amx::end_tiles();
 }
 
-template <bool kPrefetch>
-void dot_q4_k_panels_amx(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
-                         int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
+// Repacked Q4_K or Q6_K panels.
+template <typename Format, bool kPrefetch>
+void dot_k_quant_panels_amx(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
+                            int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
   if (n_a_rows < amx::kTileTokens) {
-    dot_packed_panels<PackedQ4K, kPrefetch>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
+    dot_packed_panels<Format, kPrefetch>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
     return;
   }
   const int64_t n_blocks = n / kSuperBlockSize;
-  const int64_t panel_bytes = static_cast<int64_t>(kPanelRows * sizeof(BlockQ4_K)) * n_blocks;
+  const int64_t panel_bytes = static_cast<int64_t>(kPanelRows * sizeof(typename Format::Block)) * n_blocks;
   const auto* weights = static_cast<const uint8_t*>(w);
-  dot_panels_on_tiles<PackedQ4K>(
+  dot_panels_on_tiles<Format>(
       n_blocks, [&](int64_t r0) { return weights + r0 / kPanelRows * panel_bytes; }, n_w_rows,
       static_cast<const uint8_t*>(a), a_stride, n_a_rows, out, out_stride, row_max);
 }
@@ -788,17 +789,10 @@ TM_DOT_MATRIX_ENTRY(vec_dot_matrix_q6_K_q8_K, dot_matrix<Q6K>)
 
 namespace tokenmill::quant::amx {
 
-void vec_dot_panels_q4_K_q8_K(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
-                              int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
-  avx512::dot_q4_k_panels_amx<true>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
-}
-
-void vec_dot_panels_q4_K_q8_K_unprefetched(int64_t n, const void* w, int64_t n_w_rows, const void* a,
-                                           size_t a_stride, int64_t n_a_rows, float* out, int64_t out_stride,
-                                           RunningMax* row_max) {
-  avx512::dot_q4_k_panels_amx<false>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
-}
-
+TM_DOT_PANELS_ENTRY(vec_dot_panels_q4_K_q8_K, avx512::dot_k_quant_panels_amx<avx512::PackedQ4K, true>)
+TM_DOT_PANELS_ENTRY(vec_dot_panels_q4_K_q8_K_unprefetched, avx512::dot_k_quant_panels_amx<avx512::PackedQ4K, false>)
+TM_DOT_PANELS_ENTRY(vec_dot_panels_q6_K_q8_K, avx512::dot_k_quant_panels_amx<avx512::PackedQ6K, true>)
+TM_DOT_PANELS_ENTRY(vec_dot_panels_q6_K_q8_K_unprefetched, avx512::dot_k_quant_panels_amx<avx512::PackedQ6K, false>)
 TM_DOT_MATRIX_ENTRY(vec_dot_matrix_q6_K_q8_K, avx512::dot_q6_k_matrix_amx)
 
 }  // namespace tokenmill::quant::amx
