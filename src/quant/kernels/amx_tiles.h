@@ -56,12 +56,15 @@ void end_tiles();
 // order: the caller reorders them).
 inline constexpr int kSliceBytes = 16 * 64;
 inline constexpr int kBlockCodesBytes = 4 * 2 * kSliceBytes;
-// Loads the tile configuration of block_sums (end_tiles releases it).
+// Loads the tile configuration of the block sums (end_tiles releases it).
 void begin_block_sums();
-// For super-blocks b < n_blocks (codes: kBlockCodesBytes each; token t's 256 quants at
-// quants + b * quants_block_stride + t * 256): sums[((b * 4 + c) * kTileTokens + t) * 16 + r]
-// for row r and token t: c = 0 / 1 the high / low part of half 0, c = 2 / 3 of half 1.
-void block_sums(int n_blocks, const uint8_t* codes, const int8_t* quants, int64_t quants_block_stride,
-                int32_t* sums);
+// One super-block's sums in two calls, so that the caller's float steps of the previous
+// super-block run while the tile unit computes: start_block_sums(codes, quants) with
+// the block's codes (kBlockCodesBytes) and its 16 tokens' 256 quants each (256 bytes
+// apart) starts them; store_block_sums(sums) then writes sums[(c * kTileTokens + t) * 16
+// + r] for row r and token t: c = 0 / 1 the high / low part of half 0, c = 2 / 3 of
+// half 1. Between the two, no other tile work on the thread.
+void start_block_sums(const uint8_t* codes, const int8_t* quants);
+void store_block_sums(int32_t* sums);
 
 }  // namespace tokenmill::quant::amx

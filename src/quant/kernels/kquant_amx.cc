@@ -32,33 +32,30 @@ __attribute__((always_inline)) inline void load_slice(const uint8_t* codes, cons
 
 void begin_block_sums() { _tile_loadconfig(&kBlockSumsTileConfig); }
 
-void block_sums(int n_blocks, const uint8_t* codes, const int8_t* quants, int64_t quants_block_stride,
-                int32_t* sums) {
-  for (int b = 0; b < n_blocks; ++b) {
-    const uint8_t* c = codes + b * kBlockCodesBytes;
-    const int8_t* q = quants + b * quants_block_stride;
-    int32_t* s = sums + b * 4 * kTileTokens * 16;
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
-    // Slices 0, 1 (sub-blocks 0-3) into tiles 0 and 1; slices 2, 3 into tiles 2 and 3.
+void start_block_sums(const uint8_t* codes, const int8_t* quants) {
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  // Slices 0, 1 (half 0) into tiles 0 and 1; slices 2, 3 into tiles 2 and 3.
 #pragma GCC unroll 4
-    for (int m = 0; m < 4; ++m) {
-      load_slice(c, q, m);
-      if (m < 2) {
-        _tile_dpbssd(0, 4, 5);
-        _tile_dpbssd(1, 4, 6);
-      } else {
-        _tile_dpbssd(2, 4, 5);
-        _tile_dpbssd(3, 4, 6);
-      }
+  for (int m = 0; m < 4; ++m) {
+    load_slice(codes, quants, m);
+    if (m < 2) {
+      _tile_dpbssd(0, 4, 5);
+      _tile_dpbssd(1, 4, 6);
+    } else {
+      _tile_dpbssd(2, 4, 5);
+      _tile_dpbssd(3, 4, 6);
     }
-    _tile_stored(0, s, kRowBytes);
-    _tile_stored(1, s + kTileTokens * 16, kRowBytes);
-    _tile_stored(2, s + 2 * kTileTokens * 16, kRowBytes);
-    _tile_stored(3, s + 3 * kTileTokens * 16, kRowBytes);
   }
+}
+
+void store_block_sums(int32_t* sums) {
+  _tile_stored(0, sums, kRowBytes);
+  _tile_stored(1, sums + kTileTokens * 16, kRowBytes);
+  _tile_stored(2, sums + 2 * kTileTokens * 16, kRowBytes);
+  _tile_stored(3, sums + 3 * kTileTokens * 16, kRowBytes);
 }
 
 }  // namespace tokenmill::quant::amx

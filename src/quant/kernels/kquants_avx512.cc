@@ -579,12 +579,11 @@ void dot_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows, con
 
 // ---------------------------------------------------------------------------------------
 // AMX (CpuFeatures::has_amx_kernels()): Q4_K's packed panels and Q6_K's rows. Whole tiles
-// of amx::kTileTokens staged tokens take T's halves from the tiles (amx::block_sums),
+// of amx::kTileTokens staged tokens take T's halves from the tiles (amx::start_block_sums),
 // every other step as dot_packed_block takes it, in the same order, so the bits are the
 // same; fewer tokens (decode, a block's last few) run dot_packed_panel as without AMX.
 // Each panel's weights are unpacked once per block of staged tokens into the tiles'
 // layout (amx_tiles.h), the sub-block scales multiplied in.
-constexpr int kAmxChunkBlocks = 4;  // super-blocks whose tile sums are computed before their float steps
 
 // What differs between the formats on tiles: unpack writes one packed super-block's tile
 // codes, tile_quants gives the staged tokens' quants in the slices' order, and T's half
@@ -690,7 +689,7 @@ void dot_panels_on_tiles(int64_t n_blocks, PanelAt panel_at, int64_t n_w_rows, c
   constexpr size_t kBlockBytes = kPanelRows * sizeof(typename Format::Block);
   auto* codes = static_cast<uint8_t*>(
       thread_scratch(ScratchSlot::kTileCodes, static_cast<size_t>(n_blocks) * amx::kBlockCodesBytes));
-  alignas(64) int32_t sums[kAmxChunkBlocks * 4 * amx::kTileTokens * 16];
+  alignas(64) int32_t sums[2][4 * amx::kTileTokens * 16];
   amx::begin_block_sums();
   for (int64_t t0 = 0; t0 < n_a_rows; t0 += kKQuantTokenBlock) {
     const int64_t n_tokens = n_a_rows - t0 < kKQuantTokenBlock ? n_a_rows - t0 : kKQuantTokenBlock;
@@ -706,15 +705,14 @@ void dot_panels_on_tiles(int64_t n_blocks, PanelAt panel_at, int64_t n_w_rows, c
       for (int64_t t = 0; t < n_tiled; t += amx::kTileTokens) {
         const StagedTokens tile = tokens.from(t);
         Accumulator acc[amx::kTileTokens];
-        for (int64_t b0 = 0; b0 < n_blocks; b0 += kAmxChunkBlocks) {
-          const int n_chunk = static_cast<int>(n_blocks - b0 < kAmxChunkBlocks ? n_blocks - b0 : kAmxChunkBlocks);
-          amx::block_sums(n_chunk, codes + b0 * amx::kBlockCodesBytes,
-                          tile_quants + (b0 * tokens.stride + t) * kSuperBlockSize, tokens.stride * kSuperBlockSize,
-                          sums);
-          for (int i = 0; i < n_chunk; ++i) {
-            add_tile_block<Format>(panel + (b0 + i) * kBlockBytes, sums + i * 4 * amx::kTileTokens * 16,
-                                   tile.block_meta(b0 + i), acc);
-          }
+        auto quants_of = [&](int64_t b) { return tile_quants + (b * tokens.stride + t) * kSuperBlockSize; };
+        // Super-block b's tile sums run while b - 1's float steps do.
+        amx::start_block_sums(codes, quants_of(0));
+        amx::store_block_sums(sums[0]);
+        for (int64_t b = 1; b <= n_blocks; ++b) {
+          if (b < n_blocks) amx::start_block_sums(codes + b * amx::kBlockCodesBytes, quants_of(b));
+          add_tile_block<Format>(panel + (b - 1) * kBlockBytes, sums[(b - 1) % 2], tile.block_meta(b - 1), acc);
+          if (b < n_blocks) amx::store_block_sums(sums[b % 2]);
         }
         for (int k = 0; k < amx::kTileTokens; ++k) {
           if (out != nullptr) V::store(out + (t0 + t + k) * out_stride + r0, acc[k].sum, n_rows);
