@@ -50,14 +50,19 @@
 // Every path of every width computes these integers and steps, so a (row, token) result
 // has the same bits on AVX2 and AVX-512, alone or in any batch.
 
-// A packed super-block's parts besides the codes, lane r for row r of the pass: scales[j]
-// = sub-block j's scale as int32 (V::scale_operand makes it what scale_sum takes), pairs[i] = the int16 pair that the token's pairs[i]
+// A packed super-block's parts besides the codes, lane r for row r of the pass: sources =
+// what Format::scale(h, j) derives sub-block j's scale from (as int32; V::scale_operand
+// makes it what scale_sum takes), pairs[i] = the int16 pair that the token's pairs[i]
 // multiply (the min terms or Q6_K's -32 offsets), d / dmin = the row's scales as floats.
-template <int kSubBlocks, int kPairs>
+// The scales are derived where they are used, not held: held, a format's eight or sixteen
+// scale vectors beside kTokenTile tokens' sums and parts spill the registers.
+// (A format may read its scales from the pass's dwords instead: `dwords`, no sources.)
+template <int kSources, int kPairs>
 struct Header {
   typename V::F d, dmin;
-  typename V::I scales[kSubBlocks];
+  typename V::I sources[kSources > 0 ? kSources : 1];
   typename V::I pairs[kPairs > 0 ? kPairs : 1];
+  const uint8_t* dwords;
 };
 
 // The dwords of pass `half` of a packed super-block start at `block + half * kLanes * 4`.
@@ -76,27 +81,29 @@ __attribute__((always_inline)) inline typename V::I byte_pair(typename V::I v, i
 // w2 of the 12 packed bytes, read as
 //   sc0..3 = w0 & 0x3f..   sc4..7 = (w2 & 0x0f..) | ((w0 >> 2) & 0x30..)
 //   mn0..3 = w1 & 0x3f..   mn4..7 = ((w2 >> 4) & 0x0f..) | ((w1 >> 2) & 0x30..)).
-__attribute__((always_inline)) inline Header<8, 4> k4_header(const uint8_t* p) {
+__attribute__((always_inline)) inline Header<2, 4> k4_header(const uint8_t* p) {
   using I = typename V::I;
-  Header<8, 4> h;
+  Header<2, 4> h;
+  h.dwords = p;
   const I head = V::load(p);
   h.d = V::f16_low(head);
   h.dmin = V::f16_low(V::srli(head, 16));
   const I w0 = V::load(p + 64), w1 = V::load(p + 128), w2 = V::load(p + 192);
   const I six_bits = V::set1_8(0x3f), low_nibble = V::set1_8(0x0f), bits_4_5 = V::set1_8(0x30);
-  const I sc_0_3 = V::and_(w0, six_bits);
+  h.sources[0] = V::and_(w0, six_bits);                                                     // sc0..3
+  h.sources[1] = V::or_(V::and_(w2, low_nibble), V::and_(V::srli(w0, 2), bits_4_5));        // sc4..7
   const I mn_0_3 = V::and_(w1, six_bits);
-  const I sc_4_7 = V::or_(V::and_(w2, low_nibble), V::and_(V::srli(w0, 2), bits_4_5));
   const I mn_4_7 = V::or_(V::and_(V::srli(w2, 4), low_nibble), V::and_(V::srli(w1, 2), bits_4_5));
-  for (int j = 0; j < 4; ++j) {
-    h.scales[j] = V::and_(V::srli(sc_0_3, 8 * j), V::set1_32(0xff));
-    h.scales[4 + j] = V::and_(V::srli(sc_4_7, 8 * j), V::set1_32(0xff));
-  }
   h.pairs[0] = byte_pair(mn_0_3, 0);
   h.pairs[1] = byte_pair(mn_0_3, 2);
   h.pairs[2] = byte_pair(mn_4_7, 0);
   h.pairs[3] = byte_pair(mn_4_7, 2);
   return h;
+}
+
+// Sub-block j's scale (j < 8) from k4_header's sources: byte j % 4 of source j / 4.
+__attribute__((always_inline)) inline typename V::I k4_scale(const Header<2, 4>& h, int j) {
+  return V::and_(V::srli(h.sources[j / 4], 8 * (j % 4)), V::set1_32(0xff));
 }
 
 // Q4_K / Q5_K code vector i (sub-block j = i / 8, dword k = i % 8) from the nibbles at
@@ -147,9 +154,10 @@ struct K4Format : PackedShape<BlockType, 8, 8, 4, true, kInt16GroupSize> {
   using Base::kPairs, Base::kSubBlocks;
 
   static void token_pairs(const BlockQ8_K& y, int32_t* pairs) { k4_token_pairs(y, pairs); }
-  __attribute__((always_inline)) static Header<kSubBlocks, kPairs> header(const uint8_t* block, int half) {
+  __attribute__((always_inline)) static Header<2, kPairs> header(const uint8_t* block, int half) {
     return k4_header(pass_dwords(block, half));
   }
+  __attribute__((always_inline)) static typename V::I scale(const Header<2, kPairs>& h, int j) { return k4_scale(h, j); }
 };
 
 struct PackedQ4K : K4Format<BlockQ4_K, 8> {  // kInt16Group: 8 * 2 * 15 * 128 < 2^15
@@ -195,18 +203,20 @@ struct PackedQ6K : PackedShape<BlockQ6_K, 16, 4, 8, false, 2> {  // kInt16Group:
     const typename V::I high = g < 2 ? V::slli(qh, 4 - 2 * g) : V::srli(qh, 2 * g - 4);  // bits 2g, 2g+1 -> 4, 5
     return V::or_(low, V::and_(high, V::set1_8(0x30)));
   }
-  __attribute__((always_inline)) static Header<kSubBlocks, kPairs> header(const uint8_t* block, int half) {
+  // Read from the block where used (16 scale vectors; the registers are the tokens'): lane r
+  // of scale dword q = scales 4q .. 4q + 3 of row r (signed bytes).
+  __attribute__((always_inline)) static typename V::I scale(const Header<0, kPairs>& h, int j) {
+    const typename V::I packed = V::load(h.dwords + 64 * (offsetof(Block, scales) / 4 + j / 4));
+    return V::srai(V::slli(packed, 24 - 8 * (j % 4)), 24);
+  }
+  __attribute__((always_inline)) static Header<0, kPairs> header(const uint8_t* block, int half) {
     using I = typename V::I;
-    const uint8_t* p = pass_dwords(block, half);
-    Header<kSubBlocks, kPairs> h;
-    for (int q = 0; q < 4; ++q) {  // lane r of dword q = scales 4q .. 4q + 3 of row r
-      const I packed = V::load(p + 64 * (offsetof(Block, scales) / 4 + q));
-      for (int i = 0; i < 4; ++i) h.scales[4 * q + i] = V::srai(V::slli(packed, 24 - 8 * i), 24);
-    }
+    Header<0, kPairs> h;
+    h.dwords = pass_dwords(block, half);
     // The -32 of every level: pairs (-32 sc_2i, -32 sc_2i+1) against the token's bsums.
     for (int i = 0; i < 8; ++i) {
-      const I low = V::sub(V::zero(), V::slli(h.scales[2 * i], 5));
-      const I high = V::sub(V::zero(), V::slli(h.scales[2 * i + 1], 5));
+      const I low = V::sub(V::zero(), V::slli(scale(h, 2 * i), 5));
+      const I high = V::sub(V::zero(), V::slli(scale(h, 2 * i + 1), 5));
       h.pairs[i] = V::or_(V::and_(low, V::set1_32(0xffff)), V::slli(high, 16));
     }
     static_assert(offsetof(Block, d) == sizeof(Block) / 4 * 4, "d is the part after the whole dwords");
@@ -236,22 +246,24 @@ struct PackedIQ4XS : PackedShape<BlockIQ4_XS, 8, 8, V::kInt16Sums ? 0 : 4, false
   static void token_pairs(const BlockQ8_K& y, int32_t* pairs) { k4_token_pairs(y, pairs); }
   // Dword 0 of a block: d, then scales_h (bits 2j, 2j + 1: the high bits of s_j); dword 1:
   // scales_l (bits 4j .. 4j + 3: the low bits of s_j).
-  __attribute__((always_inline)) static Header<kSubBlocks, kPairs> header(const uint8_t* block, int half) {
+  // Sources: dword 0 (d, scales_h), dword 1 (scales_l); s_j = the low bits | the high bits << 4.
+  __attribute__((always_inline)) static typename V::I scale(const Header<2, kPairs>& h, int j) {
+    const typename V::I stored = V::or_(V::and_(V::srli(h.sources[1], 4 * j), V::set1_32(0x0f)),
+                                        V::slli(V::and_(V::srli(h.sources[0], 16 + 2 * j), V::set1_32(3)), 4));
+    return V::sub(stored, V::set1_32(32));
+  }
+  __attribute__((always_inline)) static Header<2, kPairs> header(const uint8_t* block, int half) {
     using I = typename V::I;
     const uint8_t* p = pass_dwords(block, half);
-    Header<kSubBlocks, kPairs> h;
-    const I head = V::load(p), low = V::load(p + 64);
-    const I high = V::srli(head, 16);
-    h.d = V::f16_low(head);
+    Header<2, kPairs> h;
+    h.dwords = p;
+    h.sources[0] = V::load(p);
+    h.sources[1] = V::load(p + 64);
+    h.d = V::f16_low(h.sources[0]);
     h.dmin = V::set1_ps(0.0f);
-    for (int j = 0; j < kSubBlocks; ++j) {
-      const I stored = V::or_(V::and_(V::srli(low, 4 * j), V::set1_32(0x0f)),
-                              V::slli(V::and_(V::srli(high, 2 * j), V::set1_32(3)), 4));
-      h.scales[j] = V::sub(stored, V::set1_32(32));
-    }
     for (int i = 0; i < kPairs; ++i) {  // none with signed codes
-      const I lo = V::sub(V::zero(), V::slli(h.scales[2 * i], 7));
-      const I hi = V::sub(V::zero(), V::slli(h.scales[2 * i + 1], 7));
+      const I lo = V::sub(V::zero(), V::slli(scale(h, 2 * i), 7));
+      const I hi = V::sub(V::zero(), V::slli(scale(h, 2 * i + 1), 7));
       h.pairs[i] = V::or_(V::and_(lo, V::set1_32(0xffff)), V::slli(hi, 16));
     }
     return h;
@@ -296,7 +308,7 @@ __attribute__((always_inline)) inline void dot_packed_block(const uint8_t* block
   // The passes of one super-block read the same token quants: left visible, the compiler
   // hoists their 64 addresses out of the pass loop and spills them to the stack.
   asm("" : "+r"(q));
-  const auto p = Format::header(block, half);
+  auto p = Format::header(block, half);
   I total[kTokens];
   for (int t = 0; t < kTokens; ++t) total[t] = V::zero();
   for (int i = 0; i < Format::kPairs; ++i) {
@@ -308,6 +320,10 @@ __attribute__((always_inline)) inline void dot_packed_block(const uint8_t* block
       total[t] = V::zero();
     }
   }
+  // Opaque from here: the scales the pairs were made of are derived again where they are
+  // used, not kept alive from the header (see Header).
+  for (auto& source : p.sources) asm("" : "+v"(source));
+  asm("" : "+r"(p.dwords));
   // T_lo's sub-blocks, then T_hi's; kTokens independent dot4 chains in flight.
   // (Unrolled: the chains must stay in registers. T_lo goes into the sums as soon as it
   // is complete: kept to the end, 8 tokens' totals, sub-block sums, T_lo's and sums
@@ -317,7 +333,7 @@ __attribute__((always_inline)) inline void dot_packed_block(const uint8_t* block
 #pragma GCC unroll 8
     for (int s = 0; s < Format::kSubBlocks / 2; ++s) {
       const int j = Format::kSubBlockOrder[h * Format::kSubBlocks / 2 + s];
-      const I scale = V::scale_operand(p.scales[j]);
+      const I scale = V::scale_operand(Format::scale(p, j));
       constexpr int kGroup = V::kInt16Sums ? Format::kInt16Group : Format::kDwords;
       I part[kTokens];
       for (int t = 0; t < kTokens; ++t) part[t] = V::zero();
@@ -334,6 +350,9 @@ __attribute__((always_inline)) inline void dot_packed_block(const uint8_t* block
         if ((k + 1) % kGroup == 0) {
           for (int t = 0; t < kTokens; ++t) {
             total[t] = V::add(total[t], V::scale_sum(part[t], scale));
+            // Here, not later: the integer sums may be reassociated, and deferred they
+            // keep every sub-block's parts alive (spilled to the stack).
+            asm("" : "+v"(total[t]));
             part[t] = V::zero();
           }
         }

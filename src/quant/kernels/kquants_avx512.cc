@@ -606,7 +606,8 @@ struct TileForm<PackedQ4K> {
     const auto p = PackedQ4K::header(block, 0);
 #pragma GCC unroll 8
     for (int j = 0; j < PackedQ4K::kSubBlocks; ++j) {
-      const V::I high = V::srli(p.scales[j], 3), low = V::and_(p.scales[j], V::set1_32(7));
+      const V::I sc = PackedQ4K::scale(p, j);
+      const V::I high = V::srli(sc, 3), low = V::and_(sc, V::set1_32(7));
       const V::I high16 = V::or_(high, V::slli(high, 16)), low16 = V::or_(low, V::slli(low, 16));
       uint8_t* slice = codes + j / 2 * 2 * amx::kSliceBytes + j % 2 * 8 * 64;
 #pragma GCC unroll 8
@@ -645,7 +646,7 @@ struct TileForm<PackedQ6K> {
       for (int k = 0; k < 16; ++k) {
         const int i = (2 * (m % 2) + k / 8) * 16 + 8 * (m / 2) + k % 8;
         const V::I c = PackedQ6K::code(block, 0, i);
-        const V::I sc = p.scales[i / 4];
+        const V::I sc = PackedQ6K::scale(p, i / 4);
         const V::I sc16 = V::or_(V::and_(sc, V::set1_32(0xffff)), V::slli(sc, 16));
         // w = sc * q per byte, as int16 (|w| <= 128 * 63), even bytes then odd ones.
         const V::I even = _mm512_mullo_epi16(V::and_(c, low_bytes), sc16);
