@@ -320,10 +320,12 @@ __attribute__((always_inline)) inline void dot_packed_block(const uint8_t* block
       total[t] = V::zero();
     }
   }
-  // Opaque from here: the scales the pairs were made of are derived again where they are
-  // used, not kept alive from the header (see Header).
-  for (auto& source : p.sources) asm("" : "+v"(source));
-  asm("" : "+r"(p.dwords));
+  // Opaque from here in a tile of several tokens: the scales the pairs were made of are
+  // derived again where they are used, not kept alive from the header (see Header).
+  if constexpr (kTokens > 2) {
+    for (auto& source : p.sources) asm("" : "+v"(source));
+    asm("" : "+r"(p.dwords));
+  }
   // T_lo's sub-blocks, then T_hi's; kTokens independent dot4 chains in flight.
   // (Unrolled: the chains must stay in registers. T_lo goes into the sums as soon as it
   // is complete: kept to the end, 8 tokens' totals, sub-block sums, T_lo's and sums
@@ -350,9 +352,10 @@ __attribute__((always_inline)) inline void dot_packed_block(const uint8_t* block
         if ((k + 1) % kGroup == 0) {
           for (int t = 0; t < kTokens; ++t) {
             total[t] = V::add(total[t], V::scale_sum(part[t], scale));
-            // Here, not later: the integer sums may be reassociated, and deferred they
-            // keep every sub-block's parts alive (spilled to the stack).
-            asm("" : "+v"(total[t]));
+            // Here, not later, in a tile of several tokens: the integer sums may be
+            // reassociated, and deferred they keep every sub-block's parts alive (spilled
+            // to the stack).
+            if constexpr (kTokens > 2) asm("" : "+v"(total[t]));
             part[t] = V::zero();
           }
         }
