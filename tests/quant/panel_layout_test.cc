@@ -101,6 +101,7 @@ VecDotPanelsFn amx_panels(TensorType type) {
     case TensorType::kQ5_0: return amx::vec_dot_panels_q5_0_q8_0;
     case TensorType::kQ4_K: return amx::vec_dot_panels_q4_K_q8_K;
     case TensorType::kQ6_K: return amx::vec_dot_panels_q6_K_q8_K;
+    case TensorType::kIQ4_XS: return amx::vec_dot_panels_iq4_xs_q8_K;
     default: return nullptr;
   }
 }

@@ -108,7 +108,7 @@ ChoiceTable choose_kernels(bool prefetch_weights) {
       if (set.kernels.quantize_row != nullptr) choice.quantize = set.kernels.quantize_row;
     }
 #if defined(__x86_64__)
-    // With AMX, the AVX-512 packed panels of the legacy _0 formats and Q4_K, and Q6_K's
+    // With AMX, the AVX-512 packed panels of the legacy _0 formats, Q4_K, Q6_K and IQ4_XS, and Q6_K's
     // matrix kernel, run their whole tiles of tokens on it (the same bits).
     if (choice.dot.isa == std::string_view("avx512") && cpu.has_amx_kernels()) {
       switch (traits.type) {
@@ -121,6 +121,9 @@ ChoiceTable choose_kernels(bool prefetch_weights) {
         case gguf::TensorType::kQ6_K:
           choice.panels = prefetch_weights ? amx::vec_dot_panels_q6_K_q8_K : amx::vec_dot_panels_q6_K_q8_K_unprefetched;
           choice.dot.vec_dot_matrix = amx::vec_dot_matrix_q6_K_q8_K;
+          break;
+        case gguf::TensorType::kIQ4_XS:
+          choice.panels = prefetch_weights ? amx::vec_dot_panels_iq4_xs_q8_K : amx::vec_dot_panels_iq4_xs_q8_K_unprefetched;
           break;
         default: break;
       }

@@ -620,6 +620,20 @@ struct TileForm<PackedQ4K> {
   }
 };
 
+// Unsigned code bytes c times each lane's scale sc (an int32 lane, row r's), w = sc * c as
+// int16 (even bytes, then odd ones), stored split as two tile rows of bytes: w >> 6 at `row`
+// and w & 63 a slice further (the formats whose |w| >> 6 fits a signed byte).
+__attribute__((always_inline)) inline void store_split_products(V::I c, V::I sc, uint8_t* row) {
+  const V::I low_bytes = V::set1_32(0x00ff00ff), six_bits = V::set1_32(0x003f003f);
+  const V::I sc16 = V::or_(V::and_(sc, V::set1_32(0xffff)), V::slli(sc, 16));
+  const V::I even = _mm512_mullo_epi16(V::and_(c, low_bytes), sc16);
+  const V::I odd = _mm512_mullo_epi16(V::and_(V::srli(c, 8), low_bytes), sc16);
+  const V::I high = V::or_(V::and_(_mm512_srai_epi16(even, 6), low_bytes), _mm512_slli_epi16(_mm512_srai_epi16(odd, 6), 8));
+  const V::I low = V::or_(V::and_(even, six_bits), _mm512_slli_epi16(V::and_(odd, six_bits), 8));
+  _mm512_store_si512(row, high);
+  _mm512_store_si512(row + amx::kSliceBytes, low);
+}
+
 // Q6_K's halves are sub-blocks j with bit 1 clear (quants 0-31, 64-95, 128-159, 192-223)
 // and the rest: slice m, tile row k is code dword i = (2 (m % 2) + k / 8) * 16 + 8 (m / 2) + k % 8.
 template <>
@@ -638,24 +652,35 @@ struct TileForm<PackedQ6K> {
   }
   static void unpack(const uint8_t* block, uint8_t* codes) {
     const auto p = PackedQ6K::header(block, 0);
-    const V::I low_bytes = V::set1_32(0x00ff00ff), six_bits = V::set1_32(0x003f003f);
 #pragma GCC unroll 4
     for (int m = 0; m < 4; ++m) {
       uint8_t* slice = codes + 2 * m * amx::kSliceBytes;
 #pragma GCC unroll 16
       for (int k = 0; k < 16; ++k) {
         const int i = (2 * (m % 2) + k / 8) * 16 + 8 * (m / 2) + k % 8;
-        const V::I c = PackedQ6K::code(block, 0, i);
-        const V::I sc = PackedQ6K::scale(p, i / 4);
-        const V::I sc16 = V::or_(V::and_(sc, V::set1_32(0xffff)), V::slli(sc, 16));
-        // w = sc * q per byte, as int16 (|w| <= 128 * 63), even bytes then odd ones.
-        const V::I even = _mm512_mullo_epi16(V::and_(c, low_bytes), sc16);
-        const V::I odd = _mm512_mullo_epi16(V::and_(V::srli(c, 8), low_bytes), sc16);
-        const V::I high = V::or_(V::and_(_mm512_srai_epi16(even, 6), low_bytes),
-                                 _mm512_slli_epi16(_mm512_srai_epi16(odd, 6), 8));
-        const V::I low = V::or_(V::and_(even, six_bits), _mm512_slli_epi16(V::and_(odd, six_bits), 8));
-        _mm512_store_si512(slice + 64 * k, high);
-        _mm512_store_si512(slice + amx::kSliceBytes + 64 * k, low);
+        store_split_products(PackedQ6K::code(block, 0, i), PackedQ6K::scale(p, i / 4), slice + 64 * k);
+      }
+    }
+  }
+};
+
+// IQ4_XS: the unsigned codes (level + 128, PackedIQ4XS's vpdpbusd form) times s_j - 32
+// (|w| <= 241 * 32, so w >> 6 fits a signed byte), split as Q6_K's; the -128 of every
+// level stays in the pair terms, as in the panel kernel. Its halves are sub-blocks 0-3 and
+// 4-7 (the staged order): slice m, tile row k is code dword 16m + k.
+template <>
+struct TileForm<PackedIQ4XS> {
+  static constexpr int kHighShift = 6;
+  static const int8_t* tile_quants(const StagedTokens& tokens, int64_t) { return tokens.quants; }
+  static void unpack(const uint8_t* block, uint8_t* codes) {
+    const auto p = PackedIQ4XS::header(block, 0);
+#pragma GCC unroll 4
+    for (int m = 0; m < 4; ++m) {
+      uint8_t* slice = codes + 2 * m * amx::kSliceBytes;
+#pragma GCC unroll 16
+      for (int k = 0; k < 16; ++k) {
+        const int i = 16 * m + k;
+        store_split_products(PackedIQ4XS::code(block, 0, i), PackedIQ4XS::scale(p, i / 8), slice + 64 * k);
       }
     }
   }
@@ -667,16 +692,22 @@ __attribute__((always_inline)) inline void add_tile_block(const uint8_t* block, 
                                                           const TokenBlock* meta, Accumulator* acc) {
   const auto p = Format::header(block, 0);
   for (int t = 0; t < amx::kTileTokens; ++t) {
-    V::I pair_terms = V::zero();  // Q4_K: M; Q6_K: the -32 terms, part of T_lo
+    V::I pair_terms = V::zero();  // Q4_K: M; Q6_K, IQ4_XS: the -32 / -128 terms, part of T_lo
     for (int i = 0; i < Format::kPairs; ++i) pair_terms = V::dot2(pair_terms, p.pairs[i], V::set1_32(meta[t].pairs[i]));
     if constexpr (Format::kHasMin) acc[t].add_min(pair_terms, p.dmin, meta[t].d);
+    V::I halves[2];
     for (int h = 0; h < 2; ++h) {
       const auto part = [&](int c) {
         return V::load(reinterpret_cast<const uint8_t*>(sums + ((2 * h + c) * amx::kTileTokens + t) * 16));
       };
-      V::I half = V::add(V::slli(part(0), TileForm<Format>::kHighShift), part(1));
-      if (!Format::kHasMin && h == 0) half = V::add(pair_terms, half);
-      acc[t].add_half(half, p.d, meta[t].d);
+      halves[h] = V::add(V::slli(part(0), TileForm<Format>::kHighShift), part(1));
+    }
+    if constexpr (!Format::kHasMin) halves[0] = V::add(pair_terms, halves[0]);
+    if constexpr (Format::kOneTotal) {
+      acc[t].add_half(V::add(halves[0], halves[1]), p.d, meta[t].d);
+    } else {
+      acc[t].add_half(halves[0], p.d, meta[t].d);
+      acc[t].add_half(halves[1], p.d, meta[t].d);
     }
   }
 }
@@ -734,7 +765,7 @@ void dot_panels_on_tiles(int64_t n_blocks, PanelAt panel_at, int64_t n_w_rows, c
   amx::end_tiles();
 }
 
-// Repacked Q4_K or Q6_K panels.
+// Repacked Q4_K, Q6_K or IQ4_XS panels.
 template <typename Format, bool kPrefetch>
 void dot_k_quant_panels_amx(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride,
                             int64_t n_a_rows, float* out, int64_t out_stride, RunningMax* row_max) {
@@ -792,6 +823,8 @@ TM_DOT_PANELS_ENTRY(vec_dot_panels_q4_K_q8_K, avx512::dot_k_quant_panels_amx<avx
 TM_DOT_PANELS_ENTRY(vec_dot_panels_q4_K_q8_K_unprefetched, avx512::dot_k_quant_panels_amx<avx512::PackedQ4K, false>)
 TM_DOT_PANELS_ENTRY(vec_dot_panels_q6_K_q8_K, avx512::dot_k_quant_panels_amx<avx512::PackedQ6K, true>)
 TM_DOT_PANELS_ENTRY(vec_dot_panels_q6_K_q8_K_unprefetched, avx512::dot_k_quant_panels_amx<avx512::PackedQ6K, false>)
+TM_DOT_PANELS_ENTRY(vec_dot_panels_iq4_xs_q8_K, avx512::dot_k_quant_panels_amx<avx512::PackedIQ4XS, true>)
+TM_DOT_PANELS_ENTRY(vec_dot_panels_iq4_xs_q8_K_unprefetched, avx512::dot_k_quant_panels_amx<avx512::PackedIQ4XS, false>)
 TM_DOT_MATRIX_ENTRY(vec_dot_matrix_q6_K_q8_K, avx512::dot_q6_k_matrix_amx)
 
 }  // namespace tokenmill::quant::amx

@@ -124,10 +124,11 @@ DotMatrix vec_dot_matrix_q4_0_q8_0, vec_dot_matrix_q4_1_q8_1, vec_dot_matrix_q5_
 // cpu_features().has_amx_kernels().
 namespace amx {
 DotPanels vec_dot_panels_q4_0_q8_0, vec_dot_panels_q5_0_q8_0, vec_dot_panels_q8_0_q8_0;
-// kquants_avx512.cc, sums in kquant_amx.cc: the packed Q4_K and Q6_K panels, whole tiles
+// kquants_avx512.cc, sums in kquant_amx.cc: the packed Q4_K, Q6_K and IQ4_XS panels, whole tiles
 // of 16 tokens' sub-block sums on AMX.
 DotPanels vec_dot_panels_q4_K_q8_K, vec_dot_panels_q4_K_q8_K_unprefetched;
 DotPanels vec_dot_panels_q6_K_q8_K, vec_dot_panels_q6_K_q8_K_unprefetched;
+DotPanels vec_dot_panels_iq4_xs_q8_K, vec_dot_panels_iq4_xs_q8_K_unprefetched;
 // kquants_avx512.cc likewise: Q6_K rows in the file's layout, packed per call, whole tiles
 // of 16 tokens on AMX (avx512's bits).
 DotMatrix vec_dot_matrix_q6_K_q8_K;
