@@ -34,6 +34,19 @@ namespace tokenmill::quant {
 inline constexpr int64_t kPanelRows = 16;
 inline constexpr int kMxfp4GroupBlocks = 8;  // MXFP4: blocks regrouped together (see above)
 
+// A packed matrix as the panel kernels walk it: n_blocks blocks a row, each block of a
+// panel block_bytes (16 rows' blocks), so the panel of rows r0 .. r0 + 15 is panel_bytes
+// from base + r0 / 16 * panel_bytes.
+struct PanelMatrix {
+  const uint8_t* base;
+  int64_t n_blocks;
+  int64_t panel_bytes;
+
+  PanelMatrix(const void* w, int64_t blocks, size_t block_bytes)
+      : base(static_cast<const uint8_t*>(w)), n_blocks(blocks), panel_bytes(blocks * static_cast<int64_t>(block_bytes)) {}
+  const uint8_t* panel(int64_t r0) const { return base + r0 / kPanelRows * panel_bytes; }
+};
+
 // Whether `type` has a panel layout (and n_rows must still be a multiple of kPanelRows).
 bool has_panel_layout(gguf::TensorType type);
 

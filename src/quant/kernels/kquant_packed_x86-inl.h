@@ -423,17 +423,16 @@ template <typename Format, bool kPrefetch>
 void dot_packed_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride, int64_t n_a_rows,
                        float* out, int64_t out_stride, RunningMax* row_max) {
   constexpr int kTile = V::kTokenTile;
-  const auto* weights = static_cast<const uint8_t*>(w);
+  const PanelMatrix panels(w, n / kSuperBlockSize, kPanelRows * sizeof(typename Format::Block));
   const auto* activations = static_cast<const uint8_t*>(a);
-  const int64_t n_blocks = n / kSuperBlockSize;
-  const int64_t panel_bytes = kPanelRows * static_cast<int64_t>(sizeof(typename Format::Block)) * n_blocks;
+  const int64_t n_blocks = panels.n_blocks, panel_bytes = panels.panel_bytes;
   constexpr int kPasses = kPanelRows / V::kLanes;
   for (int64_t t0 = 0; t0 < n_a_rows; t0 += kKQuantTokenBlock) {
     const int64_t n_tokens = n_a_rows - t0 < kKQuantTokenBlock ? n_a_rows - t0 : kKQuantTokenBlock;
     const StagedTokens tokens = stage_tokens<Format>(n_blocks, activations + t0 * a_stride, a_stride, n_tokens);
     const int64_t n_tiles = (n_tokens + kTile - 1) / kTile;
     for (int64_t r0 = 0; r0 < n_w_rows; r0 += kPanelRows) {
-      const uint8_t* panel = weights + r0 / kPanelRows * panel_bytes;
+      const uint8_t* panel = panels.panel(r0);
       PrefetchCursor prefetch(panel + panel_bytes, 0, kPrefetch && r0 + kPanelRows < n_w_rows ? panel_bytes : 0,
                               n_blocks * n_tiles * kPasses);
       auto tile = [&](auto size, int64_t t) {

@@ -634,6 +634,22 @@ __attribute__((always_inline)) inline void store_split_products(V::I c, V::I sc,
   _mm512_store_si512(row + amx::kSliceBytes, low);
 }
 
+// A super-block's tile codes as split products (store_split_products): slice m, tile row k
+// from code dword dword_at(m, k), of sub-block dword / Format::kDwords.
+template <typename Format, typename DwordAt>
+__attribute__((always_inline)) inline void unpack_split_products(const uint8_t* block, uint8_t* codes, DwordAt dword_at) {
+  const auto p = Format::header(block, 0);
+#pragma GCC unroll 4
+  for (int m = 0; m < 4; ++m) {
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; ++k) {
+      const int i = dword_at(m, k);
+      store_split_products(Format::code(block, 0, i), Format::scale(p, i / Format::kDwords),
+                           codes + 2 * m * amx::kSliceBytes + 64 * k);
+    }
+  }
+}
+
 // Q6_K's halves are sub-blocks j with bit 1 clear (quants 0-31, 64-95, 128-159, 192-223)
 // and the rest: slice m, tile row k is code dword i = (2 (m % 2) + k / 8) * 16 + 8 (m / 2) + k % 8.
 template <>
@@ -651,16 +667,7 @@ struct TileForm<PackedQ6K> {
     return reordered;
   }
   static void unpack(const uint8_t* block, uint8_t* codes) {
-    const auto p = PackedQ6K::header(block, 0);
-#pragma GCC unroll 4
-    for (int m = 0; m < 4; ++m) {
-      uint8_t* slice = codes + 2 * m * amx::kSliceBytes;
-#pragma GCC unroll 16
-      for (int k = 0; k < 16; ++k) {
-        const int i = (2 * (m % 2) + k / 8) * 16 + 8 * (m / 2) + k % 8;
-        store_split_products(PackedQ6K::code(block, 0, i), PackedQ6K::scale(p, i / 4), slice + 64 * k);
-      }
-    }
+    unpack_split_products<PackedQ6K>(block, codes, [](int m, int k) { return (2 * (m % 2) + k / 8) * 16 + 8 * (m / 2) + k % 8; });
   }
 };
 
@@ -673,16 +680,7 @@ struct TileForm<PackedIQ4XS> {
   static constexpr int kHighShift = 6;
   static const int8_t* tile_quants(const StagedTokens& tokens, int64_t) { return tokens.quants; }
   static void unpack(const uint8_t* block, uint8_t* codes) {
-    const auto p = PackedIQ4XS::header(block, 0);
-#pragma GCC unroll 4
-    for (int m = 0; m < 4; ++m) {
-      uint8_t* slice = codes + 2 * m * amx::kSliceBytes;
-#pragma GCC unroll 16
-      for (int k = 0; k < 16; ++k) {
-        const int i = 16 * m + k;
-        store_split_products(PackedIQ4XS::code(block, 0, i), PackedIQ4XS::scale(p, i / 8), slice + 64 * k);
-      }
-    }
+    unpack_split_products<PackedIQ4XS>(block, codes, [](int m, int k) { return 16 * m + k; });
   }
 };
 
@@ -773,12 +771,10 @@ void dot_k_quant_panels_amx(int64_t n, const void* w, int64_t n_w_rows, const vo
     dot_packed_panels<Format, kPrefetch>(n, w, n_w_rows, a, a_stride, n_a_rows, out, out_stride, row_max);
     return;
   }
-  const int64_t n_blocks = n / kSuperBlockSize;
-  const int64_t panel_bytes = static_cast<int64_t>(kPanelRows * sizeof(typename Format::Block)) * n_blocks;
-  const auto* weights = static_cast<const uint8_t*>(w);
+  const PanelMatrix panels(w, n / kSuperBlockSize, kPanelRows * sizeof(typename Format::Block));
   dot_panels_on_tiles<Format>(
-      n_blocks, [&](int64_t r0) { return weights + r0 / kPanelRows * panel_bytes; }, n_w_rows,
-      static_cast<const uint8_t*>(a), a_stride, n_a_rows, out, out_stride, row_max);
+      panels.n_blocks, [&](int64_t r0) { return panels.panel(r0); }, n_w_rows, static_cast<const uint8_t*>(a),
+      a_stride, n_a_rows, out, out_stride, row_max);
 }
 
 // Q6_K rows in the file's layout: each 16-row panel packed into a buffer per block of

@@ -561,11 +561,10 @@ void lattice_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows,
   }
   using Block = typename Format::Block;
   const int64_t nb = n / kSuperBlockSize;
-  for_row_groups_by_token_blocks<kMatrixWeightRows, kLatticeMinBlockTokens>(
-      n_w_rows, n_a_rows, a_stride, [&](auto group, int64_t first_row, int64_t t0, int64_t n_tokens) {
-        constexpr int W = decltype(group)::value;
-        const Block* x[W];
-        for (int w = 0; w < W; ++w) x[w] = reinterpret_cast<const Block*>(weight_rows + (first_row + w) * w_stride);
+  for_row_groups_by_token_blocks<Block, kMatrixWeightRows, kLatticeMinBlockTokens>(
+      weight_rows, w_stride, n_w_rows, n_a_rows, a_stride,
+      [&](const auto& x, int64_t first_row, int64_t t0, int64_t n_tokens) {
+        constexpr int W = std::extent_v<std::remove_reference_t<decltype(x)>>;
         const OffsetBlock* blocks[W];
         unpack_offset_rows<Format, W>(nb, x, blocks);
         offset_tiles<Format, W>(nb, blocks, rows + static_cast<size_t>(t0) * a_stride, a_stride, n_tokens,

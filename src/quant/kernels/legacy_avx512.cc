@@ -40,6 +40,7 @@
 #include "quant/kernels/simd_kernels.h"
 #include "quant/kernels/panel_transpose_avx512.h"
 #include "quant/kernels/x86_helpers.h"
+#include "quant/panel_layout.h"
 
 namespace tokenmill::quant::avx512 {
 
@@ -648,10 +649,9 @@ void rebuild_as_q8_0(int64_t n_blocks, const uint8_t* panels, int64_t n_panels, 
 template <typename Block, bool kAmx = false>
 void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride, int64_t n_a_rows,
                 float* out, int64_t out_stride, RunningMax* row_max) {
-  const auto* panels = static_cast<const uint8_t*>(w);
+  const PanelMatrix panels(w, n / kLegacyBlockSize, kPackedBlockBytes<Block>);
   const auto* activations = static_cast<const uint8_t*>(a);
-  const int64_t n_blocks = n / kLegacyBlockSize;
-  const int64_t panel_bytes = n_blocks * static_cast<int64_t>(kPackedBlockBytes<Block>);
+  const int64_t n_blocks = panels.n_blocks;
   StagingBuffers staging(n_blocks);
   // Nibble formats with kPairMinTokens tokens or more: each pair of panels is rebuilt in
   // Q8_0's layout (rebuild_as_q8_0) and computed as Q8_0's pairs are.
@@ -669,27 +669,28 @@ void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_
     const uint8_t* a_block = activations + t0 * a_stride;
     const StagedTokens tokens = prepare_tokens<Block>(n_blocks, a_block, a_stride, n_tokens, staging.meta, staging.quants);
     for (int64_t r0 = 0; r0 < n_w_rows;) {
-      const uint8_t* panel = panels + (r0 / kPanel) * panel_bytes;
-      const int64_t offset = panel - panels;
+      const uint8_t* panel = panels.panel(r0);
+      const int64_t offset = panel - panels.base;
       float* panel_out = offset_rows(out, t0 * out_stride + r0);
       // With a tile of tokens or more (nibble formats: kPairMinTokens), two panels at a
       // time where two remain.
       const bool pair = n_tokens >= (kNibbles ? kPairMinTokens : kTokenTile) && r0 + 2 * kPanel <= n_w_rows;
       const int64_t n_panels = pair ? 2 : 1;
-      const int64_t span = n_panels * panel_bytes;
+      const int64_t span = n_panels * panels.panel_bytes;
       RunningMax* tile_max = row_max != nullptr ? row_max + t0 : nullptr;
       if (kNibbles && (pair || (amx_tiles && n_tokens >= amx::kTileTokens))) {
         // The next pair streams in over this one's tiles; this one was requested over
         // the previous pair's (the first pair of a call is read on demand).
         rebuild_as_q8_0<Block>(n_blocks, panel, n_panels, rebuilt);
-        dot_packed_tokens<BlockQ8_0, kAmx>(n_blocks, rebuilt, n_panels, tokens, n_tokens, panel_out, out_stride, panels,
-                                     offset + span, span, tile_max, r0, Codes<Block>::kOffset);
+        dot_packed_tokens<BlockQ8_0, kAmx>(n_blocks, rebuilt, n_panels, tokens, n_tokens, panel_out, out_stride,
+                                           panels.base, offset + span, span, tile_max, r0, Codes<Block>::kOffset);
       } else {
         // One panel runs kPackedPrefetchBytes ahead; a pair's stream starts at the next
         // pair: both its panels are read from their first block on, so an 8 KB lead
         // would leave the second one cold (from memory that ran at half speed).
-        dot_packed_tokens<Block, kAmx && !kNibbles>(n_blocks, panel, n_panels, tokens, n_tokens, panel_out, out_stride, panels,
-                                 offset + (pair ? span : kPackedPrefetchBytes), span, tile_max, r0);
+        dot_packed_tokens<Block, kAmx && !kNibbles>(n_blocks, panel, n_panels, tokens, n_tokens, panel_out, out_stride,
+                                                    panels.base, offset + (pair ? span : kPackedPrefetchBytes), span,
+                                                    tile_max, r0);
       }
       r0 += n_panels * kPanel;
     }

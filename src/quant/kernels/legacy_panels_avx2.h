@@ -294,10 +294,9 @@ void dot_panel_tokens(int64_t n_blocks, const uint8_t* panel, size_t block_bytes
 template <typename Block, bool kVnni>
 void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride, int64_t n_a_rows,
                 float* out, int64_t out_stride, RunningMax* row_max) {
-  const auto* panels = static_cast<const uint8_t*>(w);
+  const PanelMatrix panels(w, n / kLegacyBlockSize, kPackedBlockBytes<Block>);
   const auto* activations = static_cast<const uint8_t*>(a);
-  const int64_t n_blocks = n / kLegacyBlockSize;
-  const int64_t panel_bytes = n_blocks * static_cast<int64_t>(kPackedBlockBytes<Block>);
+  const int64_t n_blocks = panels.n_blocks, panel_bytes = panels.panel_bytes;
   constexpr bool kNibbles = !std::is_same_v<Block, BlockQ8_0>;
   uint8_t* rebuilt = nullptr;
   if (kNibbles && n_a_rows >= kRebuildMinTokens) {
@@ -310,19 +309,19 @@ void dot_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_
         stage_tokens(n_blocks, activations + t0 * a_stride, a_stride, n_tokens, code_offset<Block, kVnni>());
     RunningMax* tile_max = row_max != nullptr ? row_max + t0 : nullptr;
     for (int64_t r0 = 0; r0 < n_w_rows; r0 += kPanel) {
-      const uint8_t* panel = panels + (r0 / kPanel) * panel_bytes;
-      const int64_t offset = panel - panels;
+      const uint8_t* panel = panels.panel(r0);
+      const int64_t offset = panel - panels.base;
       float* panel_out = offset_rows(out, t0 * out_stride + r0);
       if constexpr (kNibbles) {
         if (rebuilt != nullptr) {
           rebuild_panel<Block>(n_blocks, panel, rebuilt);
           dot_panel_tokens<Rebuilt, kVnni>(n_blocks, rebuilt, Rebuilt::kBlockBytes, tokens, n_tokens, panel_out,
-                                           out_stride, panels, offset + panel_bytes, panel_bytes, tile_max, r0);
+                                           out_stride, panels.base, offset + panel_bytes, panel_bytes, tile_max, r0);
           continue;
         }
       }
-      dot_panel_tokens<Packed<Block>, kVnni>(n_blocks, panel, kPackedBlockBytes<Block>, tokens, n_tokens, panel_out, out_stride,
-                                      panels, offset + kPrefetchBytes, panel_bytes, tile_max, r0);
+      dot_panel_tokens<Packed<Block>, kVnni>(n_blocks, panel, kPackedBlockBytes<Block>, tokens, n_tokens, panel_out,
+                                             out_stride, panels.base, offset + kPrefetchBytes, panel_bytes, tile_max, r0);
     }
   }
 }

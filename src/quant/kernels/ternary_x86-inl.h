@@ -178,11 +178,10 @@ void ternary_matrix(int64_t n, const void* w, size_t w_stride, int64_t n_w_rows,
   const auto* weight_rows = static_cast<const uint8_t*>(w);
   const auto* rows = static_cast<const uint8_t*>(a);
   const int64_t nb = n / kSuperBlockSize;
-  for_row_groups_by_token_blocks<kTernaryWeightRows, kRowTile>(
-      n_w_rows, n_a_rows, a_stride, [&](auto group, int64_t first_row, int64_t t0, int64_t n_tokens) {
-        constexpr int W = decltype(group)::value;
-        const Block* x[W];
-        for (int k = 0; k < W; ++k) x[k] = reinterpret_cast<const Block*>(weight_rows + (first_row + k) * w_stride);
+  for_row_groups_by_token_blocks<Block, kTernaryWeightRows, kRowTile>(
+      weight_rows, w_stride, n_w_rows, n_a_rows, a_stride,
+      [&](const auto& x, int64_t first_row, int64_t t0, int64_t n_tokens) {
+        constexpr int W = std::extent_v<std::remove_reference_t<decltype(x)>>;
         ternary_tiles<Block, W>(nb, x, rows + static_cast<size_t>(t0) * a_stride, a_stride, n_tokens,
                                 out + t0 * out_stride + first_row, out_stride);
       });

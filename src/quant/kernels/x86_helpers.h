@@ -49,18 +49,27 @@ void for_token_tiles(int64_t n_tokens, Tile&& tile) {
 // Prefill's loop order for kernels that read the activations again for every weight
 // row: the activations a block of tokens at a time that stays in L2
 // (kActivationBlockBytes, at least kMinTokens tokens), and within a block the weight rows
-// kRows at a time, the rows past the last group one at a time. Calls
-// tile(rows, first_row, first_token, n_tokens), rows as a std::integral_constant.
-template <int kRows, int64_t kMinTokens, typename Tile>
-void for_row_groups_by_token_blocks(int64_t n_w_rows, int64_t n_a_rows, size_t a_stride, Tile&& tile) {
+// (of Blocks, w_stride bytes apart) kRows at a time, the rows past the last group one at a
+// time. Calls tile(rows, first_row, first_token, n_tokens), rows a const Block* [W] of the
+// group's rows (W = kRows or 1: an array, so its size is known at compile time).
+template <typename Block, int kRows, int64_t kMinTokens, typename Tile>
+void for_row_groups_by_token_blocks(const uint8_t* weight_rows, size_t w_stride, int64_t n_w_rows, int64_t n_a_rows,
+                                    size_t a_stride, Tile&& tile) {
   // A stride of 0 (one activation row, as the one-row forms pass it) fits whole.
   const int64_t fit = a_stride == 0 ? n_a_rows : static_cast<int64_t>(kActivationBlockBytes / a_stride);
   const int64_t block = fit > kMinTokens ? fit : kMinTokens;
+  auto group = [&](auto size, int64_t first_row, int64_t t0, int64_t n_tokens) {
+    const Block* rows[decltype(size)::value];
+    for (int w = 0; w < decltype(size)::value; ++w) {
+      rows[w] = reinterpret_cast<const Block*>(weight_rows + (first_row + w) * w_stride);
+    }
+    tile(rows, first_row, t0, n_tokens);
+  };
   for (int64_t t0 = 0; t0 < n_a_rows; t0 += block) {
     const int64_t n_tokens = n_a_rows - t0 < block ? n_a_rows - t0 : block;
     int64_t r = 0;
-    for (; r + kRows <= n_w_rows; r += kRows) tile(std::integral_constant<int, kRows>{}, r, t0, n_tokens);
-    for (; r < n_w_rows; ++r) tile(std::integral_constant<int, 1>{}, r, t0, n_tokens);
+    for (; r + kRows <= n_w_rows; r += kRows) group(std::integral_constant<int, kRows>{}, r, t0, n_tokens);
+    for (; r < n_w_rows; ++r) group(std::integral_constant<int, 1>{}, r, t0, n_tokens);
   }
 }
 
