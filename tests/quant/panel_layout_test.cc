@@ -141,7 +141,7 @@ TEST(PanelLayout, PanelKernelMatchesRowKernelBitForBit) {
     // 48 rows: an odd number of panels (two at a time, then one); 16 tokens: balanced
     // tiles of two panels (6, 5, 5).
     const std::vector<std::pair<int64_t, int64_t>> shapes =
-        is_k_quant(type) ? std::vector<std::pair<int64_t, int64_t>>{{64, 256}, {48, 768}, {64, 2048}}
+        is_k_quant(type) ? std::vector<std::pair<int64_t, int64_t>>{{64, 256}, {48, 768}, {64, 2048}, {32, 5120}}
                          : std::vector<std::pair<int64_t, int64_t>>{{64, 32}, {64, 64}, {64, 128}, {64, 640}, {48, 640}, {64, 2048}, {32, 2880}};
     for (const auto& [n_rows, n_cols] : shapes) {
       const Matrix m = random_matrix(type, n_rows, n_cols, 11);

@@ -24,6 +24,7 @@
 //     static I scale_sum(I part, I scale);
 //     static I dot2(I acc, I a, I b);   // acc + the sums of two s16 * s16 products per lane
 //     static void store(float* out, F x, int n);  // the first n lanes
+//     static F load_ps(const float* p);  // kLanes floats
 //     static void fold_max(F x, int64_t first_column, RunningMax& m);  // see RunningMax
 //     ... and the lane-wise and_, or_, add, sub, srli, slli, srai, set1_8, set1_32,
 //     zero, cvt, fma, fnmadd, mul, set1_ps
@@ -376,22 +377,31 @@ __attribute__((always_inline)) inline void dot_packed_block(const uint8_t* block
 // registers beside each other. Each lane's operations are the same in either order.
 constexpr int kInterleavedPassTokens = 2;
 
-// A packed panel (n_blocks super-blocks) against kTokens staged tokens: out[t * out_stride
-// + r] for its first n_rows rows (out may be null), and with row_max each token's results
-// folded into row_max[t] as columns first_column ... (whole panels only). One prefetch
-// step per super-block and pass.
+// A packed panel's super-blocks first_block .. first_block + n_blocks - 1 against kTokens
+// staged tokens: out[t * out_stride + r] for its first n_rows rows (out may be null), and
+// with row_max each token's results folded into row_max[t] as columns first_column ...
+// (whole panels only). From a first_block past 0 the sums go on from those in out (whole
+// panels, out not null): the float steps of every (row, token) stay in block order. One
+// prefetch step per super-block and pass.
 template <typename Format, int kTokens>
 void dot_packed_panel(int64_t n_blocks, const uint8_t* panel, StagedTokens tokens, int64_t n_rows, float* out,
-                      int64_t out_stride, PrefetchCursor& prefetch, RunningMax* row_max, int64_t first_column) {
+                      int64_t out_stride, PrefetchCursor& prefetch, RunningMax* row_max, int64_t first_column,
+                      int64_t first_block = 0) {
   constexpr size_t kBlockBytes = kPanelRows * sizeof(typename Format::Block);
   constexpr int kPasses = kPanelRows / V::kLanes;
   const int64_t needed_passes = (n_rows + V::kLanes - 1) / V::kLanes;
   const int passes = static_cast<int>(needed_passes < kPasses ? needed_passes : kPasses);
   Accumulator acc[kPasses][kTokens];
+  if (first_block > 0) {
+    for (int half = 0; half < passes; ++half) {
+      for (int t = 0; t < kTokens; ++t) acc[half][t].sum = V::load_ps(out + t * out_stride + half * V::kLanes);
+    }
+  }
   auto run = [&](int64_t b, int half) {
     prefetch.step();
-    dot_packed_block<Format, kTokens>(panel + static_cast<size_t>(b) * kBlockBytes, half, tokens.block_quants(b),
-                                      tokens.block_meta(b), acc[half]);
+    dot_packed_block<Format, kTokens>(panel + static_cast<size_t>(first_block + b) * kBlockBytes, half,
+                                      tokens.block_quants(first_block + b), tokens.block_meta(first_block + b),
+                                      acc[half]);
   };
   if constexpr (kPasses > 1 && kTokens <= kInterleavedPassTokens) {
     for (int64_t b = 0; b < n_blocks; ++b) {
@@ -423,6 +433,10 @@ template <typename Format, bool kPrefetch>
 void dot_packed_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a, size_t a_stride, int64_t n_a_rows,
                        float* out, int64_t out_stride, RunningMax* row_max) {
   constexpr int kTile = V::kTokenTile;
+  // A chunk of a panel's super-blocks with a tile's quants: about 40 KiB, within L1.
+  constexpr int64_t kChunkBytes = 40 * 1024;
+  constexpr int64_t kChunkBlocks =
+      kChunkBytes / (kPanelRows * static_cast<int64_t>(sizeof(typename Format::Block)) + kTile * kSuperBlockSize);
   const PanelMatrix panels(w, n / kSuperBlockSize, kPanelRows * sizeof(typename Format::Block));
   const auto* activations = static_cast<const uint8_t*>(a);
   const int64_t n_blocks = panels.n_blocks, panel_bytes = panels.panel_bytes;
@@ -435,12 +449,18 @@ void dot_packed_panels(int64_t n, const void* w, int64_t n_w_rows, const void* a
       const uint8_t* panel = panels.panel(r0);
       PrefetchCursor prefetch(panel + panel_bytes, 0, kPrefetch && r0 + kPanelRows < n_w_rows ? panel_bytes : 0,
                               n_blocks * n_tiles * kPasses);
-      auto tile = [&](auto size, int64_t t) {
-        dot_packed_panel<Format, decltype(size)::value>(
-            n_blocks, panel, tokens.from(t), kPanelRows, out != nullptr ? out + (t0 + t) * out_stride + r0 : nullptr,
-            out_stride, prefetch, row_max != nullptr ? row_max + t0 + t : nullptr, r0);
-      };
-      for_token_tiles<kTile>(n_tokens, tile);
+      // Several tiles take the super-blocks a chunk at a time (kChunkBlocks), each chunk's
+      // weights and tiles' quants together in L1 (row_max needs the whole sums at once).
+      const int64_t chunk = n_tiles > 1 && out != nullptr && row_max == nullptr ? kChunkBlocks : n_blocks;
+      for (int64_t b0 = 0; b0 < n_blocks; b0 += chunk) {
+        auto tile = [&](auto size, int64_t t) {
+          dot_packed_panel<Format, decltype(size)::value>(
+              n_blocks - b0 < chunk ? n_blocks - b0 : chunk, panel, tokens.from(t), kPanelRows,
+              out != nullptr ? out + (t0 + t) * out_stride + r0 : nullptr, out_stride, prefetch,
+              row_max != nullptr ? row_max + t0 + t : nullptr, r0, b0);
+        };
+        for_token_tiles<kTile>(n_tokens, tile);
+      }
     }
   }
 }

@@ -96,6 +96,7 @@ struct V {
   static F fnmadd(F a, F b, F c) { return _mm512_fnmadd_ps(a, b, c); }
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
   static F set1_ps(float v) { return _mm512_set1_ps(v); }
+  static F load_ps(const float* p) { return _mm512_loadu_ps(p); }
   static void store(float* out, F x, int n) { _mm512_mask_storeu_ps(out, static_cast<__mmask16>((1u << n) - 1), x); }
   static void fold_max(F x, int64_t first_column, RunningMax& m) { fold_running_max(x, first_column, m); }
 };

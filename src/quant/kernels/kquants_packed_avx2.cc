@@ -61,6 +61,7 @@ struct V {
   static F fnmadd(F a, F b, F c) { return _mm256_fnmadd_ps(a, b, c); }
   static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
   static F set1_ps(float v) { return _mm256_set1_ps(v); }
+  static F load_ps(const float* p) { return _mm256_loadu_ps(p); }
   static void store(float* out, F x, int n) {
     if (n == kLanes) {
       _mm256_storeu_ps(out, x);
